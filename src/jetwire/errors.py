@@ -1,0 +1,257 @@
+"""Every error jetwire raises. ``NatsError`` is the base of all of them."""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Optional
+
+
+class NatsError(Exception):
+    """Base class of every jetwire error."""
+
+
+# --- core -------------------------------------------------------------------------
+class ConnectionClosedError(NatsError):
+    """The connection is closed."""
+
+
+class NoServersError(NatsError):
+    """No server in the pool could be reached."""
+
+
+class TimeoutError(NatsError, builtins.TimeoutError):  # noqa: A001 - mirrors the builtin on purpose
+    """An operation did not finish in time (also a builtin ``TimeoutError``)."""
+
+
+class NoRespondersError(NatsError):
+    """A request reached no responder (status 503)."""
+
+
+class ProtocolError(NatsError):
+    """The peer sent bytes that are not valid NATS protocol."""
+
+
+class AuthorizationError(NatsError):
+    """The server refused our credentials."""
+
+
+class PermissionsError(NatsError):
+    """The server refused a publish or subscribe (``Permissions Violation``)."""
+
+
+class MaxPayloadError(NatsError):
+    """Headers plus data exceed the server's ``max_payload``."""
+
+
+class SlowConsumerError(NatsError):
+    """A subscription's pending limits were exceeded and messages were dropped."""
+
+    def __init__(self, message: str = "slow consumer, messages dropped", subject: str = "", sid: int = 0, dropped: int = 0):
+        super().__init__(message)
+        self.subject = subject
+        self.sid = sid
+        self.dropped = dropped
+
+
+class BadSubjectError(NatsError, ValueError):
+    """A subject is empty or has whitespace or control characters."""
+
+
+class DrainTimeoutError(NatsError, builtins.TimeoutError):
+    """Draining did not finish in time."""
+
+
+class StaleConnectionError(NatsError):
+    """The server stopped answering pings."""
+
+
+class BadHeaderError(NatsError, ValueError):
+    """A header key or value cannot be put on the wire."""
+
+
+class ReconnectBufferFullError(NatsError):
+    """The reconnect buffer is full; the publish was not queued."""
+
+
+# --- JetStream ----------------------------------------------------------------------
+class JetStreamError(NatsError):
+    """Base class of JetStream, key-value and object-store errors."""
+
+
+class APIError(JetStreamError):
+    """An error answer of the JetStream API, with the server's ``code`` and ``err_code``."""
+
+    def __init__(self, code: Optional[int] = None, err_code: Optional[int] = None, description: str = "", **extra: Any):
+        self.code = code
+        self.err_code = err_code
+        self.description = description
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        return f"{self.description or type(self).__name__} (code={self.code}, err_code={self.err_code})"
+
+    def __str__(self) -> str:
+        return self._text()
+
+
+class StreamNotFoundError(APIError):
+    """The stream does not exist (err_code 10059)."""
+
+
+class StreamNameInUseError(APIError):
+    """A stream with that name and another config exists (err_code 10058)."""
+
+
+class ConsumerNotFoundError(APIError):
+    """The consumer does not exist (err_code 10014)."""
+
+
+class ConsumerExistsError(APIError):
+    """A consumer with that name and another config exists (err_code 10148/10013)."""
+
+
+class ConsumerDoesNotExistError(APIError):
+    """Update of a consumer that does not exist (err_code 10149)."""
+
+
+class MsgNotFoundError(APIError):
+    """No message at that sequence or subject (err_code 10037)."""
+
+
+class BadRequestError(APIError):
+    """The server found the request malformed (err_code 10003)."""
+
+
+class JetStreamNotEnabledError(APIError):
+    """JetStream is not enabled for the server or account (err_code 10076/10039)."""
+
+
+class WrongLastSequenceError(APIError):
+    """An expected-last-sequence check failed (err_code 10071)."""
+
+
+class WrongLastMsgIdError(APIError):
+    """An expected-last-msg-id check failed (err_code 10070)."""
+
+
+class StreamWrongExpectedError(APIError):
+    """An expected-stream check failed (err_code 10060)."""
+
+
+class NoStreamResponseError(JetStreamError):
+    """A JetStream publish got no answer from any stream."""
+
+
+class NotJSMessageError(JetStreamError, ValueError):
+    """The message or subject is not a JetStream message."""
+
+
+class MsgAlreadyAckedError(JetStreamError):
+    """The message was already acknowledged."""
+
+
+class InvalidStreamNameError(JetStreamError, ValueError):
+    """A stream name is empty or has forbidden characters."""
+
+
+class InvalidConsumerNameError(JetStreamError, ValueError):
+    """A consumer name is empty or has forbidden characters."""
+
+
+class NoHeartbeatError(JetStreamError):
+    """Idle heartbeats stopped arriving."""
+
+
+class ConsumerDeletedError(JetStreamError):
+    """The consumer was deleted while in use."""
+
+
+class OrderedConsumerResetError(JetStreamError):
+    """The ordered consumer could not be recreated."""
+
+
+class TooManyStalledMsgsError(JetStreamError):
+    """``publish_async`` found no room in its window in time."""
+
+
+# --- key-value ----------------------------------------------------------------------
+class KeyNotFoundError(JetStreamError, KeyError):
+    """The key does not exist."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep a plain message
+        return Exception.__str__(self)
+
+
+class KeyDeletedError(KeyNotFoundError):
+    """The key was deleted or purged."""
+
+
+class KeyExistsError(WrongLastSequenceError):
+    """``create`` found the key already present."""
+
+
+class InvalidKeyError(JetStreamError, ValueError):
+    """A key is empty or has forbidden characters."""
+
+
+class BucketNotFoundError(JetStreamError):
+    """The bucket does not exist."""
+
+
+class InvalidBucketNameError(JetStreamError, ValueError):
+    """A bucket name has forbidden characters."""
+
+
+class HistoryTooLargeError(JetStreamError, ValueError):
+    """KV history must be 1..64."""
+
+
+# --- object store -------------------------------------------------------------------
+class ObjectNotFoundError(JetStreamError):
+    """The object does not exist."""
+
+
+class DigestMismatchError(JetStreamError):
+    """The object's data does not match its SHA-256 digest."""
+
+
+class BadObjectMetaError(JetStreamError, ValueError):
+    """Object metadata is invalid."""
+
+
+class ObjectAlreadyExistsError(JetStreamError):
+    """An object with that name exists."""
+
+
+class LinkNotAllowedError(JetStreamError):
+    """A link may not point at a link or a deleted object."""
+
+
+# err_code -> class; the server's numbers (ADR-7)
+ERR_CODES: dict[int, type[APIError]] = {
+    10059: StreamNotFoundError,
+    10058: StreamNameInUseError,
+    10014: ConsumerNotFoundError,
+    10013: ConsumerExistsError,
+    10148: ConsumerExistsError,
+    10105: ConsumerExistsError,
+    10149: ConsumerDoesNotExistError,
+    10037: MsgNotFoundError,
+    10003: BadRequestError,
+    10076: JetStreamNotEnabledError,
+    10039: JetStreamNotEnabledError,
+    10071: WrongLastSequenceError,
+    10070: WrongLastMsgIdError,
+    10060: StreamWrongExpectedError,
+}
+
+
+def api_error(error: dict) -> APIError:
+    """Build the typed error for a JetStream API ``error`` object."""
+    err_code = error.get("err_code")
+    cls = ERR_CODES.get(err_code, APIError) if err_code is not None else APIError
+    if cls is APIError and error.get("code") == 503:
+        cls = JetStreamNotEnabledError if "not enabled" in str(error.get("description", "")) else APIError
+    return cls(code=error.get("code"), err_code=err_code, description=error.get("description", ""))
+
+
+__all__ = [n for n, v in list(globals().items()) if isinstance(v, type) and issubclass(v, Exception)] + ["api_error", "ERR_CODES"]
