@@ -68,6 +68,10 @@ class BadHeaderError(NatsError, ValueError):
     """A header key or value cannot be put on the wire."""
 
 
+class SubscriptionClosedError(NatsError):
+    """The subscription was unsubscribed, drained or reached its message limit."""
+
+
 class ReconnectBufferFullError(NatsError):
     """The reconnect buffer is full; the publish was not queued."""
 

@@ -1,0 +1,25 @@
+"""The types shared by both flavours (one class each, re-exported by ``jetwire`` and ``jetwire.aio``)."""
+from __future__ import annotations
+
+from ._impl import speedups_enabled
+from .errors import *  # noqa: F401,F403
+from .errors import __all__ as _errors_all
+from .msg import Msg
+from .protocol.headers import Headers
+from .protocol.metadata import MsgMetadata, SequencePair, parse_metadata
+
+__all__ = ["Msg", "Headers", "MsgMetadata", "SequencePair", "parse_metadata", "speedups_enabled"] + [
+    n for n in _errors_all if n not in ("api_error", "ERR_CODES")
+]
+
+try:  # JetStream models (always present once the package is complete)
+    from .jetstream import models as _models
+    from .jetstream import kv_models as _kv
+    from .jetstream import obj_models as _obj
+except ImportError:  # pragma: no cover - during development only
+    _models = _kv = _obj = None  # type: ignore[assignment]
+else:
+    for _mod in (_models, _kv, _obj):
+        for _n in getattr(_mod, "__all__", ()):
+            globals()[_n] = getattr(_mod, _n)
+            __all__.append(_n)

@@ -1,0 +1,178 @@
+"""Blocking byte mover: a socket, a reader thread feeding the core, sendall for writes."""
+from __future__ import annotations
+
+import socket
+import ssl
+import threading
+from typing import Any, Callable, Optional
+
+from ..errors import ProtocolError
+
+_INFO_LIMIT = 64 * 1024
+_READ_SIZE = 256 * 1024
+
+
+class Transport:
+    """One TCP (optionally TLS) connection to a server."""
+
+    def __init__(self) -> None:
+        self._sock: Optional[socket.socket] = None
+        self._send_lock = threading.Lock()
+        self._reader: Optional[threading.Thread] = None
+        self.closed = False
+
+    def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
+             tls_first: bool, tls_hostname: Optional[str], need_tls: Callable[[bytes], bool]) -> bytes:
+        sock = socket.create_connection((host, port), timeout=timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(timeout)
+            if tls is not None and tls_first:
+                sock = tls.wrap_socket(sock, server_hostname=tls_hostname or host)
+            head = bytearray()
+            while b"\r\n" not in head:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    raise ConnectionError("connection closed by server")
+                head += chunk
+                if len(head) > _INFO_LIMIT:
+                    raise ProtocolError(f"no INFO line from server: {bytes(head[:64])!r}")
+            if not tls_first and need_tls(bytes(head)):
+                if tls is None:
+                    raise ProtocolError("server requires TLS but no TLS context is configured")
+                sock = tls.wrap_socket(sock, server_hostname=tls_hostname or host)
+                head = head[: head.index(b"\r\n") + 2]
+            self._sock = sock
+            self._timeout = timeout
+            return bytes(head)
+        except BaseException:
+            try:
+                sock.close()
+            except OSError:
+                pass
+            raise
+
+    def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[Optional[BaseException]], None],
+              rest: bytes) -> None:
+        sock = self._sock
+        assert sock is not None
+        sock.settimeout(None)
+        if rest:
+            on_data(rest)
+        self._reader = threading.Thread(target=self._read_loop, args=(sock, on_data, on_lost),
+                                        name="jetwire-reader", daemon=True)
+        self._reader.start()
+
+    def _read_loop(self, sock: socket.socket, on_data: Callable[[bytes], None],
+                   on_lost: Callable[[Optional[BaseException]], None]) -> None:
+        err: Optional[BaseException] = None
+        recv = sock.recv
+        try:
+            while not self.closed:
+                data = recv(_READ_SIZE)
+                if not data:
+                    break
+                on_data(data)
+        except (OSError, ValueError) as exc:
+            err = exc
+        except BaseException as exc:  # ProtocolError from the core, or anything unexpected
+            err = exc
+        if not self.closed:
+            self.closed = True
+            try:
+                sock.close()
+            except OSError:
+                pass
+            on_lost(err)
+
+    def write(self, data: Any) -> None:
+        sock = self._sock
+        if sock is None or self.closed:
+            raise ConnectionError("not connected")
+        with self._send_lock:
+            sock.sendall(data)
+
+    def drain(self) -> None:
+        return None
+
+    write_paused = False
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    abort = close
+
+
+FLUSH_THRESHOLD = 64 * 1024
+
+
+class Writer:
+    """Moves the core's write buffer to the socket from a flusher thread (or inline when large)."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        self.tr: Optional[Transport] = None
+        self.lock = threading.Lock()  # guards core.wbuf appends and swaps
+        self._send_lock = threading.Lock()  # keeps buffers in order on the wire
+        self._ev = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="jetwire-flusher", daemon=True)
+        self._thread.start()
+
+    def set_transport(self, tr: Optional[Transport]) -> None:
+        self.tr = tr
+
+    def kick(self) -> None:
+        if self.tr is None:
+            return
+        if len(self.core.wbuf) >= FLUSH_THRESHOLD:
+            self.flush_now()
+        elif not self._ev.is_set():
+            self._ev.set()
+
+    def flush_now(self) -> None:
+        core = self.core
+        with self._send_lock:
+            tr = self.tr
+            if tr is None or tr.closed:
+                return
+            with self.lock:
+                buf = core.wbuf
+                if not buf:
+                    return
+                core.wbuf = bytearray()
+            try:
+                tr.write(buf)
+            except (OSError, ConnectionError, ValueError):
+                pass  # the reader thread sees the loss and reconnects
+
+    def _run(self) -> None:
+        ev = self._ev
+        while True:
+            ev.wait()
+            ev.clear()
+            if self._closed:
+                return
+            self.flush_now()
+
+    congested = False
+
+    def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self.tr = None
+        self._closed = True
+        self._ev.set()

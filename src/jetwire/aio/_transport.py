@@ -1,0 +1,209 @@
+"""asyncio byte mover: opens the socket (TLS included), reads INFO, feeds the core, writes buffers."""
+from __future__ import annotations
+
+import asyncio
+import ssl
+from typing import Any, Callable, Optional, Tuple
+
+from ..errors import ProtocolError
+
+_INFO_LIMIT = 64 * 1024
+
+
+class _Proto(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.transport: Optional[asyncio.Transport] = None
+        self.head = bytearray()
+        self.head_fut: Optional[asyncio.Future[None]] = None
+        self.on_data: Optional[Callable[[bytes], None]] = None
+        self.on_lost: Optional[Callable[[Optional[BaseException]], None]] = None
+        self.paused = False
+        self.resume_fut: Optional[asyncio.Future[None]] = None
+        self.lost = False
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        on_data = self.on_data
+        if on_data is not None:
+            on_data(data)
+            return
+        self.head += data
+        fut = self.head_fut
+        if fut is not None and not fut.done():
+            if b"\r\n" in self.head or len(self.head) > _INFO_LIMIT:
+                fut.set_result(None)
+
+    def connection_lost(self, exc: Optional[BaseException]) -> None:
+        self.lost = True
+        fut = self.head_fut
+        if fut is not None and not fut.done():
+            fut.set_exception(ConnectionError("connection closed by server"))
+        if self.resume_fut is not None and not self.resume_fut.done():
+            self.resume_fut.set_result(None)
+        if self.on_lost is not None:
+            self.on_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        if self.resume_fut is not None and not self.resume_fut.done():
+            self.resume_fut.set_result(None)
+
+    def eof_received(self) -> bool:
+        return False
+
+
+class Transport:
+    """One TCP (optionally TLS) connection to a server."""
+
+    def __init__(self) -> None:
+        self._proto = _Proto()
+        self._tr: Optional[asyncio.Transport] = None
+        self._loop = asyncio.get_running_loop()
+        self.closed = False
+
+    async def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
+                   tls_first: bool, tls_hostname: Optional[str],
+                   need_tls: Callable[[bytes], bool]) -> bytes:
+        """Connect and return the server's first line (INFO ...\\r\\n) plus anything after it."""
+        loop = self._loop
+        proto = self._proto
+        proto.head_fut = loop.create_future()
+
+        async def go() -> bytes:
+            if tls is not None and tls_first:
+                tr, _ = await loop.create_connection(lambda: proto, host, port, ssl=tls,
+                                                     server_hostname=tls_hostname or host)
+            else:
+                tr, _ = await loop.create_connection(lambda: proto, host, port)
+            self._tr = tr  # type: ignore[assignment]
+            await proto.head_fut  # type: ignore[misc]
+            head = bytes(proto.head)
+            if b"\r\n" not in head:
+                raise ProtocolError(f"no INFO line from server: {head[:64]!r}")
+            if not tls_first and need_tls(head):
+                if tls is None:
+                    raise ProtocolError("server requires TLS but no TLS context is configured")
+                proto.head.clear()
+                newtr = await loop.start_tls(tr, proto, tls, server_hostname=tls_hostname or host)
+                proto.transport = newtr
+                self._tr = newtr  # type: ignore[assignment]
+            return head
+
+        try:
+            return await asyncio.wait_for(go(), timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[Optional[BaseException]], None],
+              rest: bytes) -> None:
+        proto = self._proto
+        proto.on_data = on_data
+        proto.on_lost = on_lost
+        if rest:
+            on_data(rest)
+        if proto.lost:
+            on_lost(None)
+
+    def write(self, data: Any) -> None:
+        tr = self._tr
+        if tr is None or self.closed:
+            raise ConnectionError("not connected")
+        tr.write(data)
+
+    async def drain(self) -> None:
+        proto = self._proto
+        if proto.paused and not proto.lost:
+            proto.resume_fut = self._loop.create_future()
+            await proto.resume_fut
+
+    @property
+    def write_paused(self) -> bool:
+        return self._proto.paused
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._proto.on_data = None
+        tr = self._tr
+        if tr is not None:
+            tr.close()
+
+    def abort(self) -> None:
+        self.closed = True
+        self._proto.on_data = None
+        tr = self._tr
+        if tr is not None:
+            tr.abort()
+
+
+FLUSH_THRESHOLD = 64 * 1024
+
+
+class Writer:
+    """Moves the core's write buffer to the transport once per loop turn (or when large)."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        self.tr: Optional[Transport] = None
+        self.pending = False
+        self.loop = asyncio.get_running_loop()
+        self.lock = _NoLock()
+
+    def set_transport(self, tr: Optional[Transport]) -> None:
+        self.tr = tr
+
+    def kick(self) -> None:
+        """Bytes were appended: send them when the caller yields, or now if many."""
+        if self.tr is None:
+            return
+        if len(self.core.wbuf) >= FLUSH_THRESHOLD:
+            self.flush_now()
+        elif not self.pending:
+            self.pending = True
+            self.loop.call_soon(self._on_turn)
+
+    def _on_turn(self) -> None:
+        self.pending = False
+        self.flush_now()
+
+    def flush_now(self) -> None:
+        core = self.core
+        buf = core.wbuf
+        tr = self.tr
+        if not buf or tr is None or tr.closed:
+            return
+        core.wbuf = bytearray()
+        try:
+            tr.write(buf)
+        except (ConnectionError, RuntimeError, OSError):
+            pass
+
+    @property
+    def congested(self) -> bool:
+        tr = self.tr
+        return tr is not None and tr.write_paused
+
+    async def drain(self) -> None:
+        tr = self.tr
+        if tr is not None:
+            await tr.drain()
+
+    def close(self) -> None:
+        self.tr = None
+
+
+class _NoLock:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None

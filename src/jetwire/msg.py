@@ -1,0 +1,77 @@
+"""``Msg``: a received (or to-be-published) message. One class for both flavours.
+
+Network methods delegate to the connection that delivered the message, so in
+``jetwire.aio`` they return awaitables and in ``jetwire`` they block.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import _impl
+from .errors import NatsError, NotJSMessageError
+
+_ACK = b"+ACK"
+_NAK = b"-NAK"
+_WPI = b"+WPI"
+_TERM = b"+TERM"
+
+
+class Msg(_impl.MsgBase):
+    """A NATS message: ``subject``, ``reply``, ``data``, ``headers``, ``sid``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        data = self.data
+        shown = data[:32] + (b"..." if len(data) > 32 else b"")
+        return f"<Msg subject={self.subject!r} reply={self.reply!r} data={shown!r} headers={self.headers!r}>"
+
+    def _conn(self) -> Any:
+        client = self._client
+        if client is None:
+            raise NatsError("message is not bound to a connection")
+        return client
+
+    def respond(self, data: bytes = b"", headers: Any = None) -> Any:
+        """Publish ``data`` to this message's reply subject."""
+        if not self.reply:
+            raise NatsError("message has no reply subject")
+        return self._conn().publish(self.reply, data, headers=headers)
+
+    # -- JetStream ---------------------------------------------------------------------
+    @property
+    def metadata(self) -> Any:
+        """JetStream metadata parsed from the ack subject (``NotJSMessageError`` otherwise)."""
+        meta = self._meta
+        if meta is None:
+            if not self.reply:
+                raise NotJSMessageError("message has no JetStream ack subject")
+            from .protocol.metadata import parse_metadata
+
+            meta = parse_metadata(self.reply)
+            self._meta = meta
+        return meta
+
+    def ack(self) -> Any:
+        """Acknowledge (fire and forget)."""
+        return self._conn()._js_ack(self, _ACK, True, False, None)
+
+    def ack_sync(self, timeout: Optional[float] = None) -> Any:
+        """Acknowledge and wait for the server to confirm (double ack)."""
+        return self._conn()._js_ack(self, _ACK, True, True, timeout)
+
+    double_ack = ack_sync
+
+    def nak(self, delay: Optional[float] = None) -> Any:
+        """Negative-acknowledge: redeliver, after ``delay`` seconds when given."""
+        payload = _NAK if delay is None else b'-NAK {"delay":%d}' % int(delay * 1e9)
+        return self._conn()._js_ack(self, payload, True, False, None)
+
+    def in_progress(self) -> Any:
+        """Tell the server work is ongoing (resets the ack wait); may be sent many times."""
+        return self._conn()._js_ack(self, _WPI, False, False, None)
+
+    def term(self, reason: Optional[str] = None) -> Any:
+        """Stop redelivery of this message."""
+        payload = _TERM if not reason else _TERM + b" " + reason.encode()
+        return self._conn()._js_ack(self, payload, True, False, None)
