@@ -1,0 +1,1 @@
+"""JetStream: streams, consumers, publishing, key-value and object stores."""

@@ -1,0 +1,588 @@
+"""JetStream configuration and information types (dataclasses) and their enums.
+
+Field names are the server's JSON names (see the JetStream JSON schemas); durations
+are float seconds (nanoseconds on the wire), times are aware ``datetime`` objects,
+base64 fields are decoded. Every model has ``from_json(dict_or_bytes)``,
+``to_json_dict()`` (alias ``as_dict()``) and ``to_json()``; unknown JSON fields are
+kept in ``_extra`` and written back. See :mod:`jetwire.jetstream._json` for the rules.
+
+Config types (``StreamConfig``, ``ConsumerConfig`` and the small types nested in them)
+leave out of their JSON whatever the user did not set, so the server applies its own
+defaults; their dataclass defaults are the server's defaults, so values read back from
+the server look the same as freshly built ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any, ClassVar, Optional, Union
+
+import orjson
+
+from jetwire.errors import api_error
+from jetwire.jetstream._json import Model, duration, jfield
+
+__all__ = [
+    "AckPolicy", "DeliverPolicy", "ReplayPolicy", "RetentionPolicy", "DiscardPolicy", "StorageType",
+    "StoreCompression", "PriorityPolicy", "PersistMode",
+    "Placement", "SubjectTransformConfig", "RePublish", "ExternalStream", "StreamConsumerSource", "StreamSource",
+    "StreamConsumerLimits", "ConsumerLimits", "StreamConfig", "LostStreamData", "StreamState", "PeerInfo",
+    "ClusterInfo", "APIErrorInfo", "StreamSourceInfo", "StreamAlternate", "StreamInfo", "SequenceInfo",
+    "PriorityGroupState", "ConsumerConfig", "ConsumerInfo", "PubAck", "AccountLimits", "APIStats",
+    "Tier", "AccountInfo", "RawStreamMsg",
+]
+# ``__all__`` lists the public types (re-exported by ``jetwire``); the helpers
+# ``check_api_error`` and ``loads_api`` are imported from this module directly.
+
+
+# ---------------------------------------------------------------------------------
+# enums: str enums whose values are the wire strings
+
+
+class _WireEnum(str, Enum):
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class AckPolicy(_WireEnum):
+    NONE = "none"
+    ALL = "all"
+    EXPLICIT = "explicit"
+    FLOW_CONTROL = "flow_control"
+
+
+class DeliverPolicy(_WireEnum):
+    ALL = "all"
+    LAST = "last"
+    NEW = "new"
+    BY_START_SEQUENCE = "by_start_sequence"
+    BY_START_TIME = "by_start_time"
+    LAST_PER_SUBJECT = "last_per_subject"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        return cls.ALL if value == "undefined" else None
+
+
+class ReplayPolicy(_WireEnum):
+    INSTANT = "instant"
+    ORIGINAL = "original"
+
+
+class RetentionPolicy(_WireEnum):
+    LIMITS = "limits"
+    INTEREST = "interest"
+    WORK_QUEUE = "workqueue"
+
+
+class DiscardPolicy(_WireEnum):
+    OLD = "old"
+    NEW = "new"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        if isinstance(value, str) and value.lower() in ("old", "new"):
+            return cls(value.lower())
+        return None
+
+
+class StorageType(_WireEnum):
+    FILE = "file"
+    MEMORY = "memory"
+
+
+class StoreCompression(_WireEnum):
+    NONE = "none"
+    S2 = "s2"
+
+
+class PriorityPolicy(_WireEnum):
+    """Consumer priority policy. ``NONE`` is never sent (the server's default);
+    ``"none"`` from the server reads as ``NONE``."""
+
+    NONE = ""
+    OVERFLOW = "overflow"
+    PINNED = "pinned_client"
+    PRIORITIZED = "prioritized"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        return cls.NONE if value == "none" else None
+
+
+class PersistMode(_WireEnum):
+    DEFAULT = "default"
+    ASYNC = "async"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        if value == "":
+            return cls.DEFAULT
+        if isinstance(value, str) and value.lower() in ("default", "async"):
+            return cls(value.lower())
+        return None
+
+
+# ---------------------------------------------------------------------------------
+# small config types
+
+
+@dataclass
+class Placement(Model):
+    """Where replicas of a stream go (cluster and/or server tags)."""
+
+    _omit_defaults: ClassVar[bool] = True
+    cluster: Optional[str] = None
+    tags: Optional[list[str]] = None
+    preferred: Optional[str] = None
+
+
+@dataclass
+class SubjectTransformConfig(Model):
+    _omit_defaults: ClassVar[bool] = True
+    src: Optional[str] = None
+    dest: Optional[str] = None
+
+
+@dataclass
+class RePublish(Model):
+    """Republish stored messages from subjects matching ``src`` to ``dest``."""
+
+    _omit_defaults: ClassVar[bool] = True
+    src: Optional[str] = None
+    dest: Optional[str] = None
+    headers_only: bool = False
+
+
+@dataclass
+class ExternalStream(Model):
+    """A stream in another account or domain: ``api`` is its ``$JS.<domain>.API``-style prefix."""
+
+    _omit_defaults: ClassVar[bool] = True
+    api: Optional[str] = None
+    deliver: Optional[str] = None
+
+
+@dataclass
+class StreamConsumerSource(Model):
+    _omit_defaults: ClassVar[bool] = True
+    name: Optional[str] = None
+    deliver_subject: Optional[str] = None
+
+
+@dataclass
+class StreamSource(Model):
+    """A mirror or source of a stream. ``domain`` (not on the wire) is a shortcut that
+    sets ``external`` to ``$JS.<domain>.API`` when ``external`` is not given."""
+
+    _omit_defaults: ClassVar[bool] = True
+    name: Optional[str] = None
+    opt_start_seq: Optional[int] = None
+    opt_start_time: Optional[datetime] = None
+    filter_subject: Optional[str] = None
+    subject_transforms: Optional[list[SubjectTransformConfig]] = None
+    external: Optional[ExternalStream] = None
+    consumer: Optional[StreamConsumerSource] = None
+    domain: Optional[str] = jfield(None, skip=True)
+
+    def _json_out(self, d: dict) -> dict:
+        if self.domain and "external" not in d:
+            d["external"] = {"api": f"$JS.{self.domain}.API"}
+        return d
+
+
+@dataclass
+class StreamConsumerLimits(Model):
+    """Limits/defaults for the consumers of a stream."""
+
+    _omit_defaults: ClassVar[bool] = True
+    inactive_threshold: Optional[float] = duration()
+    max_ack_pending: Optional[int] = None
+
+
+ConsumerLimits = StreamConsumerLimits
+
+
+# ---------------------------------------------------------------------------------
+# streams
+
+
+@dataclass
+class StreamConfig(Model):
+    """Configuration of a stream (``stream_configuration`` in the schema).
+
+    Defaults are the server's: unset limits are -1 (unlimited), ``max_age`` 0
+    (forever), ``duplicate_window`` ``None`` (the server picks 2 minutes, or
+    ``max_age`` when shorter). Only what differs from these is sent.
+    """
+
+    _omit_defaults: ClassVar[bool] = True
+    name: Optional[str] = None
+    description: Optional[str] = None
+    subjects: Optional[list[str]] = None
+    retention: RetentionPolicy = RetentionPolicy.LIMITS
+    max_consumers: int = -1
+    max_msgs: int = -1
+    max_bytes: int = -1
+    discard: DiscardPolicy = DiscardPolicy.OLD
+    discard_new_per_subject: bool = False
+    max_age: float = duration(0.0)
+    max_msgs_per_subject: int = -1
+    max_msg_size: int = -1
+    storage: StorageType = StorageType.FILE
+    num_replicas: int = 1
+    no_ack: bool = False
+    template_owner: Optional[str] = None
+    duplicate_window: Optional[float] = duration()
+    placement: Optional[Placement] = None
+    mirror: Optional[StreamSource] = None
+    sources: Optional[list[StreamSource]] = None
+    sealed: bool = False
+    deny_delete: bool = False
+    deny_purge: bool = False
+    allow_rollup_hdrs: bool = False
+    allow_direct: bool = False
+    mirror_direct: bool = False
+    republish: Optional[RePublish] = None
+    subject_transform: Optional[SubjectTransformConfig] = None
+    compression: StoreCompression = StoreCompression.NONE
+    first_seq: Optional[int] = None
+    metadata: Optional[dict[str, str]] = None
+    consumer_limits: Optional[StreamConsumerLimits] = None
+    allow_msg_ttl: bool = False
+    subject_delete_marker_ttl: Optional[float] = duration()
+    allow_msg_counter: bool = False
+    allow_atomic: bool = False
+    allow_msg_schedules: bool = False
+    persist_mode: Optional[PersistMode] = None
+    allow_batched: bool = False
+
+
+@dataclass
+class LostStreamData(Model):
+    msgs: Optional[list[int]] = None
+    bytes: int = 0
+
+
+@dataclass
+class StreamState(Model):
+    """State of a stream. ``first_ts``/``last_ts`` are ``None`` for an empty stream."""
+
+    messages: int = 0
+    bytes: int = 0
+    first_seq: int = 0
+    first_ts: Optional[datetime] = None
+    last_seq: int = 0
+    last_ts: Optional[datetime] = None
+    consumer_count: int = 0
+    deleted: Optional[list[int]] = None
+    num_deleted: int = 0
+    num_subjects: int = 0
+    subjects: Optional[dict[str, int]] = None
+    lost: Optional[LostStreamData] = None
+
+
+@dataclass
+class PeerInfo(Model):
+    name: str = ""
+    current: bool = False
+    active: float = duration(0.0)
+    offline: bool = False
+    lag: int = 0
+    peer: Optional[str] = None
+
+
+@dataclass
+class ClusterInfo(Model):
+    name: Optional[str] = None
+    leader: Optional[str] = None
+    replicas: Optional[list[PeerInfo]] = None
+    leader_since: Optional[datetime] = None
+    raft_group: Optional[str] = None
+    system_account: bool = False
+    traffic_account: Optional[str] = None
+
+
+@dataclass
+class APIErrorInfo(Model):
+    """An ``api_error`` object inside an info (e.g. a failing source)."""
+
+    code: int = 0
+    err_code: Optional[int] = None
+    description: Optional[str] = None
+
+
+@dataclass
+class StreamSourceInfo(Model):
+    """State of a mirror or source. ``active`` is seconds since the last activity,
+    ``None`` when there has been none."""
+
+    name: str = ""
+    lag: int = 0
+    active: Optional[float] = jfield(None, kind="duration", negative_none=True)
+    filter_subject: Optional[str] = None
+    subject_transforms: Optional[list[SubjectTransformConfig]] = None
+    external: Optional[ExternalStream] = None
+    error: Optional[APIErrorInfo] = None
+
+
+@dataclass
+class StreamAlternate(Model):
+    name: str = ""
+    cluster: Optional[str] = None
+    domain: Optional[str] = None
+
+
+@dataclass
+class StreamInfo(Model):
+    config: StreamConfig = field(default_factory=StreamConfig)
+    created: Optional[datetime] = None
+    state: StreamState = field(default_factory=StreamState)
+    cluster: Optional[ClusterInfo] = None
+    mirror: Optional[StreamSourceInfo] = None
+    sources: Optional[list[StreamSourceInfo]] = None
+    alternates: Optional[list[StreamAlternate]] = None
+    domain: Optional[str] = None
+    ts: Optional[datetime] = None
+
+
+# ---------------------------------------------------------------------------------
+# consumers
+
+
+@dataclass
+class SequenceInfo(Model):
+    consumer_seq: int = 0
+    stream_seq: int = 0
+    last_active: Optional[datetime] = None
+
+
+@dataclass
+class PriorityGroupState(Model):
+    group: str = ""
+    pinned_client_id: Optional[str] = None
+    pinned_ts: Optional[datetime] = None
+
+
+@dataclass
+class ConsumerConfig(Model):
+    """Configuration of a consumer (``consumer_configuration`` in the schema).
+
+    ``ack_policy`` defaults to ``EXPLICIT`` and is always sent. Other fields left at
+    their defaults are not sent: the server fills them in (``ack_wait`` 30 s,
+    ``max_deliver`` -1, ``max_waiting`` 512 for pull consumers, ``max_ack_pending``
+    1000, ...), and :meth:`ConsumerInfo.config` then shows the real values.
+    """
+
+    _omit_defaults: ClassVar[bool] = True
+    name: Optional[str] = None
+    durable_name: Optional[str] = None
+    description: Optional[str] = None
+    deliver_policy: DeliverPolicy = DeliverPolicy.ALL
+    opt_start_seq: Optional[int] = None
+    opt_start_time: Optional[datetime] = None
+    ack_policy: AckPolicy = jfield(AckPolicy.EXPLICIT, always=True)
+    ack_wait: Optional[float] = duration()
+    max_deliver: Optional[int] = None
+    backoff: Optional[list[float]] = duration()
+    filter_subject: Optional[str] = None
+    filter_subjects: Optional[list[str]] = None
+    replay_policy: ReplayPolicy = ReplayPolicy.INSTANT
+    rate_limit_bps: Optional[int] = None
+    sample_freq: Optional[str] = None
+    max_waiting: Optional[int] = None
+    max_ack_pending: Optional[int] = None
+    flow_control: bool = False
+    idle_heartbeat: Optional[float] = duration()
+    headers_only: bool = False
+    max_batch: Optional[int] = None
+    max_expires: Optional[float] = duration()
+    max_bytes: Optional[int] = None
+    inactive_threshold: Optional[float] = duration()
+    num_replicas: Optional[int] = None
+    mem_storage: bool = False
+    metadata: Optional[dict[str, str]] = None
+    deliver_subject: Optional[str] = None
+    deliver_group: Optional[str] = None
+    pause_until: Optional[datetime] = None
+    priority_policy: Optional[PriorityPolicy] = None
+    priority_groups: Optional[list[str]] = None
+    priority_timeout: Optional[float] = duration()
+
+
+@dataclass
+class ConsumerInfo(Model):
+    stream_name: str = ""
+    name: str = ""
+    created: Optional[datetime] = None
+    config: ConsumerConfig = field(default_factory=ConsumerConfig)
+    delivered: SequenceInfo = field(default_factory=SequenceInfo)
+    ack_floor: SequenceInfo = field(default_factory=SequenceInfo)
+    num_ack_pending: int = 0
+    num_redelivered: int = 0
+    num_waiting: int = 0
+    num_pending: int = 0
+    cluster: Optional[ClusterInfo] = None
+    push_bound: bool = False
+    paused: bool = False
+    pause_remaining: Optional[float] = duration()
+    priority_groups: Optional[list[PriorityGroupState]] = None
+    ts: Optional[datetime] = None
+
+
+# ---------------------------------------------------------------------------------
+# publish acks
+
+
+def check_api_error(d: dict) -> dict:
+    """Raise the typed :class:`~jetwire.errors.APIError` if a JetStream API answer
+    carries an ``error`` object; otherwise return ``d``."""
+    err = d.get("error")
+    if err is not None:
+        raise api_error(err)
+    return d
+
+
+def loads_api(raw: Union[bytes, bytearray, memoryview, str]) -> dict:
+    """Decode a JetStream API answer with orjson and :func:`check_api_error` it."""
+    d = orjson.loads(raw)
+    if not isinstance(d, dict):
+        raise TypeError("a JetStream API answer must be a JSON object")
+    if "error" in d:
+        check_api_error(d)
+    return d
+
+
+_PUBACK_KEYS = ("stream", "seq", "duplicate", "domain", "batch", "count", "val")
+
+
+@dataclass
+class PubAck(Model):
+    """The server's answer to a JetStream publish. ``domain`` is ``None`` when absent;
+    ``batch``/``count`` are set for atomic batch publishes, ``val`` for counter streams."""
+
+    stream: str = ""
+    seq: int = 0
+    duplicate: bool = False
+    domain: Optional[str] = None
+    batch: Optional[str] = None
+    count: Optional[int] = None
+    val: Optional[str] = None
+
+    @classmethod
+    def from_json_bytes(cls, raw: Union[bytes, bytearray, memoryview, str]) -> "PubAck":
+        """Fast path for the publish hot path: decode with orjson and fill the fields
+        directly. An ``error`` answer raises the typed ``APIError`` (for instance
+        ``WrongLastSequenceError``)."""
+        d = orjson.loads(raw)
+        if type(d) is not dict:
+            raise TypeError("a publish ack must be a JSON object")
+        if "error" in d:
+            raise api_error(d["error"])
+        obj = object.__new__(cls)
+        od = obj.__dict__
+        pop = d.pop
+        od["stream"] = pop("stream", "")
+        od["seq"] = pop("seq", 0)
+        od["duplicate"] = bool(pop("duplicate", False))
+        od["domain"] = pop("domain", None) or None
+        if d:
+            od["batch"] = pop("batch", None)
+            od["count"] = pop("count", None)
+            od["val"] = pop("val", None)
+        else:
+            od["batch"] = od["count"] = od["val"] = None
+        od["_extra"] = d
+        return obj
+
+    @classmethod
+    def _json_in(cls, data: dict) -> dict:
+        if data.get("domain") == "":
+            data = {k: v for k, v in data.items() if k != "domain"}
+        return data
+
+
+# ---------------------------------------------------------------------------------
+# account
+
+
+@dataclass
+class AccountLimits(Model):
+    max_memory: int = -1
+    max_storage: int = -1
+    max_streams: int = -1
+    max_consumers: int = -1
+    max_ack_pending: int = -1
+    memory_max_stream_bytes: int = -1
+    storage_max_stream_bytes: int = -1
+    max_bytes_required: bool = False
+
+
+@dataclass
+class APIStats(Model):
+    level: int = 0
+    total: int = 0
+    errors: int = 0
+    inflight: Optional[int] = None
+
+
+@dataclass
+class Tier(Model):
+    memory: int = 0
+    storage: int = 0
+    reserved_memory: int = 0
+    reserved_storage: int = 0
+    streams: int = 0
+    consumers: int = 0
+    limits: AccountLimits = field(default_factory=AccountLimits)
+
+
+@dataclass
+class AccountInfo(Model):
+    memory: int = 0
+    storage: int = 0
+    reserved_memory: int = 0
+    reserved_storage: int = 0
+    streams: int = 0
+    consumers: int = 0
+    limits: AccountLimits = field(default_factory=AccountLimits)
+    domain: Optional[str] = None
+    api: APIStats = field(default_factory=APIStats)
+    tiers: Optional[dict[str, Tier]] = None
+
+
+# ---------------------------------------------------------------------------------
+# stored messages
+
+
+@dataclass
+class RawStreamMsg(Model):
+    """A message read from a stream (``STREAM.MSG.GET`` or direct get).
+
+    On the wire (``stored_message``) ``data`` and ``hdrs`` are base64; here ``data``
+    is ``bytes`` and ``headers`` a :class:`~jetwire.protocol.headers.Headers` (or
+    ``None``). ``from_json`` accepts either the ``stored_message`` object or the whole
+    ``{"message": {...}}`` answer.
+    """
+
+    subject: str = ""
+    seq: int = 0
+    data: bytes = jfield(b"", kind="b64")
+    headers: Any = jfield(None, kind="hdrs_b64", json="hdrs")
+    time: Optional[datetime] = None
+
+    @classmethod
+    def _json_in(cls, data: dict) -> dict:
+        msg = data.get("message")
+        if isinstance(msg, dict) and "subject" not in data:
+            return msg
+        return data
+
+    @property
+    def sequence(self) -> int:
+        """Alias of ``seq`` (nats.go's name)."""
+        return self.seq

@@ -1,0 +1,243 @@
+"""Object store types (ADR-20) and the bucket-to-stream mapping. No I/O.
+
+``ObjectInfo`` JSON has nats.go's layout::
+
+    {"name", "description", "headers": {"K": ["v"]}, "metadata",
+     "options": {"link": {"bucket", "name"}, "max_chunk_size"},
+     "bucket", "nuid", "size", "mtime", "chunks", "digest", "deleted"}
+"""
+from __future__ import annotations
+
+import base64
+import copy
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ClassVar, Optional
+
+from jetwire.jetstream._json import Model, duration, jfield
+from jetwire.jetstream.models import (
+    DiscardPolicy,
+    Placement,
+    StorageType,
+    StoreCompression,
+    StreamConfig,
+    StreamInfo,
+)
+from jetwire.jetstream.validate import validate_bucket_name
+
+__all__ = ["ObjectStoreConfig", "ObjectLink", "ObjectMeta", "ObjectInfo", "ObjectStoreStatus"]
+
+OBJ_STREAM_PREFIX = "OBJ_"
+OBJ_DEFAULT_CHUNK_SIZE = 128 * 1024
+OBJ_DIGEST_PREFIX = "SHA-256="
+
+
+def obj_stream_name(bucket: str) -> str:
+    """``OBJ_<bucket>``."""
+    return OBJ_STREAM_PREFIX + bucket
+
+
+def obj_bucket_from_stream(stream: str) -> str:
+    return stream[len(OBJ_STREAM_PREFIX):] if stream.startswith(OBJ_STREAM_PREFIX) else stream
+
+
+def obj_chunk_subject(bucket: str, nuid: str) -> str:
+    """``$O.<bucket>.C.<nuid>``."""
+    return f"$O.{bucket}.C.{nuid}"
+
+
+def obj_meta_subject(bucket: str, name: str) -> str:
+    """``$O.<bucket>.M.<urlsafe base64 of name>`` (padded, as nats.go)."""
+    return f"$O.{bucket}.M.{encode_object_name(name)}"
+
+
+def encode_object_name(name: str) -> str:
+    return base64.urlsafe_b64encode(name.encode("utf-8")).decode("ascii")
+
+
+def obj_digest(sha256_digest: bytes) -> str:
+    """``SHA-256=<urlsafe base64>`` of a raw SHA-256 digest."""
+    return OBJ_DIGEST_PREFIX + base64.urlsafe_b64encode(sha256_digest).decode("ascii")
+
+
+@dataclass
+class ObjectStoreConfig(Model):
+    """Configuration of an object store bucket. ``ttl`` is seconds (``None``/0:
+    forever); ``compression`` turns on S2 stream compression."""
+
+    _omit_defaults: ClassVar[bool] = True
+    bucket: Optional[str] = None
+    description: Optional[str] = None
+    ttl: Optional[float] = duration()
+    max_bytes: int = -1
+    storage: StorageType = StorageType.FILE
+    replicas: int = 1
+    placement: Optional[Placement] = None
+    compression: bool = False
+    metadata: Optional[dict[str, str]] = None
+
+
+def obj_stream_config(cfg: ObjectStoreConfig) -> StreamConfig:
+    """The stream config of an object store bucket (nats.go ``prepareObjectStoreConfig``).
+    Raises ``InvalidBucketNameError`` for a bad bucket name."""
+    bucket = validate_bucket_name(cfg.bucket)  # type: ignore[arg-type]
+    return StreamConfig(
+        name=obj_stream_name(bucket),
+        description=cfg.description,
+        subjects=[f"$O.{bucket}.C.>", f"$O.{bucket}.M.>"],
+        max_age=cfg.ttl or 0.0,
+        max_bytes=cfg.max_bytes if cfg.max_bytes else -1,
+        storage=cfg.storage or StorageType.FILE,
+        num_replicas=cfg.replicas or 1,
+        placement=copy.deepcopy(cfg.placement),
+        discard=DiscardPolicy.NEW,
+        allow_rollup_hdrs=True,
+        allow_direct=True,
+        metadata=dict(cfg.metadata) if cfg.metadata else None,
+        compression=StoreCompression.S2 if cfg.compression else StoreCompression.NONE,
+    )
+
+
+@dataclass
+class ObjectLink(Model):
+    """A link to a whole bucket (``name`` None) or to one object in it."""
+
+    _omit_defaults: ClassVar[bool] = True
+    bucket: str = ""
+    name: Optional[str] = None
+
+
+class _OptionsLayout:
+    """Moves ``max_chunk_size``/``link`` to and from the nested ``options`` object."""
+
+    _OPTION_FIELDS: ClassVar[tuple[str, ...]] = ("max_chunk_size", "link")
+
+    @classmethod
+    def _json_in(cls, data: dict) -> dict:
+        opts = data.get("options")
+        if not isinstance(opts, dict):
+            return data
+        data = dict(data)
+        rest = dict(opts)
+        data.pop("options")
+        for k in cls._OPTION_FIELDS:
+            if k in rest and k in cls.__dataclass_fields__:  # type: ignore[attr-defined]
+                data[k] = rest.pop(k)
+        if rest:  # unknown option keys: kept in _extra["options"] and written back
+            data["options"] = rest
+        return data
+
+    def _json_out(self, d: dict) -> dict:
+        opts = d.pop("options", None)
+        opts = dict(opts) if isinstance(opts, dict) else {}
+        for k in self._OPTION_FIELDS:
+            if k in d:
+                opts[k] = d.pop(k)
+        if opts:
+            d["options"] = opts
+        return d
+
+
+@dataclass
+class ObjectMeta(_OptionsLayout, Model):
+    """What a user says about an object: its name, description, headers
+    (``Headers`` or a ``dict``), metadata and chunk size (bytes, default 128 KiB)."""
+
+    _omit_defaults: ClassVar[bool] = True
+    name: str = jfield(always=True)
+    description: Optional[str] = None
+    headers: Any = jfield(None, kind="headers")
+    metadata: Optional[dict[str, str]] = None
+    max_chunk_size: Optional[int] = None
+
+
+@dataclass
+class ObjectInfo(ObjectMeta):
+    """Metadata of a stored object. ``mtime`` is an aware datetime, ``digest`` is
+    ``SHA-256=<urlsafe base64>``, ``link`` is set for links."""
+
+    _omit_defaults: ClassVar[bool] = True
+    bucket: str = jfield("", always=True)
+    nuid: str = jfield("", always=True)
+    size: int = jfield(0, always=True)
+    mtime: Optional[datetime] = jfield(None, always=True)
+    chunks: int = jfield(0, always=True)
+    digest: Optional[str] = None
+    deleted: bool = False
+    link: Optional[ObjectLink] = None
+
+    @property
+    def is_link(self) -> bool:
+        return self.link is not None
+
+    @property
+    def meta(self) -> ObjectMeta:
+        """The :class:`ObjectMeta` part (a copy)."""
+        return ObjectMeta(name=self.name, description=self.description, headers=copy.deepcopy(self.headers),
+                          metadata=dict(self.metadata) if self.metadata is not None else None,
+                          max_chunk_size=self.max_chunk_size)
+
+
+class ObjectStoreStatus:
+    """Status of an object store bucket, read from its stream's :class:`StreamInfo`."""
+
+    __slots__ = ("_info", "_bucket")
+
+    def __init__(self, info: StreamInfo, bucket: Optional[str] = None):
+        self._info = info
+        self._bucket = bucket if bucket is not None else obj_bucket_from_stream(info.config.name or "")
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    @property
+    def description(self) -> Optional[str]:
+        return self._info.config.description
+
+    @property
+    def ttl(self) -> float:
+        return self._info.config.max_age or 0.0
+
+    @property
+    def storage(self) -> Any:
+        return self._info.config.storage
+
+    @property
+    def replicas(self) -> int:
+        return self._info.config.num_replicas
+
+    @property
+    def sealed(self) -> bool:
+        return bool(self._info.config.sealed)
+
+    @property
+    def size(self) -> int:
+        """Bytes stored, metadata included."""
+        return self._info.state.bytes
+
+    @property
+    def backing_store(self) -> str:
+        return "JetStream"
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        return self._info.config.metadata or {}
+
+    @property
+    def is_compressed(self) -> bool:
+        c = self._info.config.compression
+        return bool(c) and c != StoreCompression.NONE
+
+    @property
+    def stream_info(self) -> StreamInfo:
+        return self._info
+
+    def __repr__(self) -> str:
+        return (f"ObjectStoreStatus(bucket={self.bucket!r}, size={self.size}, sealed={self.sealed}, "
+                f"ttl={self.ttl}, is_compressed={self.is_compressed})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ObjectStoreStatus):
+            return NotImplemented
+        return self._bucket == other._bucket and self._info == other._info
