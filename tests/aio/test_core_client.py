@@ -1,0 +1,577 @@
+"""Core NATS client against a real nats-server (asyncio source; the blocking twin is generated)."""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+import pytest
+
+import jetwire.aio as jetwire
+from jetwire.aio import _prims as prims
+from jetwire.testing import NatsServer
+from jetwire.testing.auth import make_operator_auth, new_nkey, nkey_user_auth
+from jetwire.testing.certs import client_ssl_context, make_tls_files, server_tls_config
+
+
+class Collector:
+    """Collects messages from a callback and wakes the test when ``n`` have arrived."""
+
+    def __init__(self, n: int = 1) -> None:
+        self.n = n
+        self.msgs: list = []
+        self.done = prims.Signal()
+
+    def __call__(self, msg) -> None:
+        self.msgs.append(msg)
+        if len(self.msgs) >= self.n:
+            self.done.set()
+
+    async def wait(self, timeout: float = 5.0) -> list:
+        assert await self.done.wait(timeout), f"got {len(self.msgs)} of {self.n} messages"
+        return self.msgs
+
+
+class Errors:
+    def __init__(self) -> None:
+        self.errors: list = []
+        self.signal = prims.Signal()
+
+    def __call__(self, err) -> None:
+        self.errors.append(err)
+        self.signal.set()
+
+
+async def test_roundtrip_exact_bytes(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        sub = await nc.subscribe("rt.bytes")
+        await nc.flush()
+        payloads = [b"", b"\r\n", b"MSG x 1 2\r\nab\r\n", bytes(range(256)) * 3, os.urandom(1024 * 1024)]
+        for p in payloads:
+            await nc.publish("rt.bytes", p)
+        for p in payloads:
+            msg = await sub.next_msg(timeout=5)
+            assert msg.data == p
+            assert msg.subject == "rt.bytes"
+            assert msg.reply is None
+            assert msg.headers is None
+    finally:
+        await nc.close()
+
+
+async def test_headers_repeated_keys_and_non_ascii(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        sub = await nc.subscribe("rt.hdr")
+        await nc.flush()
+        h = jetwire.Headers()
+        h.add("X-Multi", "one")
+        h.add("X-Multi", "two")
+        h["Grüße"] = "x" if False else "plain"
+        h["X-Unicode"] = "héllo wörld ✓"
+        h["X-Colon"] = "a:b:c"
+        await nc.publish("rt.hdr", b"body", headers=h)
+        await nc.publish("rt.hdr", b"", headers={"K": ["v1", "v2"], "Single": "s"})
+        m1 = await sub.next_msg(timeout=5)
+        assert m1.data == b"body"
+        assert m1.headers.get_all("X-Multi") == ["one", "two"]
+        assert m1.headers["X-Unicode"] == "héllo wörld ✓"
+        assert m1.headers["X-Colon"] == "a:b:c"
+        m2 = await sub.next_msg(timeout=5)
+        assert m2.data == b""
+        assert m2.headers.get_all("K") == ["v1", "v2"]
+        assert m2.headers["Single"] == "s"
+        assert len(m2.headers) == 2
+    finally:
+        await nc.close()
+
+
+async def test_invalid_header_key_raises_before_sending(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        with pytest.raises((ValueError, jetwire.NatsError)):
+            await nc.publish("rt.badhdr", b"x", headers={"bad key": "v"})
+        assert nc.stats["out_msgs"] == 0
+        await nc.flush()
+        assert nc.is_connected
+    finally:
+        await nc.close()
+
+
+async def test_queue_groups_deliver_each_message_once(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        total = 200
+        seen = Collector(total)
+        a = await nc.subscribe("q.work", queue="workers", cb=seen)
+        b = await nc.subscribe("q.work", queue="workers", cb=seen)
+        await nc.flush()
+        for i in range(total):
+            await nc.publish("q.work", str(i).encode())
+        msgs = await seen.wait()
+        await nc.flush()
+        assert sorted(int(m.data) for m in msgs) == list(range(total))
+        assert a.delivered + b.delivered == total
+        assert a.delivered > 0 and b.delivered > 0
+        assert a.queue == "workers"
+    finally:
+        await nc.close()
+
+
+async def test_wildcards(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        star = await nc.subscribe("w.*.end")
+        full = await nc.subscribe("w.>")
+        await nc.flush()
+        await nc.publish("w.a.end", b"1")
+        await nc.publish("w.a.b.end", b"2")
+        m = await star.next_msg(timeout=5)
+        assert m.subject == "w.a.end"
+        got = [(await full.next_msg(timeout=5)).subject for _ in range(2)]
+        assert got == ["w.a.end", "w.a.b.end"]
+        with pytest.raises(jetwire.TimeoutError):
+            await star.next_msg(timeout=0.2)
+    finally:
+        await nc.close()
+
+
+async def test_request_reply_and_respond(nats_url):
+    nc = await jetwire.connect(nats_url)
+    nc2 = await jetwire.connect(nats_url)
+    try:
+        async def handler(msg):
+            await msg.respond(b"echo:" + msg.data, headers={"X-From": "responder"})
+
+        await nc2.subscribe("svc.echo", cb=handler)
+        await nc2.flush()
+        for i in range(20):
+            resp = await nc.request("svc.echo", str(i).encode(), timeout=5)
+            assert resp.data == b"echo:" + str(i).encode()
+            assert resp.headers["X-From"] == "responder"
+    finally:
+        await nc.close()
+        await nc2.close()
+
+
+async def test_request_timeout_and_no_responders(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        with pytest.raises(jetwire.NoRespondersError):
+            await nc.request("nobody.listens", b"x", timeout=5)
+        # a subscriber that never answers: a timeout, which is also a builtin TimeoutError
+        await nc.subscribe("silent.svc")
+        await nc.flush()
+        with pytest.raises(TimeoutError):
+            await nc.request("silent.svc", b"x", timeout=0.2)
+        with pytest.raises(jetwire.TimeoutError):
+            await nc.request("silent.svc", b"x", timeout=0.2)
+        assert nc.is_connected
+    finally:
+        await nc.close()
+
+
+async def test_auto_unsubscribe(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        sub = await nc.subscribe("auto.unsub", max_msgs=3)
+        sub2 = await nc.subscribe("auto.unsub2")
+        await sub2.unsubscribe(max_msgs=2)
+        await nc.flush()
+        for i in range(10):
+            await nc.publish("auto.unsub", b"%d" % i)
+            await nc.publish("auto.unsub2", b"%d" % i)
+        await nc.flush()
+        got = [(await sub.next_msg(timeout=5)).data for _ in range(3)]
+        assert got == [b"0", b"1", b"2"]
+        with pytest.raises(jetwire.NatsError):
+            await sub.next_msg(timeout=0.5)
+        got2 = [(await sub2.next_msg(timeout=5)).data for _ in range(2)]
+        assert got2 == [b"0", b"1"]
+        with pytest.raises(jetwire.NatsError):
+            await sub2.next_msg(timeout=0.5)
+        assert sub.delivered == 3
+    finally:
+        await nc.close()
+
+
+async def test_iteration_ends_on_unsubscribe(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        sub = await nc.subscribe("iter.x", max_msgs=5)
+        await nc.flush()
+        for i in range(5):
+            await nc.publish("iter.x", b"%d" % i)
+        got = []
+        async for msg in sub:
+            got.append(msg.data)
+        assert got == [b"0", b"1", b"2", b"3", b"4"]
+    finally:
+        await nc.close()
+
+
+async def test_subscription_drain_handles_pending(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        handled = []
+        gate = prims.Signal()
+
+        async def slow(msg):
+            if not handled:
+                await gate.wait(5)
+            handled.append(msg.data)
+
+        sub = await nc.subscribe("drain.sub", cb=slow)
+        await nc.flush()
+        for i in range(50):
+            await nc.publish("drain.sub", b"%d" % i)
+        await nc.flush()
+        gate.set()
+        await sub.drain()
+        assert len(handled) == 50
+        await nc.publish("drain.sub", b"late")
+        await nc.flush()
+        assert len(handled) == 50
+        assert nc.is_connected
+    finally:
+        await nc.close()
+
+
+async def test_connection_drain_closes(nats_url):
+    closed = prims.Signal()
+    nc = await jetwire.connect(nats_url, closed_cb=closed.set)
+    pub = await jetwire.connect(nats_url)
+    try:
+        got = Collector(100)
+        await nc.subscribe("drain.conn", cb=got)
+        await nc.flush()
+        for i in range(100):
+            await pub.publish("drain.conn", b"x")
+        await pub.flush()
+        await got.wait()
+        await nc.drain()
+        assert nc.is_closed
+        assert await closed.wait(5)
+        with pytest.raises(jetwire.ConnectionClosedError):
+            await nc.publish("drain.conn", b"x")
+    finally:
+        await pub.close()
+        await nc.close()
+
+
+async def test_max_payload_and_bad_subjects(nats_url):
+    nc = await jetwire.connect(nats_url)
+    try:
+        assert nc.max_payload == nc.server_info["max_payload"]
+        with pytest.raises(jetwire.MaxPayloadError):
+            await nc.publish("too.big", b"x" * (nc.max_payload + 1))
+        with pytest.raises(jetwire.MaxPayloadError):
+            await nc.publish("too.big", b"x" * (nc.max_payload - 5), headers={"K": "some value"})
+        for bad in ["", "a b", "a\tb", "a\r\nb", "a\x00b", "a..b"]:
+            with pytest.raises(jetwire.BadSubjectError):
+                await nc.publish(bad, b"x")
+        with pytest.raises(jetwire.BadSubjectError):
+            await nc.subscribe("has space")
+        with pytest.raises(jetwire.BadSubjectError):
+            await nc.request("", b"x")
+        assert nc.stats["out_msgs"] == 0
+        sub = await nc.subscribe("still.ok")
+        await nc.publish("still.ok", b"fine")
+        assert (await sub.next_msg(timeout=5)).data == b"fine"
+    finally:
+        await nc.close()
+
+
+async def test_flush_rtt_stats_and_inbox(nats_url):
+    nc = await jetwire.connect(nats_url, name="stats-test")
+    try:
+        sub = await nc.subscribe("st.x")
+        await nc.publish("st.x", b"12345")
+        await sub.next_msg(timeout=5)
+        rtt = await nc.rtt()
+        assert isinstance(rtt, float) and 0 < rtt < 5
+        st = nc.stats
+        assert st["out_msgs"] == 1 and st["out_bytes"] == 5
+        assert st["in_msgs"] == 1 and st["in_bytes"] == 5
+        a, b = nc.new_inbox(), nc.new_inbox()
+        assert a != b and a.startswith("_INBOX.")
+        assert nc.connected_url.endswith(str(nats_url.rsplit(":", 1)[1]))
+    finally:
+        await nc.close()
+    assert nc.is_closed
+    with pytest.raises(jetwire.ConnectionClosedError):
+        await nc.flush()
+
+
+async def test_context_manager_flushes_on_close(nats_url):
+    nc2 = await jetwire.connect(nats_url)
+    sub = await nc2.subscribe("cm.x")
+    await nc2.flush()
+    async with await jetwire.connect(nats_url) as nc:
+        for i in range(1000):
+            await nc.publish("cm.x", b"%d" % i)
+    assert nc.is_closed
+    last = None
+    for _ in range(1000):
+        last = await sub.next_msg(timeout=5)
+    assert last.data == b"999"
+    await nc2.close()
+
+
+async def test_no_echo(nats_url):
+    nc = await jetwire.connect(nats_url, no_echo=True)
+    other = await jetwire.connect(nats_url)
+    try:
+        sub = await nc.subscribe("echo.x")
+        await nc.flush()
+        await nc.publish("echo.x", b"mine")
+        await other.publish("echo.x", b"theirs")
+        await other.flush()
+        assert (await sub.next_msg(timeout=5)).data == b"theirs"
+    finally:
+        await nc.close()
+        await other.close()
+
+
+async def test_no_servers_error():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with pytest.raises(jetwire.NoServersError):
+        await jetwire.connect(f"nats://127.0.0.1:{port}", connect_timeout=1)
+
+
+async def test_user_password_and_token_auth(nats_server_factory):
+    srv = nats_server_factory(auth={"user": "alice", "password": "s3cret"})
+    nc = await jetwire.connect(srv.url, user="alice", password="s3cret")
+    assert nc.is_connected
+    await nc.close()
+    host = srv.url.split("//")[1]
+    nc = await jetwire.connect(f"nats://alice:s3cret@{host}")
+    assert nc.is_connected
+    await nc.close()
+    with pytest.raises(jetwire.AuthorizationError):
+        await jetwire.connect(srv.url, user="alice", password="wrong", allow_reconnect=False)
+
+    tsrv = nats_server_factory(auth={"token": "tok123"})
+    nc = await jetwire.connect(tsrv.url, token="tok123")
+    await nc.flush()
+    await nc.close()
+    thost = tsrv.url.split("//")[1]
+    nc = await jetwire.connect(f"nats://tok123@{thost}")
+    await nc.flush()
+    await nc.close()
+    with pytest.raises(jetwire.AuthorizationError):
+        await jetwire.connect(tsrv.url, token="nope")
+
+
+async def test_nkey_auth(nats_server_factory, tmp_path):
+    user = new_nkey("user")
+    srv = nats_server_factory(auth=nkey_user_auth(user))
+    nc = await jetwire.connect(srv.url, nkey_seed=user.seed)
+    await nc.flush()
+    await nc.close()
+    path = user.write_seed(tmp_path / "user.nk")
+    nc = await jetwire.connect(srv.url, nkey_seed=str(path))
+    await nc.flush()
+    await nc.close()
+    stranger = new_nkey("user")
+    with pytest.raises(jetwire.AuthorizationError):
+        await jetwire.connect(srv.url, nkey_seed=stranger.seed)
+
+
+async def test_creds_auth(nats_server_factory, tmp_path):
+    op = make_operator_auth()
+    srv = nats_server_factory(jetstream=False, config=op.config)
+    creds = op.write_creds(tmp_path / "user.creds")
+    nc = await jetwire.connect(srv.url, creds=creds)
+    sub = await nc.subscribe("creds.x")
+    await nc.publish("creds.x", b"ok")
+    assert (await sub.next_msg(timeout=5)).data == b"ok"
+    await nc.close()
+    other = make_operator_auth()
+    bad = other.write_creds(tmp_path / "other.creds")
+    with pytest.raises(jetwire.AuthorizationError):
+        await jetwire.connect(srv.url, creds=bad)
+
+
+async def test_tls_with_client_certificates(nats_server_factory, tmp_path):
+    files = make_tls_files(tmp_path)
+    srv = nats_server_factory(tls=server_tls_config(files, verify=True))
+    ctx = client_ssl_context(files, client_cert=True)
+    nc = await jetwire.connect(srv.url, tls=ctx)
+    sub = await nc.subscribe("tls.x")
+    await nc.publish("tls.x", b"secret")
+    assert (await sub.next_msg(timeout=5)).data == b"secret"
+    await nc.close()
+    host = srv.url.split("//")[1]
+    nc = await jetwire.connect(f"tls://{host}", tls=ctx)
+    await nc.flush()
+    await nc.close()
+    with pytest.raises(Exception):
+        await jetwire.connect(srv.url, tls=client_ssl_context(files, client_cert=False), allow_reconnect=False)
+
+
+async def test_tls_handshake_first(nats_server_factory, tmp_path):
+    files = make_tls_files(tmp_path)
+    srv = nats_server_factory(tls=server_tls_config(files, handshake_first=True))
+    nc = await jetwire.connect(srv.url, tls=client_ssl_context(files), tls_handshake_first=True)
+    await nc.flush()
+    assert nc.server_info.get("tls_required") or nc.server_info.get("tls_available") or True
+    resp_sub = await nc.subscribe("tlsf.x")
+    await nc.publish("tlsf.x", b"1")
+    assert (await resp_sub.next_msg(timeout=5)).data == b"1"
+    await nc.close()
+
+
+async def test_permissions_violation_reaches_error_cb(nats_server_factory):
+    srv = nats_server_factory(auth={"users": [
+        {"user": "limited", "password": "pw", "permissions": {"publish": {"deny": ["forbidden.>"]},
+                                                              "subscribe": {"allow": ["allowed.>", "_INBOX.>"]}}}]})
+    errs = Errors()
+    nc = await jetwire.connect(srv.url, user="limited", password="pw", error_cb=errs)
+    try:
+        await nc.publish("forbidden.x", b"no")
+        await nc.flush()
+        assert await errs.signal.wait(5)
+        assert isinstance(errs.errors[0], jetwire.PermissionsError)
+        assert "forbidden.x" in str(errs.errors[0])
+        sub = await nc.subscribe("allowed.x")
+        await nc.publish("allowed.x", b"yes")
+        assert (await sub.next_msg(timeout=5)).data == b"yes"
+        assert nc.is_connected
+    finally:
+        await nc.close()
+
+
+async def test_slow_consumer_drops_and_reports_once(nats_url):
+    errs = Errors()
+    nc = await jetwire.connect(nats_url, error_cb=errs)
+    try:
+        sub = await nc.subscribe("slow.x", pending_msgs_limit=10)
+        await nc.flush()
+        for i in range(100):
+            await nc.publish("slow.x", b"%d" % i)
+        await nc.flush()
+        assert await errs.signal.wait(5)
+        slow = [e for e in errs.errors if isinstance(e, jetwire.SlowConsumerError)]
+        assert len(slow) == 1
+        assert sub.pending_msgs == 10
+        assert sub.dropped == 90
+        got = [(await sub.next_msg(timeout=1)).data for _ in range(10)]
+        assert got == [b"%d" % i for i in range(10)]
+        await nc.publish("slow.x", b"after")
+        assert (await sub.next_msg(timeout=5)).data == b"after"
+        assert nc.is_connected
+    finally:
+        await nc.close()
+
+
+async def test_reconnect_after_server_restart_keeps_subscriptions(fresh_nats_server):
+    srv = fresh_nats_server
+    disconnected = prims.Signal()
+    reconnected = prims.Signal()
+    nc = await jetwire.connect(srv.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1,
+                               disconnected_cb=disconnected.set, reconnected_cb=reconnected.set)
+    try:
+        got = Collector(2)
+        await nc.subscribe("rc.x", cb=got)
+        await nc.flush()
+        await nc.publish("rc.x", b"before")
+        await nc.flush()
+        srv.kill()
+        assert await disconnected.wait(10)
+        await nc.publish("rc.x", b"buffered")  # sits in the reconnect buffer
+        srv.start()
+        assert await reconnected.wait(20)
+        await nc.flush(timeout=5)
+        msgs = await got.wait(10)
+        assert [m.data for m in msgs] == [b"before", b"buffered"]
+        assert nc.stats["reconnects"] == 1
+        assert nc.is_connected
+    finally:
+        await nc.close()
+
+
+async def test_cluster_discovery(nats_cluster_factory):
+    cluster = nats_cluster_factory(3)
+    found = prims.Signal()
+    first = cluster.servers[0]
+    nc = await jetwire.connect(first.url, discovered_servers_cb=found.set)
+    try:
+        urls = set(nc.servers)
+        assert len(urls) >= 3, urls
+        ports = {str(s.port) for s in cluster.servers}
+        assert ports <= {u.rsplit(":", 1)[1] for u in urls}
+        # the connection moves to another node when its server goes away
+        reconnected = prims.Signal()
+        nc2 = await jetwire.connect(first.url, reconnected_cb=reconnected.set, reconnect_time_wait=0.1)
+        sub = await nc2.subscribe("cl.x")
+        await nc2.flush()
+        first.stop()
+        assert await reconnected.wait(20)
+        assert nc2.connected_url != first.url
+        await nc.close()
+        nc3 = await jetwire.connect(cluster.servers[1].url)
+        await nc3.publish("cl.x", b"routed")
+        await nc3.flush()
+        assert (await sub.next_msg(timeout=5)).data == b"routed"
+        await nc3.close()
+        await nc2.close()
+    finally:
+        await nc.close()
+
+
+def _garbage_server(payload: bytes):
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    port = ls.getsockname()[1]
+
+    def serve():
+        conn, _ = ls.accept()
+        try:
+            conn.sendall(b'INFO {"server_id":"fake","max_payload":1048576,"headers":true,"proto":1}\r\n')
+            buf = b""
+            while b"PING\r\n" not in buf:
+                data = conn.recv(4096)
+                if not data:
+                    return
+                buf += data
+            conn.sendall(b"PONG\r\n")
+            conn.sendall(payload)
+            conn.recv(4096)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+            ls.close()
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return port, t
+
+
+async def test_garbage_from_server_is_a_protocol_error(tmp_path):
+    port, t = _garbage_server(b"THIS IS NOT NATS\r\n")
+    errs = Errors()
+    closed = prims.Signal()
+    nc = await jetwire.connect(f"nats://127.0.0.1:{port}", error_cb=errs, allow_reconnect=False,
+                               closed_cb=closed.set)
+    assert await errs.signal.wait(5)
+    assert isinstance(errs.errors[0], jetwire.ProtocolError)
+    assert await closed.wait(5)
+    assert nc.is_closed
+    t.join(5)
+
+
+async def test_bad_msg_length_is_a_protocol_error():
+    port, t = _garbage_server(b"MSG foo 1 notanumber\r\n")
+    errs = Errors()
+    nc = await jetwire.connect(f"nats://127.0.0.1:{port}", error_cb=errs, allow_reconnect=False)
+    assert await errs.signal.wait(5)
+    assert isinstance(errs.errors[0], jetwire.ProtocolError)
+    await nc.close()
+    t.join(5)

@@ -1,0 +1,1 @@
+"""Blocking tests: generated from tests/aio by tools/gen_sync.py."""
