@@ -394,6 +394,25 @@ def _converters(tp: Any, kind: Optional[str], negative_none: bool) -> tuple:
     return (None, None, None)
 
 
+def _empty_to_none(v: Any) -> Any:
+    return None if _is_empty(v) else v
+
+
+def _then_empty_to_none(fin: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def conv(v: Any) -> Any:
+        if _is_empty(v):
+            return None
+        v = fin(v)
+        return None if _is_empty(v) else v
+
+    return conv
+
+
+def _is_model_type(hint: Any) -> bool:
+    tp = _strip_optional(hint)
+    return isinstance(tp, type) and issubclass(tp, Model)
+
+
 def _model_out(v: Any) -> Any:
     return v.to_json_dict() if isinstance(v, Model) else v
 
@@ -434,7 +453,12 @@ class _Plan:
             else:
                 self.defaults[f.name] = None
                 default = MISSING
-            fin, fout, fco = _converters(hints.get(f.name, Any), meta.get("kind"), meta.get("negative_none", False))
+            hint = hints.get(f.name, Any)
+            fin, fout, fco = _converters(hint, meta.get("kind"), meta.get("negative_none", False))
+            if self.omit_defaults and f.default is None and not _is_model_type(hint):
+                # To the server an empty value ("", 0, [], {}) and an absent one are the
+                # same; such fields are not written, so read them back as None too.
+                fin = _empty_to_none if fin is None else _then_empty_to_none(fin)
             if fco is not None:
                 self.coercers.append((f.name, fco))
             if meta.get("skip"):
