@@ -47,7 +47,14 @@ _await_re = re.compile(r"\bawait\s+")
 _sync_only_re = re.compile(r"^(\s*)# sync-only: (.*)$")
 
 
+LITERALS = [
+    ("from jetwire.aio import _prims", "from jetwire._sync import _prims"),
+]
+
+
 def convert(text: str, name: str) -> str:
+    for a, b in LITERALS:
+        text = text.replace(a, b)
     out = []
     for line in text.splitlines(keepends=True):
         if line.rstrip().endswith("# aio-only"):
