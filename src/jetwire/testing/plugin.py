@@ -1,0 +1,143 @@
+"""pytest plugin: real nats-server fixtures for any test suite with jetwire installed.
+
+Registered through the ``pytest11`` entry point, so installing jetwire is enough:
+
+* ``nats_server`` (session): a shared JetStream server; don't kill or freeze it.
+* ``nats_url`` : its URL (the server is started again if a test killed it).
+* ``nats_server_factory`` : ``factory(**NatsServer kwargs, timeout=10)`` returns a
+  started :class:`~jetwire.testing.NatsServer`; all are stopped after the test.
+* ``nats_cluster_factory`` : ``factory(n=3, **kwargs)`` returns a started
+  :class:`~jetwire.testing.NatsCluster`; all are stopped after the test.
+* ``fresh_nats_server`` : a private JetStream server for one test (kill it, restart
+  it, freeze it: it is thrown away afterwards).
+
+When a test using these fixtures fails, the tail of each server's log is added to
+the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Callable
+
+import pytest
+
+from .server import NatsCluster, NatsServer
+
+_LOG_TAIL_LINES = 40
+
+
+class _Started:
+    """What a factory fixture made, so teardown and failure reports can find it."""
+
+    def __init__(self) -> None:
+        self.items: list[NatsServer | NatsCluster] = []
+
+    def servers(self) -> list[NatsServer]:
+        out: list[NatsServer] = []
+        for it in self.items:
+            out.extend(it.servers if isinstance(it, NatsCluster) else [it])
+        return out
+
+    def stop_all(self) -> None:
+        errors = []
+        for it in reversed(self.items):
+            try:
+                it.stop()
+            except Exception as exc:  # keep stopping the others
+                errors.append(exc)
+        self.items.clear()
+        if errors:
+            raise errors[0]
+
+
+class ServerFactory(_Started):
+    def __call__(self, *, timeout: float = 10.0, **kwargs: Any) -> NatsServer:
+        server = NatsServer(**kwargs)
+        self.items.append(server)
+        return server.start(timeout)
+
+
+class ClusterFactory(_Started):
+    def __call__(self, n: int = 3, *, timeout: float = 20.0, **kwargs: Any) -> NatsCluster:
+        cluster = NatsCluster(n, **kwargs)
+        self.items.append(cluster)
+        return cluster.start(timeout)
+
+
+@pytest.fixture(scope="session")
+def nats_server() -> Iterator[NatsServer]:
+    """A JetStream-enabled nats-server shared by the whole session."""
+    server = NatsServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def nats_url(nats_server: NatsServer) -> str:
+    """URL of the shared server, brought back if an earlier test stopped or froze it."""
+    if nats_server.frozen:
+        nats_server.thaw()
+    if not nats_server.running:
+        nats_server.start()
+    return nats_server.url
+
+
+@pytest.fixture
+def nats_server_factory() -> Iterator[Callable[..., NatsServer]]:
+    """``factory(**NatsServer kwargs)`` -> a started server, stopped after the test."""
+    factory = ServerFactory()
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@pytest.fixture
+def nats_cluster_factory() -> Iterator[Callable[..., NatsCluster]]:
+    """``factory(n=3, **kwargs)`` -> a started full-mesh cluster, stopped after the test."""
+    factory = ClusterFactory()
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+
+
+@pytest.fixture
+def fresh_nats_server() -> Iterator[NatsServer]:
+    """A private JetStream server for one test, free to kill, restart or freeze."""
+    server = NatsServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _servers_of(item: pytest.Item) -> list[NatsServer]:
+    out: list[NatsServer] = []
+    for value in getattr(item, "funcargs", {}).values():
+        if isinstance(value, NatsServer):
+            out.append(value)
+        elif isinstance(value, NatsCluster):
+            out.extend(value.servers)
+        elif isinstance(value, _Started):
+            out.extend(value.servers())
+    seen: set[int] = set()
+    return [s for s in out if not (id(s) in seen or seen.add(id(s)))]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for server in _servers_of(item):
+        try:
+            lines = server.log_text().splitlines()[-_LOG_TAIL_LINES:]
+        except OSError:
+            continue
+        if lines:
+            report.sections.append((f"nats-server log {server.url} (last {len(lines)} lines)", "\n".join(lines)))
