@@ -1,0 +1,1079 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled NATS wire-protocol hot path: parser, header codec, ack-subject metadata, encoder.
+
+``jetwire.protocol._pure`` is the behaviour-identical pure-Python twin; the rules listed
+in its module docstring apply here too, and the differential tests hold the two to the
+same events and errors. Change both together.
+"""
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_Append
+from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromLongLong
+from cpython.ref cimport PyObject
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memchr, memcpy, memmove
+
+import orjson
+
+from jetwire.errors import BadHeaderError, BadSubjectError, NotJSMessageError, ProtocolError
+from jetwire.protocol.headers import Headers, check_key, check_value
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+
+cdef extern from *:
+    """
+    #include <string.h>
+
+    /* Index of the first CRLF in p[0:n] (the '\\r'), or -1. */
+    static inline Py_ssize_t jw_find_crlf(const unsigned char* p, Py_ssize_t n) {
+        const unsigned char* q = p;
+        const unsigned char* end = p + n - 1;
+        while (q < end) {
+            q = (const unsigned char*)memchr(q, '\\r', (size_t)(end - q));
+            if (q == NULL) return -1;
+            if (q[1] == '\\n') return q - p;
+            q++;
+        }
+        return -1;
+    }
+
+    /* Whitespace as bytes.split() sees it. */
+    static inline int jw_isws(unsigned char c) {
+        return c == ' ' || c == '\\t' || c == '\\n' || c == '\\r' || c == '\\v' || c == '\\f';
+    }
+
+    /* A str from bytes that may be non-ASCII (strict UTF-8); NULL with an exception set on error. */
+    static inline PyObject* jw_str(const unsigned char* p, Py_ssize_t n) {
+        Py_ssize_t i;
+        unsigned char acc = 0;
+        PyObject* s;
+        for (i = 0; i < n; i++) acc |= p[i];
+        if (acc & 0x80) return PyUnicode_DecodeUTF8((const char*)p, n, NULL);
+        s = PyUnicode_New(n, 127);
+        if (s == NULL) return NULL;
+        memcpy(PyUnicode_DATA(s), p, (size_t)n);
+        return s;
+    }
+
+    #define JW_CACHE 64
+
+    /* Like jw_str, but ASCII results are kept in a small direct-mapped cache. */
+    static inline PyObject* jw_cached_str(PyObject** table, const unsigned char* p, Py_ssize_t n) {
+        Py_ssize_t i;
+        unsigned int h = 2166136261u;
+        unsigned char acc = 0;
+        PyObject** slot;
+        PyObject* s;
+        for (i = 0; i < n; i++) { acc |= p[i]; h = (h ^ p[i]) * 16777619u; }
+        if (acc & 0x80) return PyUnicode_DecodeUTF8((const char*)p, n, NULL);
+        slot = &table[(h ^ (h >> 15)) & (JW_CACHE - 1)];
+        s = *slot;
+        if (s != NULL && PyUnicode_GET_LENGTH(s) == n && memcmp(PyUnicode_DATA(s), p, (size_t)n) == 0) {
+            Py_INCREF(s);
+            return s;
+        }
+        s = PyUnicode_New(n, 127);
+        if (s == NULL) return NULL;
+        memcpy(PyUnicode_DATA(s), p, (size_t)n);
+        Py_XDECREF(*slot);
+        Py_INCREF(s);
+        *slot = s;
+        return s;
+    }
+
+    static inline void jw_cache_clear(PyObject** table) {
+        int i;
+        for (i = 0; i < JW_CACHE; i++) { Py_CLEAR(table[i]); }
+    }
+
+    /* 1..18 ASCII digits -> value, else -1. */
+    static inline long long jw_uint(const unsigned char* p, Py_ssize_t n) {
+        long long v = 0;
+        Py_ssize_t i;
+        if (n <= 0 || n > 18) return -1;
+        for (i = 0; i < n; i++) {
+            unsigned int d = (unsigned int)p[i] - '0';
+            if (d > 9) return -1;
+            v = v * 10 + d;
+        }
+        return v;
+    }
+
+    static inline int jw_ndigits(unsigned long long v) {
+        int n = 1;
+        while (v >= 10) { v /= 10; n++; }
+        return n;
+    }
+
+    /* Write v in decimal at p (exactly nd digits), return p + nd. */
+    static inline char* jw_write_uint(char* p, unsigned long long v, int nd) {
+        char* e = p + nd;
+        char* q = e;
+        do { *--q = (char)('0' + (v % 10)); v /= 10; } while (v);
+        return e;
+    }
+
+    /* 0 when the UTF-8 subject is publishable, else 1 (bad char) or 2 (empty token). */
+    static inline int jw_check_subject(const unsigned char* p, Py_ssize_t n, int tokens) {
+        Py_ssize_t i;
+        unsigned char c, c1, c2;
+        int empty_token = tokens && (p[0] == '.' || p[n - 1] == '.');
+        for (i = 0; i < n; i++) {
+            c = p[i];
+            if (c < 0x80) {
+                if (c <= 0x20 || c == 0x7f) return 1;
+                if (tokens && c == '.' && p[i + 1] == '.') empty_token = 1;  /* p[n] is the NUL terminator */
+                continue;
+            }
+            c1 = p[i + 1];
+            if (c == 0xC2) {
+                if (c1 == 0x85 || c1 == 0xA0) return 1;
+            } else if (c == 0xE1) {
+                if (c1 == 0x9A && p[i + 2] == 0x80) return 1;
+            } else if (c == 0xE2) {
+                c2 = p[i + 2];
+                if (c1 == 0x80 && ((c2 >= 0x80 && c2 <= 0x8A) || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF)) return 1;
+                if (c1 == 0x81 && c2 == 0x9F) return 1;
+            } else if (c == 0xE3) {
+                if (c1 == 0x80 && p[i + 2] == 0x80) return 1;
+            }
+        }
+        return empty_token ? 2 : 0;
+    }
+
+    /* Re-track a message for the cycle collector once it holds a non-atomic value. */
+    static inline void jw_track_if(PyObject* self, PyObject* v) {
+        PyTypeObject* t;
+        if (v == Py_None) return;
+        t = Py_TYPE(v);
+        if (t == &PyUnicode_Type || t == &PyBytes_Type || t == &PyLong_Type || t == &PyBool_Type
+                || t == &PyFloat_Type)
+            return;
+        if (!PyObject_GC_IsTracked(self)) PyObject_GC_Track(self);
+    }
+
+    /* New instance of a MsgBase subclass through its tp_new (no __init__). */
+    static inline PyObject* jw_tp_new(PyObject* cls, PyObject* empty) {
+        return ((PyTypeObject*)cls)->tp_new((PyTypeObject*)cls, empty, NULL);
+    }
+
+    /* True when instances of cls have no fields beyond MsgBase's (no __dict__, no extra slots). */
+    static inline int jw_plain_layout(PyObject* cls, Py_ssize_t basesize) {
+        PyTypeObject* t = (PyTypeObject*)cls;
+        return t->tp_basicsize == basesize && t->tp_dictoffset == 0 && t->tp_weaklistoffset == 0;
+    }
+
+    static PyObject* jw_generic_new(PyObject* t) {
+        return PyType_GenericNew((PyTypeObject*)t, NULL, NULL);
+    }
+    """
+    Py_ssize_t jw_find_crlf(const unsigned char* p, Py_ssize_t n) nogil
+    bint jw_isws(unsigned char c) nogil
+    object jw_str(const unsigned char* p, Py_ssize_t n)
+    object jw_cached_str(PyObject** table, const unsigned char* p, Py_ssize_t n)
+    void jw_cache_clear(PyObject** table)
+    long long jw_uint(const unsigned char* p, Py_ssize_t n) nogil
+    int jw_ndigits(unsigned long long v) nogil
+    char* jw_write_uint(char* p, unsigned long long v, int nd) nogil
+    int jw_check_subject(const unsigned char* p, Py_ssize_t n, int tokens) nogil
+    object jw_generic_new(object t)
+    void jw_track_if(object self, object v)
+    object jw_tp_new(object cls, object empty)
+    bint jw_plain_layout(object cls, Py_ssize_t basesize)
+    int PyObject_GC_IsTracked(object o)
+    void PyObject_GC_UnTrack(void* o)
+    enum:
+        JW_CACHE
+
+OP_INFO = 1
+OP_PING = 2
+OP_PONG = 3
+OP_OK = 4
+OP_ERR = 5
+
+PING = b"PING\r\n"
+PONG = b"PONG\r\n"
+
+DEFAULT_MAX_PAYLOAD = 1 << 30
+
+cdef enum:
+    COMPACT_AT = 65536
+    SHRINK_ABOVE = 1048576
+    INITIAL_CAP = 32768
+
+cdef tuple _EV_PING = (OP_PING, None)
+cdef tuple _EV_PONG = (OP_PONG, None)
+cdef tuple _EV_OK = (OP_OK, None)
+cdef object _loads = orjson.loads
+cdef object _dumps = orjson.dumps
+cdef object _JSONDecodeError = orjson.JSONDecodeError
+cdef object _Headers = Headers
+cdef tuple _EMPTY = ()
+
+
+cdef str _summary(const unsigned char* p, Py_ssize_t n):
+    cdef bytes head = PyBytes_FromStringAndSize(<const char*>p, n if n < 64 else 64)
+    return repr(head) + ("..." if n > 64 else "")
+
+
+cdef object _perr(str what, const unsigned char* p, Py_ssize_t n):
+    return ProtocolError(f"{what}: {_summary(p, n)}")
+
+
+# ------------------------------------------------------------------------------- MsgBase
+cdef class MsgBase:
+    """Base of ``jetwire.Msg``: the fields of a delivered or to-be-published message.
+
+    The parser creates instances without calling ``__init__``; ``__init__`` is for
+    users building a message by hand.
+
+    Garbage collection: a message whose fields are all atomic (None, str, bytes, int)
+    cannot be part of a reference cycle, so the parser untracks plain MSG messages
+    from the cycle collector (as CPython does for tuples and dicts of atomic values).
+    Every setter re-tracks the message as soon as a non-atomic value is stored.
+    """
+
+    cdef object c_subject
+    cdef object c_reply
+    cdef object c_data
+    cdef object c_headers
+    cdef object c_sid
+    cdef object c_client
+    cdef object c_meta
+    cdef public bint _ackd
+
+    def __init__(self, subject="", data=b"", reply=None, headers=None, sid=0):
+        self.c_subject = subject
+        self.c_data = data if type(data) is bytes else bytes(data)
+        self.c_reply = reply
+        if headers is not None and not isinstance(headers, _Headers):
+            headers = _Headers(headers)
+        self.c_headers = headers
+        self.c_sid = sid
+        self.c_client = None
+        self._ackd = False
+        self.c_meta = None
+        jw_track_if(self, subject)
+        jw_track_if(self, reply)
+        jw_track_if(self, headers)
+        jw_track_if(self, sid)
+
+    @property
+    def subject(self):
+        return self.c_subject
+
+    @subject.setter
+    def subject(self, value):
+        self.c_subject = value
+        jw_track_if(self, value)
+
+    @property
+    def reply(self):
+        return self.c_reply
+
+    @reply.setter
+    def reply(self, value):
+        self.c_reply = value
+        jw_track_if(self, value)
+
+    @property
+    def data(self):
+        return self.c_data
+
+    @data.setter
+    def data(self, value):
+        self.c_data = value
+        jw_track_if(self, value)
+
+    @property
+    def headers(self):
+        return self.c_headers
+
+    @headers.setter
+    def headers(self, value):
+        self.c_headers = value
+        jw_track_if(self, value)
+
+    @property
+    def sid(self):
+        return self.c_sid
+
+    @sid.setter
+    def sid(self, value):
+        self.c_sid = value
+        jw_track_if(self, value)
+
+    @property
+    def _client(self):
+        return self.c_client
+
+    @_client.setter
+    def _client(self, value):
+        self.c_client = value
+        jw_track_if(self, value)
+
+    @property
+    def _meta(self):
+        return self.c_meta
+
+    @_meta.setter
+    def _meta(self, value):
+        self.c_meta = value
+        jw_track_if(self, value)
+
+    def __repr__(self):
+        data = self.data
+        shown = data[:32] + (b"..." if len(data) > 32 else b"")
+        return (
+            f"<{type(self).__name__} subject={self.subject!r} sid={self.sid!r} reply={self.reply!r} "
+            f"data={shown!r} headers={self.headers!r}>"
+        )
+
+
+# -------------------------------------------------------------------------------- Parser
+@cython.final
+cdef class Parser:
+    """Incremental NATS protocol parser: ``feed(chunk)`` returns the completed events.
+
+    Events are ``msg_cls`` instances for MSG/HMSG and ``(kind, arg)`` tuples otherwise:
+    ``(OP_INFO, dict)``, ``(OP_PING, None)``, ``(OP_PONG, None)``, ``(OP_OK, None)``,
+    ``(OP_ERR, str)``. Malformed input raises ``ProtocolError``; the parser should then
+    be ``reset()`` (or dropped) before it is fed again.
+    """
+
+    cdef unsigned char* _buf
+    cdef Py_ssize_t _len
+    cdef Py_ssize_t _cap
+    cdef Py_ssize_t _pos
+    cdef Py_ssize_t _max_line
+    cdef long long _max_payload
+    cdef object _cls
+    cdef bint _untrack
+    cdef long long _sid_val
+    cdef object _sid_obj
+    cdef PyObject* _subjects[JW_CACHE]
+
+    def __cinit__(self):
+        self._buf = NULL
+        self._len = self._cap = self._pos = 0
+        self._sid_val = -1
+        self._sid_obj = None
+        for i in range(JW_CACHE):
+            self._subjects[i] = NULL
+
+    def __init__(self, msg_cls=None, max_control_line=4096, max_payload=DEFAULT_MAX_PAYLOAD):
+        if msg_cls is None:
+            msg_cls = MsgBase
+        if not isinstance(msg_cls, type) or not issubclass(msg_cls, MsgBase):
+            raise TypeError("msg_cls must be a subclass of MsgBase")
+        if max_control_line < 1 or max_payload < 0:
+            raise ValueError("max_control_line must be >= 1 and max_payload >= 0")
+        self._cls = msg_cls
+        self._untrack = jw_plain_layout(msg_cls, MsgBase.__basicsize__)
+        self._max_line = max_control_line
+        self._max_payload = max_payload if max_payload < 10 ** 18 else 10 ** 18
+
+    def __dealloc__(self):
+        jw_cache_clear(self._subjects)
+        if self._buf != NULL:
+            free(self._buf)
+            self._buf = NULL
+
+    @property
+    def buffered(self):
+        """Bytes received but not yet turned into events."""
+        return self._len - self._pos
+
+    def reset(self):
+        """Discard buffered bytes (used on reconnect or after a protocol error)."""
+        self._len = self._pos = 0
+        if self._cap > SHRINK_ABOVE:
+            free(self._buf)
+            self._buf = NULL
+            self._cap = 0
+        jw_cache_clear(self._subjects)
+        self._sid_val = -1
+        self._sid_obj = None
+
+    cdef int _append(self, const unsigned char* p, Py_ssize_t n) except -1:
+        cdef Py_ssize_t keep, need, cap
+        cdef unsigned char* nb
+        if self._pos > 0 and (self._pos >= COMPACT_AT or self._len + n > self._cap):
+            keep = self._len - self._pos
+            if keep:
+                memmove(self._buf, self._buf + self._pos, keep)
+            self._len = keep
+            self._pos = 0
+        need = self._len + n
+        if need > self._cap:
+            cap = self._cap * 2 if self._cap else INITIAL_CAP
+            if cap < need:
+                cap = need
+            nb = <unsigned char*>realloc(self._buf, cap)
+            if nb == NULL:
+                raise MemoryError()
+            self._buf = nb
+            self._cap = cap
+        memcpy(self._buf + self._len, p, n)
+        self._len += n
+        return 0
+
+    def feed(self, data):
+        """Parse ``data`` (bytes, bytearray or memoryview); return the completed events."""
+        cdef Py_buffer view
+        cdef Py_ssize_t consumed = 0
+        cdef list events
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            if self._pos == self._len:
+                # Nothing buffered: parse straight from the caller's memory, keep the tail.
+                self._pos = self._len = 0
+                events = self._parse(<const unsigned char*>view.buf, view.len, &consumed)
+                if consumed < view.len:
+                    self._append(<const unsigned char*>view.buf + consumed, view.len - consumed)
+                elif self._cap > SHRINK_ABOVE:
+                    free(self._buf)
+                    self._buf = NULL
+                    self._cap = 0
+            else:
+                self._append(<const unsigned char*>view.buf, view.len)
+                events = self._parse(self._buf + self._pos, self._len - self._pos, &consumed)
+                self._pos += consumed
+                if self._pos == self._len:
+                    self._pos = self._len = 0
+                    if self._cap > SHRINK_ABOVE:
+                        free(self._buf)
+                        self._buf = NULL
+                        self._cap = 0
+        finally:
+            PyBuffer_Release(&view)
+        return events
+
+    cdef object _sid(self, long long v):
+        if v != self._sid_val:
+            self._sid_obj = PyLong_FromLongLong(v)
+            self._sid_val = v
+        return self._sid_obj
+
+    cdef list _parse(self, const unsigned char* p, Py_ssize_t n, Py_ssize_t* consumed):
+        cdef list events = []
+        cdef Py_ssize_t pos = 0, avail, lim, L, i, ol, nt, start, stop
+        cdef Py_ssize_t ts[6]
+        cdef Py_ssize_t te[6]
+        cdef Py_ssize_t max_line = self._max_line
+        cdef const unsigned char* line
+        cdef unsigned char c0, c1, c2, c3
+        cdef long long sid, size, hlen
+        cdef bint hmsg
+        cdef MsgBase m
+        cdef object cls = self._cls
+        cdef bint untrack = self._untrack
+        cdef object subject, reply, text
+        while pos < n:
+            avail = n - pos
+            lim = avail if avail < max_line + 2 else max_line + 2
+            L = jw_find_crlf(p + pos, lim)
+            if L < 0:
+                if avail > max_line + 1:
+                    consumed[0] = pos
+                    raise _perr("control line too long", p + pos, 64 if avail > 64 else avail)
+                break
+            line = p + pos
+            # operation token
+            ol = 0
+            while ol < L and not jw_isws(line[ol]):
+                ol += 1
+            c0 = line[0] | 0x20
+            hmsg = False
+            if ol == 3 and c0 == b'm' and (line[1] | 0x20) == b's' and (line[2] | 0x20) == b'g':
+                pass
+            elif (ol == 4 and c0 == b'h' and (line[1] | 0x20) == b'm' and (line[2] | 0x20) == b's'
+                    and (line[3] | 0x20) == b'g'):
+                hmsg = True
+            else:
+                # everything but MSG/HMSG
+                i = ol
+                while i < L and jw_isws(line[i]):
+                    i += 1
+                if ol == 4:
+                    c1 = line[1] | 0x20
+                    c2 = line[2] | 0x20
+                    c3 = line[3] | 0x20
+                    if c0 == b'p' and c1 == b'i' and c2 == b'n' and c3 == b'g' and i == L:
+                        events.append(_EV_PING)
+                        pos += L + 2
+                        continue
+                    if c0 == b'p' and c1 == b'o' and c2 == b'n' and c3 == b'g' and i == L:
+                        events.append(_EV_PONG)
+                        pos += L + 2
+                        continue
+                    if line[0] == b'-' and c1 == b'e' and c2 == b'r' and c3 == b'r':
+                        events.append((OP_ERR, self._err_text(line, i, L)))
+                        pos += L + 2
+                        continue
+                    if c0 == b'i' and c1 == b'n' and c2 == b'f' and c3 == b'o':
+                        events.append((OP_INFO, self._info(line, i, L)))
+                        pos += L + 2
+                        continue
+                elif ol == 3 and line[0] == b'+' and (line[1] | 0x20) == b'o' and (line[2] | 0x20) == b'k' and i == L:
+                    events.append(_EV_OK)
+                    pos += L + 2
+                    continue
+                consumed[0] = pos
+                raise _perr("unknown protocol operation", line, L)
+
+            # MSG / HMSG arguments (tokens after the operation)
+            nt = 0
+            i = ol
+            while i < L:
+                while i < L and jw_isws(line[i]):
+                    i += 1
+                if i >= L:
+                    break
+                if nt == 5:
+                    nt = 6
+                    break
+                ts[nt] = i
+                while i < L and not jw_isws(line[i]):
+                    i += 1
+                te[nt] = i
+                nt += 1
+            if hmsg:
+                if nt != 4 and nt != 5:
+                    raise _perr("invalid HMSG arguments", line, L)
+            elif nt != 3 and nt != 4:
+                raise _perr("invalid MSG arguments", line, L)
+            sid = jw_uint(line + ts[1], te[1] - ts[1])
+            if sid < 0:
+                raise _perr("invalid number in protocol line", line, L)
+            if hmsg:
+                hlen = jw_uint(line + ts[nt - 2], te[nt - 2] - ts[nt - 2])
+                if hlen < 0:
+                    raise _perr("invalid number in protocol line", line, L)
+            else:
+                hlen = 0
+            size = jw_uint(line + ts[nt - 1], te[nt - 1] - ts[nt - 1])
+            if size < 0:
+                raise _perr("invalid number in protocol line", line, L)
+            if hmsg:
+                if hlen > size:
+                    raise _perr("HMSG header length exceeds total length", line, L)
+                if size > self._max_payload:
+                    raise _perr("HMSG payload larger than max_payload", line, L)
+            elif size > self._max_payload:
+                raise _perr("MSG payload larger than max_payload", line, L)
+            start = pos + L + 2
+            stop = start + <Py_ssize_t>size
+            if stop + 2 > n:
+                break
+            if p[stop] != 13 or p[stop + 1] != 10:
+                consumed[0] = pos
+                raise _perr(
+                    "missing CRLF after HMSG payload" if hmsg else "missing CRLF after MSG payload",
+                    p + stop, 64 if n - stop > 64 else n - stop,
+                )
+            try:
+                subject = jw_cached_str(self._subjects, line + ts[0], te[0] - ts[0])
+                if nt == 5 or (nt == 4 and not hmsg):
+                    reply = jw_str(line + ts[2], te[2] - ts[2])
+                else:
+                    reply = None
+            except UnicodeDecodeError:
+                raise _perr("invalid UTF-8 in protocol line", line, L) from None
+            m = <MsgBase>jw_tp_new(cls, _EMPTY)
+            m.c_subject = subject
+            m.c_reply = reply
+            m.c_sid = self._sid(sid)
+            if hmsg:
+                m.c_headers = _decode_headers(p + start, <Py_ssize_t>hlen)
+                m.c_data = PyBytes_FromStringAndSize(<const char*>p + start + hlen, <Py_ssize_t>(size - hlen))
+            else:
+                m.c_data = PyBytes_FromStringAndSize(<const char*>p + start, <Py_ssize_t>size)
+                if untrack:
+                    PyObject_GC_UnTrack(<void*>m)
+            PyList_Append(events, m)
+            pos = stop + 2
+        consumed[0] = pos
+        return events
+
+    cdef object _err_text(self, const unsigned char* line, Py_ssize_t i, Py_ssize_t L):
+        while L > i and jw_isws(line[L - 1]):
+            L -= 1
+        if L - i >= 2 and line[i] == 39 and line[L - 1] == 39:
+            i += 1
+            L -= 1
+        return PyUnicode_DecodeUTF8(<const char*>line + i, L - i, "replace")
+
+    cdef object _info(self, const unsigned char* line, Py_ssize_t i, Py_ssize_t L):
+        while L > i and jw_isws(line[L - 1]):
+            L -= 1
+        try:
+            info = _loads(PyBytes_FromStringAndSize(<const char*>line + i, L - i))
+        except _JSONDecodeError:
+            raise _perr("invalid INFO JSON", line, L) from None
+        if type(info) is not dict:
+            raise _perr("INFO is not a JSON object", line, L)
+        return info
+
+
+# ------------------------------------------------------------------------------- headers
+cdef object _make_headers(dict d, object status, object description):
+    h = jw_generic_new(_Headers)
+    h._d = d
+    h.status = status
+    h.description = description
+    return h
+
+
+cdef object _decode_headers(const unsigned char* p, Py_ssize_t n):
+    cdef Py_ssize_t eol, pos, last, a, b, colon, i, L
+    cdef const unsigned char* line
+    cdef dict d = {}
+    cdef object status = None, description = None, key, value, values, text
+    cdef unsigned char c
+    if (n < 12 or p[0] != b'N' or p[1] != b'A' or p[2] != b'T' or p[3] != b'S' or p[4] != b'/'
+            or p[5] != b'1' or p[6] != b'.' or p[7] != b'0'
+            or p[n - 4] != 13 or p[n - 3] != 10 or p[n - 2] != 13 or p[n - 1] != 10):
+        raise _perr("invalid header block", p, n)
+    eol = jw_find_crlf(p, n)
+    if eol > 8:
+        c = p[8]
+        if c != 32 and c != 9:
+            raise _perr("invalid header version line", p, n)
+        for i in range(8, eol):
+            if p[i] == 13 or p[i] == 10:
+                raise _perr("invalid header version line", p, n)
+        a = 8
+        b = eol
+        while a < b and (p[a] == 32 or p[a] == 9):
+            a += 1
+        while b > a and (p[b - 1] == 32 or p[b - 1] == 9):
+            b -= 1
+        if b > a:
+            try:
+                text = PyUnicode_DecodeUTF8(<const char*>p + a, b - a, NULL)
+            except UnicodeDecodeError:
+                raise _perr("invalid UTF-8 in header status", p, n) from None
+            status = text[:3]
+            description = text[3:].strip(" \t") or None
+    pos = eol + 2
+    last = n - 2
+    while pos < last:
+        eol = pos + jw_find_crlf(p + pos, n - pos)
+        line = p + pos
+        L = eol - pos
+        colon = 0
+        while colon < L and line[colon] != 58:
+            colon += 1
+        if colon == 0 or colon == L:
+            raise _perr("invalid header line", line, L)
+        for i in range(colon):
+            c = line[i]
+            if c < 33 or c > 126:
+                raise _perr("invalid header key", line, L)
+        a = colon + 1
+        b = L
+        while a < b and (line[a] == 32 or line[a] == 9):
+            a += 1
+        while b > a and (line[b - 1] == 32 or line[b - 1] == 9):
+            b -= 1
+        for i in range(a, b):
+            c = line[i]
+            if c == 13 or c == 10:
+                raise _perr("CR or LF inside a header value", line, L)
+        key = jw_str(line, colon)
+        try:
+            value = jw_str(line + a, b - a)
+        except UnicodeDecodeError:
+            raise _perr("invalid UTF-8 in header value", line, L) from None
+        values = d.get(key)
+        if values is None:
+            d[key] = [value]
+        else:
+            (<list>values).append(value)
+        pos = eol + 2
+    return _make_headers(d, status, description)
+
+
+def decode_headers(raw):
+    """Parse a header block ``NATS/1.0[ SSS[ description]]\\r\\nK: V\\r\\n...\\r\\n\\r\\n``."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE)
+    try:
+        return _decode_headers(<const unsigned char*>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+
+
+def encode_headers(headers):
+    """Encode ``Headers`` or a ``dict[str, str | list[str]]`` as a wire header block.
+
+    ``None`` gives ``b""``; an empty mapping gives ``b"NATS/1.0\\r\\n\\r\\n"``.
+    """
+    cdef list parts
+    cdef object k, v, x, status, description
+    if headers is None:
+        return b""
+    if isinstance(headers, _Headers):
+        status = headers.status
+        if status is None:
+            parts = ["NATS/1.0\r\n"]
+        else:
+            check_value(status)
+            description = headers.description
+            if description:
+                check_value(description)
+                parts = ["NATS/1.0 ", status, " ", description, "\r\n"]
+            else:
+                parts = ["NATS/1.0 ", status, "\r\n"]
+        for k, v in (<dict>headers._d).items():
+            for x in <list>v:
+                parts += (k, ": ", x, "\r\n")
+    elif isinstance(headers, dict):
+        parts = ["NATS/1.0\r\n"]
+        for k, v in (<dict>headers).items():
+            check_key(k)
+            if isinstance(v, str):
+                check_value(v)
+                parts += (k, ": ", v, "\r\n")
+            elif isinstance(v, (list, tuple)):
+                for x in v:
+                    check_value(x)
+                    parts += (k, ": ", x, "\r\n")
+            else:
+                raise BadHeaderError(f"header {k!r}: value must be a str or a list of str, not {type(v).__name__}")
+    else:
+        raise TypeError(f"headers must be Headers, dict or None, not {type(headers).__name__}")
+    parts.append("\r\n")
+    try:
+        return "".join(parts).encode()
+    except UnicodeEncodeError:
+        raise BadHeaderError("header value is not encodable as UTF-8") from None
+
+
+# ------------------------------------------------------------------------------ metadata
+cdef object _meta_num(const char* s, Py_ssize_t a, Py_ssize_t b):
+    cdef long long v
+    cdef Py_ssize_t i
+    if b - a <= 18:
+        v = jw_uint(<const unsigned char*>s + a, b - a)
+        if v >= 0:
+            return PyLong_FromLongLong(v)
+    else:
+        for i in range(a, b):
+            if s[i] < b'0' or s[i] > b'9':
+                break
+        else:
+            return int(PyBytes_FromStringAndSize(s + a, b - a))
+    tok = PyUnicode_DecodeUTF8(s + a, b - a, NULL)
+    raise NotJSMessageError(f"invalid number {tok!r} in ack subject")
+
+
+def parse_metadata_fields(subject):
+    """Split a ``$JS.ACK...`` subject into
+    ``(domain, acc_hash, stream, consumer, delivered, stream_seq, consumer_seq, timestamp_ns, pending)``.
+    """
+    cdef Py_ssize_t n, i, nt, st
+    cdef Py_ssize_t ts[12]
+    cdef Py_ssize_t te[12]
+    cdef const char* s
+    cdef object domain, acc, stream, consumer, pending
+    if type(subject) is not str:
+        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+    try:
+        s = PyUnicode_AsUTF8AndSize(subject, &n)
+    except UnicodeEncodeError:
+        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}") from None
+    if n < 8 or s[0] != b'$' or s[1] != b'J' or s[2] != b'S' or s[3] != b'.' or s[4] != b'A' or s[5] != b'C' or s[6] != b'K' or s[7] != b'.':
+        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+    ts[0] = 0
+    te[0] = 3
+    ts[1] = 4
+    te[1] = 7
+    nt = 2
+    st = 8
+    for i in range(8, n):
+        if s[i] == b'.':
+            if nt < 12:
+                ts[nt] = st
+                te[nt] = i
+            nt += 1
+            st = i + 1
+    if nt < 12:
+        ts[nt] = st
+        te[nt] = n
+    nt += 1
+    if nt == 9:
+        domain = acc = None
+        i = 2
+        pending = _meta_num(s, ts[8], te[8])
+    elif nt >= 11:
+        domain = None if (te[2] == ts[2] or (te[2] - ts[2] == 1 and s[ts[2]] == b'_')) else PyUnicode_DecodeUTF8(s + ts[2], te[2] - ts[2], NULL)
+        acc = None if te[3] == ts[3] else PyUnicode_DecodeUTF8(s + ts[3], te[3] - ts[3], NULL)
+        i = 4
+        pending = _meta_num(s, ts[10], te[10])
+    elif nt == 8:
+        domain = acc = None
+        i = 2
+        pending = 0
+    else:
+        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+    if te[i] == ts[i] or te[i + 1] == ts[i + 1]:
+        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+    stream = PyUnicode_DecodeUTF8(s + ts[i], te[i] - ts[i], NULL)
+    consumer = PyUnicode_DecodeUTF8(s + ts[i + 1], te[i + 1] - ts[i + 1], NULL)
+    return (
+        domain, acc, stream, consumer,
+        _meta_num(s, ts[i + 2], te[i + 2]),
+        _meta_num(s, ts[i + 3], te[i + 3]),
+        _meta_num(s, ts[i + 4], te[i + 4]),
+        _meta_num(s, ts[i + 5], te[i + 5]),
+        pending,
+    )
+
+
+# ------------------------------------------------------------------------------- encoder
+cdef object _last_subject = None  # the last subject that passed validation (str is immutable)
+
+
+cdef const char* _subject_utf8(object subject, Py_ssize_t* n, str what) except NULL:
+    """Validate a subject (or reply) and return its UTF-8 bytes."""
+    global _last_subject
+    cdef const char* s
+    cdef int r
+    if type(subject) is not str and not isinstance(subject, str):
+        raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
+    try:
+        s = PyUnicode_AsUTF8AndSize(subject, n)
+    except UnicodeEncodeError:
+        s = NULL
+    if subject is _last_subject:
+        return s
+    if n[0] == 0:
+        raise BadSubjectError(f"{what} is empty")
+    if s == NULL:
+        # lone surrogates; report whitespace/control first like the pure twin does
+        for ch in subject:
+            if ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7f:
+                raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
+        raise BadSubjectError(f"{what} {subject!r} is not encodable as UTF-8")
+    r = jw_check_subject(<const unsigned char*>s, n[0], 1)
+    if r == 1:
+        raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
+    if r == 2:
+        raise BadSubjectError(f"{what} {subject!r} has an empty token")
+    if type(subject) is str:
+        _last_subject = subject
+    return s
+
+
+cdef const char* _queue_utf8(object queue, Py_ssize_t* n) except NULL:
+    cdef const char* s
+    if not isinstance(queue, str):
+        raise BadSubjectError(f"queue must be a str, not {type(queue).__name__}")
+    try:
+        s = PyUnicode_AsUTF8AndSize(queue, n)
+    except UnicodeEncodeError:
+        for ch in queue:
+            if ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7f:
+                raise BadSubjectError(f"queue {queue!r} contains whitespace or control characters")
+        raise BadSubjectError(f"queue {queue!r} is not encodable as UTF-8") from None
+    if jw_check_subject(<const unsigned char*>s, n[0], 0):
+        raise BadSubjectError(f"queue {queue!r} contains whitespace or control characters")
+    return s
+
+
+def validate_subject(subject):
+    """Raise ``BadSubjectError`` unless ``subject`` can be published to.
+
+    Rejected: non-str, empty, any whitespace (including Unicode whitespace) or control
+    character, lone surrogates, and empty tokens (leading/trailing '.' or '..').
+    """
+    cdef Py_ssize_t n
+    _subject_utf8(subject, &n, "subject")
+
+
+cdef inline char* _grow(object buf, Py_ssize_t extra) except NULL:
+    cdef Py_ssize_t old
+    if not isinstance(buf, bytearray):
+        raise TypeError(f"buf must be a bytearray, not {type(buf).__name__}")
+    old = PyByteArray_GET_SIZE(buf)
+    PyByteArray_Resize(buf, old + extra)
+    return PyByteArray_AS_STRING(buf) + old
+
+
+cdef inline void _get_data(object data, Py_buffer* view) except *:
+    PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
+
+
+def append_pub(buf, subject, reply, data):
+    """Append ``PUB <subject> [reply] <len>\\r\\n<data>\\r\\n`` to ``buf`` (a bytearray)."""
+    cdef Py_ssize_t sn, rn = 0, dn, total
+    cdef const char* s
+    cdef const char* r = NULL
+    cdef const char* d
+    cdef char* w
+    cdef int nd
+    cdef Py_buffer view
+    cdef bint has_view = False
+    s = _subject_utf8(subject, &sn, "subject")
+    if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+        r = _subject_utf8(reply, &rn, "reply")
+    if type(data) is bytes:
+        d = PyBytes_AS_STRING(data)
+        dn = PyBytes_GET_SIZE(data)
+    else:
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        has_view = True
+        d = <const char*>view.buf
+        dn = view.len
+    try:
+        nd = jw_ndigits(dn)
+        total = 4 + sn + (rn + 1 if r != NULL else 0) + 1 + nd + 2 + dn + 2
+        w = _grow(buf, total)
+        memcpy(w, b"PUB ", 4)
+        w += 4
+        memcpy(w, s, sn)
+        w += sn
+        w[0] = 32
+        w += 1
+        if r != NULL:
+            memcpy(w, r, rn)
+            w += rn
+            w[0] = 32
+            w += 1
+        w = jw_write_uint(w, dn, nd)
+        w[0] = 13
+        w[1] = 10
+        w += 2
+        memcpy(w, d, dn)
+        w += dn
+        w[0] = 13
+        w[1] = 10
+    finally:
+        if has_view:
+            PyBuffer_Release(&view)
+
+
+def append_hpub(buf, subject, reply, hdr, data):
+    """Append ``HPUB <subject> [reply] <hdr_len> <total_len>\\r\\n<hdr><data>\\r\\n`` to ``buf``."""
+    cdef Py_ssize_t sn, rn = 0, hn, dn, total
+    cdef const char* s
+    cdef const char* r = NULL
+    cdef char* w
+    cdef int nh, nt
+    cdef Py_buffer hview
+    cdef Py_buffer dview
+    s = _subject_utf8(subject, &sn, "subject")
+    if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+        r = _subject_utf8(reply, &rn, "reply")
+    PyObject_GetBuffer(hdr, &hview, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(data, &dview, PyBUF_SIMPLE)
+        try:
+            hn = hview.len
+            dn = dview.len
+            nh = jw_ndigits(hn)
+            nt = jw_ndigits(hn + dn)
+            total = 5 + sn + (rn + 1 if r != NULL else 0) + 1 + nh + 1 + nt + 2 + hn + dn + 2
+            w = _grow(buf, total)
+            memcpy(w, b"HPUB ", 5)
+            w += 5
+            memcpy(w, s, sn)
+            w += sn
+            w[0] = 32
+            w += 1
+            if r != NULL:
+                memcpy(w, r, rn)
+                w += rn
+                w[0] = 32
+                w += 1
+            w = jw_write_uint(w, hn, nh)
+            w[0] = 32
+            w += 1
+            w = jw_write_uint(w, hn + dn, nt)
+            w[0] = 13
+            w[1] = 10
+            w += 2
+            memcpy(w, hview.buf, hn)
+            w += hn
+            memcpy(w, dview.buf, dn)
+            w += dn
+            w[0] = 13
+            w[1] = 10
+        finally:
+            PyBuffer_Release(&dview)
+    finally:
+        PyBuffer_Release(&hview)
+
+
+cdef unsigned long long _uint_arg(object value, str what) except? 0xFFFFFFFFFFFFFFFF:
+    if not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if value < 0 or value >= (1 << 64):
+        raise ValueError(f"{what} must be in 0..2**64-1, got {value}")
+    return PyLong_AsUnsignedLongLong(value)
+
+
+def append_sub(buf, subject, queue, sid):
+    """Append ``SUB <subject> [queue] <sid>\\r\\n`` to ``buf``."""
+    cdef Py_ssize_t sn, qn = 0, total
+    cdef const char* s
+    cdef const char* q = NULL
+    cdef unsigned long long v
+    cdef int nd
+    cdef char* w
+    s = _subject_utf8(subject, &sn, "subject")
+    v = _uint_arg(sid, "sid")
+    if queue is not None and not (type(queue) is str and len(<str>queue) == 0):
+        q = _queue_utf8(queue, &qn)
+    nd = jw_ndigits(v)
+    total = 4 + sn + 1 + (qn + 1 if q != NULL else 0) + nd + 2
+    w = _grow(buf, total)
+    memcpy(w, b"SUB ", 4)
+    w += 4
+    memcpy(w, s, sn)
+    w += sn
+    w[0] = 32
+    w += 1
+    if q != NULL:
+        memcpy(w, q, qn)
+        w += qn
+        w[0] = 32
+        w += 1
+    w = jw_write_uint(w, v, nd)
+    w[0] = 13
+    w[1] = 10
+
+
+def append_unsub(buf, sid, max_msgs=0):
+    """Append ``UNSUB <sid>[ <max_msgs>]\\r\\n`` to ``buf`` (``max_msgs`` 0 means none)."""
+    cdef unsigned long long v, mx
+    cdef int nd, nm = 0
+    cdef char* w
+    v = _uint_arg(sid, "sid")
+    if max_msgs is None:
+        max_msgs = 0
+    mx = _uint_arg(max_msgs, "max_msgs")
+    nd = jw_ndigits(v)
+    if mx:
+        nm = jw_ndigits(mx)
+    w = _grow(buf, 6 + nd + (nm + 1 if mx else 0) + 2)
+    memcpy(w, b"UNSUB ", 6)
+    w += 6
+    w = jw_write_uint(w, v, nd)
+    if mx:
+        w[0] = 32
+        w += 1
+        w = jw_write_uint(w, mx, nm)
+    w[0] = 13
+    w[1] = 10
+
+
+def connect_line(opts):
+    """``CONNECT {json}\\r\\n``."""
+    return b"CONNECT " + _dumps(opts) + b"\r\n"

@@ -1,0 +1,93 @@
+"""Selects the protocol implementation: compiled ``jetwire._speedups`` or the pure twin.
+
+The compiled module is used unless ``JETWIRE_PURE=1`` is set or it cannot be imported;
+``jetwire.protocol._pure`` is the fallback. Both expose the same names, re-exported
+here at module level. ``implementations()`` returns every importable implementation so
+tests can run the same checks against each.
+"""
+from __future__ import annotations
+
+import os
+from types import ModuleType
+from typing import Dict, Optional
+
+from jetwire.protocol import _pure
+
+__all__ = [
+    "IMPLEMENTATION",
+    "speedups_enabled",
+    "implementations",
+    "force_pure",
+    "OP_INFO",
+    "OP_PING",
+    "OP_PONG",
+    "OP_OK",
+    "OP_ERR",
+    "PING",
+    "PONG",
+    "DEFAULT_MAX_PAYLOAD",
+    "MsgBase",
+    "Parser",
+    "decode_headers",
+    "encode_headers",
+    "parse_metadata_fields",
+    "validate_subject",
+    "append_pub",
+    "append_hpub",
+    "append_sub",
+    "append_unsub",
+    "connect_line",
+]
+
+
+def force_pure() -> bool:
+    """True when the environment asks for the pure-Python implementation (``JETWIRE_PURE=1``)."""
+    return os.environ.get("JETWIRE_PURE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _load_compiled() -> Optional[ModuleType]:
+    try:
+        from jetwire import _speedups
+    except ImportError:
+        return None
+    return _speedups
+
+
+_compiled = _load_compiled()
+_mod: ModuleType = _pure if (_compiled is None or force_pure()) else _compiled
+
+IMPLEMENTATION = "compiled" if _mod is _compiled else "pure"
+
+
+def speedups_enabled() -> bool:
+    """True when the compiled implementation is in use."""
+    return _mod is _compiled
+
+
+def implementations() -> Dict[str, ModuleType]:
+    """Every importable implementation by name: ``{"pure": ..., "compiled": ...}``."""
+    found: Dict[str, ModuleType] = {"pure": _pure}
+    if _compiled is not None:
+        found["compiled"] = _compiled
+    return found
+
+
+OP_INFO = _mod.OP_INFO
+OP_PING = _mod.OP_PING
+OP_PONG = _mod.OP_PONG
+OP_OK = _mod.OP_OK
+OP_ERR = _mod.OP_ERR
+PING = _mod.PING
+PONG = _mod.PONG
+DEFAULT_MAX_PAYLOAD = _mod.DEFAULT_MAX_PAYLOAD
+MsgBase = _mod.MsgBase
+Parser = _mod.Parser
+decode_headers = _mod.decode_headers
+encode_headers = _mod.encode_headers
+parse_metadata_fields = _mod.parse_metadata_fields
+validate_subject = _mod.validate_subject
+append_pub = _mod.append_pub
+append_hpub = _mod.append_hpub
+append_sub = _mod.append_sub
+append_unsub = _mod.append_unsub
+connect_line = _mod.connect_line

@@ -1,0 +1,54 @@
+"""NATS wire protocol: parser, header codec, ack-subject metadata and encoder.
+
+``Headers`` and the metadata dataclasses are shared by both implementations. Every
+other name resolves (lazily, to avoid an import cycle with ``jetwire._impl``) to the
+selected implementation: compiled ``jetwire._speedups`` or ``jetwire.protocol._pure``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .headers import Headers
+from .metadata import MsgMetadata, SequencePair, parse_metadata
+
+_IMPL_NAMES = frozenset(
+    {
+        "OP_INFO",
+        "OP_PING",
+        "OP_PONG",
+        "OP_OK",
+        "OP_ERR",
+        "PING",
+        "PONG",
+        "DEFAULT_MAX_PAYLOAD",
+        "MsgBase",
+        "Parser",
+        "decode_headers",
+        "encode_headers",
+        "parse_metadata_fields",
+        "validate_subject",
+        "append_pub",
+        "append_hpub",
+        "append_sub",
+        "append_unsub",
+        "connect_line",
+        "speedups_enabled",
+        "implementations",
+    }
+)
+
+__all__ = ["Headers", "MsgMetadata", "SequencePair", "parse_metadata", *sorted(_IMPL_NAMES)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _IMPL_NAMES:
+        from jetwire import _impl
+
+        value = getattr(_impl, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | _IMPL_NAMES)

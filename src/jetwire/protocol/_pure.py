@@ -1,0 +1,586 @@
+"""Pure-Python twin of the compiled ``jetwire._speedups`` module.
+
+Every function and class here behaves exactly like its compiled counterpart in
+``ext/_speedups.pyx``; the differential tests in ``tests/unit`` hold both to that. When
+changing a rule, change both files and the tests together.
+
+Wire rules shared by both implementations:
+
+* A control line ends with CRLF and may be at most ``max_control_line`` bytes long
+  (CRLF excluded). Arguments are separated by runs of ASCII whitespace (space, tab,
+  and also VT, FF, CR and LF inside the line). Operation names are case-insensitive
+  and must start the line.
+* ``MSG <subject> <sid> [reply] <size>`` and
+  ``HMSG <subject> <sid> [reply] <hdr_len> <total_len>``: sid and sizes are 1-18
+  ASCII digits, ``hdr_len <= total_len <= max_payload``. The frame must end in CRLF.
+* Errors are checked in this order: control line, operation, arguments; then the
+  parser waits for the whole frame; then the trailing CRLF, subject/reply UTF-8 and
+  the header block are checked.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+import orjson
+
+from ..errors import BadHeaderError, BadSubjectError, NotJSMessageError, ProtocolError
+from .headers import Headers, _make, check_key, check_value
+
+__all__ = [
+    "OP_INFO",
+    "OP_PING",
+    "OP_PONG",
+    "OP_OK",
+    "OP_ERR",
+    "PING",
+    "PONG",
+    "DEFAULT_MAX_PAYLOAD",
+    "MsgBase",
+    "Parser",
+    "decode_headers",
+    "encode_headers",
+    "parse_metadata_fields",
+    "validate_subject",
+    "append_pub",
+    "append_hpub",
+    "append_sub",
+    "append_unsub",
+    "connect_line",
+]
+
+OP_INFO = 1
+OP_PING = 2
+OP_PONG = 3
+OP_OK = 4
+OP_ERR = 5
+
+PING = b"PING\r\n"
+PONG = b"PONG\r\n"
+
+DEFAULT_MAX_PAYLOAD = 1 << 30
+_COMPACT_AT = 1 << 16
+_MAX_DIGITS = 18
+
+_EV_PING = (OP_PING, None)
+_EV_PONG = (OP_PONG, None)
+_EV_OK = (OP_OK, None)
+
+
+def _summary(raw: Any) -> str:
+    return repr(bytes(raw[:64])) + ("..." if len(raw) > 64 else "")
+
+
+def _perr(what: str, raw: Any) -> ProtocolError:
+    return ProtocolError(f"{what}: {_summary(raw)}")
+
+
+class MsgBase:
+    """Base of ``jetwire.Msg``: the fields of a delivered or to-be-published message.
+
+    The parser creates instances without calling ``__init__``; ``__init__`` is for
+    users building a message by hand.
+    """
+
+    __slots__ = ("subject", "reply", "data", "headers", "sid", "_client", "_ackd", "_meta")
+
+    def __init__(self, subject: str = "", data: Any = b"", reply: Optional[str] = None, headers: Any = None, sid: int = 0) -> None:
+        self.subject = subject
+        self.data = data if type(data) is bytes else bytes(data)
+        self.reply = reply
+        if headers is not None and not isinstance(headers, Headers):
+            headers = Headers(headers)
+        self.headers = headers
+        self.sid = sid
+        self._client = None
+        self._ackd = False
+        self._meta = None
+
+    def __repr__(self) -> str:
+        data = self.data
+        shown = data[:32] + (b"..." if len(data) > 32 else b"")
+        return (
+            f"<{type(self).__name__} subject={self.subject!r} sid={self.sid!r} reply={self.reply!r} "
+            f"data={shown!r} headers={self.headers!r}>"
+        )
+
+
+_new = object.__new__
+
+
+def _uint(tok: Any, raw: Any) -> int:
+    if 0 < len(tok) <= _MAX_DIGITS and tok.isdigit():
+        return int(tok)
+    raise _perr("invalid number in protocol line", raw)
+
+
+def _decode(tok: Any, raw: Any) -> str:
+    try:
+        return tok.decode()
+    except UnicodeDecodeError:
+        raise _perr("invalid UTF-8 in protocol line", raw) from None
+
+
+class Parser:
+    """Incremental NATS protocol parser: ``feed(chunk)`` returns the completed events.
+
+    Events are ``msg_cls`` instances for MSG/HMSG and ``(kind, arg)`` tuples otherwise:
+    ``(OP_INFO, dict)``, ``(OP_PING, None)``, ``(OP_PONG, None)``, ``(OP_OK, None)``,
+    ``(OP_ERR, str)``. Malformed input raises ``ProtocolError``; the parser should then
+    be ``reset()`` (or dropped) before it is fed again.
+    """
+
+    __slots__ = ("_buf", "_pos", "_cls", "_max_line", "_max_payload")
+
+    def __init__(self, msg_cls: Any = None, max_control_line: int = 4096, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
+        if msg_cls is None:
+            msg_cls = MsgBase
+        if not isinstance(msg_cls, type) or not issubclass(msg_cls, MsgBase):
+            raise TypeError("msg_cls must be a subclass of MsgBase")
+        if max_control_line < 1 or max_payload < 0:
+            raise ValueError("max_control_line must be >= 1 and max_payload >= 0")
+        self._cls = msg_cls
+        self._max_line = int(max_control_line)
+        self._max_payload = int(max_payload)
+        self._buf = bytearray()
+        self._pos = 0
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet turned into events."""
+        return len(self._buf) - self._pos
+
+    def reset(self) -> None:
+        """Discard buffered bytes (used on reconnect or after a protocol error)."""
+        self._buf = bytearray()
+        self._pos = 0
+
+    def feed(self, data: Any) -> List[Any]:
+        buf = self._buf
+        buf += data
+        pos = self._pos
+        n = len(buf)
+        events: List[Any] = []
+        append = events.append
+        find = buf.find
+        max_line = self._max_line
+        window = max_line + 2
+        cls = self._cls
+        while pos < n:
+            end = find(b"\r\n", pos, pos + window)
+            if end < 0:
+                if n - pos > max_line + 1:
+                    self._pos = pos
+                    raise _perr("control line too long", buf[pos : pos + 64])
+                break
+            c = buf[pos]
+            if c == 77 or c == 109 or c == 72 or c == 104:  # M m H h
+                line = buf[pos:end]
+                args = line.split()
+                op = args[0]
+                nargs = len(args)
+                if op == b"MSG" or op.upper() == b"MSG":
+                    if nargs == 4:
+                        reply_tok = None
+                    elif nargs == 5:
+                        reply_tok = args[3]
+                    else:
+                        raise _perr("invalid MSG arguments", line)
+                    sid = _uint(args[2], line)
+                    size = _uint(args[-1], line)
+                    if size > self._max_payload:
+                        raise _perr("MSG payload larger than max_payload", line)
+                    start = end + 2
+                    stop = start + size
+                    if stop + 2 > n:
+                        break
+                    if buf[stop] != 13 or buf[stop + 1] != 10:
+                        raise _perr("missing CRLF after MSG payload", buf[stop : stop + 64])
+                    m = _new(cls)
+                    m.subject = _decode(args[1], line)
+                    m.reply = None if reply_tok is None else _decode(reply_tok, line)
+                    m.data = bytes(buf[start:stop])
+                    m.headers = None
+                    m.sid = sid
+                    m._client = None
+                    m._ackd = False
+                    m._meta = None
+                    append(m)
+                    pos = stop + 2
+                    continue
+                if op.upper() == b"HMSG":
+                    if nargs == 5:
+                        reply_tok = None
+                    elif nargs == 6:
+                        reply_tok = args[3]
+                    else:
+                        raise _perr("invalid HMSG arguments", line)
+                    sid = _uint(args[2], line)
+                    hlen = _uint(args[-2], line)
+                    size = _uint(args[-1], line)
+                    if hlen > size:
+                        raise _perr("HMSG header length exceeds total length", line)
+                    if size > self._max_payload:
+                        raise _perr("HMSG payload larger than max_payload", line)
+                    start = end + 2
+                    stop = start + size
+                    if stop + 2 > n:
+                        break
+                    if buf[stop] != 13 or buf[stop + 1] != 10:
+                        raise _perr("missing CRLF after HMSG payload", buf[stop : stop + 64])
+                    m = _new(cls)
+                    m.subject = _decode(args[1], line)
+                    m.reply = None if reply_tok is None else _decode(reply_tok, line)
+                    m.headers = decode_headers(buf[start : start + hlen])
+                    m.data = bytes(buf[start + hlen : stop])
+                    m.sid = sid
+                    m._client = None
+                    m._ackd = False
+                    m._meta = None
+                    append(m)
+                    pos = stop + 2
+                    continue
+                raise _perr("unknown protocol operation", line)
+            if c == 80 or c == 112:  # P p
+                line = buf[pos:end]
+                args = line.split()
+                op = args[0].upper()
+                if op == b"PING" and len(args) == 1:
+                    append(_EV_PING)
+                elif op == b"PONG" and len(args) == 1:
+                    append(_EV_PONG)
+                else:
+                    raise _perr("unknown protocol operation", line)
+                pos = end + 2
+                continue
+            if c == 43:  # +
+                line = buf[pos:end]
+                args = line.split()
+                if len(args) == 1 and args[0].upper() == b"+OK":
+                    append(_EV_OK)
+                    pos = end + 2
+                    continue
+                raise _perr("unknown protocol operation", line)
+            if c == 45 or c == 73 or c == 105:  # - I i
+                line = buf[pos:end]
+                parts = line.split(None, 1)
+                op = parts[0].upper()
+                rest = parts[1].rstrip() if len(parts) > 1 else b""
+                if op == b"-ERR":
+                    if len(rest) >= 2 and rest[0] == 39 and rest[-1] == 39:
+                        rest = rest[1:-1]
+                    append((OP_ERR, rest.decode("utf-8", "replace")))
+                elif op == b"INFO":
+                    try:
+                        info = orjson.loads(rest)
+                    except orjson.JSONDecodeError:
+                        raise _perr("invalid INFO JSON", line) from None
+                    if type(info) is not dict:
+                        raise _perr("INFO is not a JSON object", line)
+                    append((OP_INFO, info))
+                else:
+                    raise _perr("unknown protocol operation", line)
+                pos = end + 2
+                continue
+            raise _perr("unknown protocol operation", buf[pos:end])
+        if pos == n:
+            buf.clear()
+            pos = 0
+        elif pos >= _COMPACT_AT:
+            del buf[:pos]
+            pos = 0
+        self._pos = pos
+        return events
+
+
+# --------------------------------------------------------------------------- headers
+_VERSION = b"NATS/1.0"
+
+
+def decode_headers(raw: Any) -> Headers:
+    """Parse a header block ``NATS/1.0[ SSS[ description]]\\r\\nK: V\\r\\n...\\r\\n\\r\\n``."""
+    raw = bytes(raw)
+    n = len(raw)
+    if n < 12 or not raw.startswith(_VERSION) or not raw.endswith(b"\r\n\r\n"):
+        raise _perr("invalid header block", raw)
+    eol = raw.find(b"\r\n")
+    status = description = None
+    if eol > 8:
+        rest = raw[8:eol]
+        c = rest[0]
+        if c != 32 and c != 9:
+            raise _perr("invalid header version line", raw)
+        if b"\r" in rest or b"\n" in rest:
+            raise _perr("invalid header version line", raw)
+        rest = rest.strip(b" \t")
+        if rest:
+            try:
+                text = rest.decode()
+            except UnicodeDecodeError:
+                raise _perr("invalid UTF-8 in header status", raw) from None
+            status = text[:3]
+            description = text[3:].strip(" \t") or None
+    d: dict = {}
+    pos = eol + 2
+    last = n - 2
+    while pos < last:
+        eol = raw.find(b"\r\n", pos)
+        line = raw[pos:eol]
+        colon = line.find(b":")
+        if colon <= 0:
+            raise _perr("invalid header line", line)
+        kb = line[:colon]
+        if not kb.isascii() or not kb.isalnum():
+            for c in kb:
+                if c < 33 or c > 126:
+                    raise _perr("invalid header key", line)
+        vb = line[colon + 1 :].strip(b" \t")
+        if b"\r" in vb or b"\n" in vb:
+            raise _perr("CR or LF inside a header value", line)
+        key = kb.decode("ascii")
+        try:
+            value = vb.decode()
+        except UnicodeDecodeError:
+            raise _perr("invalid UTF-8 in header value", line) from None
+        values = d.get(key)
+        if values is None:
+            d[key] = [value]
+        else:
+            values.append(value)
+        pos = eol + 2
+    return _make(d, status, description)
+
+
+def encode_headers(headers: Any) -> bytes:
+    """Encode ``Headers`` or a ``dict[str, str | list[str]]`` as a wire header block.
+
+    ``None`` gives ``b""``; an empty mapping gives ``b"NATS/1.0\\r\\n\\r\\n"``.
+    """
+    if headers is None:
+        return b""
+    if isinstance(headers, Headers):
+        status = headers.status
+        if status is None:
+            parts = ["NATS/1.0\r\n"]
+        else:
+            check_value(status)
+            description = headers.description
+            if description:
+                check_value(description)
+                parts = ["NATS/1.0 ", status, " ", description, "\r\n"]
+            else:
+                parts = ["NATS/1.0 ", status, "\r\n"]
+        for k, values in headers._d.items():
+            for v in values:
+                parts += (k, ": ", v, "\r\n")
+    elif isinstance(headers, dict):
+        parts = ["NATS/1.0\r\n"]
+        for k, v in headers.items():
+            check_key(k)
+            if isinstance(v, str):
+                check_value(v)
+                parts += (k, ": ", v, "\r\n")
+            elif isinstance(v, (list, tuple)):
+                for x in v:
+                    check_value(x)
+                    parts += (k, ": ", x, "\r\n")
+            else:
+                raise BadHeaderError(f"header {k!r}: value must be a str or a list of str, not {type(v).__name__}")
+    else:
+        raise TypeError(f"headers must be Headers, dict or None, not {type(headers).__name__}")
+    parts.append("\r\n")
+    try:
+        return "".join(parts).encode()
+    except UnicodeEncodeError:
+        raise BadHeaderError("header value is not encodable as UTF-8") from None
+
+
+# -------------------------------------------------------------------------- metadata
+def _num(tok: str) -> int:
+    if tok and tok.isdigit() and tok.isascii():
+        return int(tok)
+    raise NotJSMessageError(f"invalid number {tok!r} in ack subject")
+
+
+def parse_metadata_fields(subject: Any) -> Tuple[Any, ...]:
+    """Split a ``$JS.ACK...`` subject into
+    ``(domain, acc_hash, stream, consumer, delivered, stream_seq, consumer_seq, timestamp_ns, pending)``.
+    """
+    if type(subject) is not str or not subject.startswith("$JS.ACK."):
+        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+    if not subject.isascii():
+        try:
+            subject.encode()
+        except UnicodeEncodeError:
+            raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}") from None
+    t = subject.split(".")
+    nt = len(t)
+    if nt == 9:
+        domain = acc = None
+        stream, consumer = t[2], t[3]
+        i = 4
+        pending = _num(t[8])
+    elif nt >= 11:
+        domain = t[2]
+        if domain == "_" or not domain:
+            domain = None
+        acc = t[3] or None
+        stream, consumer = t[4], t[5]
+        i = 6
+        pending = _num(t[10])
+    elif nt == 8:
+        domain = acc = None
+        stream, consumer = t[2], t[3]
+        i = 4
+        pending = 0
+    else:
+        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+    if not stream or not consumer:
+        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+    return (domain, acc, stream, consumer, _num(t[i]), _num(t[i + 1]), _num(t[i + 2]), _num(t[i + 3]), pending)
+
+
+# --------------------------------------------------------------------------- encoder
+# Characters str.isspace() accepts, plus the C0 controls and DEL.
+_WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000"
+)
+_BAD_CHARS = frozenset(_WHITESPACE) | frozenset(map(chr, range(0x20))) | {"\x7f"}
+
+_subject_cache: dict = {}
+_SUBJECT_CACHE_MAX = 4096
+
+
+def _subject_bytes(subject: Any, what: str = "subject") -> bytes:
+    """Validate a subject and return its UTF-8 bytes (cached for recent subjects)."""
+    if type(subject) is str:
+        b = _subject_cache.get(subject)
+        if b is not None:
+            return b
+    elif not isinstance(subject, str):
+        raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
+    if not subject:
+        raise BadSubjectError(f"{what} is empty")
+    if subject.isascii():
+        if not subject.isprintable() or " " in subject:
+            raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
+        b = subject.encode("ascii")
+    else:
+        if not _BAD_CHARS.isdisjoint(subject):
+            raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
+        try:
+            b = subject.encode()
+        except UnicodeEncodeError:
+            raise BadSubjectError(f"{what} {subject!r} is not encodable as UTF-8") from None
+    if b[0] == 46 or b[-1] == 46 or b".." in b:
+        raise BadSubjectError(f"{what} {subject!r} has an empty token")
+    if type(subject) is str:
+        if len(_subject_cache) >= _SUBJECT_CACHE_MAX:
+            _subject_cache.clear()
+        _subject_cache[subject] = b
+    return b
+
+
+def _queue_bytes(queue: Any) -> bytes:
+    if not isinstance(queue, str):
+        raise BadSubjectError(f"queue must be a str, not {type(queue).__name__}")
+    if queue.isascii():
+        if not queue.isprintable() or " " in queue:
+            raise BadSubjectError(f"queue {queue!r} contains whitespace or control characters")
+        return queue.encode("ascii")
+    if not _BAD_CHARS.isdisjoint(queue):
+        raise BadSubjectError(f"queue {queue!r} contains whitespace or control characters")
+    try:
+        return queue.encode()
+    except UnicodeEncodeError:
+        raise BadSubjectError(f"queue {queue!r} is not encodable as UTF-8") from None
+
+
+def validate_subject(subject: Any) -> None:
+    """Raise ``BadSubjectError`` unless ``subject`` can be published to.
+
+    Rejected: non-str, empty, any whitespace (including Unicode whitespace) or control
+    character, lone surrogates, and empty tokens (leading/trailing '.' or '..').
+    """
+    _subject_bytes(subject)
+
+
+def _data_len(data: Any) -> Tuple[Any, int]:
+    t = type(data)
+    if t is bytes or t is bytearray:
+        return data, len(data)
+    mv = memoryview(data)
+    if not mv.c_contiguous:
+        raise BufferError("data must be a C-contiguous buffer")
+    return mv, mv.nbytes
+
+
+def append_pub(buf: bytearray, subject: str, reply: Optional[str], data: Any) -> None:
+    """Append ``PUB <subject> [reply] <len>\\r\\n<data>\\r\\n`` to ``buf``."""
+    s = _subject_bytes(subject)
+    data, n = _data_len(data)
+    if reply:
+        buf += b"PUB %s %s %d\r\n" % (s, _subject_bytes(reply, "reply"), n)
+    else:
+        if reply is not None and reply != "":
+            _subject_bytes(reply, "reply")
+        buf += b"PUB %s %d\r\n" % (s, n)
+    buf += data
+    buf += b"\r\n"
+
+
+def append_hpub(buf: bytearray, subject: str, reply: Optional[str], hdr: Any, data: Any) -> None:
+    """Append ``HPUB <subject> [reply] <hdr_len> <total_len>\\r\\n<hdr><data>\\r\\n`` to ``buf``."""
+    s = _subject_bytes(subject)
+    hdr, hn = _data_len(hdr)
+    data, n = _data_len(data)
+    if reply:
+        buf += b"HPUB %s %s %d %d\r\n" % (s, _subject_bytes(reply, "reply"), hn, hn + n)
+    else:
+        if reply is not None and reply != "":
+            _subject_bytes(reply, "reply")
+        buf += b"HPUB %s %d %d\r\n" % (s, hn, hn + n)
+    buf += hdr
+    buf += data
+    buf += b"\r\n"
+
+
+_U64 = 1 << 64
+
+
+def _check_uint(value: Any, what: str) -> int:
+    if not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+    if value < 0 or value >= _U64:
+        raise ValueError(f"{what} must be in 0..2**64-1, got {value}")
+    return value
+
+
+def append_sub(buf: bytearray, subject: str, queue: Optional[str], sid: int) -> None:
+    """Append ``SUB <subject> [queue] <sid>\\r\\n`` to ``buf``."""
+    s = _subject_bytes(subject)
+    _check_uint(sid, "sid")
+    if queue:
+        buf += b"SUB %s %s %d\r\n" % (s, _queue_bytes(queue), sid)
+    else:
+        if queue is not None and queue != "":
+            _queue_bytes(queue)
+        buf += b"SUB %s %d\r\n" % (s, sid)
+
+
+def append_unsub(buf: bytearray, sid: int, max_msgs: int = 0) -> None:
+    """Append ``UNSUB <sid>[ <max_msgs>]\\r\\n`` to ``buf`` (``max_msgs`` 0 means none)."""
+    _check_uint(sid, "sid")
+    if max_msgs is None:
+        max_msgs = 0
+    _check_uint(max_msgs, "max_msgs")
+    if max_msgs:
+        buf += b"UNSUB %d %d\r\n" % (sid, max_msgs)
+    else:
+        buf += b"UNSUB %d\r\n" % sid
+
+
+def connect_line(opts: dict) -> bytes:
+    """``CONNECT {json}\\r\\n``."""
+    return b"CONNECT " + orjson.dumps(opts) + b"\r\n"
