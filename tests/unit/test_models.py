@@ -651,3 +651,36 @@ def test_as_dict_and_to_json():
     c = ConsumerConfig(durable_name="d")
     assert c.as_dict() == c.to_json_dict()
     assert orjson.loads(c.to_json()) == c.to_json_dict()
+
+
+# ---------------------------------------------------------------------------------
+# properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=-10**15, max_value=10**15))
+def test_duration_ns_round_trip_property(ns):
+    assert seconds_to_ns(ns_to_seconds(ns)) == ns
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)),
+       st.integers(min_value=0, max_value=999))
+def test_time_round_trip_property(dt, ns):
+    t = NanoDatetime.from_datetime(dt, ns)
+    text = format_time(t)
+    back = parse_time(text)
+    assert back == dt and getattr(back, "nanosecond", 0) == ns
+    assert format_time(back) == text
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=8).filter(
+    lambda k: k not in StreamConfig.__dataclass_fields__), st.integers() | st.text() | st.booleans(), max_size=4))
+def test_unknown_fields_round_trip_property(extra):
+    raw = {"name": "S", "subjects": ["a.>"], "max_msgs": 5, **extra}
+    cfg = StreamConfig.from_json(raw)
+    assert cfg.to_json_dict() == raw

@@ -457,7 +457,8 @@ def loads_api(raw: Union[bytes, bytearray, memoryview, str]) -> dict:
     return d
 
 
-_PUBACK_KEYS = ("stream", "seq", "duplicate", "domain", "batch", "count", "val")
+_loads = orjson.loads
+_new = object.__new__
 
 
 @dataclass
@@ -478,19 +479,19 @@ class PubAck(Model):
         """Fast path for the publish hot path: decode with orjson and fill the fields
         directly. An ``error`` answer raises the typed ``APIError`` (for instance
         ``WrongLastSequenceError``)."""
-        d = orjson.loads(raw)
+        d = _loads(raw)
         if type(d) is not dict:
             raise TypeError("a publish ack must be a JSON object")
         if "error" in d:
             raise api_error(d["error"])
-        obj = object.__new__(cls)
-        od = obj.__dict__
         pop = d.pop
+        obj = _new(cls)
+        od = obj.__dict__
         od["stream"] = pop("stream", "")
         od["seq"] = pop("seq", 0)
-        od["duplicate"] = bool(pop("duplicate", False))
+        od["duplicate"] = pop("duplicate", False) is True
         od["domain"] = pop("domain", None) or None
-        if d:
+        if d:  # rarely: batch/counter fields or fields from a newer server
             od["batch"] = pop("batch", None)
             od["count"] = pop("count", None)
             od["val"] = pop("val", None)
