@@ -26,7 +26,9 @@ is ``None``, falsy (``False``, ``0``, ``""``, empty containers) or equal to its 
 default, unless the field is marked ``always``. The server decodes into Go structs, so
 an absent field and a zero/default one mean the same thing to it; leaving them out lets
 the server apply its defaults (e.g. a duplicate window derived from ``max_age``), the
-way nats.go's ``omitempty`` does. Info-like models only leave out ``None``.
+way nats.go's ``omitempty`` does. For the same reason, an empty value read into a
+config field whose default is ``None`` (``""``, ``0``, ``[]``, ``{}``) reads as
+``None``. Info-like models only leave out ``None``.
 
 No I/O happens here.
 """
@@ -55,6 +57,7 @@ __all__ = [
     "datetime_to_ns",
     "config_from_kwargs",
     "enum_value",
+    "headers_to_json",
 ]
 
 _UTC = timezone.utc
@@ -299,7 +302,7 @@ def _hdrs_in(v: Any) -> Any:
     raw = base64.b64decode(v)
     if not raw:
         return None
-    from jetwire import _impl  # lazy: written by another module owner
+    from jetwire import _impl  # imported lazily: keeps model imports free of cycles
 
     return _impl.decode_headers(raw)
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Optional, Union
 import orjson
 
 from jetwire.errors import api_error
-from jetwire.jetstream._json import Model, duration, jfield
+from jetwire.jetstream._json import Model, config_from_kwargs, duration, jfield  # noqa: F401
 
 __all__ = [
     "AckPolicy", "DeliverPolicy", "ReplayPolicy", "RetentionPolicy", "DiscardPolicy", "StorageType",
