@@ -516,10 +516,16 @@ def _data_len(data: Any) -> Tuple[Any, int]:
     return mv, mv.nbytes
 
 
+def _check_buf(buf: Any) -> None:
+    if type(buf) is not bytearray and not isinstance(buf, bytearray):
+        raise TypeError(f"buf must be a bytearray, not {type(buf).__name__}")
+
+
 def append_pub(buf: bytearray, subject: str, reply: Optional[str], data: Any) -> None:
     """Append ``PUB <subject> [reply] <len>\\r\\n<data>\\r\\n`` to ``buf``."""
     s = _subject_bytes(subject)
     data, n = _data_len(data)
+    _check_buf(buf)
     if reply:
         buf += b"PUB %s %s %d\r\n" % (s, _subject_bytes(reply, "reply"), n)
     else:
@@ -535,6 +541,7 @@ def append_hpub(buf: bytearray, subject: str, reply: Optional[str], hdr: Any, da
     s = _subject_bytes(subject)
     hdr, hn = _data_len(hdr)
     data, n = _data_len(data)
+    _check_buf(buf)
     if reply:
         buf += b"HPUB %s %s %d %d\r\n" % (s, _subject_bytes(reply, "reply"), hn, hn + n)
     else:
@@ -561,6 +568,7 @@ def append_sub(buf: bytearray, subject: str, queue: Optional[str], sid: int) -> 
     """Append ``SUB <subject> [queue] <sid>\\r\\n`` to ``buf``."""
     s = _subject_bytes(subject)
     _check_uint(sid, "sid")
+    _check_buf(buf)
     if queue:
         buf += b"SUB %s %s %d\r\n" % (s, _queue_bytes(queue), sid)
     else:
@@ -575,6 +583,7 @@ def append_unsub(buf: bytearray, sid: int, max_msgs: int = 0) -> None:
     if max_msgs is None:
         max_msgs = 0
     _check_uint(max_msgs, "max_msgs")
+    _check_buf(buf)
     if max_msgs:
         buf += b"UNSUB %d %d\r\n" % (sid, max_msgs)
     else:

@@ -102,8 +102,12 @@ class Headers:
                     else:
                         d[k] = values
             return
+        if isinstance(init, (str, bytes, bytearray)):
+            raise BadHeaderError(f"cannot build Headers from {type(init).__name__}")
         for pair in init:
             try:
+                if isinstance(pair, (str, bytes, bytearray)):
+                    raise TypeError
                 k, v = pair
             except (TypeError, ValueError):
                 raise BadHeaderError(f"expected (key, value) pairs, got {pair!r}") from None
