@@ -114,6 +114,8 @@ class Subscription(SubscriptionBase):
                         await r
                 except Exception as exc:  # a failing callback must not stop delivery
                     client._report_error(exc)
+            if self._core.wbuf:
+                client._writer.flush_now()  # the callbacks are done: send what they published
             if self._slow and len(pending) < self._pmsgs_limit // 2:
                 self._slow = False
             if self._closed and not pending:
@@ -173,6 +175,9 @@ class Client:
         self._close_signal = prims.Signal()
         self._reconnect_task: Any = None
         self._js_pub_mux: Any = None
+        # plain callables run (on the loop / reconnect thread) right after each reconnect;
+        # they must not block (JetStream consumers use them to re-pull)
+        self._reconnect_listeners: List[Callable[[], None]] = []
 
     # -- connecting ------------------------------------------------------------------
     async def _connect(self, opts: Options) -> None:
@@ -391,6 +396,11 @@ class Client:
                 continue
             if core.status == CONNECTED:
                 core.reconnects += 1
+                for listener in list(self._reconnect_listeners):
+                    try:
+                        listener()
+                    except Exception:
+                        log.exception("jetwire: reconnect listener %r failed", listener)
                 if opts.reconnected_cb is not None:
                     await self._call_cb(opts.reconnected_cb)
                 return
@@ -453,6 +463,20 @@ class Client:
         if writer.congested:
             await writer.drain()
 
+    def _publish_nowait(self, subject: str, data: bytes, reply: Optional[str] = None) -> bool:
+        """Queue a PUB without waiting (safe from the reader and timers). Only while
+        connected: returns False (nothing queued) otherwise."""
+        core = self._core
+        if core is None or core.status != CONNECTED:
+            return False
+        writer = self._writer
+        with writer.lock:
+            _append_pub(core.wbuf, subject, reply, data)
+        core.out_msgs += 1
+        core.out_bytes += len(data)
+        writer.kick()
+        return True
+
     async def publish_msg(self, msg: Msg) -> None:
         await self.publish(msg.subject, msg.data, msg.reply, msg.headers)
 
@@ -498,6 +522,21 @@ class Client:
             sub._task = prims.spawn(sub._run_cb, name=f"jetwire-sub-{sid}")
         self._writer.kick()
         return sub
+
+    def _unsubscribe_nowait(self, sub: Subscription) -> None:
+        """Drop ``sub`` at once without waiting (safe from the reader and timers)."""
+        core = self._core
+        if core is None or sub._closed:
+            return
+        core.subs.pop(sub.sid, None)
+        sub._pending.clear()
+        sub._pending_bytes = 0
+        sub._mark_closed()
+        if core.status == CLOSED:
+            return
+        with self._writer.lock:
+            _append_unsub(core.wbuf, sub.sid, 0)
+        self._writer.kick()
 
     # -- request/reply ---------------------------------------------------------------
     def _ensure_resp_mux(self) -> None:
