@@ -1,15 +1,101 @@
-"""JetStream context (asyncio source; ``jetwire/_sync/jetstream.py`` is generated from it)."""
+"""JetStream context (asyncio source; ``jetwire/_sync/jetstream.py`` is generated from it).
+
+Management (streams, consumers, account) goes through :meth:`JetStream._api`, one
+``$JS.API`` request per call. ``publish()`` is a request that waits for the ack.
+``publish_async()`` resolves its acks through ONE wildcard reply subscription per
+connection, handled straight from the reader by the sans-IO
+:class:`~jetwire.jetstream.pubmux.PubAckMux` (token -> future): no subscription, task or
+thread per message.
+"""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Union
+import asyncio  # aio-only
+# sync-only: import threading
+from datetime import datetime
+from typing import Any, AsyncIterator, Callable, Dict, Optional, Union
 
 import orjson
 
-from ..errors import JetStreamError, NoRespondersError, TimeoutError, api_error, JetStreamNotEnabledError
+from .. import _impl
+from .._nuid import NUID
+from ..core import CLOSED, CONNECTED
+from ..errors import (
+    ConnectionClosedError,
+    JetStreamError,
+    JetStreamNotEnabledError,
+    MaxPayloadError,
+    NoRespondersError,
+    NoStreamResponseError,
+    StreamNotFoundError,
+    TimeoutError,
+    TooManyStalledMsgsError,
+    api_error,
+)
+from ..jetstream._json import config_from_kwargs
+from ..jetstream.manage import (
+    ConsumerPauseResponse,
+    consumer_create_request,
+    consumer_create_subject,
+    generate_consumer_name,
+    pause_request,
+    publish_headers,
+)
+from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
+from ..jetstream.pubmux import PubAckMux
+from ..jetstream.validate import validate_consumer_name, validate_stream_name
+from ..msg import Msg
+from . import _prims as prims
+from .stream import Stream, _stream_info
+
+_append_pub = _impl.append_pub
+_append_hpub = _impl.append_hpub
+_encode_headers = _impl.encode_headers
+_from_ack = PubAck.from_json_bytes
+_new_future = prims.new_future
+
+# how often pending async-publish ack deadlines are checked (only when a timeout is given)
+_SWEEP_INTERVAL = 0.05
+
+
+def _later(delay: float, fn: Callable[..., Any], *args: Any) -> None:
+    """Run ``fn(*args)`` after ``delay`` seconds without blocking (called from the reader)."""
+    asyncio.get_running_loop().call_later(delay, fn, *args)  # aio-only
+    # sync-only: t = threading.Timer(delay, fn, args)
+    # sync-only: t.daemon = True
+    # sync-only: t.start()
+
+
+def _clean(resp: Dict[str, Any]) -> Dict[str, Any]:
+    resp.pop("type", None)
+    return resp
+
+
+def _consumer(js: "JetStream", stream: str, info: ConsumerInfo) -> Any:
+    from .consumer import Consumer  # imported late: consumer.py builds on this module
+
+    return Consumer(js, stream, info)
+
+
+def _parse_ack(data: bytes) -> PubAck:
+    try:
+        ack = _from_ack(data)
+    except JetStreamError:
+        raise
+    except Exception:
+        raise JetStreamError(f"invalid JetStream publish ack: {bytes(data[:100])!r}") from None
+    if not ack.stream:
+        raise JetStreamError(f"invalid JetStream publish ack: {bytes(data[:100])!r}")
+    return ack
 
 
 class JetStream:
-    """JetStream over one connection: ``nc.jetstream(domain=, api_prefix=, timeout=)``."""
+    """JetStream over one connection: ``nc.jetstream(domain=, api_prefix=, timeout=,
+    publish_async_max_pending=)``.
+
+    Async publishes share one reply subscription (and one count of acks in flight) per
+    connection; ``publish_async_max_pending`` bounds that count for publishes made
+    through this context.
+    """
 
     def __init__(self, nc: Any, domain: Optional[str] = None, api_prefix: Optional[str] = None,
                  timeout: float = 5.0, publish_async_max_pending: int = 4000) -> None:
@@ -21,15 +107,28 @@ class JetStream:
             prefix = api_prefix.rstrip(".")
         else:
             prefix = "$JS.API"
+        if publish_async_max_pending < 1:
+            raise ValueError("publish_async_max_pending must be at least 1")
         self._nc = nc
         self._prefix = prefix
         self._domain = domain
         self._timeout = timeout
         self._max_pending = publish_async_max_pending
+        self._mux: Optional[PubAckMux] = None
+        self._nuid = NUID()
+        self._sweep_lock = prims.write_lock()
+        self._sweeper: Any = None
+
+    def __repr__(self) -> str:
+        return f"<JetStream prefix={self._prefix!r}>"
 
     @property
     def api_prefix(self) -> str:
         return self._prefix
+
+    @property
+    def domain(self) -> Optional[str]:
+        return self._domain
 
     async def _api(self, subject: str, payload: Union[dict, bytes, None] = None,
                    timeout: Optional[float] = None) -> Dict[str, Any]:
@@ -49,7 +148,430 @@ class JetStream:
             resp = orjson.loads(msg.data)
         except orjson.JSONDecodeError as exc:
             raise JetStreamError(f"bad JetStream API response: {msg.data[:100]!r}") from exc
+        if type(resp) is not dict:
+            raise JetStreamError(f"bad JetStream API response: {msg.data[:100]!r}")
         err = resp.get("error")
         if err:
             raise api_error(err)
         return resp
+
+    async def account_info(self) -> AccountInfo:
+        """Usage and limits of the account (``JetStreamNotEnabledError`` without JetStream)."""
+        return AccountInfo.from_json(_clean(await self._api("INFO")))
+
+    # -- streams ---------------------------------------------------------------------
+    async def create_stream(self, config: Any = None, **fields: Any) -> Stream:
+        """Create a stream from a ``StreamConfig`` (or a dict) and/or its fields.
+        Creating a stream that exists with the same config returns it; with another
+        config it raises ``StreamNameInUseError``."""
+        cfg = config_from_kwargs(StreamConfig, config, **fields)
+        name = validate_stream_name(cfg.name)
+        resp = await self._api(f"STREAM.CREATE.{name}", cfg.to_json_dict())
+        return Stream(self, _stream_info(resp))
+
+    async def update_stream(self, config: Any = None, **fields: Any) -> Stream:
+        """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
+        cfg = config_from_kwargs(StreamConfig, config, **fields)
+        name = validate_stream_name(cfg.name)
+        resp = await self._api(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
+        return Stream(self, _stream_info(resp))
+
+    async def create_or_update_stream(self, config: Any = None, **fields: Any) -> Stream:
+        """Update the stream, or create it when it does not exist."""
+        cfg = config_from_kwargs(StreamConfig, config, **fields)
+        try:
+            return await self.update_stream(cfg)
+        except StreamNotFoundError:
+            return await self.create_stream(cfg)
+
+    async def stream(self, name: str) -> Stream:
+        """Look a stream up now (``StreamNotFoundError`` when it does not exist)."""
+        validate_stream_name(name)
+        resp = await self._api(f"STREAM.INFO.{name}")
+        return Stream(self, _stream_info(resp))
+
+    async def stream_info(self, name: str, subjects_filter: Optional[str] = None,
+                          deleted_details: bool = False) -> StreamInfo:
+        """Shortcut for ``(await js.stream(name)).info(...)``."""
+        validate_stream_name(name)
+        s = Stream(self, StreamInfo(config=StreamConfig(name=name)))
+        return await s.info(subjects_filter, deleted_details)
+
+    async def delete_stream(self, name: str) -> bool:
+        """Delete a stream and its consumers (``StreamNotFoundError`` when missing)."""
+        validate_stream_name(name)
+        await self._api(f"STREAM.DELETE.{name}")
+        return True
+
+    async def list_streams(self, subject: Optional[str] = None) -> AsyncIterator[StreamInfo]:
+        """Info of every stream (only those with subjects matching ``subject`` when
+        given); requested page by page while iterating."""
+        offset = 0
+        while True:
+            req: Dict[str, Any] = {"offset": offset}
+            if subject:
+                req["subject"] = subject
+            resp = await self._api("STREAM.LIST", req)
+            page = resp.get("streams") or []
+            for d in page:
+                yield StreamInfo.from_json(d)
+            offset += len(page)
+            if not page or offset >= (resp.get("total") or 0):
+                return
+
+    async def stream_names(self, subject: Optional[str] = None) -> AsyncIterator[str]:
+        """Name of every stream (only those with subjects matching ``subject`` when
+        given); requested page by page while iterating."""
+        offset = 0
+        while True:
+            req: Dict[str, Any] = {"offset": offset}
+            if subject:
+                req["subject"] = subject
+            resp = await self._api("STREAM.NAMES", req)
+            page = resp.get("streams") or []
+            for name in page:
+                yield name
+            offset += len(page)
+            if not page or offset >= (resp.get("total") or 0):
+                return
+
+    async def stream_name_by_subject(self, subject: str) -> str:
+        """The name of the stream that stores ``subject`` (``StreamNotFoundError`` when none)."""
+        _impl.validate_subject(subject)
+        resp = await self._api("STREAM.NAMES", {"subject": subject})
+        names = resp.get("streams") or []
+        if not names:
+            raise StreamNotFoundError(code=404, err_code=10059, description=f"no stream matches subject {subject!r}")
+        return names[0]
+
+    # -- consumers -------------------------------------------------------------------
+    async def create_consumer(self, stream: str, config: Any = None, **fields: Any) -> Any:
+        """Create a consumer on ``stream`` from a ``ConsumerConfig`` (or a dict) and/or its
+        fields. Without ``name``/``durable_name`` it is ephemeral. Creating it again with
+        the same config returns it; with another config raises ``ConsumerExistsError``.
+        ``ack_policy`` defaults to ``AckPolicy.EXPLICIT``."""
+        return await self._upsert_consumer(stream, config, fields, "create")
+
+    async def update_consumer(self, stream: str, config: Any = None, **fields: Any) -> Any:
+        """Update a consumer (``ConsumerDoesNotExistError`` when it does not exist)."""
+        return await self._upsert_consumer(stream, config, fields, "update")
+
+    async def create_or_update_consumer(self, stream: str, config: Any = None, **fields: Any) -> Any:
+        """Create the consumer, or update it when it exists."""
+        return await self._upsert_consumer(stream, config, fields, "")
+
+    async def _upsert_consumer(self, stream: str, config: Any, fields: Dict[str, Any], action: str) -> Any:
+        validate_stream_name(stream)
+        cfg = config_from_kwargs(ConsumerConfig, config, **fields)
+        if cfg.durable_name is not None:
+            validate_consumer_name(cfg.durable_name)
+        if cfg.name is not None:
+            validate_consumer_name(cfg.name)
+        name = cfg.name or cfg.durable_name
+        if not name:
+            name = generate_consumer_name(self._nuid)
+        if cfg.filter_subject and not cfg.filter_subjects:
+            _impl.validate_subject(cfg.filter_subject)
+        resp = await self._api(consumer_create_subject(stream, name, cfg), consumer_create_request(stream, cfg, action))
+        info = ConsumerInfo.from_json(_clean(resp))
+        if cfg.filter_subjects and not info.config.filter_subjects:
+            raise JetStreamError("the server does not support multiple filter subjects")
+        return _consumer(self, stream, info)
+
+    async def consumer(self, stream: str, name: str) -> Any:
+        """Look a consumer up now (``ConsumerNotFoundError`` when it does not exist)."""
+        validate_stream_name(stream)
+        validate_consumer_name(name)
+        resp = await self._api(f"CONSUMER.INFO.{stream}.{name}")
+        return _consumer(self, stream, ConsumerInfo.from_json(_clean(resp)))
+
+    async def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
+        """Shortcut for ``(await js.consumer(stream, name)).cached_info()``."""
+        return (await self.consumer(stream, name)).cached_info()
+
+    async def delete_consumer(self, stream: str, name: str) -> bool:
+        """Delete a consumer (``ConsumerNotFoundError`` when it does not exist)."""
+        validate_stream_name(stream)
+        validate_consumer_name(name)
+        await self._api(f"CONSUMER.DELETE.{stream}.{name}")
+        return True
+
+    async def list_consumers(self, stream: str) -> AsyncIterator[ConsumerInfo]:
+        """Info of every consumer of ``stream``, requested page by page."""
+        validate_stream_name(stream)
+        offset = 0
+        while True:
+            resp = await self._api(f"CONSUMER.LIST.{stream}", {"offset": offset})
+            page = resp.get("consumers") or []
+            for d in page:
+                yield ConsumerInfo.from_json(d)
+            offset += len(page)
+            if not page or offset >= (resp.get("total") or 0):
+                return
+
+    async def consumer_names(self, stream: str) -> AsyncIterator[str]:
+        """Name of every consumer of ``stream``, requested page by page."""
+        validate_stream_name(stream)
+        offset = 0
+        while True:
+            resp = await self._api(f"CONSUMER.NAMES.{stream}", {"offset": offset})
+            page = resp.get("consumers") or []
+            for name in page:
+                yield name
+            offset += len(page)
+            if not page or offset >= (resp.get("total") or 0):
+                return
+
+    async def pause_consumer(self, stream: str, name: str, until: datetime) -> ConsumerPauseResponse:
+        """Pause delivery of a consumer until ``until`` (an aware datetime; naive is UTC)."""
+        if until is None:
+            raise TypeError("until must be a datetime")
+        return await self._pause(stream, name, until)
+
+    async def resume_consumer(self, stream: str, name: str) -> ConsumerPauseResponse:
+        """Resume a paused consumer."""
+        return await self._pause(stream, name, None)
+
+    async def _pause(self, stream: str, name: str, until: Optional[datetime]) -> ConsumerPauseResponse:
+        validate_stream_name(stream)
+        validate_consumer_name(name)
+        resp = await self._api(f"CONSUMER.PAUSE.{stream}.{name}", pause_request(until))
+        return ConsumerPauseResponse.from_json(_clean(resp))
+
+    async def ordered_consumer(self, stream: str, **options: Any) -> Any:
+        """An ordered consumer on ``stream`` (options as ``OrderedConsumer`` takes them)."""
+        from .ordered import OrderedConsumer
+
+        validate_stream_name(stream)
+        oc = OrderedConsumer(self, stream, **options)
+        await oc._start()
+        return oc
+
+    # -- push consumers (nats.go legacy style; implemented in push.py) ---------------
+    async def subscribe(self, subject: str, queue: Optional[str] = None, cb: Optional[Callable[..., Any]] = None,
+                        **options: Any) -> Any:
+        """Subscribe to ``subject`` through a push consumer: ``durable=``, ``stream=``,
+        ``config=``, ``manual_ack=``, ``ordered_consumer=``, ``idle_heartbeat=``,
+        ``flow_control=``, ``deliver_subject=``. Returns a ``PushSubscription``."""
+        from .push import subscribe
+
+        return await subscribe(self, subject, queue, cb, **options)
+
+    async def subscribe_bind(self, stream: str, consumer: str, cb: Optional[Callable[..., Any]] = None,
+                             **options: Any) -> Any:
+        """Bind to an existing push consumer (``queue=``, ``manual_ack=``)."""
+        from .push import subscribe_bind
+
+        return await subscribe_bind(self, stream, consumer, cb, **options)
+
+    # -- publishing ------------------------------------------------------------------
+    async def publish(self, subject: str, data: bytes = b"", headers: Any = None, msg_id: Optional[str] = None,
+                      expected_stream: Optional[str] = None, expected_last_seq: Optional[int] = None,
+                      expected_last_subject_seq: Optional[int] = None, expected_last_msg_id: Optional[str] = None,
+                      timeout: Optional[float] = None, retry_attempts: int = 2, retry_wait: float = 0.25) -> PubAck:
+        """Publish to a stream and wait for its ack.
+
+        The ``expected_*`` arguments make the stream refuse the message unless they hold
+        (``WrongLastSequenceError``, ``WrongLastMsgIdError``, ``StreamWrongExpectedError``);
+        ``msg_id`` de-duplicates (``PubAck.duplicate``). When no stream answers, the
+        publish is retried ``retry_attempts`` times ``retry_wait`` seconds apart
+        (ADR-22; a negative count retries until the timeout), then
+        ``NoStreamResponseError`` is raised."""
+        hdrs = publish_headers(headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
+                               expected_last_msg_id)
+        if timeout is None:
+            timeout = self._timeout
+        request = self._nc.request
+        attempt = 0
+        while True:
+            try:
+                msg = await request(subject, data, timeout, hdrs)
+                break
+            except NoRespondersError:
+                if 0 <= retry_attempts <= attempt:
+                    raise NoStreamResponseError(f"no stream answered the publish to {subject!r}") from None
+                attempt += 1
+                await prims.sleep(retry_wait)
+        return _parse_ack(msg.data)
+
+    async def publish_msg(self, msg: Msg, **options: Any) -> PubAck:
+        """``publish(msg.subject, msg.data, msg.headers, **options)``."""
+        return await self.publish(msg.subject, msg.data, msg.headers, **options)
+
+    def _pub_mux(self) -> PubAckMux:
+        """The connection's async-publish mux, made (with its reply subscription) on first use."""
+        nc = self._nc
+        mux = nc._js_pub_mux
+        if isinstance(mux, PubAckMux) and not mux.closed:
+            self._mux = mux
+            return mux
+        core = nc._core
+        if core is None or core.status == CLOSED:
+            raise ConnectionClosedError("connection closed")
+        mux = PubAckMux(core.new_inbox() + ".")
+        resend = self._resend
+
+        def on_retry(token: str, wait: float) -> None:  # from the reader: never blocks
+            _later(wait, resend, mux, token)
+
+        mux.on_retry = on_retry
+        mux.sub = nc._subscribe(mux.prefix + "*", None, None, 0, -1, -1, direct=mux.on_msg)
+        prev = nc._js_pub_mux
+        if prev is not None and not isinstance(prev, PubAckMux):
+            mux.chain = prev
+        nc._js_pub_mux = mux
+        self._mux = mux
+        return mux
+
+    def _resend(self, mux: PubAckMux, token: str) -> None:
+        """Publish a pending message again (after no responders)."""
+        entry = mux.pending.get(token)
+        if entry is None or mux.closed:
+            return
+        nc = self._nc
+        core = nc._core
+        subject, hdr, data = entry[1], entry[2], entry[3]
+        reply = mux.reply_of(token)
+        try:
+            if core.status != CONNECTED:
+                nc._check_publish(len(data) + (len(hdr) if hdr else 0))
+            with nc._writer.lock:
+                if hdr is None:
+                    _append_pub(core.wbuf, subject, reply, data)
+                else:
+                    _append_hpub(core.wbuf, subject, reply, hdr, data)
+        except Exception as exc:
+            mux.fail(token, exc)
+            return
+        nc._writer.kick()
+
+    async def _stall(self, mux: PubAckMux, stall_wait: float) -> None:
+        """Wait up to ``stall_wait`` seconds for room in the window."""
+        max_pending = self._max_pending
+        wake_at = max_pending - max(1, max_pending // 4)
+        deadline = prims.monotonic() + stall_wait
+        while len(mux.pending) >= max_pending:
+            if mux.closed:
+                raise ConnectionClosedError("connection closed")
+            remaining = deadline - prims.monotonic()
+            if remaining <= 0:
+                raise TooManyStalledMsgsError(
+                    f"{len(mux.pending)} async publishes awaiting acks; no room after {stall_wait}s")
+            fut = _new_future()
+            mux.add_stall_waiter(fut, wake_at)
+            if len(mux.pending) < max_pending:
+                break
+            try:
+                await prims.wait_future(fut, remaining)
+            except Exception:  # timed out (checked above) or resolved concurrently
+                pass
+
+    async def publish_async(self, subject: str, data: bytes = b"", headers: Any = None,
+                            msg_id: Optional[str] = None, expected_stream: Optional[str] = None,
+                            expected_last_seq: Optional[int] = None,
+                            expected_last_subject_seq: Optional[int] = None,
+                            expected_last_msg_id: Optional[str] = None, timeout: Optional[float] = None,
+                            retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2) -> Any:
+        """Publish without waiting for the ack; returns a future resolving to the
+        ``PubAck`` (or failing with the typed error, ``NoStreamResponseError`` after the
+        no-responders retries, ``ConnectionClosedError`` when the connection closes, or
+        ``TimeoutError`` when ``timeout`` seconds pass without an ack).
+
+        At most ``publish_async_max_pending`` acks are awaited at once; a publish that
+        finds the window full waits up to ``stall_wait`` seconds for room, then raises
+        ``TooManyStalledMsgsError``."""
+        mux = self._mux
+        if mux is None or mux.closed:
+            mux = self._pub_mux()
+        if len(mux.pending) >= self._max_pending:
+            await self._stall(mux, stall_wait)
+        if msg_id is not None or expected_stream is not None or expected_last_seq is not None \
+                or expected_last_subject_seq is not None or expected_last_msg_id is not None:
+            headers = publish_headers(headers, msg_id, expected_stream, expected_last_seq,
+                                      expected_last_subject_seq, expected_last_msg_id)
+        nc = self._nc
+        core = nc._core
+        if headers is None:
+            hdr = None
+            size = len(data)
+        else:
+            hdr = _encode_headers(headers)
+            size = len(hdr) + len(data)
+        if size > core.max_payload:
+            raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {core.max_payload}")
+        if core.status != CONNECTED:
+            nc._check_publish(size)
+        fut = _new_future()
+        token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait)
+        writer = nc._writer
+        try:
+            with writer.lock:
+                if hdr is None:
+                    _append_pub(core.wbuf, subject, mux.prefix + token, data)
+                else:
+                    _append_hpub(core.wbuf, subject, mux.prefix + token, hdr, data)
+        except BaseException:
+            mux.discard(token)
+            raise
+        core.out_msgs += 1
+        core.out_bytes += len(data)
+        writer.kick()
+        if timeout is not None:
+            self._arm_deadline(mux, token, timeout)
+        if writer.congested:
+            await writer.drain()
+        return fut
+
+    async def publish_msg_async(self, msg: Msg, **options: Any) -> Any:
+        """``publish_async(msg.subject, msg.data, msg.headers, **options)``."""
+        return await self.publish_async(msg.subject, msg.data, msg.headers, **options)
+
+    def _arm_deadline(self, mux: PubAckMux, token: str, timeout: float) -> None:
+        with self._sweep_lock:
+            mux.add_deadline(prims.monotonic() + timeout, token)
+            if self._sweeper is None:
+                self._sweeper = prims.Timer(_SWEEP_INTERVAL, self._sweep)
+
+    def _sweep(self) -> None:
+        mux = self._mux
+        with self._sweep_lock:
+            if mux is not None and mux.expire(prims.monotonic()):
+                return
+            if self._sweeper is not None:
+                self._sweeper.cancel()
+                self._sweeper = None
+
+    def _current_mux(self) -> Optional[PubAckMux]:
+        mux = self._mux
+        if mux is None:
+            mux = self._nc._js_pub_mux
+            if not isinstance(mux, PubAckMux):
+                return None
+        return mux
+
+    def publish_async_pending(self) -> int:
+        """How many async publishes on this connection await their ack."""
+        mux = self._current_mux()
+        return len(mux.pending) if mux is not None else 0
+
+    async def publish_async_complete(self, timeout: Optional[float] = None) -> None:
+        """Wait until every async publish has its ack (or failed); ``TimeoutError``
+        after ``timeout`` seconds (None waits as long as it takes)."""
+        mux = self._current_mux()
+        if mux is None:
+            return
+        deadline = None if timeout is None else prims.monotonic() + timeout
+        while mux.pending:
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - prims.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"{len(mux.pending)} async publishes still await their ack")
+            fut = _new_future()
+            mux.add_complete_waiter(fut)
+            if not mux.pending:
+                break
+            try:
+                await prims.wait_future(fut, remaining)
+            except Exception:  # timed out (checked above) or resolved concurrently
+                pass

@@ -1,0 +1,168 @@
+"""A handle on one stream (asyncio source; ``jetwire/_sync/stream.py`` is generated from it)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, AsyncIterator, Dict, Optional
+
+import orjson
+
+from ..errors import APIError, NoRespondersError
+from ..jetstream.manage import ConsumerPauseResponse, direct_msg, purge_request
+from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
+
+_PAGE_KEYS = ("type", "total", "offset", "limit")
+
+
+def _stream_info(resp: Dict[str, Any]) -> StreamInfo:
+    for k in _PAGE_KEYS:
+        resp.pop(k, None)
+    return StreamInfo.from_json(resp)
+
+
+class Stream:
+    """A stream: ``info()``, ``cached_info()``, ``purge()``, message get/delete and the
+    consumer manager (``create_consumer()``, ``consumer()``, ``list_consumers()``, ...).
+
+    Made by ``js.create_stream()``, ``js.update_stream()`` or ``js.stream(name)``.
+    """
+
+    def __init__(self, js: Any, info: StreamInfo) -> None:
+        self._js = js
+        self._info = info
+        self._name: str = info.config.name or ""
+
+    def __repr__(self) -> str:
+        return f"<Stream name={self._name!r}>"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def cached_info(self) -> StreamInfo:
+        """The info from the last lookup (no request)."""
+        return self._info
+
+    async def info(self, subjects_filter: Optional[str] = None, deleted_details: bool = False) -> StreamInfo:
+        """Fresh stream info. ``subjects_filter`` (e.g. ``">"``) fills
+        ``state.subjects`` with per-subject counts, fetched page by page and merged;
+        ``deleted_details`` fills ``state.deleted`` with the deleted sequences."""
+        js = self._js
+        subject = f"STREAM.INFO.{self._name}"
+        req: Dict[str, Any] = {}
+        if subjects_filter:
+            req["subjects_filter"] = subjects_filter
+        if deleted_details:
+            req["deleted_details"] = True
+        merged: Optional[Dict[str, int]] = None
+        info: Optional[StreamInfo] = None
+        offset = 0
+        while True:
+            if offset:
+                req["offset"] = offset
+            resp = await js._api(subject, req or None)
+            total = resp.get("total") or 0
+            info = _stream_info(resp)
+            page = info.state.subjects
+            if not subjects_filter:
+                break
+            if page:
+                if merged is None:
+                    merged = dict(page)
+                else:
+                    merged.update(page)
+            got = len(merged) if merged else 0
+            if not page or got >= total:
+                break
+            offset = got
+        if merged is not None:
+            info.state.subjects = merged
+        self._info = info
+        return info
+
+    async def purge(self, subject: Optional[str] = None, sequence: Optional[int] = None,
+                    keep: Optional[int] = None) -> int:
+        """Remove messages: all, those on ``subject`` (wildcards allowed), those below
+        ``sequence``, or all but the last ``keep``. Returns the number purged."""
+        req = purge_request(subject, sequence, keep)
+        resp = await self._js._api(f"STREAM.PURGE.{self._name}", req or None)
+        return int(resp.get("purged", 0))
+
+    # -- messages --------------------------------------------------------------------
+    async def get_msg(self, seq: int, direct: bool = False) -> RawStreamMsg:
+        """The message stored at ``seq`` (``MsgNotFoundError`` when there is none).
+        Uses direct get when ``direct`` is true or the stream has ``allow_direct``."""
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise ValueError(f"seq must be a non-negative int, not {seq!r}")
+        return await self._get({"seq": seq}, None, direct)
+
+    async def get_last_msg_for_subject(self, subject: str, direct: bool = False) -> RawStreamMsg:
+        """The last message stored on ``subject`` (``MsgNotFoundError`` when none)."""
+        if not isinstance(subject, str) or not subject:
+            raise ValueError("subject is required")
+        return await self._get({"last_by_subj": subject}, subject, direct)
+
+    async def _get(self, req: Dict[str, Any], last_subject: Optional[str], direct: bool) -> RawStreamMsg:
+        js = self._js
+        if direct or self._info.config.allow_direct:
+            if last_subject is not None:
+                subject, data = f"{js._prefix}.DIRECT.GET.{self._name}.{last_subject}", b""
+            else:
+                subject, data = f"{js._prefix}.DIRECT.GET.{self._name}", orjson.dumps(req)
+            try:
+                msg = await js._nc.request(subject, data, timeout=js._timeout)
+            except NoRespondersError as exc:
+                raise APIError(code=503, err_code=None,
+                               description="direct get: no responders (does the stream allow direct?)") from exc
+            return direct_msg(msg)
+        resp = await js._api(f"STREAM.MSG.GET.{self._name}", req)
+        return RawStreamMsg.from_json(resp)
+
+    async def delete_msg(self, seq: int) -> bool:
+        """Mark the message at ``seq`` deleted (without overwriting its data)."""
+        await self._js._api(f"STREAM.MSG.DELETE.{self._name}", {"seq": seq, "no_erase": True})
+        return True
+
+    async def secure_delete_msg(self, seq: int) -> bool:
+        """Delete the message at ``seq`` and overwrite its data on disk."""
+        await self._js._api(f"STREAM.MSG.DELETE.{self._name}", {"seq": seq})
+        return True
+
+    # -- consumers -------------------------------------------------------------------
+    async def create_consumer(self, config: Any = None, **fields: Any) -> Any:
+        """Create a consumer (see ``JetStream.create_consumer``)."""
+        return await self._js.create_consumer(self._name, config, **fields)
+
+    async def update_consumer(self, config: Any = None, **fields: Any) -> Any:
+        """Update an existing consumer (``ConsumerDoesNotExistError`` when missing)."""
+        return await self._js.update_consumer(self._name, config, **fields)
+
+    async def create_or_update_consumer(self, config: Any = None, **fields: Any) -> Any:
+        """Create the consumer, or update it when it exists."""
+        return await self._js.create_or_update_consumer(self._name, config, **fields)
+
+    async def consumer(self, name: str) -> Any:
+        """Look the consumer up (``ConsumerNotFoundError`` when missing)."""
+        return await self._js.consumer(self._name, name)
+
+    async def delete_consumer(self, name: str) -> bool:
+        return await self._js.delete_consumer(self._name, name)
+
+    async def list_consumers(self) -> AsyncIterator[ConsumerInfo]:
+        """Every consumer's info (paged under the hood)."""
+        async for ci in self._js.list_consumers(self._name):
+            yield ci
+
+    async def consumer_names(self) -> AsyncIterator[str]:
+        """Every consumer's name (paged under the hood)."""
+        async for name in self._js.consumer_names(self._name):
+            yield name
+
+    async def pause_consumer(self, name: str, until: datetime) -> ConsumerPauseResponse:
+        return await self._js.pause_consumer(self._name, name, until)
+
+    async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
+        return await self._js.resume_consumer(self._name, name)
+
+    async def ordered_consumer(self, **options: Any) -> Any:
+        """An ordered consumer on this stream (see ``JetStream.ordered_consumer``)."""
+        return await self._js.ordered_consumer(self._name, **options)

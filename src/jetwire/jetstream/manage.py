@@ -1,0 +1,168 @@
+"""Sans-IO helpers of stream/consumer management and publishing, shared by both flavours:
+request bodies, API subjects, JetStream publish headers, direct-get message decoding and
+the consumer pause answer. No I/O happens here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Optional
+
+from .._nuid import NUID
+from ..errors import APIError, BadRequestError, JetStreamError, MsgNotFoundError
+from ..protocol.headers import Headers, check_value
+from ._json import Model, duration, format_time, parse_time
+from .models import ConsumerConfig, RawStreamMsg
+
+__all__ = [
+    "ConsumerPauseResponse",
+    "MSG_ID_HDR",
+    "EXPECTED_STREAM_HDR",
+    "EXPECTED_LAST_SEQ_HDR",
+    "EXPECTED_LAST_SUBJ_SEQ_HDR",
+    "EXPECTED_LAST_MSG_ID_HDR",
+    "publish_headers",
+    "consumer_create_subject",
+    "consumer_create_request",
+    "generate_consumer_name",
+    "direct_msg",
+    "purge_request",
+    "pause_request",
+]
+
+MSG_ID_HDR = "Nats-Msg-Id"
+EXPECTED_STREAM_HDR = "Nats-Expected-Stream"
+EXPECTED_LAST_SEQ_HDR = "Nats-Expected-Last-Sequence"
+EXPECTED_LAST_SUBJ_SEQ_HDR = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_LAST_MSG_ID_HDR = "Nats-Expected-Last-Msg-Id"
+
+# headers a direct get adds to the stored message (ADR-31); not part of the message
+STREAM_HDR = "Nats-Stream"
+SEQUENCE_HDR = "Nats-Sequence"
+TIMESTAMP_HDR = "Nats-Time-Stamp"
+SUBJECT_HDR = "Nats-Subject"
+_DIRECT_HDRS = (STREAM_HDR, SEQUENCE_HDR, TIMESTAMP_HDR, SUBJECT_HDR, "Nats-Last-Sequence", "Nats-Num-Pending")
+
+
+@dataclass
+class ConsumerPauseResponse(Model):
+    """Answer of ``pause_consumer``/``resume_consumer``: whether the consumer is paused,
+    until when (aware datetime, ``None`` when resumed) and the seconds remaining."""
+
+    paused: bool = False
+    pause_until: Optional[datetime] = None
+    pause_remaining: Optional[float] = duration()
+
+
+def _uint(v: Any, what: str) -> str:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"{what} must be a non-negative int, not {v!r}")
+    return str(v)
+
+
+def publish_headers(headers: Any, msg_id: Optional[str], expected_stream: Optional[str],
+                    expected_last_seq: Optional[int], expected_last_subject_seq: Optional[int],
+                    expected_last_msg_id: Optional[str]) -> Any:
+    """The headers of a JetStream publish: the user's ``headers`` (``Headers`` or a dict,
+    never modified) plus the ``Nats-*`` expectation headers that are not ``None``
+    (they replace a same-named user header). Returns ``headers`` itself when there is
+    nothing to add."""
+    if msg_id is None and expected_stream is None and expected_last_seq is None \
+            and expected_last_subject_seq is None and expected_last_msg_id is None:
+        return headers
+    extra = {}
+    if msg_id is not None:
+        check_value(msg_id)
+        extra[MSG_ID_HDR] = msg_id
+    if expected_stream is not None:
+        check_value(expected_stream)
+        extra[EXPECTED_STREAM_HDR] = expected_stream
+    if expected_last_seq is not None:
+        extra[EXPECTED_LAST_SEQ_HDR] = _uint(expected_last_seq, "expected_last_seq")
+    if expected_last_subject_seq is not None:
+        extra[EXPECTED_LAST_SUBJ_SEQ_HDR] = _uint(expected_last_subject_seq, "expected_last_subject_seq")
+    if expected_last_msg_id is not None:
+        check_value(expected_last_msg_id)
+        extra[EXPECTED_LAST_MSG_ID_HDR] = expected_last_msg_id
+    if not headers:
+        return extra
+    h = Headers(headers)
+    for k, v in extra.items():
+        h[k] = v
+    return h
+
+
+def generate_consumer_name(nuid: Optional[NUID] = None) -> str:
+    """A random name for an ephemeral consumer (unique per NUID)."""
+    return (nuid or NUID()).next()
+
+
+def consumer_create_subject(stream: str, name: str, cfg: ConsumerConfig) -> str:
+    """``CONSUMER.CREATE.<stream>.<name>[.<filter>]`` (server 2.9+): the filter subject
+    goes into the API subject when the config has exactly one, in ``filter_subject``
+    (as nats.go does; the server checks that it matches the config)."""
+    if cfg.filter_subject and not cfg.filter_subjects:
+        return f"CONSUMER.CREATE.{stream}.{name}.{cfg.filter_subject}"
+    return f"CONSUMER.CREATE.{stream}.{name}"
+
+
+def consumer_create_request(stream: str, cfg: ConsumerConfig, action: str) -> dict:
+    req: dict = {"stream_name": stream, "config": cfg.to_json_dict()}
+    if action:
+        req["action"] = action
+    return req
+
+
+def purge_request(subject: Optional[str], sequence: Optional[int], keep: Optional[int]) -> dict:
+    if sequence is not None and keep is not None:
+        raise ValueError("purge: give sequence or keep, not both")
+    req: dict = {}
+    if subject:
+        req["filter"] = subject
+    if sequence is not None:
+        _uint(sequence, "sequence")
+        req["seq"] = sequence
+    if keep is not None:
+        _uint(keep, "keep")
+        req["keep"] = keep
+    return req
+
+
+def pause_request(until: Optional[datetime]) -> dict:
+    if until is None:
+        return {}
+    if not isinstance(until, datetime):
+        raise TypeError(f"until must be a datetime, not {type(until).__name__}")
+    return {"pause_until": format_time(until)}
+
+
+def direct_msg(msg: Any) -> RawStreamMsg:
+    """Build a :class:`RawStreamMsg` from a direct-get reply (ADR-31): the stored
+    message's subject, sequence and time come from the ``Nats-Subject``,
+    ``Nats-Sequence`` and ``Nats-Time-Stamp`` headers, which (with ``Nats-Stream``) are
+    removed so that ``headers`` holds what was published, as with ``STREAM.MSG.GET``.
+    A ``404`` status raises :class:`MsgNotFoundError`."""
+    h = msg.headers
+    if h is None:
+        raise JetStreamError("direct get: reply without headers")
+    status = h.status
+    if status is not None and not msg.data and SUBJECT_HDR not in h:
+        desc = h.description or ""
+        if status == "404":
+            raise MsgNotFoundError(code=404, err_code=10037, description=desc or "message not found")
+        if status == "408" or status == "400":
+            raise BadRequestError(code=int(status), err_code=None, description=desc or "bad request")
+        raise APIError(code=int(status) if status.isdigit() else None, err_code=None,
+                       description=desc or "direct get failed")
+    subject = h.get(SUBJECT_HDR)
+    seq = h.get(SEQUENCE_HDR)
+    if subject is None or seq is None:
+        raise JetStreamError("direct get: reply lacks Nats-Subject/Nats-Sequence headers")
+    ts = h.get(TIMESTAMP_HDR)
+    rest = Headers(h)
+    rest.status = rest.description = None
+    for k in _DIRECT_HDRS:
+        if k in rest:
+            del rest[k]
+    out = RawStreamMsg(subject=subject, seq=int(seq), data=bytes(msg.data), headers=rest if len(rest) else None,
+                       time=parse_time(ts) if ts else None)
+    return out

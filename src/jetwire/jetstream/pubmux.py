@@ -1,0 +1,232 @@
+"""Bookkeeping of asynchronous JetStream publishes (sans-IO, shared by both flavours).
+
+One :class:`PubAckMux` serves every ``publish_async`` on a connection. Each publish
+gets a token; its reply subject is ``<prefix><token>`` where ``prefix`` is
+``<inbox_prefix>.<nuid>.``, so ONE wildcard subscription ``<prefix>*`` receives every
+ack. The driver (``jetwire.aio.jetstream`` and its generated blocking twin) owns the
+subscription, the futures and the writing; this class only keeps:
+
+* ``pending``: token -> entry ``(future, subject, header_bytes_or_None, data,
+  retries_left, retry_wait)``. Its length is the number of acks in flight, which is
+  what the publish window counts;
+* stall waiters: futures of publishers waiting for room in the window. They are woken
+  (all of them) once the window has drained to ``wake_at`` (hysteresis: waking a
+  stalled publisher for every single freed slot costs a thread/task switch per
+  message); a waiter re-checks the window itself, so waking early or late is safe;
+* completion waiters: futures of ``publish_async_complete()`` callers, woken when
+  nothing is pending any more;
+* optional per-message ack deadlines (a heap swept by the driver's timer).
+
+:meth:`on_msg` runs straight from the reader (it is the subscription's direct
+handler): it never blocks. It parses the ack into a
+:class:`~jetwire.jetstream.models.PubAck` (an error answer becomes the typed
+``APIError``) and resolves the future. A ``503`` (no responders, ADR-22) with retries
+left keeps the entry pending and calls the driver's ``on_retry(token, retry_wait)``,
+which re-sends the message after the wait; with no retries left the future fails with
+``NoStreamResponseError``.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import orjson
+
+from ..errors import JetStreamError, NoStreamResponseError, TimeoutError, api_error
+from .models import PubAck
+
+__all__ = ["PubAckMux"]
+
+_from_ack = PubAck.from_json_bytes
+_loads = orjson.loads
+_new = object.__new__
+
+
+def _resolve(fut: Any, value: Any) -> None:
+    try:
+        if not fut.done():
+            fut.set_result(value)
+    except Exception:  # cancelled / resolved concurrently by another thread
+        pass
+
+
+def _fail(fut: Any, exc: BaseException) -> None:
+    try:
+        if not fut.done():
+            fut.set_exception(exc)
+    except Exception:
+        pass
+
+
+class PubAckMux:
+    """Token -> future map, window accounting and ack parsing for ``publish_async``."""
+
+    __slots__ = (
+        "prefix", "_plen", "pending", "_n", "stall_waiters", "complete_waiters", "wake_at",
+        "closed", "close_error", "deadlines", "sub", "chain", "on_retry", "__weakref__",
+    )
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix  # ends with "."
+        self._plen = len(prefix)
+        self.pending: Dict[str, tuple] = {}
+        self._n = 0
+        self.stall_waiters: List[Any] = []
+        self.complete_waiters: List[Any] = []
+        self.wake_at = 0
+        self.closed = False
+        self.close_error: Optional[BaseException] = None
+        self.deadlines: List[Tuple[float, str]] = []
+        self.sub: Any = None  # the driver's reply subscription
+        self.chain: Any = None  # another mux registered on the same connection before us
+        # set by the driver: on_retry(token, wait) schedules a re-send (never blocks)
+        self.on_retry: Optional[Callable[[str, float], None]] = None
+
+    # -- publishing side ---------------------------------------------------------------
+    def add(self, fut: Any, subject: str, hdr: Optional[bytes], data: Any, retries: int, retry_wait: float) -> str:
+        """Register a publish; returns its token (the reply subject is ``prefix + token``)."""
+        n = self._n + 1
+        self._n = n
+        token = str(n)
+        self.pending[token] = (fut, subject, hdr, data, retries, retry_wait)
+        return token
+
+    def reply_of(self, token: str) -> str:
+        return self.prefix + token
+
+    def discard(self, token: str) -> None:
+        """Forget a publish that could not be written (its future is failed by the caller)."""
+        self.pending.pop(token, None)
+        self._after_pop()
+
+    def fail(self, token: str, exc: BaseException) -> None:
+        entry = self.pending.pop(token, None)
+        if entry is not None:
+            _fail(entry[0], exc)
+            self._after_pop()
+
+    def add_deadline(self, deadline: float, token: str) -> None:
+        heapq.heappush(self.deadlines, (deadline, token))
+
+    def expire(self, now: float) -> bool:
+        """Fail the futures whose ack deadline passed; True while deadlines remain."""
+        dl = self.deadlines
+        pending = self.pending
+        while dl and dl[0][0] <= now:
+            _, token = heapq.heappop(dl)
+            entry = pending.pop(token, None)
+            if entry is not None:
+                _fail(entry[0], TimeoutError("timed out waiting for the JetStream publish ack"))
+                self._after_pop()
+        return bool(dl)
+
+    def add_stall_waiter(self, fut: Any, wake_at: int) -> None:
+        waiters = self.stall_waiters
+        if len(waiters) > 64:
+            waiters[:] = [w for w in waiters if not w.done()]
+        self.wake_at = wake_at
+        waiters.append(fut)
+
+    def add_complete_waiter(self, fut: Any) -> None:
+        waiters = self.complete_waiters
+        if len(waiters) > 64:
+            waiters[:] = [w for w in waiters if not w.done()]
+        waiters.append(fut)
+
+    # -- reader side (never blocks) ----------------------------------------------------
+    def on_msg(self, msg: Any) -> None:
+        """Handle one reply on ``<prefix>*`` (the subscription's direct handler). A no
+        responders status with retries left keeps the publish pending and calls
+        ``on_retry(token, wait)`` so the driver re-sends it after ``wait`` seconds."""
+        entry = self.pending.pop(msg.subject[self._plen:], None)
+        if entry is None:
+            return
+        fut = entry[0]
+        data = msg.data
+        if data:
+            try:
+                d = _loads(data)
+            except Exception:
+                d = None
+            if type(d) is dict and len(d) == 2 and "seq" in d:
+                stream = d.get("stream")
+                if stream and type(stream) is str:
+                    # the common answer {"stream":..,"seq":..}: build the PubAck directly
+                    ack = _new(PubAck)
+                    ack.__dict__ = {"stream": stream, "seq": d["seq"], "duplicate": False, "domain": None,
+                                    "batch": None, "count": None, "val": None, "_extra": {}}
+                    try:
+                        if not fut.done():
+                            fut.set_result(ack)
+                    except Exception:  # cancelled / resolved concurrently by another thread
+                        pass
+                    if self.stall_waiters or self.complete_waiters:
+                        self._after_pop()
+                    return
+            self._slow_ack(fut, data, d)
+        else:
+            h = msg.headers
+            status = h.status if h is not None else None
+            if status == "503":
+                retries = entry[4]
+                if retries != 0 and not self.closed and self.on_retry is not None:
+                    token = msg.subject[self._plen:]
+                    self.pending[token] = entry[:4] + (retries - 1, entry[5])
+                    self.on_retry(token, entry[5])
+                    return
+                _fail(fut, NoStreamResponseError("no stream answered the publish (no responders)"))
+            else:
+                desc = (h.description if h is not None else None) or "empty publish ack"
+                _fail(fut, api_error({"code": int(status) if status and status.isdigit() else None,
+                                      "description": desc}))
+        if self.stall_waiters or self.complete_waiters:
+            self._after_pop()
+
+    @staticmethod
+    def _slow_ack(fut: Any, data: Any, d: Any) -> None:
+        if type(d) is dict and "error" in d:
+            err = d["error"]
+            _fail(fut, api_error(err) if type(err) is dict else JetStreamError(f"publish failed: {err!r}"))
+            return
+        try:
+            ack = _from_ack(data)
+        except JetStreamError as exc:
+            _fail(fut, exc)
+            return
+        except Exception:
+            ack = None
+        if ack is None or not ack.stream:
+            _fail(fut, JetStreamError(f"invalid JetStream publish ack: {bytes(data[:100])!r}"))
+        else:
+            _resolve(fut, ack)
+
+    def _after_pop(self) -> None:
+        n = len(self.pending)
+        if self.stall_waiters and n <= self.wake_at:
+            waiters = self.stall_waiters
+            self.stall_waiters = []
+            for w in waiters:
+                _resolve(w, True)
+        if n == 0 and self.complete_waiters:
+            waiters = self.complete_waiters
+            self.complete_waiters = []
+            for w in waiters:
+                _resolve(w, True)
+
+    # -- closing ---------------------------------------------------------------------
+    def fail_all(self, err: BaseException) -> None:
+        """The connection closed: fail every pending future and wake every waiter."""
+        self.closed = True
+        self.close_error = err
+        pending = self.pending
+        self.pending = {}
+        self.deadlines = []
+        for entry in pending.values():
+            _fail(entry[0], err)
+        waiters = self.stall_waiters + self.complete_waiters
+        self.stall_waiters = []
+        self.complete_waiters = []
+        for w in waiters:
+            _resolve(w, True)
+        if self.chain is not None:
+            self.chain.fail_all(err)
