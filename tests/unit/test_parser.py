@@ -458,3 +458,25 @@ def test_subclass_has_no_dict(impl, msg_cls):
     m = msg_cls()
     with pytest.raises(AttributeError):
         m.other = 1
+
+
+# -------------------------------------------------------------------- module selection
+def test_selected_implementation(impl):
+    from jetwire import _impl, protocol
+
+    mods = _impl.implementations()
+    assert mods["pure"].__name__ == "jetwire.protocol._pure"
+    if _impl.force_pure():
+        assert _impl.IMPLEMENTATION == "pure" and not _impl.speedups_enabled()
+        assert _impl.Parser is mods["pure"].Parser
+    else:
+        # without JETWIRE_PURE=1 the compiled module must be built and selected
+        assert "compiled" in mods, "jetwire._speedups is not built"
+        assert _impl.IMPLEMENTATION == "compiled" and _impl.speedups_enabled()
+        assert _impl.Parser is mods["compiled"].Parser
+    for name in ("Parser", "MsgBase", "decode_headers", "encode_headers", "parse_metadata_fields", "append_pub",
+                 "append_hpub", "append_sub", "append_unsub", "validate_subject", "connect_line", "PING", "PONG",
+                 "OP_INFO", "OP_PING", "OP_PONG", "OP_OK", "OP_ERR"):
+        assert getattr(protocol, name) is getattr(_impl, name)
+        assert hasattr(impl, name)
+    assert protocol.Headers is not None and "Parser" in dir(protocol)
