@@ -574,3 +574,97 @@ class JetStream:
                 prims.wait_future(fut, remaining)
             except Exception:  # timed out (checked above) or resolved concurrently
                 pass
+
+    # -- key-value stores (jetwire/aio/kv.py) ----------------------------------------
+    def create_key_value(self, config: Any = None, **fields: Any) -> Any:
+        """Create a key-value bucket from a ``KeyValueConfig`` (or a dict) and/or its
+        fields (``bucket``, ``history``, ``ttl``, ...). The same bucket again with the same
+        config returns it; with another config raises ``StreamNameInUseError``.
+        ``InvalidBucketNameError``/``HistoryTooLargeError`` before anything is sent."""
+        from .kv import create_key_value
+
+        return create_key_value(self, config, **fields)
+
+    def update_key_value(self, config: Any = None, **fields: Any) -> Any:
+        """Update a bucket's config (``BucketNotFoundError`` when it does not exist)."""
+        from .kv import update_key_value
+
+        return update_key_value(self, config, **fields)
+
+    def create_or_update_key_value(self, config: Any = None, **fields: Any) -> Any:
+        """Create the bucket, or update it when it exists."""
+        from .kv import create_or_update_key_value
+
+        return create_or_update_key_value(self, config, **fields)
+
+    def key_value(self, bucket: str) -> Any:
+        """Bind to an existing bucket (``BucketNotFoundError`` when it does not exist)."""
+        from .kv import key_value
+
+        return key_value(self, bucket)
+
+    def delete_key_value(self, bucket: str) -> bool:
+        """Delete a bucket and everything in it (``BucketNotFoundError`` when missing)."""
+        from .kv import delete_key_value
+
+        return delete_key_value(self, bucket)
+
+    def key_value_store_names(self) -> Iterator[str]:
+        """Name of every key-value bucket (``for`` in aio)."""
+        from .kv import key_value_store_names
+
+        for name in key_value_store_names(self):
+            yield name
+
+    def key_value_stores(self) -> Iterator[Any]:
+        """``KeyValueStatus`` of every key-value bucket (``for`` in aio)."""
+        from .kv import key_value_stores
+
+        for status in key_value_stores(self):
+            yield status
+
+    # -- object stores (jetwire/aio/objects.py) --------------------------------------
+    def create_object_store(self, config: Any = None, **fields: Any) -> Any:
+        """Create an object store bucket from an ``ObjectStoreConfig`` (or a dict) and/or
+        its fields (``InvalidBucketNameError`` before anything is sent)."""
+        from .objects import create_object_store
+
+        return create_object_store(self, config, **fields)
+
+    def update_object_store(self, config: Any = None, **fields: Any) -> Any:
+        """Update an object store's config (``BucketNotFoundError`` when missing)."""
+        from .objects import update_object_store
+
+        return update_object_store(self, config, **fields)
+
+    def create_or_update_object_store(self, config: Any = None, **fields: Any) -> Any:
+        """Create the object store, or update it when it exists."""
+        from .objects import create_or_update_object_store
+
+        return create_or_update_object_store(self, config, **fields)
+
+    def object_store(self, bucket: str) -> Any:
+        """Bind to an existing object store (``BucketNotFoundError`` when missing)."""
+        from .objects import object_store
+
+        return object_store(self, bucket)
+
+    def delete_object_store(self, bucket: str) -> bool:
+        """Delete an object store and every object in it (``BucketNotFoundError`` when missing)."""
+        from .objects import delete_object_store
+
+        return delete_object_store(self, bucket)
+
+    def object_store_names(self) -> Iterator[str]:
+        """Name of every object store (``for`` in aio)."""
+        from .objects import object_store_names
+
+        for name in object_store_names(self):
+            yield name
+
+    def object_stores(self) -> Iterator[Any]:
+        """``ObjectStoreStatus`` of every object store (``for`` in aio)."""
+        from .objects import object_stores
+
+        for status in object_stores(self):
+            yield status

@@ -575,3 +575,97 @@ class JetStream:
                 await prims.wait_future(fut, remaining)
             except Exception:  # timed out (checked above) or resolved concurrently
                 pass
+
+    # -- key-value stores (jetwire/aio/kv.py) ----------------------------------------
+    async def create_key_value(self, config: Any = None, **fields: Any) -> Any:
+        """Create a key-value bucket from a ``KeyValueConfig`` (or a dict) and/or its
+        fields (``bucket``, ``history``, ``ttl``, ...). The same bucket again with the same
+        config returns it; with another config raises ``StreamNameInUseError``.
+        ``InvalidBucketNameError``/``HistoryTooLargeError`` before anything is sent."""
+        from .kv import create_key_value
+
+        return await create_key_value(self, config, **fields)
+
+    async def update_key_value(self, config: Any = None, **fields: Any) -> Any:
+        """Update a bucket's config (``BucketNotFoundError`` when it does not exist)."""
+        from .kv import update_key_value
+
+        return await update_key_value(self, config, **fields)
+
+    async def create_or_update_key_value(self, config: Any = None, **fields: Any) -> Any:
+        """Create the bucket, or update it when it exists."""
+        from .kv import create_or_update_key_value
+
+        return await create_or_update_key_value(self, config, **fields)
+
+    async def key_value(self, bucket: str) -> Any:
+        """Bind to an existing bucket (``BucketNotFoundError`` when it does not exist)."""
+        from .kv import key_value
+
+        return await key_value(self, bucket)
+
+    async def delete_key_value(self, bucket: str) -> bool:
+        """Delete a bucket and everything in it (``BucketNotFoundError`` when missing)."""
+        from .kv import delete_key_value
+
+        return await delete_key_value(self, bucket)
+
+    async def key_value_store_names(self) -> AsyncIterator[str]:
+        """Name of every key-value bucket (``async for`` in aio)."""
+        from .kv import key_value_store_names
+
+        async for name in key_value_store_names(self):
+            yield name
+
+    async def key_value_stores(self) -> AsyncIterator[Any]:
+        """``KeyValueStatus`` of every key-value bucket (``async for`` in aio)."""
+        from .kv import key_value_stores
+
+        async for status in key_value_stores(self):
+            yield status
+
+    # -- object stores (jetwire/aio/objects.py) --------------------------------------
+    async def create_object_store(self, config: Any = None, **fields: Any) -> Any:
+        """Create an object store bucket from an ``ObjectStoreConfig`` (or a dict) and/or
+        its fields (``InvalidBucketNameError`` before anything is sent)."""
+        from .objects import create_object_store
+
+        return await create_object_store(self, config, **fields)
+
+    async def update_object_store(self, config: Any = None, **fields: Any) -> Any:
+        """Update an object store's config (``BucketNotFoundError`` when missing)."""
+        from .objects import update_object_store
+
+        return await update_object_store(self, config, **fields)
+
+    async def create_or_update_object_store(self, config: Any = None, **fields: Any) -> Any:
+        """Create the object store, or update it when it exists."""
+        from .objects import create_or_update_object_store
+
+        return await create_or_update_object_store(self, config, **fields)
+
+    async def object_store(self, bucket: str) -> Any:
+        """Bind to an existing object store (``BucketNotFoundError`` when missing)."""
+        from .objects import object_store
+
+        return await object_store(self, bucket)
+
+    async def delete_object_store(self, bucket: str) -> bool:
+        """Delete an object store and every object in it (``BucketNotFoundError`` when missing)."""
+        from .objects import delete_object_store
+
+        return await delete_object_store(self, bucket)
+
+    async def object_store_names(self) -> AsyncIterator[str]:
+        """Name of every object store (``async for`` in aio)."""
+        from .objects import object_store_names
+
+        async for name in object_store_names(self):
+            yield name
+
+    async def object_stores(self) -> AsyncIterator[Any]:
+        """``ObjectStoreStatus`` of every object store (``async for`` in aio)."""
+        from .objects import object_stores
+
+        async for status in object_stores(self):
+            yield status

@@ -1,0 +1,555 @@
+"""Object store (ADR-20) (asyncio source; ``jetwire/_sync/objects.py`` is generated from it).
+
+A bucket is the stream ``OBJ_<bucket>``. An object's chunks go to
+``$O.<bucket>.C.<nuid>`` (a fresh NUID per put), its meta (JSON, nats.go's layout) to
+``$O.<bucket>.M.<urlsafe-base64 name>`` with ``Nats-Rollup: sub`` so only the latest
+meta stays. A put publishes the chunks with a bounded window of async publishes,
+writes the meta last and then purges the chunks of the version it replaced; if
+anything fails, the new chunks are purged. A get streams the chunks through an
+ordered push consumer (flow control answered as the reader takes them, so memory
+stays flat whatever the size) and checks size and SHA-256 at EOF.
+"""
+from __future__ import annotations
+
+import io
+import os
+from collections import deque
+from datetime import datetime, timezone
+from typing import Any, AsyncIterator, Deque, List, Optional
+
+from .._nuid import NUID
+from ..errors import (
+    BadObjectMetaError,
+    BucketNotFoundError,
+    LinkNotAllowedError,
+    MsgNotFoundError,
+    ObjectAlreadyExistsError,
+    ObjectNotFoundError,
+    JetStreamError,
+    StreamNotFoundError,
+)
+from ..jetstream._json import config_from_kwargs
+from ..jetstream.kv_core import ROLLUP_HDR
+from ..jetstream.obj_core import (
+    DigestCheck,
+    as_object_meta,
+    chunk_size_of,
+    info_from_stored,
+    link_info,
+    meta_payload,
+    new_object_info,
+    publish_window,
+)
+from ..jetstream.obj_models import (
+    OBJ_STREAM_PREFIX,
+    ObjectInfo,
+    ObjectMeta,
+    ObjectStoreConfig,
+    ObjectStoreStatus,
+    obj_chunk_subject,
+    obj_meta_subject,
+    obj_stream_config,
+    obj_stream_name,
+)
+from ..jetstream.validate import validate_bucket_name, validate_object_name
+from . import _prims as prims
+from .kv import _END, _MARKER, _OrderedPush
+
+__all__ = ["ObjectStore", "ObjectResult", "ObjectWatcher"]
+
+_ROLLUP = {ROLLUP_HDR: "sub"}
+_nuid = NUID()
+# a get gives up after this long without receiving anything (heartbeats reset the
+# consumer well before)
+_GET_IDLE_TIMEOUT = 30.0
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class ObjectResult:
+    """A readable binary stream of one object: ``read(n=-1)``, ``readinto(b)``,
+    iteration in chunks (``async for`` in aio), ``close()``; ``info`` is its
+    :class:`ObjectInfo`. Size and SHA-256 are checked when the end is reached:
+    ``DigestMismatchError`` instead of the last ``b""``."""
+
+    def __init__(self, info: ObjectInfo, push: Optional[_OrderedPush], timeout: Optional[float] = None) -> None:
+        self.info = info
+        self._push = push
+        self._timeout = timeout if timeout is not None else _GET_IDLE_TIMEOUT
+        self._buf = b""
+        self._pos = 0
+        self._check = DigestCheck()
+        self._eof = push is None
+        self._verified = False
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<ObjectResult name={self.info.name!r} size={self.info.size}>"
+
+    def readable(self) -> bool:
+        return True
+
+    async def _fill(self) -> bool:
+        """Load the next chunk into the buffer; False at the (verified) end."""
+        if self.closed:
+            raise ValueError("read from a closed ObjectResult")
+        push = self._push
+        if not self._eof and push is not None:
+            item = await push._next_raw(self._timeout)
+            if item is not _MARKER and item is not _END:
+                data = item.data
+                self._check.update(data)
+                self._buf = data
+                self._pos = 0
+                return True
+            self._eof = True
+            push.stop()
+            if item is _END and self._check.size != self.info.size:
+                raise JetStreamError(f"object {self.info.name!r}: reading stopped before the end")
+        if not self._verified:
+            self._check.verify(self.info)
+            self._verified = True
+        return False
+
+    async def read(self, n: int = -1) -> bytes:
+        """Up to ``n`` bytes (everything left when ``n`` is negative or None); ``b""`` at the end."""
+        if n is None or n < 0:
+            parts = [self._buf[self._pos:]] if self._pos < len(self._buf) else []
+            self._buf, self._pos = b"", 0
+            while await self._fill():
+                parts.append(self._buf)
+                self._buf = b""
+            return b"".join(parts)
+        if n == 0:
+            return b""
+        if self._pos >= len(self._buf):
+            if not await self._fill():
+                return b""
+        buf, pos = self._buf, self._pos
+        if pos == 0 and n >= len(buf):
+            self._buf = b""
+            return buf
+        out = buf[pos:pos + n]
+        self._pos = pos + len(out)
+        return out
+
+    async def readinto(self, b: Any) -> int:
+        """Read into a writable buffer; returns the number of bytes (0 at the end)."""
+        view = memoryview(b).cast("B")
+        data = await self.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+    async def readall(self) -> bytes:
+        return await self.read(-1)
+
+    def __aiter__(self) -> "ObjectResult":
+        return self
+
+    async def __anext__(self) -> bytes:
+        """The next chunk of data."""
+        if self._pos < len(self._buf):
+            out = self._buf[self._pos:]
+            self._buf, self._pos = b"", 0
+            return out
+        if not await self._fill():
+            raise StopAsyncIteration
+        out = self._buf
+        self._buf = b""
+        return out
+
+    def close(self) -> None:
+        if self._push is not None:
+            self._push.stop()
+        self.closed = True
+
+    async def __aenter__(self) -> "ObjectResult":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class ObjectWatcher(_OrderedPush):
+    """Iterate (``async for`` in aio) for :class:`ObjectInfo` updates: the current
+    objects, then ``None`` exactly once, then every change until :meth:`stop`."""
+
+    def __init__(self, store: "ObjectStore", include_history: bool = False, ignore_deletes: bool = False,
+                 updates_only: bool = False) -> None:
+        policy = "new" if updates_only else ("all" if include_history else "last_per_subject")
+        super().__init__(store._js, store._stream_name, [f"$O.{store._name}.M.>"], policy, initial=not updates_only)
+        self._ignore_deletes = ignore_deletes
+        self._marker_sent = False
+
+    async def next(self, timeout: Optional[float] = None) -> Optional[ObjectInfo]:
+        """The next info (or the ``None`` marker); ``TimeoutError`` after ``timeout`` s."""
+        while True:
+            item = await self._next_raw(timeout)
+            if item is _END:
+                raise StopAsyncIteration
+            if item is _MARKER:
+                if self._marker_sent:
+                    continue
+                self._marker_sent = True
+                return None
+            try:
+                info = info_from_stored(item.data, item.metadata.timestamp)
+            except BadObjectMetaError:
+                continue
+            if self._ignore_deletes and info.deleted:
+                continue
+            return info
+
+    updates = next
+
+    def __aiter__(self) -> "ObjectWatcher":
+        return self
+
+    async def __anext__(self) -> Optional[ObjectInfo]:
+        return await self.next(None)
+
+
+class ObjectStore:
+    """An object store bucket: ``js.object_store(bucket)`` or ``js.create_object_store(...)``."""
+
+    def __init__(self, js: Any, stream: Any, bucket: str) -> None:
+        self._js = js
+        self._stream = stream
+        self._stream_name = stream.name
+        self._name = bucket
+
+    def __repr__(self) -> str:
+        return f"<ObjectStore bucket={self._name!r}>"
+
+    @property
+    def bucket(self) -> str:
+        return self._name
+
+    # -- writing ---------------------------------------------------------------------
+    async def put(self, meta_or_name: Any, reader: Any = None) -> ObjectInfo:
+        """Store the bytes read from ``reader`` (a binary file object; ``read`` may be a
+        coroutine in aio; ``bytes`` are accepted too) as the object named by
+        ``meta_or_name`` (a name or an :class:`ObjectMeta`), replacing any previous
+        version. Returns its :class:`ObjectInfo`."""
+        meta = as_object_meta(meta_or_name)
+        chunk_size = chunk_size_of(meta)
+        if isinstance(reader, (bytes, bytearray, memoryview)):
+            reader = io.BytesIO(reader)
+        try:
+            old: Optional[ObjectInfo] = await self.get_info(meta.name, show_deleted=True)
+        except ObjectNotFoundError:
+            old = None
+        nuid = _nuid.next()
+        chunk_subject = obj_chunk_subject(self._name, nuid)
+        js = self._js
+        check = DigestCheck()
+        chunks = 0
+        window: Deque[Any] = deque()
+        limit = publish_window(chunk_size)
+        use_async = hasattr(js, "publish_async")
+        timeout = js._timeout
+        try:
+            while reader is not None:
+                data = await _read_chunk(reader, chunk_size)
+                if not data:
+                    break
+                check.update(data)
+                chunks += 1
+                if use_async:
+                    window.append(await js.publish_async(chunk_subject, data))
+                    while len(window) >= limit:
+                        await prims.wait_future(window.popleft(), timeout)
+                else:
+                    await js.publish(chunk_subject, data)
+            while window:
+                await prims.wait_future(window.popleft(), timeout)
+            info = new_object_info(meta, self._name, nuid, check.size, chunks, check.digest())
+            await self._publish_meta(info)
+        except BaseException:
+            for fut in window:  # let the chunks in flight land, then remove them all
+                try:
+                    await prims.wait_future(fut, timeout)
+                except BaseException:
+                    pass
+            try:
+                await self._stream.purge(subject=chunk_subject)
+            except Exception:
+                pass
+            raise
+        info.mtime = _now()
+        if old is not None and not old.deleted and old.nuid and old.nuid != nuid:
+            try:
+                await self._stream.purge(subject=obj_chunk_subject(self._name, old.nuid))
+            except Exception:
+                pass
+        return info
+
+    async def _publish_meta(self, info: ObjectInfo) -> None:
+        await self._js.publish(obj_meta_subject(self._name, info.name), meta_payload(info), headers=_ROLLUP)
+
+    async def put_bytes(self, name: str, data: bytes) -> ObjectInfo:
+        """``put(name, data)``."""
+        return await self.put(name, bytes(data))
+
+    async def put_string(self, name: str, data: str) -> ObjectInfo:
+        """Store ``data`` encoded as UTF-8."""
+        return await self.put(name, data.encode("utf-8"))
+
+    async def put_file(self, path: Any, name: Optional[str] = None) -> ObjectInfo:
+        """Store the file at ``path``, named ``name`` or the path as given."""
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            return await self.put(ObjectMeta(name=name if name is not None else path), f)
+
+    # -- reading ---------------------------------------------------------------------
+    async def get_info(self, name: str, show_deleted: bool = False) -> ObjectInfo:
+        """The info of ``name`` (``ObjectNotFoundError`` when missing, or deleted unless
+        ``show_deleted``)."""
+        validate_object_name(name)
+        try:
+            raw = await self._stream.get_last_msg_for_subject(obj_meta_subject(self._name, name))
+        except MsgNotFoundError:
+            raise ObjectNotFoundError(f"object {name!r} not found in bucket {self._name!r}") from None
+        except StreamNotFoundError:
+            raise BucketNotFoundError(f"bucket {self._name!r} not found") from None
+        info = info_from_stored(raw.data, raw.time)
+        if info.deleted and not show_deleted:
+            raise ObjectNotFoundError(f"object {name!r} was deleted")
+        return info
+
+    async def get(self, name: str, show_deleted: bool = False, timeout: Optional[float] = None) -> ObjectResult:
+        """A readable stream of the object (links are followed). ``timeout``: seconds a
+        read may wait for data (default 30)."""
+        info = await self.get_info(name, show_deleted)
+        if not info.nuid:
+            raise BadObjectMetaError(f"object {name!r} has no nuid")
+        link = info.link
+        if link is not None:
+            if not link.name:
+                raise BadObjectMetaError(f"{name!r} links to the bucket {link.bucket!r}, not to an object")
+            target = self if link.bucket == self._name else await object_store(self._js, link.bucket)
+            return await target.get(link.name, timeout=timeout)
+        if info.size == 0 and info.chunks == 0:
+            return ObjectResult(info, None, timeout)
+        push = _OrderedPush(self._js, self._stream_name, [obj_chunk_subject(self._name, info.nuid)], "all")
+        await push._start()
+        return ObjectResult(info, push, timeout)
+
+    async def get_bytes(self, name: str, show_deleted: bool = False) -> bytes:
+        """The whole object."""
+        result = await self.get(name, show_deleted)
+        try:
+            return await result.read()
+        finally:
+            result.close()
+
+    async def get_string(self, name: str, show_deleted: bool = False) -> str:
+        """The whole object decoded as UTF-8."""
+        return (await self.get_bytes(name, show_deleted)).decode("utf-8")
+
+    async def get_file(self, name: str, path: Any, show_deleted: bool = False) -> None:
+        """Write the object to the file at ``path`` (removed again if the read fails)."""
+        result = await self.get(name, show_deleted)
+        path = os.fspath(path)
+        try:
+            with open(path, "wb") as f:
+                while True:
+                    try:
+                        chunk = await result.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    f.write(chunk)
+        except BaseException:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+            raise
+        finally:
+            result.close()
+
+    # -- meta ------------------------------------------------------------------------
+    async def update_meta(self, name: str, meta: Any) -> ObjectInfo:
+        """Change the name, description, headers and metadata of ``name`` (data and chunk
+        size stay). Renaming onto an existing object raises ``ObjectAlreadyExistsError``."""
+        info = await self.get_info(name)
+        new = as_object_meta(meta)
+        if new.name != name:
+            try:
+                existing = await self.get_info(new.name, show_deleted=True)
+            except ObjectNotFoundError:
+                existing = None
+            if existing is not None and not existing.deleted:
+                raise ObjectAlreadyExistsError(f"object {new.name!r} already exists")
+        info.name = new.name
+        info.description = new.description
+        info.headers = new.headers
+        info.metadata = new.metadata
+        await self._publish_meta(info)
+        if new.name != name:
+            await self._stream.purge(subject=obj_meta_subject(self._name, name))
+        info.mtime = _now()
+        return info
+
+    async def delete(self, name: str) -> None:
+        """Delete ``name``: its chunks are purged; a meta with ``deleted=True`` (size 0) stays."""
+        info = await self.get_info(name, show_deleted=True)
+        if not info.nuid:
+            raise BadObjectMetaError(f"object {name!r} has no nuid")
+        info.deleted = True
+        info.size = 0
+        info.chunks = 0
+        info.digest = None
+        await self._publish_meta(info)
+        await self._stream.purge(subject=obj_chunk_subject(self._name, info.nuid))
+
+    async def add_link(self, name: str, obj_info: ObjectInfo) -> ObjectInfo:
+        """Add ``name``, a link to the object of ``obj_info`` (in this or another bucket).
+        Links to links or to deleted objects raise ``LinkNotAllowedError``; an existing
+        object (not a link) named ``name`` raises ``ObjectAlreadyExistsError``."""
+        validate_object_name(name)
+        if obj_info is None or not getattr(obj_info, "name", None):
+            raise BadObjectMetaError("add_link needs the ObjectInfo of the object to link to")
+        if obj_info.deleted:
+            raise LinkNotAllowedError("cannot link to a deleted object")
+        if obj_info.link is not None:
+            raise LinkNotAllowedError("cannot link to a link")
+        return await self._put_link(name, obj_info.bucket or self._name, obj_info.name)
+
+    async def add_bucket_link(self, name: str, bucket: Any) -> ObjectInfo:
+        """Add ``name``, a link to a whole bucket (an ``ObjectStore`` or a bucket name)."""
+        validate_object_name(name)
+        target = bucket.bucket if isinstance(bucket, ObjectStore) else bucket
+        validate_bucket_name(target)
+        return await self._put_link(name, target, None)
+
+    async def _put_link(self, name: str, bucket: str, target: Optional[str]) -> ObjectInfo:
+        try:
+            existing = await self.get_info(name, show_deleted=True)
+        except ObjectNotFoundError:
+            existing = None
+        if existing is not None and existing.link is None and not existing.deleted:
+            raise ObjectAlreadyExistsError(f"object {name!r} already exists")
+        info = link_info(name, self._name, _nuid.next(), bucket, target)
+        await self._publish_meta(info)
+        info.mtime = _now()
+        return info
+
+    async def seal(self) -> None:
+        """Seal the bucket: no more changes."""
+        info = await self._stream.info()
+        cfg = info.config.copy()
+        cfg.sealed = True
+        await self._js.update_stream(cfg)
+
+    # -- listing ---------------------------------------------------------------------
+    async def watch(self, include_history: bool = False, ignore_deletes: bool = False,
+                    updates_only: bool = False) -> ObjectWatcher:
+        """Watch the bucket's objects (see :class:`ObjectWatcher`)."""
+        w = ObjectWatcher(self, include_history, ignore_deletes, updates_only)
+        await w._start()
+        return w
+
+    async def list(self, show_deleted: bool = False) -> List[ObjectInfo]:
+        """Info of every object (deleted ones too with ``show_deleted``); ``[]`` when none."""
+        w = await self.watch(ignore_deletes=not show_deleted)
+        out: List[ObjectInfo] = []
+        try:
+            while True:
+                info = await w.next(None)
+                if info is None:
+                    return out
+                out.append(info)
+        except StopAsyncIteration:
+            return out
+        finally:
+            w.stop()
+
+    async def status(self) -> ObjectStoreStatus:
+        try:
+            info = await self._stream.info()
+        except StreamNotFoundError:
+            raise BucketNotFoundError(f"bucket {self._name!r} not found") from None
+        return ObjectStoreStatus(info, self._name)
+
+
+async def _read_chunk(reader: Any, size: int) -> bytes:
+    """Up to ``size`` bytes from ``reader`` (fewer only at the end)."""
+    data = await prims.call(reader.read, size)
+    if not data:
+        return b""
+    if isinstance(data, str):
+        raise TypeError("object data must be read from a binary file object")
+    if len(data) >= size:
+        return bytes(data)
+    parts = [bytes(data)]
+    got = len(data)
+    while got < size:
+        more = await prims.call(reader.read, size - got)
+        if not more:
+            break
+        parts.append(bytes(more))
+        got += len(more)
+    return b"".join(parts)
+
+
+# ---------------------------------------------------------------------------------
+# bucket management (called by the JetStream context)
+
+
+def _obj_config(config: Any, fields: Any) -> ObjectStoreConfig:
+    return config_from_kwargs(ObjectStoreConfig, config, **fields)
+
+
+async def create_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectStore:
+    cfg = _obj_config(config, fields)
+    stream = await js.create_stream(obj_stream_config(cfg))
+    return ObjectStore(js, stream, cfg.bucket)
+
+
+async def update_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectStore:
+    cfg = _obj_config(config, fields)
+    scfg = obj_stream_config(cfg)
+    try:
+        stream = await js.update_stream(scfg)
+    except StreamNotFoundError:
+        raise BucketNotFoundError(f"bucket {cfg.bucket!r} not found") from None
+    return ObjectStore(js, stream, cfg.bucket)
+
+
+async def create_or_update_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectStore:
+    cfg = _obj_config(config, fields)
+    stream = await js.create_or_update_stream(obj_stream_config(cfg))
+    return ObjectStore(js, stream, cfg.bucket)
+
+
+async def object_store(js: Any, bucket: str) -> ObjectStore:
+    validate_bucket_name(bucket)
+    try:
+        stream = await js.stream(obj_stream_name(bucket))
+    except StreamNotFoundError:
+        raise BucketNotFoundError(f"bucket {bucket!r} not found") from None
+    return ObjectStore(js, stream, bucket)
+
+
+async def delete_object_store(js: Any, bucket: str) -> bool:
+    validate_bucket_name(bucket)
+    try:
+        return await js.delete_stream(obj_stream_name(bucket))
+    except StreamNotFoundError:
+        raise BucketNotFoundError(f"bucket {bucket!r} not found") from None
+
+
+async def object_store_names(js: Any) -> AsyncIterator[str]:
+    async for name in js.stream_names(subject="$O.*.C.>"):
+        if name.startswith(OBJ_STREAM_PREFIX):
+            yield name[len(OBJ_STREAM_PREFIX):]
+
+
+async def object_stores(js: Any) -> AsyncIterator[ObjectStoreStatus]:
+    async for info in js.list_streams(subject="$O.*.C.>"):
+        name = info.config.name or ""
+        if name.startswith(OBJ_STREAM_PREFIX):
+            yield ObjectStoreStatus(info, name[len(OBJ_STREAM_PREFIX):])
