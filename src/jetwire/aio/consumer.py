@@ -1,0 +1,776 @@
+"""Pull consumers (asyncio source; ``jetwire/_sync/consumer.py`` is generated from it).
+
+How messages move (ADR-37): every fetch and every ``consume()``/``messages()`` owns one
+reply subscription whose *direct* handler runs in the connection's reader for each
+message. The handler does almost nothing: bump an activity counter (heartbeats), drop
+idle heartbeats, append the rest to a deque and set a signal (one wake-up per read
+batch). Everything that decides (pending counts, refill thresholds, status codes,
+heartbeat deadlines, ordered-consumer sequences) is the sans-IO code of
+:mod:`jetwire.jetstream.pull`, run by whoever takes messages off the deque: the
+iterating user (fetch, ``messages()``) or the one task/thread of ``consume()``.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections import deque
+from typing import Any, Callable, Deque, List, Optional
+
+from .. import _impl
+from ..errors import (
+    ConnectionClosedError,
+    ConsumerDeletedError,
+    JetStreamError,
+    NoHeartbeatError,
+    SubscriptionClosedError,
+    TimeoutError,
+)
+from ..jetstream.models import ConsumerInfo
+from ..jetstream.pull import (
+    BATCH_BYTES_ONLY,
+    S_END,
+    S_FLOW_CONTROL,
+    S_HEARTBEAT,
+    S_PENDING,
+    S_RESET,
+    S_TERMINAL,
+    S_WARN,
+    ConsumeOptions,
+    HeartbeatMonitor,
+    PullState,
+    classify_status,
+    consume_options,
+    fetch_heartbeat,
+    msg_size,
+    parse_pending,
+    pull_request,
+    status_error,
+)
+from ..msg import Msg
+from . import _prims as prims
+
+log = logging.getLogger("jetwire")
+
+_monotonic = time.monotonic
+_isawaitable = inspect.isawaitable
+
+# a one-off pull that the server never ends (frozen or gone) is given up this long after
+# its expiry
+_FETCH_GRACE = 1.0
+
+
+class MsgIteratorClosedError(JetStreamError, SubscriptionClosedError):
+    """``next()`` on a ``messages()`` context that was stopped, drained or ended."""
+
+
+def _reply_sub(nc: Any, handler: Callable[[Msg], None], signal: Any) -> Any:
+    """A new inbox subscription whose messages go straight to ``handler`` (from the reader).
+    The subscription wakes ``signal`` when it is closed (connection closed included)."""
+    sub = nc._subscribe(nc.new_inbox(), None, None, 0, -1, -1, direct=handler)
+    sub._signal = signal
+    return sub
+
+
+def _two_arg(cb: Any) -> bool:
+    """An error callback written ``cb(ctx, err)`` rather than ``cb(err)``."""
+    try:
+        params = inspect.signature(cb).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    n = 0
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            n += 1
+        elif p.kind == p.VAR_POSITIONAL:
+            return False
+    return n >= 2
+
+
+# ---------------------------------------------------------------------------------
+# fetch
+
+
+class MessageBatch:
+    """The answer to one pull request: iterate it (``async for`` in aio) for its messages.
+
+    Messages are yielded as they arrive; iteration ends when the batch is complete, the
+    request expired (``max_wait``), the byte limit was reached, or on an error, which is
+    then in :attr:`error` (``None`` when the batch simply ended).
+    """
+
+    __slots__ = ("_nc", "_q", "_signal", "_sub", "_batch", "_max_bytes", "_count", "_bytes", "_done",
+                 "error", "_seen", "_deadline", "_hb", "_accept", "__weakref__")
+
+    def __init__(self, nc: Any, batch: int, max_bytes: int, timeout: float, heartbeat: float,
+                 accept: Optional[Callable[[Msg], bool]] = None) -> None:
+        self._nc = nc
+        self._q: Deque[Msg] = deque()
+        self._signal = prims.Signal()
+        self._sub: Any = None
+        self._batch = batch
+        self._max_bytes = max_bytes
+        self._count = 0
+        self._bytes = 0
+        self._done = False
+        self.error: Optional[BaseException] = None
+        self._seen = 0
+        now = _monotonic()
+        self._deadline = now + timeout
+        self._hb = HeartbeatMonitor(heartbeat, now) if heartbeat else None
+        self._accept = accept
+
+    def __repr__(self) -> str:
+        return f"<MessageBatch received={self._count} done={self._done} error={self.error!r}>"
+
+    @property
+    def done(self) -> bool:
+        """No more messages will arrive (some may still wait to be iterated)."""
+        return self._done
+
+    # -- reader side -----------------------------------------------------------------
+    def _on_msg(self, msg: Msg) -> None:
+        if self._done:
+            return
+        self._seen += 1
+        h = msg.headers
+        if h is not None and not msg.data:
+            st = h.status
+            if st is not None:
+                if st == "100":
+                    return
+                self._finish(status_error(st, h.description))
+                return
+        self._q.append(msg)
+        self._count += 1
+        if self._max_bytes:
+            self._bytes += msg_size(msg)
+            if self._bytes >= self._max_bytes:
+                self._finish(None)
+                return
+        if self._count >= self._batch:
+            self._finish(None)
+            return
+        self._signal.set()
+
+    def _finish(self, err: Optional[BaseException]) -> None:
+        if self._done:
+            return
+        if err is not None and self.error is None:
+            self.error = err
+        self._done = True
+        sub = self._sub
+        if sub is not None:
+            self._nc._unsubscribe_nowait(sub)
+        self._signal.set()
+
+    # -- user side -------------------------------------------------------------------
+    def __aiter__(self) -> "MessageBatch":
+        return self
+
+    async def __anext__(self) -> Msg:
+        q = self._q
+        while True:
+            if q:
+                msg = q.popleft()
+                accept = self._accept
+                if accept is None or accept(msg):
+                    return msg
+                # an ordered consumer saw a gap: the batch ends here
+                self._finish(None)
+                q.clear()
+                raise StopAsyncIteration
+            if self._done:
+                raise StopAsyncIteration
+            await self._wait()
+
+    async def _wait(self) -> None:
+        signal = self._signal
+        signal.clear()
+        if self._q or self._done:
+            return
+        now = _monotonic()
+        sub = self._sub
+        if sub is not None and sub._closed:
+            self._finish(ConnectionClosedError("connection closed"))
+            return
+        remaining = self._deadline - now
+        if remaining <= 0:
+            self._finish(None)  # the server never ended the request: give up quietly
+            return
+        hb = self._hb
+        if hb is not None:
+            if not self._nc.is_connected:
+                hb.pause()
+            elif hb.paused:
+                hb.resume(now)
+            if hb.poll(now, self._seen):
+                self._finish(NoHeartbeatError("no heartbeat received for the pull request"))
+                return
+            w = hb.wait_time(now)
+            if w is not None and w < remaining:
+                remaining = w + 0.001
+        await signal.wait(remaining)
+
+    def _stop(self) -> None:
+        """Abandon the batch (no more messages)."""
+        self._finish(None)
+        self._q.clear()
+
+
+# ---------------------------------------------------------------------------------
+# the consumer handle
+
+
+class Consumer:
+    """A pull consumer of a stream: ``fetch``, ``fetch_bytes``, ``fetch_no_wait``, ``next``,
+    ``consume``, ``messages``, ``info``, ``cached_info``."""
+
+    def __init__(self, js: Any, stream: str, info: ConsumerInfo) -> None:
+        self._js = js
+        self._stream = stream
+        self._name = info.name
+        self._info = info
+        self._nc = js._nc
+        self._next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{self._name}"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def stream(self) -> str:
+        return self._stream
+
+    def cached_info(self) -> ConsumerInfo:
+        """The info from the last lookup (no request)."""
+        return self._info
+
+    async def info(self) -> ConsumerInfo:
+        """Fresh info from the server (``ConsumerNotFoundError`` when it is gone)."""
+        resp = await self._js._api(f"CONSUMER.INFO.{self._stream}.{self._name}")
+        resp.pop("type", None)
+        self._info = ConsumerInfo.from_json(resp)
+        return self._info
+
+    def __repr__(self) -> str:
+        return f"<Consumer stream={self._stream!r} name={self._name!r}>"
+
+    def _target(self) -> "Consumer":
+        return self
+
+    # -- one-off pulls ---------------------------------------------------------------
+    async def fetch(self, batch: int, max_wait: float = 30.0, heartbeat: Optional[float] = None) -> MessageBatch:
+        """Pull up to ``batch`` messages, waiting at most ``max_wait`` seconds for them.
+
+        Returns at once with a :class:`MessageBatch` that yields messages as they arrive.
+        ``heartbeat`` (seconds) asks for idle heartbeats; by default pulls of 10 s or more
+        use 5 s. Missing heartbeats end the batch with ``NoHeartbeatError``.
+        """
+        return await self._fetch(batch, 0, max_wait, heartbeat, False, None)
+
+    async def fetch_bytes(self, max_bytes: int, max_wait: float = 30.0,
+                          heartbeat: Optional[float] = None) -> MessageBatch:
+        """Pull messages until about ``max_bytes`` (subject + reply + headers + data) arrived."""
+        if max_bytes <= 0:
+            raise ValueError("max_bytes must be positive")
+        return await self._fetch(BATCH_BYTES_ONLY, max_bytes, max_wait, heartbeat, False, None)
+
+    async def fetch_no_wait(self, batch: int) -> MessageBatch:
+        """Pull up to ``batch`` messages that are available now; an empty stream ends at once."""
+        return await self._fetch(batch, 0, None, None, True, None)
+
+    async def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
+                     no_wait: bool, accept: Optional[Callable[[Msg], bool]]) -> MessageBatch:
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        if no_wait:
+            hb = 0.0
+            body = pull_request(batch, 0.0, True, max_bytes, 0.0)
+            timeout = self._js._timeout
+        else:
+            if max_wait is None or max_wait <= 0:
+                raise ValueError("max_wait must be positive")
+            hb = fetch_heartbeat(max_wait, heartbeat)
+            body = pull_request(batch, max_wait, False, max_bytes, hb)
+            timeout = max_wait + _FETCH_GRACE
+        nc = self._nc
+        mb = MessageBatch(nc, batch, max_bytes, timeout, hb, accept)
+        sub = _reply_sub(nc, mb._on_msg, mb._signal)
+        mb._sub = sub
+        try:
+            await nc.publish(self._next_subject, body, sub.subject)
+        except BaseException:
+            nc._unsubscribe_nowait(sub)
+            raise
+        return mb
+
+    async def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None) -> Msg:
+        """The next message; ``TimeoutError`` when none arrives within ``timeout`` seconds."""
+        mb = await self._fetch(1, 0, timeout, heartbeat, False, None)
+        async for msg in mb:
+            return msg
+        if mb.error is not None:
+            raise mb.error
+        raise TimeoutError(f"no message from consumer {self._name!r} within {timeout}s")
+
+    # -- continuous pulls ------------------------------------------------------------
+    async def consume(self, cb: Callable[[Msg], Any], max_messages: Optional[int] = None,
+                      max_bytes: Optional[int] = None, expires: float = 30.0,
+                      threshold_messages: Optional[int] = None, threshold_bytes: Optional[int] = None,
+                      heartbeat: Optional[float] = None, error_cb: Optional[Callable[..., Any]] = None,
+                      stop_after: Optional[int] = None) -> "ConsumeContext":
+        """Call ``cb(msg)`` for every message, pulling continuously (ADR-37).
+
+        ``max_messages`` (default 500) or ``max_bytes`` (not both) bound what is asked
+        for at a time; new pulls go out when pending drops below ``threshold_messages``
+        / ``threshold_bytes`` (default half). Pulls expire after ``expires`` seconds
+        (at least 1); idle heartbeats every ``heartbeat`` seconds (default expires/2,
+        0.5-30 s). ``error_cb(err)`` hears about missed heartbeats
+        (``NoHeartbeatError``, the pull is re-issued), server warnings and terminal
+        errors (``ConsumerDeletedError``, ... after which consuming stops).
+        ``stop_after`` stops after that many messages. Callbacks run one at a time, in
+        order, on one task (aio) or thread (blocking).
+        """
+        opts = consume_options(max_messages, max_bytes, expires, threshold_messages, threshold_bytes,
+                               heartbeat, stop_after, ordered=self._ordered_flag())
+        ctx = ConsumeContext(self, opts, cb, error_cb)
+        ctx._begin()
+        return ctx
+
+    async def messages(self, max_messages: Optional[int] = None, max_bytes: Optional[int] = None,
+                       expires: float = 30.0, heartbeat: Optional[float] = None,
+                       threshold_messages: Optional[int] = None,
+                       threshold_bytes: Optional[int] = None) -> "MessagesContext":
+        """A continuous pull to iterate (``async for`` in aio) or call ``next()`` on.
+
+        Same pull settings as :meth:`consume`. ``next()`` raises ``NoHeartbeatError``
+        when heartbeats stop (the pull is re-issued and iteration may go on) and the
+        terminal errors of :meth:`consume`.
+        """
+        opts = consume_options(max_messages, max_bytes, expires, threshold_messages, threshold_bytes,
+                               heartbeat, None, ordered=self._ordered_flag())
+        ctx = MessagesContext(self, opts)
+        ctx._begin()
+        return ctx
+
+    def _ordered_flag(self) -> bool:
+        return False
+
+
+# ---------------------------------------------------------------------------------
+# continuous pulls
+
+
+class _Pulling:
+    """The machinery shared by ConsumeContext and MessagesContext (and ordered consumers)."""
+
+    _report_warnings = True
+
+    def __init__(self, owner: Any, opts: ConsumeOptions) -> None:
+        self._owner = owner
+        self._ordered = owner if owner._ordered_flag() else None
+        self._nc = owner._js._nc
+        self._opts = opts
+        self._st = PullState(opts)
+        self._q: Deque[Msg] = deque()
+        self._signal = prims.Signal()
+        self._seen = 0
+        self._sub: Any = None
+        self._subject = ""
+        self._inbox = ""
+        self._stopped = False
+        self._draining = False
+        self._finished = False
+        self._reconnected = False
+        self._need_reset = False
+        self._terminal: Optional[BaseException] = None
+        self._errors: List[BaseException] = []
+        self._hb = HeartbeatMonitor(opts.heartbeat, _monotonic())
+        self._listener: Optional[Callable[[], None]] = None
+
+    # -- setup -----------------------------------------------------------------------
+    def _begin(self) -> None:
+        listeners = getattr(self._nc, "_reconnect_listeners", None)
+        if listeners is not None:
+            self._listener = self._on_reconnect
+            listeners.append(self._listener)
+        self._start_sub()
+
+    def _start_sub(self) -> None:
+        """Subscribe a fresh inbox and send a full pull (start, and after an ordered reset)."""
+        target = self._owner._target()
+        self._subject = target._next_subject
+        sub = _reply_sub(self._nc, self._on_msg, self._signal)
+        self._sub = sub
+        self._inbox = sub.subject
+        self._st.clear_pending()
+        self._hb.reset(_monotonic(), self._seen)
+        self._pull()
+
+    def _on_reconnect(self) -> None:  # from the client's reconnect path: never blocks
+        self._reconnected = True
+        self._signal.set()
+
+    # -- reader side -----------------------------------------------------------------
+    def _on_msg(self, msg: Msg) -> None:
+        self._seen += 1
+        h = msg.headers
+        if h is not None and not msg.data and h.status == "100":
+            return
+        self._q.append(msg)
+        self._signal.set()
+
+    # -- plain state handling (no waiting) -------------------------------------------
+    def _pull(self) -> None:
+        if self._stopped or self._draining or self._finished:
+            return
+        st = self._st
+        r = st.next_pull()
+        if r is None:
+            return
+        batch, nbytes = r
+        if not self._nc._publish_nowait(self._subject, st.request(batch, nbytes), self._inbox):
+            # not connected: the reconnect re-pulls; let a later check try again meanwhile
+            st.pending_msgs -= batch
+            st.pending_bytes -= nbytes
+
+    def _process(self, msg: Msg) -> Optional[Msg]:
+        """Account for one entry of the deque; the message for the user, or None."""
+        h = msg.headers
+        if h is None or msg.data or h.status is None:
+            ordered = self._ordered
+            if ordered is not None:
+                ok = ordered._accept(msg)
+                if not ok:
+                    if ok is not None:  # a gap: recreate the consumer
+                        self._need_reset = True
+                    return None
+            st = self._st
+            st.pending_msgs -= 1
+            st.delivered += 1
+            if st.max_bytes:
+                st.pending_bytes -= msg_size(msg)
+                if st.pending_msgs < st.threshold_messages or st.pending_bytes < st.threshold_bytes:
+                    self._pull()
+            elif st.pending_msgs < st.threshold_messages:
+                self._pull()
+            return msg
+        self._on_status(h)
+        return None
+
+    def _on_status(self, h: Any) -> None:
+        kind = classify_status(h.status, h.description)
+        st = self._st
+        if kind == S_END or kind == S_PENDING:
+            n, b = parse_pending(h)
+            st.on_status_pending(n, b)
+            self._pull()
+            return
+        if kind == S_HEARTBEAT or kind == S_FLOW_CONTROL:
+            return
+        err = status_error(h.status, h.description)
+        if err is None:
+            return
+        if kind == S_TERMINAL:
+            if self._ordered is not None and isinstance(err, ConsumerDeletedError):
+                self._warn(err)
+                self._need_reset = True
+                return
+            self._terminal = err
+            return
+        if kind == S_RESET:
+            st.clear_pending()
+            self._warn(err)
+            self._pull()
+            return
+        if kind == S_WARN:
+            n, b = parse_pending(h)
+            if n or b:
+                st.on_status_pending(n, b)
+        self._warn(err)
+
+    def _warn(self, err: BaseException) -> None:
+        if self._report_warnings:
+            self._errors.append(err)
+
+    def _check(self, now: float) -> None:
+        """After a wake-up: reconnects, a closed connection, missed heartbeats."""
+        nc = self._nc
+        hb = self._hb
+        if self._reconnected:
+            self._reconnected = False
+            hb.resume(now)
+            hb.reset(now, self._seen)
+            if self._ordered is not None:
+                self._need_reset = True
+            else:
+                self._st.clear_pending()
+                self._pull()
+        if nc.is_closed:
+            if self._terminal is None:
+                self._terminal = ConnectionClosedError("connection closed")
+            return
+        if not nc.is_connected:
+            hb.pause()
+            return
+        if hb.paused:
+            hb.resume(now)
+        if hb.poll(now, self._seen):
+            err = NoHeartbeatError(f"no heartbeat from consumer {self._owner._target()._name!r} "
+                                   f"for {hb.window:g}s")
+            self._st.clear_pending()
+            if self._ordered is not None:
+                self._need_reset = True
+                self._warn(err)
+            else:
+                self._errors.append(err)
+                self._pull()
+
+    async def _idle(self, limit: Optional[float]) -> None:
+        """Wait for messages or events (at most ``limit`` seconds), then check timers."""
+        signal = self._signal
+        signal.clear()
+        if self._q or self._stopped or self._reconnected or self._need_reset:
+            return
+        now = _monotonic()
+        wait = self._hb.wait_time(now)
+        if wait is not None:
+            wait += 0.001
+        if limit is not None and (wait is None or limit < wait):
+            wait = limit
+        await signal.wait(wait)
+        self._check(_monotonic())
+
+    async def _reset(self) -> None:
+        """Ordered consumers: drop the current consumer and pull from a new one."""
+        self._need_reset = False
+        sub = self._sub
+        if sub is not None:
+            self._nc._unsubscribe_nowait(sub)
+        self._q.clear()
+        try:
+            await self._ordered._recreate(self._interruptible_sleep)
+        except Exception as exc:
+            if not self._stopped:
+                self._terminal = exc
+            return
+        if self._stopped or self._draining or self._finished:
+            return
+        self._start_sub()
+
+    async def _interruptible_sleep(self, seconds: float) -> bool:
+        """Backoff between reset attempts; False when stopped meanwhile."""
+        if self._stopped:
+            return False
+        self._signal.clear()
+        await self._signal.wait(seconds)
+        return not self._stopped
+
+    def _close_sub(self) -> None:
+        sub = self._sub
+        if sub is not None:
+            self._nc._unsubscribe_nowait(sub)
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self._close_sub()
+        self._q.clear()
+        listener = self._listener
+        if listener is not None:
+            try:
+                self._nc._reconnect_listeners.remove(listener)
+            except ValueError:
+                pass
+            self._listener = None
+        ordered = self._ordered
+        if ordered is not None:
+            ordered._ctx_done(self)
+
+    # -- common controls ---------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop at once: no more messages are handed out (not a coroutine)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._close_sub()
+        self._q.clear()
+        self._signal.set()
+
+    @property
+    def delivered(self) -> int:
+        """Messages handed to the user so far."""
+        return self._st.delivered
+
+
+class ConsumeContext(_Pulling):
+    """A running ``consume()``: ``stop()``, ``drain()``, ``closed()``."""
+
+    def __init__(self, owner: Any, opts: ConsumeOptions, cb: Callable[[Msg], Any],
+                 error_cb: Optional[Callable[..., Any]]) -> None:
+        if cb is None:
+            raise ValueError("consume() needs a callback")
+        super().__init__(owner, opts)
+        self._cb = cb
+        self._error_cb = error_cb
+        self._error_cb2 = error_cb is not None and _two_arg(error_cb)
+        self._task: Any = None
+
+    def _begin(self) -> None:
+        super()._begin()
+        self._task = prims.spawn(self._run, name="jetwire-consume")
+
+    def __repr__(self) -> str:
+        return f"<ConsumeContext consumer={self._owner._target()._name!r} delivered={self._st.delivered}>"
+
+    async def _report(self, err: BaseException) -> None:
+        cb = self._error_cb
+        if cb is None:
+            log.warning("jetwire: consume of %r: %s", self._owner._target()._name, err)
+            return
+        try:
+            if self._error_cb2:
+                await prims.call(cb, self, err)
+            else:
+                await prims.call(cb, err)
+        except Exception:
+            log.exception("jetwire: consume error callback failed")
+
+    async def _run(self) -> None:
+        q = self._q
+        st = self._st
+        cb = self._cb
+        process = self._process
+        try:
+            while True:
+                while q:
+                    if self._stopped:
+                        break
+                    msg = process(q.popleft())
+                    if msg is None:
+                        if self._errors or self._terminal is not None or self._need_reset:
+                            break
+                        continue
+                    try:
+                        r = cb(msg)
+                        if r is not None and _isawaitable(r):  # aio-only
+                            await r  # aio-only
+                    except Exception as exc:  # a failing callback must not stop consuming
+                        await self._report(exc)
+                    if st.stop_after and st.delivered >= st.stop_after:
+                        self.stop()
+                while self._errors:
+                    await self._report(self._errors.pop(0))
+                if self._stopped:
+                    return
+                if self._terminal is not None:
+                    err = self._terminal
+                    if not isinstance(err, ConnectionClosedError):
+                        await self._report(err)
+                    return
+                if self._need_reset and not self._draining:
+                    await self._reset()
+                    continue
+                if q:
+                    continue
+                if self._draining:
+                    return
+                await self._idle(None)
+        finally:
+            self._finish()
+
+    async def drain(self, timeout: Optional[float] = None) -> None:
+        """Stop pulling, hand out what is buffered, then close (waits for that)."""
+        if not self._stopped and not self._draining:
+            self._draining = True
+            self._close_sub()
+            self._signal.set()
+        await prims.join(self._task, timeout)
+
+    async def closed(self, timeout: Optional[float] = None) -> bool:
+        """Wait until consuming ended (stopped, drained, ``stop_after``, terminal error);
+        False if still running after ``timeout`` seconds."""
+        return await prims.join(self._task, timeout)
+
+    @property
+    def is_closed(self) -> bool:
+        return self._finished
+
+
+class MessagesContext(_Pulling):
+    """A running ``messages()``: ``next(timeout=None)``, iteration, ``stop()``, ``drain()``."""
+
+    _report_warnings = False
+
+    def __repr__(self) -> str:
+        return f"<MessagesContext consumer={self._owner._target()._name!r} delivered={self._st.delivered}>"
+
+    async def next(self, timeout: Optional[float] = None) -> Msg:
+        """The next message (waiting up to ``timeout`` seconds, None = forever).
+
+        Raises ``TimeoutError``, ``NoHeartbeatError`` (the pull was re-issued; calling
+        again goes on), terminal errors such as ``ConsumerDeletedError``, and
+        ``MsgIteratorClosedError`` once stopped or drained."""
+        q = self._q
+        deadline = None if timeout is None else _monotonic() + timeout
+        while True:
+            if self._stopped or self._finished:
+                self._finish()
+                raise MsgIteratorClosedError("messages() context is closed")
+            while q:
+                msg = self._process(q.popleft())
+                if msg is not None:
+                    return msg
+                if self._errors or self._terminal is not None or self._need_reset:
+                    break
+            if self._terminal is not None:
+                err = self._terminal
+                self._finish()
+                raise err
+            if self._errors:
+                err = self._errors.pop(0)
+                raise err
+            if self._need_reset and not self._draining:
+                await self._reset()
+                continue
+            if q:
+                continue
+            if self._draining:
+                self._finish()
+                raise MsgIteratorClosedError("messages() context is drained")
+            remaining = None
+            if deadline is not None:
+                remaining = deadline - _monotonic()
+                if remaining <= 0:
+                    raise TimeoutError("no message within the timeout")
+            await self._idle(remaining)
+
+    def __aiter__(self) -> "MessagesContext":
+        return self
+
+    async def __anext__(self) -> Msg:
+        try:
+            return await self.next()
+        except MsgIteratorClosedError:
+            raise StopAsyncIteration from None
+
+    def stop(self) -> None:
+        """Stop at once; buffered messages are dropped (not a coroutine)."""
+        super().stop()
+        self._finish()
+
+    async def drain(self) -> None:
+        """Stop pulling; ``next()`` still returns what is buffered, then the context closes."""
+        if not self._stopped and not self._draining:
+            self._draining = True
+            self._close_sub()
+            self._signal.set()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._finished
+
+
+_parse_fields = _impl.parse_metadata_fields

@@ -1,0 +1,250 @@
+"""Ordered consumers (ADR-17), pull based (asyncio source; ``jetwire/_sync/ordered.py`` is
+generated from it).
+
+An :class:`OrderedConsumer` reads a stream in order without gaps or duplicates through a
+series of ephemeral pull consumers (ack none, max_deliver 1, memory storage, one
+replica). It hands out only the message whose consumer sequence follows the last one
+delivered; on a gap, missed heartbeats, deletion of the consumer (409) or a reconnect it
+drops the consumer and creates a new one starting at the last delivered stream sequence
++ 1. It reuses the pull machinery of :mod:`.consumer` (one implementation): this file
+only adds the sequence check and the recreation.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+from .._nuid import NUID
+from ..errors import JetStreamError, OrderedConsumerResetError, TimeoutError
+from ..jetstream._json import format_time
+from ..jetstream.models import ConsumerInfo, DeliverPolicy, ReplayPolicy
+from ..jetstream.pull import OrderedCursor, ordered_config
+from ..msg import Msg
+from . import _prims as prims
+from .consumer import Consumer, MessageBatch, _parse_fields
+
+_RESET_DELAY = 0.25
+_RESET_DELAY_MAX = 2.0
+_DELETE_TIMEOUT = 2.0
+
+_nuid = NUID()
+
+
+class OrderedConsumer(Consumer):
+    """In-order, gap-free reading of a stream (``js.ordered_consumer(stream, ...)``).
+
+    Same methods as :class:`Consumer` (``fetch``, ``fetch_bytes``, ``fetch_no_wait``,
+    ``next``, ``consume``, ``messages``, ``info``, ``cached_info``); only one fetch,
+    consume or messages may run at a time. ``max_reset_attempts`` (None = unlimited)
+    bounds the attempts to recreate the consumer in a row, after which
+    ``OrderedConsumerResetError`` is raised (or reported to ``error_cb``).
+    """
+
+    def __init__(self, js: Any, stream: str, filter_subjects: Union[str, Sequence[str], None] = None,
+                 deliver_policy: Any = DeliverPolicy.ALL, opt_start_seq: Optional[int] = None,
+                 opt_start_time: Optional[datetime] = None, replay_policy: Any = ReplayPolicy.INSTANT,
+                 inactive_threshold: Optional[float] = 300.0, headers_only: bool = False,
+                 max_reset_attempts: Optional[int] = None, metadata: Optional[Dict[str, str]] = None) -> None:
+        self._js = js
+        self._nc = js._nc
+        self._stream = stream
+        self._cursor = OrderedCursor()
+        self._prefix = _nuid.next()
+        if isinstance(filter_subjects, str):
+            filter_subjects = [filter_subjects]
+        self._filters: List[str] = list(filter_subjects or [])
+        self._deliver_policy = deliver_policy
+        self._opt_start_seq = opt_start_seq
+        self._opt_start_time = format_time(opt_start_time) if isinstance(opt_start_time, datetime) else opt_start_time
+        self._replay_policy = replay_policy
+        self._inactive_threshold = inactive_threshold
+        self._headers_only = headers_only
+        self._metadata = metadata
+        self._max_resets = max_reset_attempts if max_reset_attempts and max_reset_attempts > 0 else None
+        self._current: Optional[Consumer] = None
+        self._name = ""
+        self._info: Any = None
+        self._next_subject = ""
+        self._active: Any = None  # the running consume()/messages() context
+        self._batch: Optional[MessageBatch] = None  # the last fetch
+        self._need_reset = False
+
+    def __repr__(self) -> str:
+        return f"<OrderedConsumer stream={self._stream!r} name={self._name!r}>"
+
+    async def _start(self) -> "OrderedConsumer":
+        """Create the first consumer (checks the stream exists)."""
+        await self._create()
+        return self
+
+    def _ordered_flag(self) -> bool:
+        return True
+
+    def _target(self) -> Consumer:
+        assert self._current is not None
+        return self._current
+
+    @property
+    def stream_seq(self) -> int:
+        """Stream sequence of the last message handed out (0 before any)."""
+        return self._cursor.stream_seq
+
+    # -- consumer lifecycle ----------------------------------------------------------
+    async def _create(self) -> None:
+        serial = self._cursor.new_consumer()
+        name = f"{self._prefix}_{serial}"
+        cfg = ordered_config(name, self._cursor, self._filters, self._deliver_policy, self._opt_start_seq,
+                             self._opt_start_time, self._replay_policy, self._inactive_threshold,
+                             self._headers_only, metadata=self._metadata)
+        resp = await self._js._api(f"CONSUMER.CREATE.{self._stream}.{name}",
+                                   {"stream_name": self._stream, "config": cfg, "action": "create"})
+        resp.pop("type", None)
+        info = ConsumerInfo.from_json(resp)
+        cons = Consumer(self._js, self._stream, info)
+        self._current = cons
+        self._name = cons._name
+        self._info = info
+        self._next_subject = cons._next_subject
+        self._need_reset = False
+
+    async def _delete_current(self) -> None:
+        cur = self._current
+        if cur is None:
+            return
+        try:
+            await self._js._api(f"CONSUMER.DELETE.{self._stream}.{cur._name}",
+                                timeout=min(self._js._timeout, _DELETE_TIMEOUT))
+        except Exception:
+            pass  # best effort: it is ephemeral and goes away when inactive
+
+    async def _recreate(self, sleep: Optional[Callable[[float], Any]] = None) -> None:
+        """Delete the current consumer (best effort) and create the next one, retrying with
+        backoff; ``OrderedConsumerResetError`` after ``max_reset_attempts`` failures."""
+        await self._delete_current()
+        attempts = 0
+        delay = _RESET_DELAY
+        while True:
+            try:
+                await self._create()
+                return
+            except Exception as exc:
+                attempts += 1
+                if self._max_resets is not None and attempts >= self._max_resets:
+                    raise OrderedConsumerResetError(
+                        f"could not recreate the ordered consumer after {attempts} attempts: {exc}") from exc
+            if sleep is None:
+                await prims.sleep(delay)
+            elif not await sleep(delay):
+                raise OrderedConsumerResetError("ordered consumer stopped while resetting")
+            delay = min(delay * 2, _RESET_DELAY_MAX)
+
+    def _accept(self, msg: Msg) -> Optional[bool]:
+        """True: next in order (the cursor moves). False: a gap. None: from an older consumer."""
+        f = _parse_fields(msg.reply)
+        if f[3] != self._name:
+            return None
+        cur = self._cursor
+        cseq = f[6]
+        if cseq != cur.consumer_seq + 1:
+            return False
+        cur.stream_seq = f[5]
+        cur.consumer_seq = cseq
+        return True
+
+    def _fetch_accept(self, msg: Msg) -> bool:
+        ok = self._accept(msg)
+        if not ok:
+            self._need_reset = True
+            return False
+        return True
+
+    def _ctx_done(self, ctx: Any) -> None:
+        if self._active is ctx:
+            self._active = None
+            self._need_reset = True  # a later use starts from a fresh consumer
+
+    def _check_idle(self) -> None:
+        if self._active is not None and not self._active._finished:
+            raise JetStreamError("ordered consumer is already consuming: stop it first")
+
+    # -- one-off pulls ---------------------------------------------------------------
+    async def _before_fetch(self) -> None:
+        self._check_idle()
+        b = self._batch
+        if b is not None:
+            if not b._done:
+                b._stop()
+                self._need_reset = True
+            elif b.error is not None:
+                self._need_reset = True
+            self._batch = None
+        if self._current is None or self._need_reset:
+            await self._recreate()
+
+    async def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
+                     no_wait: bool, accept: Optional[Callable[[Msg], bool]]) -> MessageBatch:
+        await self._before_fetch()
+        mb = await Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
+                                   self._fetch_accept)
+        self._batch = mb
+        return mb
+
+    async def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None) -> Msg:
+        """The next message in order; ``TimeoutError`` when none arrives within ``timeout``.
+        A gap or a lost consumer is repaired (recreated) within the same ``timeout``."""
+        deadline = prims.monotonic() + timeout
+        last: Optional[BaseException] = None
+        while True:
+            remaining = deadline - prims.monotonic()
+            if remaining <= 0:
+                if last is not None:
+                    raise last
+                raise TimeoutError(f"no message from ordered consumer within {timeout}s")
+            hb = heartbeat if heartbeat is not None and remaining >= 2 * heartbeat else None
+            mb = await self._fetch(1, 0, remaining, hb, False, None)
+            async for msg in mb:
+                return msg
+            if mb.error is not None:
+                last = mb.error
+            elif not self._need_reset:
+                raise TimeoutError(f"no message from ordered consumer within {timeout}s")
+
+    # -- continuous pulls ------------------------------------------------------------
+    async def consume(self, cb: Callable[[Msg], Any], **kwargs: Any) -> Any:
+        """Like :meth:`Consumer.consume`; consumer deletion and missed heartbeats are reported
+        to ``error_cb`` and repaired by recreating the consumer."""
+        await self._before_continuous()
+        ctx = await Consumer.consume(self, cb, **kwargs)
+        self._active = ctx
+        return ctx
+
+    async def messages(self, **kwargs: Any) -> Any:
+        """Like :meth:`Consumer.messages`; gaps, deletion and missed heartbeats are repaired
+        quietly by recreating the consumer."""
+        await self._before_continuous()
+        ctx = await Consumer.messages(self, **kwargs)
+        self._active = ctx
+        return ctx
+
+    async def _before_continuous(self) -> None:
+        self._check_idle()
+        b = self._batch
+        if b is not None:
+            if not b._done:
+                b._stop()
+                self._need_reset = True
+            self._batch = None
+        if self._current is None or self._need_reset:
+            await self._recreate()
+
+    async def info(self) -> ConsumerInfo:
+        """Info of the current underlying consumer."""
+        info = await self._target().info()
+        self._info = info
+        return info
+
+    def cached_info(self) -> ConsumerInfo:
+        return self._info
+
+
+__all__ = ["OrderedConsumer"]

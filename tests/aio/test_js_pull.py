@@ -1,0 +1,462 @@
+"""Pull consumers against a real nats-server: fetch, fetch_bytes, fetch_no_wait, next,
+consume, messages, heartbeats and reconnects (asyncio source; the blocking twin is
+generated)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import jetwire.aio as jetwire
+from jetwire.aio import _prims as prims
+from jetwire.jetstream.pull import msg_size
+from jetwire.testing import NatsServer
+
+_n = [0]
+
+
+def uniq(prefix: str = "PULL") -> str:
+    _n[0] += 1
+    return f"{prefix}{time.time_ns() % 10**12}_{_n[0]}"
+
+
+class Errors:
+    def __init__(self) -> None:
+        self.errors: list = []
+        self.signal = prims.Signal()
+
+    def __call__(self, err) -> None:
+        self.errors.append(err)
+        self.signal.set()
+
+    async def wait_for(self, cls, timeout: float = 10.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            self.signal.clear()
+            for e in self.errors:
+                if isinstance(e, cls):
+                    return e
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {cls.__name__} among {self.errors!r}"
+            await self.signal.wait(left)
+
+
+class Counter:
+    """Callback collecting messages; wakes the test at ``n`` of them."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.msgs: list = []
+        self.done = prims.Signal()
+
+    def __call__(self, msg) -> None:
+        self.msgs.append(msg)
+        if len(self.msgs) >= self.n:
+            self.done.set()
+
+    async def wait(self, timeout: float = 10.0) -> list:
+        assert await self.done.wait(timeout), f"got {len(self.msgs)} of {self.n}"
+        return self.msgs
+
+
+async def fill(js, subject: str, n: int, data: bytes = b"x") -> None:
+    for i in range(n):
+        await js.publish_async(subject, data or str(i).encode())
+    await js.publish_async_complete(timeout=30)
+
+
+async def publish_when_back(js, subject: str, n: int, timeout: float = 20.0) -> None:
+    """Publish ``n`` messages one by one, retrying while the server comes back."""
+    deadline = time.monotonic() + timeout
+    for i in range(n):
+        while True:
+            try:
+                await js.publish(subject, b"%d" % i, timeout=1)
+                break
+            except jetwire.NatsError:
+                assert time.monotonic() < deadline, "JetStream did not come back"
+                await js._nc.flush(5)
+
+
+async def make(nc, n: int = 0, storage: str = "memory", **consumer):
+    js = nc.jetstream()
+    name = uniq()
+    await js.create_stream(name=name, subjects=[f"{name}.>"], storage=storage)
+    if n:
+        await fill(js, f"{name}.a", n)
+    consumer.setdefault("durable_name", "c")
+    c = await js.create_consumer(name, **consumer)
+    return js, name, c
+
+
+async def collect(batch) -> list:
+    return [m async for m in batch]
+
+
+async def test_fetch_batches_in_order(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 10, ack_policy="none")
+    try:
+        assert c.name == "c"
+        assert c.cached_info().stream_name == stream
+        first = await collect(await c.fetch(4, max_wait=2))
+        assert [m.metadata.sequence.stream for m in first] == [1, 2, 3, 4]
+        batch = await c.fetch(10, max_wait=0.5)
+        start = time.monotonic()
+        rest = await collect(batch)
+        waited = time.monotonic() - start
+        assert [m.metadata.sequence.stream for m in rest] == list(range(5, 11))
+        assert batch.error is None
+        assert 0.3 <= waited < 2.0  # ended by the server at max_wait, with what arrived
+        assert all(m.subject == f"{stream}.a" for m in first + rest)
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_fetch_no_wait_on_empty_stream_is_prompt(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 0, ack_policy="none")
+    try:
+        start = time.monotonic()
+        batch = await c.fetch_no_wait(10)
+        msgs = await collect(batch)
+        assert msgs == [] and batch.error is None
+        assert time.monotonic() - start < 0.5
+        await fill(js, f"{stream}.a", 3)
+        batch = await c.fetch_no_wait(10)
+        assert len(await collect(batch)) == 3 and batch.error is None
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_fetch_on_empty_stream_waits_max_wait(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 0, ack_policy="none")
+    try:
+        start = time.monotonic()
+        batch = await c.fetch(5, max_wait=0.4)
+        assert await collect(batch) == []
+        assert batch.error is None
+        assert 0.3 <= time.monotonic() - start < 1.6
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_fetch_with_heartbeat_on_empty_stream(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 0, ack_policy="none")
+    try:
+        batch = await c.fetch(5, max_wait=1.2, heartbeat=0.5)
+        assert await collect(batch) == []
+        assert batch.error is None  # heartbeats arrived: no NoHeartbeatError
+        with pytest.raises(ValueError):
+            await c.fetch(5, max_wait=1, heartbeat=0.6)
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_fetch_bytes_cut_off(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 0, ack_policy="none")
+    try:
+        await fill(js, f"{stream}.a", 10, b"z" * 100)
+        batch = await c.fetch_bytes(400, max_wait=1)
+        msgs = await collect(batch)
+        assert 1 <= len(msgs) < 10
+        assert sum(msg_size(m) for m in msgs) <= 400
+        assert batch.error is None
+        # smaller than one message: nothing, quietly (409 Message Size Exceeds MaxBytes)
+        tiny = await c.fetch_bytes(10, max_wait=1)
+        assert await collect(tiny) == [] and tiny.error is None
+        rest = await collect(await c.fetch(20, max_wait=0.5))
+        assert len(msgs) + len(rest) == 10
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_next_and_timeout(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 2, ack_policy="none")
+    try:
+        m1 = await c.next(timeout=2)
+        m2 = await c.next(timeout=2)
+        assert (m1.metadata.sequence.stream, m2.metadata.sequence.stream) == (1, 2)
+        start = time.monotonic()
+        with pytest.raises(jetwire.TimeoutError):
+            await c.next(timeout=0.3)
+        assert time.monotonic() - start < 1.5
+        with pytest.raises(TimeoutError):  # the builtin too
+            await c.next(timeout=0.2)
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_no_responders_ends_fetch_with_error(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 1, ack_policy="none")
+    try:
+        bogus = nc.jetstream(api_prefix="$NOBODY.API")
+        c2 = type(c)(bogus, stream, c.cached_info())
+        batch = await c2.fetch(1, max_wait=1)
+        assert await collect(batch) == []
+        assert isinstance(batch.error, jetwire.NoRespondersError)
+        # the api prefix is respected: the real prefix still works
+        c3 = type(c)(nc.jetstream(api_prefix="$JS.API"), stream, c.cached_info())
+        assert len(await collect(await c3.fetch(1, max_wait=1))) == 1
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_consume_10k_exactly_once_with_many_refills(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 10_000, ack_policy="none")
+    try:
+        got = Counter(10_000)
+        cc = await c.consume(got, max_messages=100)
+        msgs = await got.wait(30)
+        cc.stop()
+        assert await cc.closed(5)
+        seqs = [m.metadata.sequence.stream for m in msgs]
+        assert seqs == list(range(1, 10_001))
+        assert cc.delivered == 10_000
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_consume_by_bytes_and_explicit_acks(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 0)
+    try:
+        await fill(js, f"{stream}.a", 300, b"y" * 200)
+        seen: list = []
+        done = prims.Signal()
+
+        async def cb(msg):
+            seen.append(msg.metadata.sequence.stream)
+            await msg.ack()
+            if len(seen) == 300:
+                done.set()
+
+        cc = await c.consume(cb, max_bytes=4096, expires=2)
+        assert await done.wait(20), len(seen)
+        cc.stop()
+        assert sorted(seen) == list(range(1, 301)) and len(set(seen)) == 300
+        await nc.flush()
+        info = await c.info()
+        assert info.num_ack_pending == 0 and info.num_pending == 0
+        with pytest.raises(ValueError):
+            await c.consume(cb, max_messages=10, max_bytes=100)
+        with pytest.raises(ValueError):
+            await c.consume(cb, expires=0.5)
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_consume_stop_means_no_more_callbacks(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 500, ack_policy="none")
+    try:
+        calls: list = []
+        holder: list = []
+        ready = prims.Signal()
+
+        async def cb(msg):
+            assert await ready.wait(5)  # the blocking flavour may call before consume() returns
+            calls.append(msg)
+            if len(calls) == 50:
+                holder[0].stop()
+
+        cc = await c.consume(cb, max_messages=100)
+        holder.append(cc)
+        ready.set()
+        assert await cc.closed(10)
+        assert len(calls) == 50
+        await fill(js, f"{stream}.a", 10)
+        await nc.flush()
+        assert len(calls) == 50
+        cc.stop()  # idempotent
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_consume_stop_after(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 100, ack_policy="none")
+    try:
+        calls: list = []
+        cc = await c.consume(calls.append, max_messages=10, stop_after=25)
+        assert await cc.closed(10)
+        assert [m.metadata.sequence.stream for m in calls] == list(range(1, 26))
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_consume_drain_delivers_buffered(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 200, ack_policy="none")
+    try:
+        gate = prims.Signal()
+        started = prims.Signal()
+        calls: list = []
+
+        async def cb(msg):
+            calls.append(msg)
+            started.set()
+            assert await gate.wait(10)
+
+        cc = await c.consume(cb, max_messages=200)
+        assert await started.wait(10)
+        await nc.flush()  # the first pull's messages are in by now
+        buffered = len(cc._q)
+        drain = prims.spawn(cc.drain, 10)
+        gate.set()
+        assert await prims.join(drain, 10)
+        assert await cc.closed(1)
+        assert len(calls) == buffered + 1
+        seqs = [m.metadata.sequence.stream for m in calls]
+        assert seqs == list(range(1, len(calls) + 1))
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_consume_error_cb_gets_consumer_deleted(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 0, ack_policy="none")
+    try:
+        errors = Errors()
+        cc = await c.consume(lambda m: None, error_cb=errors, expires=2)
+        await nc.flush()
+        await js.delete_consumer(stream, c.name)
+        err = await errors.wait_for(jetwire.ConsumerDeletedError)
+        assert isinstance(err, jetwire.JetStreamError)
+        assert await cc.closed(5)
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_consume_callback_failure_is_reported_and_consuming_goes_on(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 20, ack_policy="none")
+    try:
+        errors = Errors()
+        got = Counter(20)
+
+        def cb(msg):
+            got(msg)
+            if msg.metadata.sequence.stream == 3:
+                raise RuntimeError("boom")
+
+        cc = await c.consume(cb, error_cb=errors)
+        await got.wait()
+        assert isinstance(await errors.wait_for(RuntimeError), RuntimeError)
+        cc.stop()
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_messages_iteration_stop_and_timeout(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 250, ack_policy="none")
+    try:
+        ctx = await c.messages(max_messages=50)
+        seqs = []
+        async for msg in ctx:
+            seqs.append(msg.metadata.sequence.stream)
+            if len(seqs) == 250:
+                break
+        assert seqs == list(range(1, 251))
+        with pytest.raises(jetwire.TimeoutError):
+            await ctx.next(timeout=0.2)
+        await fill(js, f"{stream}.a", 1)
+        assert (await ctx.next(timeout=5)).metadata.sequence.stream == 251
+        ctx.stop()
+        with pytest.raises(jetwire.SubscriptionClosedError):
+            await ctx.next(timeout=1)
+        assert [m async for m in ctx] == []
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_messages_drain_returns_buffered_then_ends(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 40, ack_policy="none")
+    try:
+        ctx = await c.messages(max_messages=100)
+        first = await ctx.next(timeout=5)
+        await nc.flush()
+        await ctx.drain()
+        rest = [m async for m in ctx]
+        seqs = [first.metadata.sequence.stream] + [m.metadata.sequence.stream for m in rest]
+        assert seqs == list(range(1, len(seqs) + 1))
+        assert len(seqs) == 40
+        with pytest.raises(jetwire.SubscriptionClosedError):
+            await ctx.next()
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_heartbeat_loss_is_reported_and_consuming_recovers(fresh_nats_server: NatsServer):
+    nc = await jetwire.connect(fresh_nats_server.url)
+    js, stream, c = await make(nc, 0, ack_policy="none")
+    try:
+        errors = Errors()
+        got = Counter(5)
+        cc = await c.consume(got, expires=2, heartbeat=0.5, error_cb=errors)
+        await nc.flush()
+        fresh_nats_server.freeze()
+        try:
+            err = await errors.wait_for(jetwire.NoHeartbeatError, timeout=10)
+            assert isinstance(err, jetwire.JetStreamError)
+        finally:
+            fresh_nats_server.thaw()
+        await fill(js, f"{stream}.a", 5)
+        msgs = await got.wait(15)
+        assert sorted(m.metadata.sequence.stream for m in msgs) == [1, 2, 3, 4, 5]
+        cc.stop()
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_consume_survives_server_restart(fresh_nats_server: NatsServer):
+    nc = await jetwire.connect(fresh_nats_server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+    js, stream, c = await make(nc, 10, storage="file")
+    try:
+        seen: list = []
+        signals = {10: prims.Signal(), 20: prims.Signal()}
+
+        async def cb(msg):
+            seen.append(msg.metadata.sequence.stream)
+            await msg.ack_sync()
+            sig = signals.get(len(set(seen)))
+            if sig is not None:
+                sig.set()
+
+        cc = await c.consume(cb, max_messages=5, expires=2)
+        assert await signals[10].wait(10)
+        fresh_nats_server.restart()
+        await publish_when_back(js, f"{stream}.a", 10)
+        assert await signals[20].wait(20), seen
+        assert sorted(set(seen)) == list(range(1, 21))
+        cc.stop()
+    finally:
+        try:
+            await js.delete_stream(stream)
+        finally:
+            await nc.close()
