@@ -27,6 +27,7 @@ cdef extern from "Python.h":
 cdef extern from *:
     """
     #include <string.h>
+    #include "structmember.h"
 
     /* Index of the first CRLF in p[0:n] (the '\\r'), or -1. */
     static inline Py_ssize_t jw_find_crlf(const unsigned char* p, Py_ssize_t n) {
@@ -145,13 +146,44 @@ cdef extern from *:
         return empty_token ? 2 : 0;
     }
 
-    /* Re-track a message for the cycle collector once it holds a non-atomic value. */
+    /* The shared Headers class; set once at import. */
+    static PyTypeObject* jw_headers_type = NULL;
+    /* Byte offsets of Headers' __slots__ (_d, status, description), or -1 to use setattr. */
+    static Py_ssize_t jw_off_d = -1, jw_off_status = -1, jw_off_desc = -1;
+
+    static Py_ssize_t jw_slot_offset(PyObject* descr) {
+        if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
+        if (((PyMemberDescrObject*)descr)->d_member->type != T_OBJECT_EX) return -1;
+        return ((PyMemberDescrObject*)descr)->d_member->offset;
+    }
+
+    static void jw_set_headers_type(PyObject* t, PyObject* d, PyObject* status, PyObject* desc) {
+        jw_headers_type = (PyTypeObject*)t;
+        jw_off_d = jw_slot_offset(d);
+        jw_off_status = jw_slot_offset(status);
+        jw_off_desc = jw_slot_offset(desc);
+    }
+
+    static inline int jw_fast_headers(void) {
+        return jw_off_d > 0 && jw_off_status > 0 && jw_off_desc > 0;
+    }
+
+    /* Fill a fresh Headers instance's empty slots (steals nothing; increfs the values). */
+    static inline void jw_fill_headers(PyObject* h, PyObject* d, PyObject* status, PyObject* desc) {
+        PyObject** p;
+        p = (PyObject**)((char*)h + jw_off_d); Py_INCREF(d); Py_XSETREF(*p, d);
+        p = (PyObject**)((char*)h + jw_off_status); Py_INCREF(status); Py_XSETREF(*p, status);
+        p = (PyObject**)((char*)h + jw_off_desc); Py_INCREF(desc); Py_XSETREF(*p, desc);
+    }
+
+    /* Re-track a message for the cycle collector once it holds a value that could lead
+       back to it. Atomic values and Headers (which only hold str) cannot. */
     static inline void jw_track_if(PyObject* self, PyObject* v) {
         PyTypeObject* t;
         if (v == Py_None) return;
         t = Py_TYPE(v);
         if (t == &PyUnicode_Type || t == &PyBytes_Type || t == &PyLong_Type || t == &PyBool_Type
-                || t == &PyFloat_Type)
+                || t == &PyFloat_Type || t == jw_headers_type)
             return;
         if (!PyObject_GC_IsTracked(self)) PyObject_GC_Track(self);
     }
@@ -181,6 +213,9 @@ cdef extern from *:
     char* jw_write_uint(char* p, unsigned long long v, int nd) nogil
     int jw_check_subject(const unsigned char* p, Py_ssize_t n, int tokens) nogil
     object jw_generic_new(object t)
+    void jw_set_headers_type(object t, object d, object status, object desc)
+    bint jw_fast_headers()
+    void jw_fill_headers(object h, object d, object status, object desc)
     void jw_track_if(object self, object v)
     object jw_tp_new(object cls, object empty)
     bint jw_plain_layout(object cls, Py_ssize_t basesize)
@@ -212,6 +247,14 @@ cdef object _loads = orjson.loads
 cdef object _dumps = orjson.dumps
 cdef object _JSONDecodeError = orjson.JSONDecodeError
 cdef object _Headers = Headers
+if type(Headers) is not type or Headers.__base__ is not object:
+    raise ImportError("jetwire.protocol.headers.Headers must be a plain class")
+jw_set_headers_type(
+    Headers,
+    Headers.__dict__.get("_d"),
+    Headers.__dict__.get("status"),
+    Headers.__dict__.get("description"),
+)
 cdef tuple _EMPTY = ()
 
 
@@ -232,9 +275,10 @@ cdef class MsgBase:
     users building a message by hand.
 
     Garbage collection: a message whose fields are all atomic (None, str, bytes, int)
-    cannot be part of a reference cycle, so the parser untracks plain MSG messages
-    from the cycle collector (as CPython does for tuples and dicts of atomic values).
-    Every setter re-tracks the message as soon as a non-atomic value is stored.
+    or a ``Headers`` (which only holds str) cannot be part of a reference cycle, so the
+    parser untracks the messages it builds from the cycle collector (as CPython does
+    for tuples and dicts of atomic values). Every setter re-tracks the message as soon
+    as any other value is stored (``_client``, ``_meta``, ...).
     """
 
     cdef object c_subject
@@ -593,8 +637,8 @@ cdef class Parser:
                 m.c_data = PyBytes_FromStringAndSize(<const char*>p + start + hlen, <Py_ssize_t>(size - hlen))
             else:
                 m.c_data = PyBytes_FromStringAndSize(<const char*>p + start, <Py_ssize_t>size)
-                if untrack:
-                    PyObject_GC_UnTrack(<void*>m)
+            if untrack:
+                PyObject_GC_UnTrack(<void*>m)
             PyList_Append(events, m)
             pos = stop + 2
         consumed[0] = pos
@@ -622,10 +666,22 @@ cdef class Parser:
 
 # ------------------------------------------------------------------------------- headers
 cdef object _make_headers(dict d, object status, object description):
+    """A Headers instance without __init__ (the decoder has validated everything).
+
+    The value lists hold only str and are reachable only through the instance, and the
+    dict re-tracks itself when a container is inserted, so both are untracked from the
+    cycle collector (like CPython untracks tuples and dicts of atomic values).
+    """
+    for values in d.values():
+        PyObject_GC_UnTrack(<void*>values)
+    PyObject_GC_UnTrack(<void*>d)
     h = jw_generic_new(_Headers)
-    h._d = d
-    h.status = status
-    h.description = description
+    if jw_fast_headers():
+        jw_fill_headers(h, d, status, description)
+    else:
+        h._d = d
+        h.status = status
+        h.description = description
     return h
 
 

@@ -170,10 +170,30 @@ def test_hmsg_zero_header_len_is_error(impl, msg_cls):
         parse_all(impl, msg_cls, b"HMSG a 1 0 2\r\nhi\r\n")
 
 
-def test_hmsg_messages_stay_collectable(impl, msg_cls):
+def test_hmsg_headers_stay_usable_and_collectable(impl, msg_cls):
+    import weakref
+
     frame = b"HMSG foo 4 %d %d\r\n%s\r\n" % (len(HDR), len(HDR), HDR)
-    m = one(impl, msg_cls, frame)
-    assert gc.is_tracked(m)
+    msgs = parse_all(impl, msg_cls, frame * 50)
+    gc.collect()
+    m = msgs[0]
+    m.headers.add("A", "4")
+    m.headers.add("New", "x")
+    m.headers["B"] = ["p", "q"]
+    gc.collect()
+    assert m.headers.to_dict() == {"A": ["1", "3", "4"], "B": ["p", "q"], "New": ["x"]}
+    assert msgs[1].headers.get_all("A") == ["1", "3"]
+
+    class Client:
+        pass
+
+    c = Client()
+    m._client = c
+    c.pending = msgs
+    ref = weakref.ref(c)
+    del c, m, msgs
+    gc.collect()
+    assert ref() is None
 
 
 def test_plain_msg_becomes_tracked_when_holding_containers(impl, msg_cls):
@@ -184,8 +204,12 @@ def test_plain_msg_becomes_tracked_when_holding_containers(impl, msg_cls):
     m2._meta = {"x": 1}
     assert gc.is_tracked(m2)
     m3 = one(impl, msg_cls, b"MSG a 1 0\r\n\r\n")
-    m3.headers = Headers({"a": "b"})
+    m3.data = bytearray(b"x")
     assert gc.is_tracked(m3)
+    m4 = one(impl, msg_cls, b"MSG a 1 0\r\n\r\n")
+    m4.headers = Headers({"a": "b"})  # Headers hold only str: no cycle can pass through them
+    m4.reply = "r"
+    assert m4.headers["a"] == "b" and m4.reply == "r"
 
 
 def test_cycle_through_client_is_collected(impl, msg_cls):
