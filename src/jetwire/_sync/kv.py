@@ -73,6 +73,7 @@ _PURGE_HDRS = {KV_OPERATION_HDR: "PURGE", ROLLUP_HDR: "sub"}
 _DEFAULT_API_PREFIX = "$JS.API"
 _WRONG_LAST_SEQ = (10071, 10164)  # 10164: the same on replicated streams
 _HB_MISSED_FACTOR = 3.0  # ADR-15: a push consumer is stalled after 3 missed heartbeats
+_PUSH_HEARTBEAT = 5.0
 _RESET_WAIT = 0.25
 _RESET_WAIT_MAX = 2.0
 
@@ -106,7 +107,7 @@ class _OrderedPush:
 
     def __init__(self, js: Any, stream: str, filters: Sequence[str], deliver_policy: str = "all",
                  opt_start_seq: Optional[int] = None, headers_only: bool = False, initial: bool = True,
-                 heartbeat: float = 5.0) -> None:
+                 heartbeat: float = _PUSH_HEARTBEAT) -> None:
         self._js = js
         self._nc = js._nc
         self._stream = stream
@@ -347,7 +348,7 @@ class KeyWatcher(_OrderedPush):
         else:
             policy, start = "last_per_subject", None
         super().__init__(kv._js, kv._stream_name, filters, policy, start, meta_only,
-                         initial=not (updates_only and not resume_from_revision))
+                         initial=not (updates_only and not resume_from_revision), heartbeat=kv._push_heartbeat)
         self._bucket = kv._name
         self._prefix_len = len(kv._pre)
         self._ignore_deletes = ignore_deletes
@@ -388,6 +389,9 @@ class KeyWatcher(_OrderedPush):
 
 class KeyValue:
     """A key-value bucket: ``js.key_value(bucket)`` or ``js.create_key_value(...)``."""
+
+    # idle heartbeat of the watchers' consumers (seconds); 3 missed ones recreate it
+    _push_heartbeat = _PUSH_HEARTBEAT
 
     def __init__(self, js: Any, stream: Any) -> None:
         info = stream.cached_info()
