@@ -1,0 +1,263 @@
+"""Ordered consumers (ADR-17) against a real nats-server: in-order delivery, recovery
+from consumer deletion and server restarts with no gaps or duplicates (asyncio source;
+the blocking twin is generated)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import jetwire.aio as jetwire
+from jetwire.aio import _prims as prims
+from jetwire.testing import NatsServer
+
+_n = [0]
+
+
+def uniq(prefix: str = "ORD") -> str:
+    _n[0] += 1
+    return f"{prefix}{time.time_ns() % 10**12}_{_n[0]}"
+
+
+class Seqs:
+    """Callback recording stream sequences; wakes the test at given counts."""
+
+    def __init__(self) -> None:
+        self.seqs: list = []
+        self.waits: dict = {}
+
+    def at(self, n: int):
+        sig = prims.Signal()
+        self.waits[n] = sig
+        if len(self.seqs) >= n:
+            sig.set()
+        return sig
+
+    def __call__(self, msg) -> None:
+        self.seqs.append(msg.metadata.sequence.stream)
+        sig = self.waits.get(len(self.seqs))
+        if sig is not None:
+            sig.set()
+
+
+class Errors:
+    def __init__(self) -> None:
+        self.errors: list = []
+        self.signal = prims.Signal()
+
+    def __call__(self, err) -> None:
+        self.errors.append(err)
+        self.signal.set()
+
+    async def wait_for(self, cls, timeout: float = 10.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            self.signal.clear()
+            for e in self.errors:
+                if isinstance(e, cls):
+                    return e
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {cls.__name__} among {self.errors!r}"
+            await self.signal.wait(left)
+
+
+async def fill(js, subject: str, n: int, start: int = 0) -> None:
+    for i in range(n):
+        await js.publish_async(subject, b"%d" % (start + i))
+    await js.publish_async_complete(timeout=30)
+
+
+async def publish_when_back(js, subject: str, n: int, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    for i in range(n):
+        while True:
+            try:
+                await js.publish(subject, b"%d" % i, timeout=1)
+                break
+            except jetwire.NatsError:
+                assert time.monotonic() < deadline, "JetStream did not come back"
+                await js._nc.flush(5)
+
+
+async def make(nc, n: int = 0, storage: str = "memory"):
+    js = nc.jetstream()
+    name = uniq()
+    await js.create_stream(name=name, subjects=[f"{name}.>"], storage=storage)
+    if n:
+        await fill(js, f"{name}.a", n)
+    return js, name
+
+
+async def test_ordered_consume_delivers_everything_in_order(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream = await make(nc, 300)
+    try:
+        oc = await js.ordered_consumer(stream)
+        info = oc.cached_info()
+        assert info.config.ack_policy == jetwire.AckPolicy.NONE
+        assert info.config.mem_storage is True
+        assert info.config.durable_name is None
+        rec = Seqs()
+        done = rec.at(600)
+        cc = await oc.consume(rec, max_messages=50)
+        await fill(js, f"{stream}.b", 300)
+        assert await done.wait(20), len(rec.seqs)
+        with pytest.raises(jetwire.JetStreamError):
+            await oc.consume(rec)  # one at a time
+        cc.stop()
+        assert await cc.closed(5)
+        assert rec.seqs == list(range(1, 601))
+        await fill(js, f"{stream}.a", 5)
+        more = rec.at(605)
+        cc2 = await oc.consume(rec)  # after stop, consuming resumes after the last one seen
+        assert await more.wait(10)
+        cc2.stop()
+        assert rec.seqs == list(range(1, 606))
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_ordered_messages_and_filters(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream = await make(nc)
+    try:
+        for i in range(30):
+            await js.publish(f"{stream}.{'x' if i % 3 == 0 else 'y'}", b"%d" % i)
+        oc = await js.ordered_consumer(stream, filter_subjects=f"{stream}.x")
+        ctx = await oc.messages(max_messages=5)
+        got = []
+        async for msg in ctx:
+            got.append(msg.metadata.sequence.stream)
+            if len(got) == 10:
+                break
+        ctx.stop()
+        assert got == list(range(1, 31, 3))
+        oc2 = await js.ordered_consumer(stream, deliver_policy=jetwire.DeliverPolicy.BY_START_SEQUENCE,
+                                        opt_start_seq=25)
+        ctx2 = await oc2.messages()
+        assert [(await ctx2.next(timeout=5)).metadata.sequence.stream for _ in range(6)] == list(range(25, 31))
+        ctx2.stop()
+        oc3 = await js.ordered_consumer(stream, filter_subjects=[f"{stream}.x", f"{stream}.y"],
+                                        deliver_policy="last_per_subject")
+        ctx3 = await oc3.messages()
+        last = sorted([(await ctx3.next(timeout=5)).metadata.sequence.stream for _ in range(2)])
+        ctx3.stop()
+        assert last == [28, 30]
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_ordered_fetch_and_next(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream = await make(nc, 120)
+    try:
+        oc = await js.ordered_consumer(stream)
+        seqs = []
+        while len(seqs) < 100:
+            batch = await oc.fetch(25, max_wait=2)
+            seqs += [m.metadata.sequence.stream async for m in batch]
+            assert batch.error is None
+        assert seqs == list(range(1, 101))
+        m = await oc.next(timeout=2)
+        assert m.metadata.sequence.stream == 101
+        rest = [x.metadata.sequence.stream async for x in await oc.fetch_no_wait(100)]
+        assert rest == list(range(102, 121))
+        with pytest.raises(jetwire.TimeoutError):
+            await oc.next(timeout=0.3)
+        # the consumer behind it vanishes: the next fetch recreates it after the last one
+        await js.delete_consumer(stream, oc.name)
+        await fill(js, f"{stream}.a", 5)
+        batch = await oc.fetch(10, max_wait=1)
+        got = [x.metadata.sequence.stream async for x in batch]
+        while len(got) < 5:
+            got += [x.metadata.sequence.stream async for x in await oc.fetch(10, max_wait=1)]
+        assert got == list(range(121, 126))
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_ordered_consume_survives_consumer_deletion(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream = await make(nc, 200)
+    try:
+        oc = await js.ordered_consumer(stream)
+        rec = Seqs()
+        errors = Errors()
+        half = rec.at(200)
+        done = rec.at(400)
+        cc = await oc.consume(rec, max_messages=20, expires=2, error_cb=errors)
+        assert await half.wait(10)
+        first = oc.name
+        await js._api(f"CONSUMER.DELETE.{stream}.{first}")
+        await fill(js, f"{stream}.a", 200, start=200)
+        assert await done.wait(20), (len(rec.seqs), errors.errors)
+        assert oc.name != first
+        cc.stop()
+        assert rec.seqs == list(range(1, 401))
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_ordered_messages_survive_consumer_deletion(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream = await make(nc, 50)
+    try:
+        oc = await js.ordered_consumer(stream)
+        ctx = await oc.messages(max_messages=10, expires=2)
+        seqs = [(await ctx.next(timeout=5)).metadata.sequence.stream for _ in range(25)]
+        await js.delete_consumer(stream, oc.name)
+        await fill(js, f"{stream}.a", 10)
+        seqs += [(await ctx.next(timeout=10)).metadata.sequence.stream for _ in range(35)]
+        ctx.stop()
+        assert seqs == list(range(1, 61))
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_ordered_consume_survives_server_restart(fresh_nats_server: NatsServer):
+    nc = await jetwire.connect(fresh_nats_server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+    js, stream = await make(nc, 100, storage="file")
+    try:
+        oc = await js.ordered_consumer(stream)
+        rec = Seqs()
+        first = rec.at(100)
+        done = rec.at(150)
+        cc = await oc.consume(rec, max_messages=10, expires=2)
+        assert await first.wait(10)
+        fresh_nats_server.restart()
+        await publish_when_back(js, f"{stream}.a", 50)
+        assert await done.wait(30), len(rec.seqs)
+        cc.stop()
+        assert rec.seqs == list(range(1, 151))
+    finally:
+        try:
+            await js.delete_stream(stream)
+        finally:
+            await nc.close()
+
+
+async def test_ordered_reset_gives_up_after_max_attempts(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream = await make(nc, 5)
+    try:
+        oc = await js.ordered_consumer(stream, max_reset_attempts=2)
+        rec = Seqs()
+        errors = Errors()
+        got = rec.at(5)
+        cc = await oc.consume(rec, expires=2, error_cb=errors)
+        assert await got.wait(10)
+        await js.delete_stream(stream)  # the consumer goes too, and cannot be recreated
+        err = await errors.wait_for(jetwire.OrderedConsumerResetError, timeout=15)
+        assert isinstance(err, jetwire.JetStreamError)
+        assert await cc.closed(5)
+    finally:
+        try:
+            await js.delete_stream(stream)
+        except jetwire.StreamNotFoundError:
+            pass
+        await nc.close()
