@@ -188,9 +188,16 @@ cdef extern from *:
         if (!PyObject_GC_IsTracked(self)) PyObject_GC_Track(self);
     }
 
-    /* New instance of a MsgBase subclass through its tp_new (no __init__). */
-    static inline PyObject* jw_tp_new(PyObject* cls, PyObject* empty) {
-        return ((PyTypeObject*)cls)->tp_new((PyTypeObject*)cls, empty, NULL);
+    /* New instance of a MsgBase subclass through MsgBase's own tp_new: no __init__, and a
+       Python-level __new__ override cannot hand back an object of another layout. */
+    static newfunc jw_msgbase_tp_new = NULL;
+
+    static void jw_set_msgbase(PyObject* t) {
+        jw_msgbase_tp_new = ((PyTypeObject*)t)->tp_new;
+    }
+
+    static inline PyObject* jw_new_msg(PyObject* cls, PyObject* empty) {
+        return jw_msgbase_tp_new((PyTypeObject*)cls, empty, NULL);
     }
 
     /* True when instances of cls have no fields beyond MsgBase's (no __dict__, no extra slots). */
@@ -217,7 +224,8 @@ cdef extern from *:
     bint jw_fast_headers()
     void jw_fill_headers(object h, object d, object status, object desc)
     void jw_track_if(object self, object v)
-    object jw_tp_new(object cls, object empty)
+    object jw_new_msg(object cls, object empty)
+    void jw_set_msgbase(object t)
     bint jw_plain_layout(object cls, Py_ssize_t basesize)
     int PyObject_GC_IsTracked(object o)
     void PyObject_GC_UnTrack(void* o)
@@ -378,6 +386,9 @@ cdef class MsgBase:
         )
 
 
+jw_set_msgbase(MsgBase)
+
+
 # -------------------------------------------------------------------------------- Parser
 @cython.final
 cdef class Parser:
@@ -397,6 +408,7 @@ cdef class Parser:
     cdef long long _max_payload
     cdef object _cls
     cdef bint _untrack
+    cdef bint _busy
     cdef long long _sid_val
     cdef object _sid_obj
     cdef PyObject* _subjects[JW_CACHE]
@@ -404,6 +416,11 @@ cdef class Parser:
     def __cinit__(self):
         self._buf = NULL
         self._len = self._cap = self._pos = 0
+        self._cls = MsgBase
+        self._untrack = True
+        self._max_line = 4096
+        self._max_payload = DEFAULT_MAX_PAYLOAD
+        self._busy = False
         self._sid_val = -1
         self._sid_obj = None
         for i in range(JW_CACHE):
@@ -434,6 +451,8 @@ cdef class Parser:
 
     def reset(self):
         """Discard buffered bytes (used on reconnect or after a protocol error)."""
+        if self._busy:
+            raise RuntimeError("Parser.reset() called from inside feed()")
         self._len = self._pos = 0
         if self._cap > SHRINK_ABOVE:
             free(self._buf)
@@ -471,7 +490,10 @@ cdef class Parser:
         cdef Py_buffer view
         cdef Py_ssize_t consumed = 0
         cdef list events
+        if self._busy:
+            raise RuntimeError("Parser.feed() is not re-entrant")
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        self._busy = True
         try:
             if self._pos == self._len:
                 # Nothing buffered: parse straight from the caller's memory, keep the tail.
@@ -494,6 +516,7 @@ cdef class Parser:
                         self._buf = NULL
                         self._cap = 0
         finally:
+            self._busy = False
             PyBuffer_Release(&view)
         return events
 
@@ -628,7 +651,7 @@ cdef class Parser:
                     reply = None
             except UnicodeDecodeError:
                 raise _perr("invalid UTF-8 in protocol line", line, L) from None
-            m = <MsgBase>jw_tp_new(cls, _EMPTY)
+            m = <MsgBase>jw_new_msg(cls, _EMPTY)
             m.c_subject = subject
             m.c_reply = reply
             m.c_sid = self._sid(sid)

@@ -504,3 +504,23 @@ def test_selected_implementation(impl):
         assert getattr(protocol, name) is getattr(_impl, name)
         assert hasattr(impl, name)
     assert protocol.Headers is not None and "Parser" in dir(protocol)
+
+
+def test_subclass_new_override_is_bypassed(impl):
+    class Weird(impl.MsgBase):
+        __slots__ = ()
+
+        def __new__(cls, *args):
+            return 5
+
+    m = impl.Parser(Weird).feed(b"MSG a 1 0\r\n\r\n")[0]
+    assert type(m) is Weird and m.subject == "a"
+
+
+def test_uninitialised_parser_does_not_crash(impl):
+    p = impl.Parser.__new__(impl.Parser)
+    try:
+        events = p.feed(b"MSG a 1 0\r\n\r\n")
+    except AttributeError:  # the pure twin has no state before __init__
+        return
+    assert events[0].subject == "a"

@@ -1,0 +1,59 @@
+"""Type stubs of the compiled protocol module (same API as ``jetwire.protocol._pure``)."""
+from typing import Any, Dict, List, Optional, Tuple, Type, Union
+
+from jetwire.protocol.headers import Headers
+
+_Buffer = Union[bytes, bytearray, memoryview]
+
+OP_INFO: int
+OP_PING: int
+OP_PONG: int
+OP_OK: int
+OP_ERR: int
+PING: bytes
+PONG: bytes
+DEFAULT_MAX_PAYLOAD: int
+
+class MsgBase:
+    subject: str
+    reply: Optional[str]
+    data: bytes
+    headers: Optional[Headers]
+    sid: int
+    _client: Any
+    _ackd: bool
+    _meta: Any
+    def __init__(
+        self,
+        subject: str = "",
+        data: _Buffer = b"",
+        reply: Optional[str] = None,
+        headers: Union[Headers, Dict[str, Union[str, List[str]]], None] = None,
+        sid: int = 0,
+    ) -> None: ...
+
+Event = Union[MsgBase, Tuple[int, Any]]
+
+class Parser:
+    def __init__(
+        self,
+        msg_cls: Optional[Type[MsgBase]] = None,
+        max_control_line: int = 4096,
+        max_payload: int = ...,
+    ) -> None: ...
+    @property
+    def buffered(self) -> int: ...
+    def feed(self, data: _Buffer) -> List[Any]: ...
+    def reset(self) -> None: ...
+
+def decode_headers(raw: _Buffer) -> Headers: ...
+def encode_headers(headers: Union[Headers, Dict[str, Union[str, List[str], Tuple[str, ...]]], None]) -> bytes: ...
+def parse_metadata_fields(
+    subject: str,
+) -> Tuple[Optional[str], Optional[str], str, str, int, int, int, int, int]: ...
+def validate_subject(subject: str) -> None: ...
+def append_pub(buf: bytearray, subject: str, reply: Optional[str], data: _Buffer) -> None: ...
+def append_hpub(buf: bytearray, subject: str, reply: Optional[str], hdr: _Buffer, data: _Buffer) -> None: ...
+def append_sub(buf: bytearray, subject: str, queue: Optional[str], sid: int) -> None: ...
+def append_unsub(buf: bytearray, sid: int, max_msgs: Optional[int] = 0) -> None: ...
+def connect_line(opts: Dict[str, Any]) -> bytes: ...
