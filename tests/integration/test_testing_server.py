@@ -337,6 +337,34 @@ def test_context_manager():
     assert not s.running
 
 
+def test_reload_applies_changed_attributes(nats_server_factory):
+    s = nats_server_factory(jetstream=False, auth={"token": "old"})
+    s.auth = {"token": "new"}
+    s.reload()
+
+    def new_token_works():
+        with raw(s) as c:
+            return c.connect(auth_token="new") == b"PONG"
+
+    poll(new_token_works, what="the reloaded token")
+    with raw(s) as c:
+        assert c.connect(auth_token="old") == b"-ERR 'Authorization Violation'"
+
+
+def test_lame_duck_mode(nats_server_factory):
+    s = nats_server_factory(jetstream=False)
+    with raw(s) as c:
+        assert c.connect() == b"PONG"
+        s.lame_duck()
+        deadline = time.monotonic() + 5
+        while True:
+            line = c._line(max(0.01, deadline - time.monotonic()))
+            if line.startswith(b"INFO ") and json.loads(line[5:]).get("ldm"):
+                break
+    s.kill()  # a graceful stop would wait out the lame duck grace period
+    assert not s.running
+
+
 def test_port_taken_by_someone_else_is_reported():
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", 0))
@@ -373,15 +401,20 @@ def test_cluster_of_three_forms_a_full_mesh(nats_cluster_factory):
         assert reply["type"] == ACCOUNT_INFO_TYPE and "error" not in reply, reply
 
 
-def test_cluster_member_restart_rejoins(nats_cluster_factory):
+def test_cluster_survives_losing_its_meta_leader_and_takes_it_back(nats_cluster_factory):
     cluster = nats_cluster_factory(3)
     with raw(cluster[0]) as c:
         c.connect()
         cfg = {"name": "R3", "subjects": ["r3.>"], "num_replicas": 3}
         assert c.request("$JS.API.STREAM.CREATE.R3", json.dumps(cfg).encode())["config"]["num_replicas"] == 3
-    cluster[2].restart()
+    leader = cluster.meta_leader()
+    leader.kill()
     cluster.wait_ready()
-    with raw(cluster[2]) as c:
+    new_leader = poll(cluster.meta_leader, what="a new meta leader")
+    assert new_leader is not leader and new_leader.running
+    leader.start()
+    cluster.wait_ready()
+    with raw(leader) as c:
         c.connect()
         assert c.request("$JS.API.STREAM.INFO.R3")["config"]["name"] == "R3"
 
@@ -391,6 +424,13 @@ def test_start_cluster_without_jetstream():
         assert all(s.running for s in cluster)
         with raw(cluster[0]) as c:
             assert c.connect() == b"PONG"
+        ports = [(s.port, s.cluster_port) for s in cluster]
+        pids = [s.pid for s in cluster]
+        cluster.restart()
+        assert [(s.port, s.cluster_port) for s in cluster] == ports
+        assert all(s.running and s.pid not in pids for s in cluster)
+        for s in cluster:
+            assert len(s.monitor("routez")["routes"]) >= 1
     assert not any(s.running for s in cluster)
 
 
@@ -483,6 +523,11 @@ def test_operator_mode_with_creds(nats_server_factory, tmp_path):
     with raw(s) as c:
         assert c.connect(jwt=rogue_jwt, sig=sign(rogue.seed, c.info["nonce"])) == b"-ERR 'Authorization Violation'"
     assert format_creds(jwt, seed) == op.creds
+    limited_jwt, limited = op.issue_user("limited", permissions={"pub": {"allow": ["acme.>"]}})
+    with raw(s) as c:
+        assert c.connect(jwt=limited_jwt, sig=sign(limited.seed, c.info["nonce"])) == b"PONG"
+        c.send(b"PUB other 0\r\n\r\nPING\r\n")
+        assert c.line().startswith(b"-ERR 'Permissions Violation for Publish")
 
 
 def test_operator_mode_with_jetstream_account(nats_server_factory):

@@ -710,7 +710,8 @@ class NatsCluster(Sequence[NatsServer]):
         return {r.get("remote_name") or r.get("remote_id") for r in routez.get("routes") or []}
 
     def wait_ready(self, timeout: float = 20.0) -> NatsCluster:
-        """Poll until every running server routes to every other running one and is healthy."""
+        """Poll until every running server is healthy, routes to every other running
+        one and (with JetStream) all agree on a running meta leader."""
         deadline = time.monotonic() + timeout
         for s in self.servers:
             if s.running and not s.frozen:
@@ -719,13 +720,15 @@ class NatsCluster(Sequence[NatsServer]):
         while True:
             up = [s for s in self.servers if s.running and not s.frozen]
             try:
-                if all(len(self._route_peers(s)) >= len(up) - 1 for s in up):
-                    return self
+                routed = all(len(self._route_peers(s)) >= len(up) - 1 for s in up)
             except (OSError, NatsServerError):
-                pass
+                routed = False
+            if routed and (not self._jetstream or self.meta_leader() is not None):
+                return self
             if time.monotonic() >= deadline:
                 peers = {s.name: sorted(self._safe_peers(s)) for s in up}
-                raise NatsServerError(f"cluster routes did not form within {timeout}s: {peers}")
+                what = "routes" if not routed else "a JetStream meta leader"
+                raise NatsServerError(f"cluster {what} not ready within {timeout}s; routes: {peers}")
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
 
@@ -736,17 +739,22 @@ class NatsCluster(Sequence[NatsServer]):
             return set()
 
     def meta_leader(self) -> NatsServer | None:
-        """The server currently leading the JetStream meta group, if known."""
+        """The running server that every running server names as JetStream meta
+        leader, or ``None`` while there is none they agree on."""
+        names = set()
         for s in self.servers:
             if not s.running or s.frozen:
                 continue
             try:
-                leader = (s.monitor("jsz").get("meta_cluster") or {}).get("leader")
+                names.add((s.monitor("jsz").get("meta_cluster") or {}).get("leader"))
             except (OSError, NatsServerError):
-                continue
-            for t in self.servers:
-                if leader and t.name == leader:
-                    return t
+                return None
+        if len(names) != 1:
+            return None
+        name = names.pop()
+        for t in self.servers:
+            if name and t.name == name and t.running and not t.frozen:
+                return t
         return None
 
     def stop(self) -> None:
