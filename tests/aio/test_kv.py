@@ -738,3 +738,33 @@ async def test_watcher_survives_consumer_loss(nats_url):
     finally:
         await js.delete_key_value(bucket)
         await nc.close()
+
+
+async def test_watcher_survives_server_restart(nats_server_factory):
+    server = nats_server_factory()
+    nc = await jetwire.connect(server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+    js = nc.jetstream()
+    bucket = uniq("kvrestart")
+    kv = await js.create_key_value(bucket=bucket)
+    try:
+        await kv.put("a", b"1")
+        w = await kv.watch_all()
+        assert [e.key for e in await drain_initial(w)] == ["a"]
+        server.restart()
+        for _ in range(100):
+            if nc.is_connected:
+                break
+            await prims.sleep(0.1)
+        for _ in range(50):  # JetStream may need a moment after the restart
+            try:
+                await kv.put("b", b"2")
+                break
+            except jetwire.NatsError:
+                await prims.sleep(0.2)
+        e = await w.next(15)
+        assert (e.key, e.value, e.revision) == ("b", b"2", 2)
+        await assert_quiet(w)
+        w.stop()
+    finally:
+        await js.delete_key_value(bucket)
+        await nc.close()

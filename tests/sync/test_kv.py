@@ -739,3 +739,33 @@ def test_watcher_survives_consumer_loss(nats_url):
     finally:
         js.delete_key_value(bucket)
         nc.close()
+
+
+def test_watcher_survives_server_restart(nats_server_factory):
+    server = nats_server_factory()
+    nc = jetwire.connect(server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+    js = nc.jetstream()
+    bucket = uniq("kvrestart")
+    kv = js.create_key_value(bucket=bucket)
+    try:
+        kv.put("a", b"1")
+        w = kv.watch_all()
+        assert [e.key for e in drain_initial(w)] == ["a"]
+        server.restart()
+        for _ in range(100):
+            if nc.is_connected:
+                break
+            prims.sleep(0.1)
+        for _ in range(50):  # JetStream may need a moment after the restart
+            try:
+                kv.put("b", b"2")
+                break
+            except jetwire.NatsError:
+                prims.sleep(0.2)
+        e = w.next(15)
+        assert (e.key, e.value, e.revision) == ("b", b"2", 2)
+        assert_quiet(w)
+        w.stop()
+    finally:
+        js.delete_key_value(bucket)
+        nc.close()

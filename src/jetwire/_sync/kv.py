@@ -253,15 +253,19 @@ class _OrderedPush:
         self._request_reset()
 
     def _request_reset(self) -> None:
-        if self._closed or self._resetting:
-            return
-        self._resetting = True
+        with self._lock:  # the reader, the timer and a reconnect may all ask at once
+            if self._closed or self._resetting:
+                return
+            self._resetting = True
         prims.spawn_soon(self._reset)
 
     def _reset(self) -> None:
         wait = _RESET_WAIT
         try:
             while not self._closed:
+                if self._nc.is_closed:
+                    self.stop()
+                    return
                 self._drop_consumer()
                 try:
                     self._create(False)
