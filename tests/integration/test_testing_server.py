@@ -250,6 +250,11 @@ def test_bad_config_fails_fast_with_the_log(nats_server_factory):
     with pytest.raises(NatsServerError, match="exited with code"):
         nats_server_factory(config="this is { not valid")
     assert time.monotonic() - t0 < 5
+    bad = NatsServer(config="this is { not valid")
+    with pytest.raises(NatsServerError, match="Parse error"):
+        bad.start()
+    assert bad.tmpdir is None and not bad.running
+    assert "Parse error" in bad.log_text()
 
 
 def create_stream(c: Raw, name: str) -> dict:

@@ -489,6 +489,8 @@ class NatsServer:
                 self._terminate(graceful=False)
                 retry = exc.address_in_use and self._auto_ports and not self._started_once and attempt < 2
                 if not retry:
+                    if not self._started_once:
+                        self._cleanup()  # nothing worth keeping; the log is in the error
                     raise
                 self._port = free_port(self._host)
                 self._http_port = free_port(self._host)
