@@ -435,7 +435,7 @@ cdef class Parser:
             raise ValueError("max_control_line must be >= 1 and max_payload >= 0")
         self._cls = msg_cls
         self._untrack = jw_plain_layout(msg_cls, MsgBase.__basicsize__)
-        self._max_line = max_control_line
+        self._max_line = max_control_line if max_control_line < (1 << 40) else (1 << 40)
         self._max_payload = max_payload if max_payload < 10 ** 18 else 10 ** 18
 
     def __dealloc__(self):
