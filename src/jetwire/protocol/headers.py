@@ -13,7 +13,8 @@ every key and value.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+from collections.abc import Mapping
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from ..errors import BadHeaderError
 
@@ -28,7 +29,7 @@ _VALID_KEYS_MAX = 1024
 
 def check_key(key: Any) -> None:
     """Raise ``BadHeaderError`` unless ``key`` is a header name (printable ASCII 33-126, no ':')."""
-    if key in _valid_keys and type(key) is str:
+    if type(key) is str and key in _valid_keys:
         return
     if (
         not isinstance(key, str)
