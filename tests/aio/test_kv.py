@@ -768,3 +768,35 @@ async def test_watcher_survives_server_restart(nats_server_factory):
     finally:
         await js.delete_key_value(bucket)
         await nc.close()
+
+
+async def test_republish_and_limit_markers(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("kvrepub")
+    kv = await js.create_key_value(
+        bucket=bucket, ttl=1.0, limit_marker_ttl=5.0,
+        republish=jetwire.RePublish(src=f"$KV.{bucket}.>", dest=f"repub.{bucket}.>"))
+    try:
+        st = await kv.status()
+        assert st.limit_marker_ttl == 5.0
+        assert st.stream_info.config.allow_msg_ttl
+        assert st.stream_info.config.republish.dest == f"repub.{bucket}.>"
+        sub = await nc.subscribe(f"repub.{bucket}.>")
+        await nc.flush()
+        w = await kv.watch_all()
+        assert await w.next(5) is None
+        await kv.put("short", b"lived")
+        msg = await sub.next_msg(5)
+        assert msg.subject == f"repub.{bucket}.short" and msg.data == b"lived"
+        assert (await w.next(5)).value == b"lived"
+        # the value expires: the server's marker reaches the watcher as a purge
+        marker = await w.next(10)
+        assert marker.key == "short" and marker.operation == jetwire.KeyValueOp.PURGE
+        with pytest.raises(jetwire.KeyDeletedError):
+            await kv.get("short")
+        assert await kv.keys() == []
+        w.stop()
+    finally:
+        await js.delete_key_value(bucket)
+        await nc.close()

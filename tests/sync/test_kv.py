@@ -769,3 +769,35 @@ def test_watcher_survives_server_restart(nats_server_factory):
     finally:
         js.delete_key_value(bucket)
         nc.close()
+
+
+def test_republish_and_limit_markers(nats_url):
+    nc = jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("kvrepub")
+    kv = js.create_key_value(
+        bucket=bucket, ttl=1.0, limit_marker_ttl=5.0,
+        republish=jetwire.RePublish(src=f"$KV.{bucket}.>", dest=f"repub.{bucket}.>"))
+    try:
+        st = kv.status()
+        assert st.limit_marker_ttl == 5.0
+        assert st.stream_info.config.allow_msg_ttl
+        assert st.stream_info.config.republish.dest == f"repub.{bucket}.>"
+        sub = nc.subscribe(f"repub.{bucket}.>")
+        nc.flush()
+        w = kv.watch_all()
+        assert w.next(5) is None
+        kv.put("short", b"lived")
+        msg = sub.next_msg(5)
+        assert msg.subject == f"repub.{bucket}.short" and msg.data == b"lived"
+        assert (w.next(5)).value == b"lived"
+        # the value expires: the server's marker reaches the watcher as a purge
+        marker = w.next(10)
+        assert marker.key == "short" and marker.operation == jetwire.KeyValueOp.PURGE
+        with pytest.raises(jetwire.KeyDeletedError):
+            kv.get("short")
+        assert kv.keys() == []
+        w.stop()
+    finally:
+        js.delete_key_value(bucket)
+        nc.close()
