@@ -168,6 +168,9 @@ class _OrderedPush:
             subject += "." + self._filters[0]
         resp = js._api(subject, {"stream_name": self._stream, "config": cfg})
         self._consumer = name
+        if self._closed:  # stopped while the consumer was being made
+            self._drop_consumer()
+            return
         if first:
             delivered = (resp.get("delivered") or {}).get("consumer_seq") or 0
             with self._lock:
@@ -496,20 +499,22 @@ class KeyValue:
         ack = self._js.publish(self._put_pre + key, data, expected_last_subject_seq=revision)
         return ack.seq
 
-    def delete(self, key: str, last_revision: Optional[int] = None) -> None:
+    def delete(self, key: str, last_revision: Optional[int] = None) -> bool:
         """Add a delete marker (history stays); with ``last_revision``, only if that is
-        still the latest revision (``WrongLastSequenceError`` otherwise)."""
-        self._marker(key, _DEL_HDRS, last_revision)
+        still the latest revision (``WrongLastSequenceError`` otherwise). Returns True."""
+        return self._marker(key, _DEL_HDRS, last_revision)
 
-    def purge(self, key: str, last_revision: Optional[int] = None) -> None:
-        """Add a purge marker and remove every earlier revision of ``key``."""
-        self._marker(key, _PURGE_HDRS, last_revision)
+    def purge(self, key: str, last_revision: Optional[int] = None) -> bool:
+        """Add a purge marker and remove every earlier revision of ``key`` (conditional
+        on ``last_revision`` like :meth:`delete`). Returns True."""
+        return self._marker(key, _PURGE_HDRS, last_revision)
 
-    def _marker(self, key: str, headers: dict, last_revision: Optional[int]) -> None:
+    def _marker(self, key: str, headers: dict, last_revision: Optional[int]) -> bool:
         validate_key(key)
         try:
             self._js.publish(self._put_pre + key, b"", headers=headers,
                                    expected_last_subject_seq=last_revision or None)
+            return True
         except APIError as exc:
             if isinstance(exc, WrongLastSequenceError) or not _wrong_last_seq(exc):
                 raise

@@ -91,6 +91,12 @@ class ObjectResult:
     def readable(self) -> bool:
         return True
 
+    def seekable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return False
+
     async def _fill(self) -> bool:
         """Load the next chunk into the buffer; False at the (verified) end."""
         if self.closed:
@@ -230,13 +236,15 @@ class ObjectStore:
     # -- writing ---------------------------------------------------------------------
     async def put(self, meta_or_name: Any, reader: Any = None) -> ObjectInfo:
         """Store the bytes read from ``reader`` (a binary file object; ``read`` may be a
-        coroutine in aio; ``bytes`` are accepted too) as the object named by
+        coroutine in aio; ``bytes`` and ``str`` (UTF-8) are accepted too) as the object named by
         ``meta_or_name`` (a name or an :class:`ObjectMeta`), replacing any previous
         version. Returns its :class:`ObjectInfo`."""
         meta = as_object_meta(meta_or_name)
         chunk_size = chunk_size_of(meta)
         if isinstance(reader, (bytes, bytearray, memoryview)):
             reader = io.BytesIO(reader)
+        elif isinstance(reader, str):
+            reader = io.BytesIO(reader.encode("utf-8"))
         try:
             old: Optional[ObjectInfo] = await self.get_info(meta.name, show_deleted=True)
         except ObjectNotFoundError:
