@@ -1,0 +1,14 @@
+"""The ``jetwire`` command line (``pip install 'jetwire[cli]'``).
+
+* :mod:`jetwire.cli.main` - the click application (``jetwire`` console script and
+  ``python -m jetwire``).
+* :mod:`jetwire.cli.bench` - ``jetwire bench <mode>`` (multi-process load generator)
+  and ``jetwire bench compare``.
+* :mod:`jetwire.cli.compare` / :mod:`jetwire.cli.rows` - the side-by-side benchmark
+  rows of BENCHMARKS.md, shared with ``benchmarks/compare.py``. Neither needs click or
+  rich, so the benchmark scripts run without the ``cli`` extra.
+* :mod:`jetwire.cli.admin` - stream / consumer / kv / object / pub / sub / req / events.
+* :mod:`jetwire.cli.server` - ``jetwire server`` (embedded nats-server).
+
+Importing this package is cheap: it imports neither click nor rich.
+"""

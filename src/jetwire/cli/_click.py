@@ -1,0 +1,307 @@
+"""click plumbing shared by the commands: connection options, one-line errors, output."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from contextlib import contextmanager
+from datetime import datetime
+from enum import Enum
+from typing import Any, Callable, Dict, Iterator, Optional
+
+import click
+
+from ._conn import CONN_KEYS, connect_kwargs, parse_duration, parse_size, server_url
+
+# ------------------------------------------------------------------------- errors
+
+
+class CliError(click.ClickException):
+    """An expected failure: printed as ``error: <message>``, exit status 1."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def one_line(exc: BaseException) -> str:
+    """A single-line description of an exception for ``error: ...``."""
+    if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], str):
+        msg = exc.args[0]
+    else:
+        msg = str(exc)
+    msg = " ".join(msg.split())
+    if not msg:
+        msg = type(exc).__name__
+    name = type(exc).__name__
+    if name in ("TimeoutError",) and "time" not in msg.lower():
+        msg = f"timeout: {msg}"
+    return msg
+
+
+class JetwireGroup(click.Group):
+    """A click group whose commands fail with one line (``error: ...``, exit 1) instead of
+    a traceback. ``JETWIRE_DEBUG=1`` shows the traceback as well."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            click.echo("", err=True)
+            raise SystemExit(130)
+        except BrokenPipeError:
+            try:
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the final flush
+            except OSError:
+                pass
+            raise SystemExit(0)
+        except Exception as exc:
+            if os.environ.get("JETWIRE_DEBUG"):
+                traceback.print_exc()
+            raise CliError(one_line(exc)) from None
+
+
+# ------------------------------------------------------------------------- params
+
+
+class SizeType(click.ParamType):
+    name = "size"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class DurationType(click.ParamType):
+    name = "duration"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class CountType(click.ParamType):
+    """A message count: ``100000``, ``100k``, ``1M``, ``1e5`` (1000-based)."""
+
+    name = "count"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            n = value
+        else:
+            s = str(value).strip().lower().replace("_", "").replace(",", "")
+            mul = 1
+            if s and s[-1] in "kmg":
+                mul = {"k": 1000, "m": 1000**2, "g": 1000**3}[s[-1]]
+                s = s[:-1]
+            try:
+                f = float(s) * mul
+            except ValueError:
+                self.fail(f"{value!r} is not a count (examples: 1000, 100k, 1M, 1e5)", param, ctx)
+            if f != int(f):
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+            n = int(f)
+        if n < 1:
+            self.fail(f"{value!r} must be at least 1", param, ctx)
+        return n
+
+
+SIZE = SizeType()
+COUNT = CountType()
+DURATION = DurationType()
+
+
+def split_list(values: Any) -> list:
+    """``--subjects a,b --subjects c`` -> ``["a", "b", "c"]``."""
+    out = []
+    for v in values or ():
+        out.extend(p.strip() for p in str(v).split(",") if p.strip())
+    return out
+
+
+# ------------------------------------------------------------------------- connection
+
+_CONN_HELP = {
+    "server": "NATS server URL(s), comma separated [env NATS_URL; default nats://127.0.0.1:4222]",
+    "user": "user name",
+    "password": "password",
+    "token": "authentication token",
+    "creds": "user credentials (.creds) file",
+    "nkey": "nkey seed file (or the seed itself)",
+    "tls_ca": "CA certificate file to verify the server",
+    "tls_cert": "client certificate file",
+    "tls_key": "client private key file",
+}
+
+
+def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Add ``--server``, auth and TLS options; the command receives them as ``conn`` (a dict)."""
+    opts = [
+        click.option("-s", "--server", "server", metavar="URL", help=_CONN_HELP["server"]),
+        click.option("--user", metavar="USER", help=_CONN_HELP["user"]),
+        click.option("--password", metavar="PASSWORD", help=_CONN_HELP["password"]),
+        click.option("--token", metavar="TOKEN", help=_CONN_HELP["token"]),
+        click.option("--creds", metavar="FILE", type=click.Path(exists=True, dir_okay=False), help=_CONN_HELP["creds"]),
+        click.option("--nkey", metavar="FILE", help=_CONN_HELP["nkey"]),
+        click.option("--tls-ca", metavar="FILE", type=click.Path(exists=True, dir_okay=False), help=_CONN_HELP["tls_ca"]),
+        click.option("--tls-cert", metavar="FILE", type=click.Path(exists=True, dir_okay=False), help=_CONN_HELP["tls_cert"]),
+        click.option("--tls-key", metavar="FILE", type=click.Path(exists=True, dir_okay=False), help=_CONN_HELP["tls_key"]),
+    ]
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        conn = {k: kwargs.pop(k, None) for k in CONN_KEYS}
+        parent = click.get_current_context().find_root().meta.get("jetwire.conn", {})
+        for k in CONN_KEYS:
+            if conn[k] is None:
+                conn[k] = parent.get(k)
+        kwargs["conn"] = conn
+        return f(*args, **kwargs)
+
+    wrapper.__name__ = f.__name__
+    wrapper.__doc__ = f.__doc__
+    wrapper.__dict__.update(getattr(f, "__dict__", {}))
+    for o in reversed(opts):
+        wrapper = o(wrapper)
+    return wrapper
+
+
+@contextmanager
+def connected(conn: Dict[str, Any], **extra: Any) -> Iterator[Any]:
+    """A blocking jetwire connection for one command."""
+    import jetwire
+
+    kw = connect_kwargs(conn)
+    kw.setdefault("name", "jetwire-cli")
+    kw.setdefault("connect_timeout", 5.0)
+    kw.update(extra)
+    nc = jetwire.connect(server_url(conn.get("server")), **kw)
+    try:
+        yield nc
+    finally:
+        try:
+            nc.close()
+        except Exception:
+            pass
+
+
+# ------------------------------------------------------------------------- output
+
+
+def console(stderr: bool = False) -> Any:
+    """A rich console on the current stdout/stderr (so click's test runner captures it)."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    tty = hasattr(stream, "isatty") and stream.isatty()
+    return Console(file=stream, width=None if tty else max(120, int(os.environ.get("COLUMNS", 0) or 0)),
+                   highlight=False, soft_wrap=not tty, force_terminal=None if tty else False)
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, datetime):
+        return o.isoformat()
+    if isinstance(o, Enum):
+        return o.value
+    if isinstance(o, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(o).decode()
+        except UnicodeDecodeError:
+            import base64
+
+            return base64.b64encode(bytes(o)).decode()
+    if hasattr(o, "to_json_dict"):
+        return o.to_json_dict()
+    if hasattr(o, "__dataclass_fields__"):
+        import dataclasses
+
+        return {k: v for k, v in dataclasses.asdict(o).items() if not k.startswith("_")}
+    return str(o)
+
+
+def to_jsonable(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=_json_default))
+
+
+def echo_json(obj: Any, compact: bool = False) -> None:
+    text = json.dumps(obj, default=_json_default, indent=None if compact else 2, sort_keys=False)
+    click.echo(text)
+
+
+def text_or_repr(data: bytes, limit: Optional[int] = None) -> str:
+    """Message data for humans: UTF-8 text, else a short hex/bytes preview."""
+    if limit is not None and len(data) > limit:
+        data = data[:limit]
+        tail = " ..."
+    else:
+        tail = ""
+    try:
+        return data.decode() + tail
+    except UnicodeDecodeError:
+        return repr(data) + tail
+
+
+def headers_dict(h: Any) -> Dict[str, list]:
+    if not h:
+        return {}
+    out: Dict[str, list] = {}
+    for k in h:
+        out[k] = list(h.get_all(k)) if hasattr(h, "get_all") else [h[k]]
+    return out
+
+
+def parse_headers(values: Any) -> Optional[Dict[str, list]]:
+    """``-H K:V`` (repeatable) -> headers dict, or None."""
+    if not values:
+        return None
+    out: Dict[str, list] = {}
+    for v in values:
+        if ":" not in v:
+            raise click.BadParameter(f"header {v!r} is not KEY:VALUE", param_hint="'-H/--header'")
+        k, _, val = v.partition(":")
+        out.setdefault(k.strip(), []).append(val.strip())
+    return out
+
+
+def read_body(body: Optional[str]) -> bytes:
+    """A message body argument: text, ``-`` for stdin, or absent (empty)."""
+    if body is None:
+        return b""
+    if body == "-":
+        return stdin_bytes().read()
+    return body.encode()
+
+
+def stdin_bytes() -> Any:
+    """Binary standard input (the current one, so click's test runner can feed it)."""
+    return getattr(sys.stdin, "buffer", sys.stdin)
+
+
+def write_bytes(data: bytes) -> None:
+    """Raw bytes to the current standard output."""
+    sys.stdout.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:
+        sys.stdout.write(data.decode(errors="replace"))
+    else:
+        out.write(data)
+        out.flush()
+
+
+def size_or_none(value: Any) -> Any:
+    return None if value is None else parse_size(value)
+
+
+def duration_or_none(value: Any) -> Any:
+    return None if value is None else parse_duration(value)

@@ -1,0 +1,100 @@
+"""Benchmark arithmetic: throughput of a group of clients (like ``nats bench``: the group's
+rate spans from its first client's start to its last client's end), the per-client
+spread (min / avg / max / stddev) and latency percentiles."""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence
+
+MB = 1024 * 1024
+
+
+def percentile(sorted_values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (``p`` in 0..100) of an ascending sequence."""
+    if not sorted_values:
+        return float("nan")
+    if p <= 0:
+        return sorted_values[0]
+    k = max(1, math.ceil(p / 100.0 * len(sorted_values)))
+    return sorted_values[min(k, len(sorted_values)) - 1]
+
+
+def spread(values: Sequence[float]) -> Dict[str, float]:
+    """min / avg / max / (population) stddev, as ``nats bench`` prints per-client rates."""
+    if not values:
+        return {"min": 0.0, "avg": 0.0, "max": 0.0, "stddev": 0.0}
+    avg = sum(values) / len(values)
+    var = sum((v - avg) ** 2 for v in values) / len(values)
+    return {"min": min(values), "avg": avg, "max": max(values), "stddev": math.sqrt(var)}
+
+
+def client_stats(res: Dict[str, Any]) -> Dict[str, Any]:
+    """Per-client figures from one worker's result (``msgs, bytes, start, end``)."""
+    dt = max(res["end"] - res["start"], 1e-9) if res.get("msgs") else 0.0
+    msgs = res.get("msgs", 0)
+    nbytes = res.get("bytes", 0)
+    return {
+        "client": res["idx"] + 1,
+        "msgs": msgs,
+        "bytes": nbytes,
+        "seconds": dt,
+        "msgs_per_sec": msgs / dt if dt else 0.0,
+        "mb_per_sec": nbytes / dt / MB if dt else 0.0,
+    }
+
+
+def group_stats(results: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Aggregate the workers of one group (publishers, subscribers, ...)."""
+    clients = [client_stats(r) for r in sorted(results, key=lambda r: r["idx"])]
+    active = [r for r in results if r.get("msgs")]
+    msgs = sum(r.get("msgs", 0) for r in results)
+    nbytes = sum(r.get("bytes", 0) for r in results)
+    if active:
+        dt = max(max(r["end"] for r in active) - min(r["start"] for r in active), 1e-9)
+    else:
+        dt = 0.0
+    out: Dict[str, Any] = {
+        "msgs": msgs,
+        "bytes": nbytes,
+        "seconds": dt,
+        "msgs_per_sec": msgs / dt if dt else 0.0,
+        "mb_per_sec": nbytes / dt / MB if dt else 0.0,
+        "clients": clients,
+        "spread": spread([c["msgs_per_sec"] for c in clients]),
+    }
+    lat: List[float] = []
+    for r in results:
+        lat.extend(r.get("latencies") or ())
+    if lat:
+        out["latency"] = latency_stats(lat)
+    return out
+
+
+def latency_stats(latencies: Sequence[float]) -> Dict[str, float]:
+    """Percentiles of round-trip times (seconds in), microseconds out."""
+    s = sorted(latencies)
+    return {
+        "count": len(s),
+        "min_us": s[0] * 1e6,
+        "p50_us": percentile(s, 50) * 1e6,
+        "p90_us": percentile(s, 90) * 1e6,
+        "p99_us": percentile(s, 99) * 1e6,
+        "p999_us": percentile(s, 99.9) * 1e6,
+        "max_us": s[-1] * 1e6,
+        "avg_us": sum(s) / len(s) * 1e6,
+    }
+
+
+def split_evenly(total: int, parts: int) -> List[int]:
+    """``total`` messages over ``parts`` clients, the remainder going to the first ones."""
+    parts = max(1, parts)
+    q, r = divmod(total, parts)
+    return [q + (1 if i < r else 0) for i in range(parts)]
+
+
+def median(values: Sequence[float]) -> Optional[float]:
+    v = sorted(values)
+    if not v:
+        return None
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2

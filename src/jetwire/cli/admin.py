@@ -1,0 +1,1226 @@
+"""Everyday management, modelled on the nats CLI verbs: ``stream``, ``consumer``, ``kv``,
+``object``, ``pub``, ``sub``, ``req`` and ``events``. Tables for humans, ``--json`` for
+scripts. Everything goes through the blocking jetwire API."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional
+
+import click
+
+from ._click import (
+    DURATION,
+    SIZE,
+    CliError,
+    JetwireGroup,
+    connected,
+    connection_options,
+    console,
+    echo_json,
+    headers_dict,
+    parse_headers,
+    read_body,
+    split_list,
+    stdin_bytes,
+    text_or_repr,
+    write_bytes,
+)
+from ._conn import ago, comma, human_bytes, human_duration, human_time
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Output JSON.")
+force_option = click.option("-f", "--force", is_flag=True, help="Do not ask for confirmation.")
+
+
+def _table(*cols: str, title: Optional[str] = None) -> Any:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for c in cols:
+        t.add_column(c)
+    return t
+
+
+def _kv_table(rows: List[tuple], title: Optional[str] = None) -> Any:
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    t.add_column(justify="right", style="bold")
+    t.add_column()
+    for k, v in rows:
+        if v is None or v == "":
+            continue
+        t.add_row(str(k), str(v))
+    return t
+
+
+def _confirm(force: bool, what: str) -> None:
+    if not force:
+        click.confirm(f"Really {what}?", abort=True, err=True)
+
+
+def _limit(v: Optional[int], fmt: Any = comma) -> str:
+    if v is None or v < 0:
+        return "unlimited"
+    return fmt(v)
+
+
+def _enum(v: Any) -> str:
+    return str(getattr(v, "value", v)) if v is not None else "-"
+
+
+def _js(nc: Any) -> Any:
+    return nc.jetstream(timeout=10)
+
+
+# ============================================================================== stream
+
+
+@click.group("stream", cls=JetwireGroup)
+def stream() -> None:
+    """JetStream streams: ls, info, add, edit, rm, purge, get."""
+
+
+def _stream_row(info: Any) -> list:
+    c, s = info.config, info.state
+    return [c.name, ", ".join(c.subjects or []) or "-", _enum(c.storage), str(c.num_replicas),
+            comma(s.messages), human_bytes(s.bytes), str(s.consumer_count), ago(s.last_ts) if s.messages else "never"]
+
+
+@stream.command("ls")
+@click.option("--subject", default=None, help="Only streams that hold this subject.")
+@click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
+@json_option
+@connection_options
+def stream_ls(subject: Optional[str], names: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+    """List streams."""
+    with connected(conn) as nc:
+        js = _js(nc)
+        if names:
+            ns = sorted(js.stream_names(subject))
+            if as_json:
+                echo_json(ns)
+            else:
+                for n in ns:
+                    click.echo(n)
+            return
+        infos = sorted(js.list_streams(subject), key=lambda i: i.config.name or "")
+    if as_json:
+        echo_json([i.to_json_dict() for i in infos])
+        return
+    if not infos:
+        click.echo("No streams defined")
+        return
+    t = _table("Name", "Subjects", "Storage", "Replicas", "Messages", "Size", "Consumers", "Last Message",
+               title=f"Streams ({len(infos)})")
+    for i in infos:
+        t.add_row(*_stream_row(i))
+    console().print(t)
+
+
+def _print_stream_info(info: Any) -> None:
+    c, s = info.config, info.state
+    con = console()
+    con.print(_kv_table([
+        ("Name", c.name),
+        ("Description", c.description),
+        ("Subjects", ", ".join(c.subjects or [])),
+        ("Created", human_time(info.created)),
+        ("Storage", _enum(c.storage)),
+        ("Replicas", c.num_replicas),
+        ("Retention", _enum(c.retention)),
+        ("Discard", _enum(c.discard)),
+        ("Max Messages", _limit(c.max_msgs)),
+        ("Max Per Subject", _limit(c.max_msgs_per_subject)),
+        ("Max Bytes", _limit(c.max_bytes, human_bytes)),
+        ("Max Age", human_duration(c.max_age) if c.max_age else "unlimited"),
+        ("Max Message Size", _limit(c.max_msg_size, human_bytes)),
+        ("Duplicate Window", human_duration(c.duplicate_window)),
+        ("Allows Direct", "yes" if c.allow_direct else "no"),
+        ("Allows Rollups", "yes" if c.allow_rollup_hdrs else "no"),
+        ("Deny Delete", "yes" if c.deny_delete else None),
+        ("Deny Purge", "yes" if c.deny_purge else None),
+        ("Sealed", "yes" if c.sealed else None),
+        ("Compression", _enum(c.compression) if c.compression and _enum(c.compression) != "none" else None),
+    ], title="Configuration"))
+    if info.cluster and info.cluster.leader:
+        con.print(_kv_table([("Name", info.cluster.name), ("Leader", info.cluster.leader)], title="Cluster"))
+    con.print(_kv_table([
+        ("Messages", comma(s.messages)),
+        ("Bytes", human_bytes(s.bytes)),
+        ("First Sequence", f"{s.first_seq} @ {human_time(s.first_ts)}" if s.messages else s.first_seq),
+        ("Last Sequence", f"{s.last_seq} @ {human_time(s.last_ts)}" if s.last_seq else s.last_seq),
+        ("Deleted Messages", comma(s.num_deleted) if s.num_deleted else None),
+        ("Active Consumers", s.consumer_count),
+        ("Number of Subjects", comma(s.num_subjects) if s.num_subjects else None),
+    ], title="State"))
+
+
+@stream.command("info")
+@click.argument("name")
+@json_option
+@connection_options
+def stream_info(name: str, as_json: bool, conn: Dict[str, Any]) -> None:
+    """Show a stream's configuration and state."""
+    with connected(conn) as nc:
+        info = _js(nc).stream(name).info()
+    if as_json:
+        echo_json(info.to_json_dict())
+    else:
+        _print_stream_info(info)
+
+
+def stream_config_options(f: Any) -> Any:
+    opts = [
+        click.option("--subjects", multiple=True, help="Subjects (comma separated or repeated)."),
+        click.option("--description", default=None),
+        click.option("--storage", type=click.Choice(["file", "memory"]), default=None, help="[add default: file]"),
+        click.option("--replicas", type=click.IntRange(1, 5), default=None),
+        click.option("--retention", type=click.Choice(["limits", "interest", "workqueue"]), default=None),
+        click.option("--discard", type=click.Choice(["old", "new"]), default=None),
+        click.option("--max-msgs", type=int, default=None, help="-1: unlimited"),
+        click.option("--max-msgs-per-subject", type=int, default=None, help="-1: unlimited"),
+        click.option("--max-bytes", type=SIZE, default=None, help="-1: unlimited (e.g. 1GB)"),
+        click.option("--max-age", type=DURATION, default=None, help="0: unlimited (e.g. 1h, 7d)"),
+        click.option("--max-msg-size", type=SIZE, default=None, help="-1: unlimited"),
+        click.option("--dupe-window", type=DURATION, default=None, help="Duplicate detection window (e.g. 2m)."),
+        click.option("--allow-direct/--no-allow-direct", default=None),
+        click.option("--allow-rollup/--no-allow-rollup", default=None),
+        click.option("--deny-delete/--allow-delete", default=None),
+        click.option("--deny-purge/--allow-purge", default=None),
+        click.option("--compression", type=click.Choice(["none", "s2"]), default=None),
+        click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="A JSON stream configuration; options given here override it."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+_CFG_MAP = {
+    "description": "description", "storage": "storage", "replicas": "num_replicas", "retention": "retention",
+    "discard": "discard", "max_msgs": "max_msgs", "max_msgs_per_subject": "max_msgs_per_subject",
+    "max_bytes": "max_bytes", "max_age": "max_age", "max_msg_size": "max_msg_size",
+    "dupe_window": "duplicate_window", "allow_direct": "allow_direct", "allow_rollup": "allow_rollup_hdrs",
+    "deny_delete": "deny_delete", "deny_purge": "deny_purge", "compression": "compression",
+}
+
+
+def _stream_fields(kw: Dict[str, Any]) -> Dict[str, Any]:
+    fields: Dict[str, Any] = {}
+    subjects = split_list(kw.pop("subjects", ()))
+    if subjects:
+        fields["subjects"] = subjects
+    for opt, name in _CFG_MAP.items():
+        v = kw.get(opt)
+        if v is not None:
+            fields[name] = v
+    return fields
+
+
+def _load_config(path: Optional[str], cls: Any) -> Any:
+    if not path:
+        return None
+    with open(path, "rb") as f:
+        try:
+            return cls.from_json(f.read())
+        except ValueError as exc:
+            raise CliError(f"{path}: not a JSON configuration ({exc})") from None
+
+
+@stream.command("add")
+@click.argument("name")
+@stream_config_options
+@json_option
+@connection_options
+def stream_add(name: str, as_json: bool, conn: Dict[str, Any], config_file: Optional[str], **kw: Any) -> None:
+    """Create a stream (subjects default to the stream's name)."""
+    from ..jetstream.models import StreamConfig
+
+    base = _load_config(config_file, StreamConfig)
+    fields = _stream_fields(kw)
+    fields["name"] = name
+    with connected(conn) as nc:
+        st = _js(nc).create_stream(base, **fields)
+        info = st.info()
+    if as_json:
+        echo_json(info.to_json_dict())
+    else:
+        click.echo(f"Stream {name} was created")
+        _print_stream_info(info)
+
+
+@stream.command("edit")
+@click.argument("name")
+@stream_config_options
+@json_option
+@connection_options
+def stream_edit(name: str, as_json: bool, conn: Dict[str, Any], config_file: Optional[str], **kw: Any) -> None:
+    """Change a stream's configuration (only the options given)."""
+    from ..jetstream.models import StreamConfig
+
+    fields = _stream_fields(kw)
+    with connected(conn) as nc:
+        js = _js(nc)
+        base = _load_config(config_file, StreamConfig) or js.stream(name).info().config
+        if not fields and not config_file:
+            raise click.UsageError("nothing to change: give at least one option")
+        fields["name"] = name
+        st = js.update_stream(base, **fields)
+        info = st.info()
+    if as_json:
+        echo_json(info.to_json_dict())
+    else:
+        click.echo(f"Stream {name} was updated")
+        _print_stream_info(info)
+
+
+@stream.command("rm")
+@click.argument("name")
+@force_option
+@connection_options
+def stream_rm(name: str, force: bool, conn: Dict[str, Any]) -> None:
+    """Delete a stream and all its messages."""
+    _confirm(force, f"delete stream {name}")
+    with connected(conn) as nc:
+        _js(nc).delete_stream(name)
+    click.echo(f"Stream {name} was deleted")
+
+
+@stream.command("purge")
+@click.argument("name")
+@click.option("--subject", default=None, help="Only messages on this subject.")
+@click.option("--seq", type=click.IntRange(min=1), default=None, help="Purge up to (not including) this sequence.")
+@click.option("--keep", type=click.IntRange(min=0), default=None, help="Keep this many newest messages.")
+@force_option
+@json_option
+@connection_options
+def stream_purge(name: str, subject: Optional[str], seq: Optional[int], keep: Optional[int], force: bool,
+                 as_json: bool, conn: Dict[str, Any]) -> None:
+    """Remove messages from a stream."""
+    if seq is not None and keep is not None:
+        raise click.UsageError("--seq and --keep exclude each other")
+    _confirm(force, f"purge stream {name}")
+    with connected(conn) as nc:
+        st = _js(nc).stream(name)
+        purged = st.purge(subject=subject, sequence=seq, keep=keep)
+        info = st.info()
+    if as_json:
+        echo_json({"purged": purged, "stream": info.to_json_dict()})
+    else:
+        n = f"{comma(purged)} messages" if isinstance(purged, int) and not isinstance(purged, bool) else "messages"
+        click.echo(f"Purged {n} from {name}; {comma(info.state.messages)} left")
+
+
+def _raw_msg_json(m: Any) -> Dict[str, Any]:
+    d = {"subject": m.subject, "seq": m.seq, "time": m.time.isoformat() if m.time else None,
+         "headers": headers_dict(m.headers) or None}
+    try:
+        d["data"] = m.data.decode()
+    except UnicodeDecodeError:
+        d["data_b64"] = base64.b64encode(m.data).decode()
+    return d
+
+
+@stream.command("get")
+@click.argument("name")
+@click.argument("seq", type=click.IntRange(min=1), required=False)
+@click.option("--last-for", "last_for", metavar="SUBJECT", default=None, help="The last message on SUBJECT.")
+@click.option("--direct", is_flag=True, help="Use the direct get API.")
+@click.option("--raw", is_flag=True, help="Only the message data.")
+@json_option
+@connection_options
+def stream_get(name: str, seq: Optional[int], last_for: Optional[str], direct: bool, raw: bool, as_json: bool,
+               conn: Dict[str, Any]) -> None:
+    """Show a stored message by sequence (or the last one for a subject)."""
+    if (seq is None) == (last_for is None):
+        raise click.UsageError("give a sequence or --last-for SUBJECT")
+    with connected(conn) as nc:
+        st = _js(nc).stream(name)
+        m = st.get_msg(seq, direct=direct) if seq is not None else st.get_last_msg_for_subject(last_for, direct=direct)
+    if as_json:
+        echo_json(_raw_msg_json(m))
+        return
+    if raw:
+        write_bytes(m.data)
+        return
+    click.echo(f"Item: {name}#{m.seq} received {human_time(m.time)} on Subject {m.subject}")
+    h = headers_dict(m.headers)
+    if h:
+        click.echo("\nHeaders:\n")
+        for k, vs in h.items():
+            for v in vs:
+                click.echo(f"  {k}: {v}")
+    click.echo("")
+    click.echo(text_or_repr(m.data))
+
+
+# ============================================================================== consumer
+
+
+@click.group("consumer", cls=JetwireGroup)
+def consumer() -> None:
+    """JetStream consumers: ls, info, add, rm, next."""
+
+
+@consumer.command("ls")
+@click.argument("stream_name", metavar="STREAM")
+@click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
+@json_option
+@connection_options
+def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+    """List a stream's consumers."""
+    with connected(conn) as nc:
+        js = _js(nc)
+        if names:
+            ns = sorted(js.consumer_names(stream_name))
+            if as_json:
+                echo_json(ns)
+            else:
+                for n in ns:
+                    click.echo(n)
+            return
+        infos = sorted(js.list_consumers(stream_name), key=lambda i: i.name)
+    if as_json:
+        echo_json([i.to_json_dict() for i in infos])
+        return
+    if not infos:
+        click.echo(f"No consumers defined on {stream_name}")
+        return
+    t = _table("Name", "Description", "Created", "Ack Pending", "Unprocessed", "Last Delivery",
+               title=f"Consumers on {stream_name} ({len(infos)})")
+    for i in infos:
+        t.add_row(i.name, i.config.description or "", human_time(i.created), comma(i.num_ack_pending),
+                  comma(i.num_pending), ago(i.delivered.last_active))
+    console().print(t)
+
+
+def _print_consumer_info(i: Any) -> None:
+    c = i.config
+    con = console()
+    con.print(_kv_table([
+        ("Name", i.name),
+        ("Stream", i.stream_name),
+        ("Durable Name", c.durable_name),
+        ("Description", c.description),
+        ("Created", human_time(i.created)),
+        ("Pull Mode", "no" if c.deliver_subject else "yes"),
+        ("Deliver Subject", c.deliver_subject),
+        ("Filter Subject", c.filter_subject or (", ".join(c.filter_subjects) if c.filter_subjects else None)),
+        ("Deliver Policy", _enum(c.deliver_policy) + (f" (from {c.opt_start_seq})" if c.opt_start_seq else "")),
+        ("Ack Policy", _enum(c.ack_policy)),
+        ("Ack Wait", human_duration(c.ack_wait)),
+        ("Replay Policy", _enum(c.replay_policy)),
+        ("Max Deliver", _limit(c.max_deliver)),
+        ("Max Ack Pending", _limit(c.max_ack_pending)),
+        ("Max Waiting Pulls", _limit(c.max_waiting)),
+        ("Inactive Threshold", human_duration(c.inactive_threshold) if c.inactive_threshold else None),
+        ("Paused", "yes" if i.paused else None),
+    ], title="Configuration"))
+    con.print(_kv_table([
+        ("Last Delivered Message", f"Consumer sequence: {i.delivered.consumer_seq} Stream sequence: "
+                                   f"{i.delivered.stream_seq}"),
+        ("Acknowledgment Floor", f"Consumer sequence: {i.ack_floor.consumer_seq} Stream sequence: "
+                                 f"{i.ack_floor.stream_seq}"),
+        ("Outstanding Acks", comma(i.num_ack_pending)),
+        ("Redelivered Messages", comma(i.num_redelivered)),
+        ("Waiting Pulls", comma(i.num_waiting)),
+        ("Unprocessed Messages", comma(i.num_pending)),
+    ], title="State"))
+
+
+@consumer.command("info")
+@click.argument("stream_name", metavar="STREAM")
+@click.argument("name")
+@json_option
+@connection_options
+def consumer_info(stream_name: str, name: str, as_json: bool, conn: Dict[str, Any]) -> None:
+    """Show a consumer's configuration and state."""
+    with connected(conn) as nc:
+        info = _js(nc).consumer(stream_name, name).info()
+    if as_json:
+        echo_json(info.to_json_dict())
+    else:
+        _print_consumer_info(info)
+
+
+def _deliver(value: str) -> Dict[str, Any]:
+    v = value.strip().lower()
+    if v in ("all", "last", "new", "last_per_subject", "last-per-subject"):
+        return {"deliver_policy": v.replace("-", "_")}
+    try:
+        seq = int(v)
+    except ValueError:
+        pass
+    else:
+        if seq < 1:
+            raise click.BadParameter("a start sequence is at least 1", param_hint="'--deliver'")
+        return {"deliver_policy": "by_start_sequence", "opt_start_seq": seq}
+    try:
+        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: use all, last, new, last_per_subject, a sequence or an ISO time",
+                                 param_hint="'--deliver'") from None
+    if dt.tzinfo is None:
+        dt = dt.astimezone()
+    return {"deliver_policy": "by_start_time", "opt_start_time": dt.astimezone(timezone.utc)}
+
+
+@consumer.command("add")
+@click.argument("stream_name", metavar="STREAM")
+@click.argument("name")
+@click.option("--filter", "filters", multiple=True, help="Filter subject(s) (comma separated or repeated).")
+@click.option("--ack", type=click.Choice(["explicit", "none", "all"]), default=None, help="Ack policy [default: explicit]")
+@click.option("--deliver", default=None, help="all, last, new, last_per_subject, a start sequence or an ISO time.")
+@click.option("--replay", type=click.Choice(["instant", "original"]), default=None)
+@click.option("--ack-wait", type=DURATION, default=None, help="e.g. 30s")
+@click.option("--max-deliver", type=int, default=None, help="-1: unlimited")
+@click.option("--max-ack-pending", type=int, default=None)
+@click.option("--max-waiting", type=int, default=None, help="Pull requests waiting at most.")
+@click.option("--inactive-threshold", type=DURATION, default=None)
+@click.option("--description", default=None)
+@click.option("--headers-only", is_flag=True, default=None)
+@click.option("--ephemeral", is_flag=True, help="A named ephemeral consumer instead of a durable one.")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="A JSON consumer configuration; options given here override it.")
+@json_option
+@connection_options
+def consumer_add(stream_name: str, name: str, filters: Any, ack: Optional[str], deliver: Optional[str],
+                 replay: Optional[str], ack_wait: Optional[float], max_deliver: Optional[int],
+                 max_ack_pending: Optional[int], max_waiting: Optional[int], inactive_threshold: Optional[float],
+                 description: Optional[str], headers_only: Optional[bool], ephemeral: bool,
+                 config_file: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+    """Create a pull consumer (durable unless --ephemeral)."""
+    from ..jetstream.models import ConsumerConfig
+
+    base = _load_config(config_file, ConsumerConfig)
+    fields: Dict[str, Any] = {}
+    if ephemeral:
+        fields["name"] = name
+    else:
+        fields["durable_name"] = name
+    fl = split_list(filters)
+    if len(fl) == 1:
+        fields["filter_subject"] = fl[0]
+    elif fl:
+        fields["filter_subjects"] = fl
+    if deliver:
+        fields.update(_deliver(deliver))
+    for k, v in (("ack_policy", ack), ("replay_policy", replay), ("ack_wait", ack_wait),
+                 ("max_deliver", max_deliver), ("max_ack_pending", max_ack_pending), ("max_waiting", max_waiting),
+                 ("inactive_threshold", inactive_threshold), ("description", description),
+                 ("headers_only", headers_only)):
+        if v is not None:
+            fields[k] = v
+    with connected(conn) as nc:
+        c = _js(nc).create_consumer(stream_name, base, **fields)
+        info = c.info()
+    if as_json:
+        echo_json(info.to_json_dict())
+    else:
+        click.echo(f"Consumer {stream_name} > {info.name} was created")
+        _print_consumer_info(info)
+
+
+@consumer.command("rm")
+@click.argument("stream_name", metavar="STREAM")
+@click.argument("name")
+@force_option
+@connection_options
+def consumer_rm(stream_name: str, name: str, force: bool, conn: Dict[str, Any]) -> None:
+    """Delete a consumer."""
+    _confirm(force, f"delete consumer {stream_name} > {name}")
+    with connected(conn) as nc:
+        _js(nc).delete_consumer(stream_name, name)
+    click.echo(f"Consumer {stream_name} > {name} was deleted")
+
+
+def _msg_json(m: Any) -> Dict[str, Any]:
+    d: Dict[str, Any] = {"subject": m.subject}
+    if m.reply:
+        d["reply"] = m.reply
+    h = headers_dict(m.headers)
+    if h:
+        d["headers"] = h
+    try:
+        d["data"] = m.data.decode()
+    except UnicodeDecodeError:
+        d["data_b64"] = base64.b64encode(m.data).decode()
+    return d
+
+
+@consumer.command("next")
+@click.argument("stream_name", metavar="STREAM")
+@click.argument("name")
+@click.option("--count", default=1, show_default=True, type=click.IntRange(min=1), help="Messages to fetch.")
+@click.option("--no-ack", is_flag=True, help="Do not acknowledge the messages.")
+@click.option("--timeout", default="5s", show_default=True, type=DURATION, help="How long to wait.")
+@click.option("--raw", is_flag=True, help="Only the message data, one a line.")
+@json_option
+@connection_options
+def consumer_next(stream_name: str, name: str, count: int, no_ack: bool, timeout: float, raw: bool, as_json: bool,
+                  conn: Dict[str, Any]) -> None:
+    """Fetch and print (and acknowledge) the next messages of a pull consumer."""
+    got = 0
+    with connected(conn) as nc:
+        c = _js(nc).consumer(stream_name, name)
+        deadline = time.monotonic() + timeout
+        while got < count:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            k = 0
+            for m in c.fetch(count - got, max_wait=remaining):
+                k += 1
+                got += 1
+                _show_js_msg(m, raw, as_json)
+                if not no_ack and m.reply:
+                    m.ack_sync(timeout=5)
+            if not k:
+                break
+    if got < count:
+        raise CliError(f"timeout: received {got} of {count} messages")
+
+
+def _show_js_msg(m: Any, raw: bool, as_json: bool) -> None:
+    if as_json:
+        d = _msg_json(m)
+        md = _metadata(m)
+        if md:
+            d["metadata"] = md
+        echo_json(d, compact=True)
+    elif raw:
+        click.echo(text_or_repr(m.data))
+    else:
+        md = _metadata(m)
+        where = f" stream seq {md['stream_seq']} consumer seq {md['consumer_seq']}" if md else ""
+        click.echo(f"[{human_time(datetime.now(timezone.utc))}] subj: {m.subject} /{where} / bytes: {len(m.data)}")
+        _show_headers(m)
+        click.echo(text_or_repr(m.data))
+        click.echo("")
+    sys.stdout.flush()
+
+
+def _metadata(m: Any) -> Optional[Dict[str, Any]]:
+    try:
+        md = m.metadata
+    except Exception:
+        return None
+    if md is None:
+        return None
+    return {"stream": md.stream, "consumer": md.consumer, "stream_seq": md.sequence.stream,
+            "consumer_seq": md.sequence.consumer, "num_delivered": md.num_delivered, "num_pending": md.num_pending,
+            "timestamp": md.timestamp.isoformat() if md.timestamp else None}
+
+
+def _show_headers(m: Any) -> None:
+    h = headers_dict(m.headers)
+    for k, vs in h.items():
+        for v in vs:
+            click.echo(f"{k}: {v}")
+    if h:
+        click.echo("")
+
+
+# ============================================================================== kv
+
+
+@click.group("kv", cls=JetwireGroup)
+def kv() -> None:
+    """Key-value buckets: ls, add, info, get, put, del, history, watch, rm."""
+
+
+def _kv_status_row(s: Any) -> list:
+    return [s.bucket, s.description or "", _enum(s.storage), str(s.replicas), str(s.history),
+            human_duration(s.ttl) if s.ttl else "-", comma(s.values), human_bytes(s.bytes)]
+
+
+def _kv_status_json(s: Any) -> Dict[str, Any]:
+    return {"bucket": s.bucket, "description": s.description, "values": s.values, "history": s.history,
+            "ttl": s.ttl, "bytes": s.bytes, "storage": _enum(s.storage), "replicas": s.replicas,
+            "compressed": s.is_compressed, "stream_info": s.stream_info.to_json_dict()}
+
+
+@kv.command("ls")
+@click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
+@json_option
+@connection_options
+def kv_ls(names: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+    """List key-value buckets."""
+    with connected(conn) as nc:
+        js = _js(nc)
+        if names:
+            ns = sorted(js.key_value_store_names())
+            if as_json:
+                echo_json(ns)
+            else:
+                for n in ns:
+                    click.echo(n)
+            return
+        stats = sorted(js.key_value_stores(), key=lambda s: s.bucket)
+    if as_json:
+        echo_json([_kv_status_json(s) for s in stats])
+        return
+    if not stats:
+        click.echo("No key-value buckets defined")
+        return
+    t = _table("Bucket", "Description", "Storage", "Replicas", "History", "TTL", "Values", "Size",
+               title=f"Key-value buckets ({len(stats)})")
+    for s in stats:
+        t.add_row(*_kv_status_row(s))
+    console().print(t)
+
+
+def _print_kv_status(s: Any) -> None:
+    console().print(_kv_table([
+        ("Bucket", s.bucket), ("Description", s.description), ("Values", comma(s.values)),
+        ("History", s.history), ("TTL", human_duration(s.ttl) if s.ttl else "forever"),
+        ("Size", human_bytes(s.bytes)), ("Storage", _enum(s.storage)), ("Replicas", s.replicas),
+        ("Compressed", "yes" if s.is_compressed else "no"), ("Backing Stream", s.stream_info.config.name),
+    ], title=f"Key-value bucket {s.bucket}"))
+
+
+@kv.command("add")
+@click.argument("bucket")
+@click.option("--history", default=1, show_default=True, type=click.IntRange(1, 64), help="Values kept per key.")
+@click.option("--ttl", type=DURATION, default=None, help="How long values live (e.g. 1h).")
+@click.option("--storage", type=click.Choice(["file", "memory"]), default="file", show_default=True)
+@click.option("--replicas", type=click.IntRange(1, 5), default=1, show_default=True)
+@click.option("--max-value-size", type=SIZE, default=None)
+@click.option("--max-bytes", type=SIZE, default=None, help="Bucket size limit.")
+@click.option("--description", default=None)
+@click.option("--compress", is_flag=True, help="S2 compression.")
+@json_option
+@connection_options
+def kv_add(bucket: str, history: int, ttl: Optional[float], storage: str, replicas: int,
+           max_value_size: Optional[int], max_bytes: Optional[int], description: Optional[str], compress: bool,
+           as_json: bool, conn: Dict[str, Any]) -> None:
+    """Create a key-value bucket."""
+    fields: Dict[str, Any] = {"bucket": bucket, "history": history, "storage": storage, "replicas": replicas}
+    for k, v in (("ttl", ttl), ("max_value_size", max_value_size), ("max_bytes", max_bytes),
+                 ("description", description)):
+        if v is not None:
+            fields[k] = v
+    if compress:
+        fields["compression"] = True
+    with connected(conn) as nc:
+        s = _js(nc).create_key_value(**fields).status()
+    if as_json:
+        echo_json(_kv_status_json(s))
+    else:
+        _print_kv_status(s)
+
+
+@kv.command("info")
+@click.argument("bucket")
+@json_option
+@connection_options
+def kv_info(bucket: str, as_json: bool, conn: Dict[str, Any]) -> None:
+    """Show a bucket's status."""
+    with connected(conn) as nc:
+        s = _js(nc).key_value(bucket).status()
+    if as_json:
+        echo_json(_kv_status_json(s))
+    else:
+        _print_kv_status(s)
+
+
+def _entry_json(e: Any) -> Dict[str, Any]:
+    d: Dict[str, Any] = {"bucket": e.bucket, "key": e.key, "revision": e.revision,
+                         "created": e.created.isoformat() if e.created else None, "delta": e.delta,
+                         "operation": _enum(e.operation)}
+    try:
+        d["value"] = e.value.decode()
+    except UnicodeDecodeError:
+        d["value_b64"] = base64.b64encode(e.value).decode()
+    return d
+
+
+@kv.command("get")
+@click.argument("bucket")
+@click.argument("key")
+@click.option("--revision", type=click.IntRange(min=1), default=None)
+@click.option("--raw", is_flag=True, help="Only the value.")
+@json_option
+@connection_options
+def kv_get(bucket: str, key: str, revision: Optional[int], raw: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+    """Show a key's value."""
+    with connected(conn) as nc:
+        e = _js(nc).key_value(bucket).get(key, revision=revision)
+    if as_json:
+        echo_json(_entry_json(e))
+    elif raw:
+        write_bytes(e.value)
+    else:
+        click.echo(f"{bucket} > {key} revision: {e.revision} created @ {human_time(e.created)}")
+        click.echo("")
+        click.echo(text_or_repr(e.value))
+
+
+@kv.command("put")
+@click.argument("bucket")
+@click.argument("key")
+@click.argument("value", required=False)
+@json_option
+@connection_options
+def kv_put(bucket: str, key: str, value: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+    """Store VALUE under KEY (VALUE '-' or absent: read standard input)."""
+    data = read_body("-" if value is None else value)
+    with connected(conn) as nc:
+        rev = _js(nc).key_value(bucket).put(key, data)
+    if as_json:
+        echo_json({"bucket": bucket, "key": key, "revision": rev})
+    else:
+        click.echo(f"{bucket} > {key} revision {rev}")
+
+
+@kv.command("del")
+@click.argument("bucket")
+@click.argument("key")
+@click.option("--purge", is_flag=True, help="Remove the key's history too.")
+@force_option
+@connection_options
+def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: Dict[str, Any]) -> None:
+    """Delete (or purge) a key."""
+    _confirm(force, f"{'purge' if purge else 'delete'} key {bucket} > {key}")
+    with connected(conn) as nc:
+        b = _js(nc).key_value(bucket)
+        b.purge(key) if purge else b.delete(key)
+    click.echo(f"{bucket} > {key} was {'purged' if purge else 'deleted'}")
+
+
+@kv.command("history")
+@click.argument("bucket")
+@click.argument("key")
+@json_option
+@connection_options
+def kv_history(bucket: str, key: str, as_json: bool, conn: Dict[str, Any]) -> None:
+    """Show every stored revision of a key."""
+    with connected(conn) as nc:
+        entries = _js(nc).key_value(bucket).history(key)
+    if as_json:
+        echo_json([_entry_json(e) for e in entries])
+        return
+    t = _table("Key", "Revision", "Op", "Created", "Length", "Value", title=f"History of {bucket} > {key}")
+    for e in entries:
+        t.add_row(e.key, str(e.revision), _enum(e.operation), human_time(e.created), comma(len(e.value)),
+                  text_or_repr(e.value, limit=40))
+    console().print(t)
+
+
+@kv.command("watch")
+@click.argument("bucket")
+@click.argument("key", required=False, default=">")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Exit after this many updates.")
+@click.option("--updates-only", is_flag=True, help="No current values first.")
+@click.option("--history", "include_history", is_flag=True, help="Every stored revision first.")
+@json_option
+@connection_options
+def kv_watch(bucket: str, key: str, count: Optional[int], updates_only: bool, include_history: bool, as_json: bool,
+             conn: Dict[str, Any]) -> None:
+    """Print changes to a bucket (KEY may be a pattern; default: every key)."""
+    seen = 0
+    with connected(conn) as nc:
+        w = _js(nc).key_value(bucket).watch(key, updates_only=updates_only, include_history=include_history)
+        click.echo(f"Watching {bucket} > {key}", err=True)
+        try:
+            for e in w:
+                if e is None:
+                    continue
+                seen += 1
+                if as_json:
+                    echo_json(_entry_json(e), compact=True)
+                else:
+                    click.echo(f"[{human_time(e.created)}] {_enum(e.operation)} {e.bucket} > {e.key}: "
+                               f"{text_or_repr(e.value, limit=200)}")
+                sys.stdout.flush()
+                if count is not None and seen >= count:
+                    break
+        finally:
+            w.stop()
+
+
+@kv.command("rm")
+@click.argument("bucket")
+@force_option
+@connection_options
+def kv_rm(bucket: str, force: bool, conn: Dict[str, Any]) -> None:
+    """Delete a bucket and everything in it."""
+    _confirm(force, f"delete bucket {bucket}")
+    with connected(conn) as nc:
+        _js(nc).delete_key_value(bucket)
+    click.echo(f"Bucket {bucket} was deleted")
+
+
+# ============================================================================== object
+
+
+@click.group("object", cls=JetwireGroup)
+def object_() -> None:
+    """Object stores: ls, add, put, get, info, rm."""
+
+
+def _obj_status_json(s: Any) -> Dict[str, Any]:
+    return {"bucket": s.bucket, "description": s.description, "size": s.size, "ttl": s.ttl, "sealed": s.sealed,
+            "storage": _enum(s.storage), "replicas": s.replicas, "stream_info": s.stream_info.to_json_dict()}
+
+
+def _obj_info_json(i: Any) -> Dict[str, Any]:
+    d = i.to_json_dict() if hasattr(i, "to_json_dict") else {}
+    d.update({"name": i.name, "bucket": i.bucket, "size": i.size, "chunks": i.chunks, "digest": i.digest,
+              "mtime": i.mtime.isoformat() if i.mtime else None, "deleted": i.deleted})
+    return d
+
+
+def _print_obj_status(s: Any) -> None:
+    console().print(_kv_table([
+        ("Bucket", s.bucket), ("Description", s.description), ("Size", human_bytes(s.size)),
+        ("TTL", human_duration(s.ttl) if s.ttl else "forever"), ("Sealed", "yes" if s.sealed else "no"),
+        ("Storage", _enum(s.storage)), ("Replicas", s.replicas), ("Backing Stream", s.stream_info.config.name),
+    ], title=f"Object store {s.bucket}"))
+
+
+def _print_obj_info(i: Any) -> None:
+    console().print(_kv_table([
+        ("Name", i.name), ("Bucket", i.bucket), ("Description", i.description), ("Size", human_bytes(i.size)),
+        ("Modified", human_time(i.mtime)), ("Chunks", i.chunks), ("Digest", i.digest),
+        ("Link", f"{i.link.bucket}/{i.link.name or ''}" if i.link else None),
+        ("Deleted", "yes" if i.deleted else None),
+    ], title=f"Object {i.bucket} > {i.name}"))
+
+
+@object_.command("add")
+@click.argument("bucket")
+@click.option("--ttl", type=DURATION, default=None)
+@click.option("--storage", type=click.Choice(["file", "memory"]), default="file", show_default=True)
+@click.option("--replicas", type=click.IntRange(1, 5), default=1, show_default=True)
+@click.option("--max-bytes", type=SIZE, default=None)
+@click.option("--description", default=None)
+@json_option
+@connection_options
+def object_add(bucket: str, ttl: Optional[float], storage: str, replicas: int, max_bytes: Optional[int],
+               description: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+    """Create an object store bucket."""
+    fields: Dict[str, Any] = {"bucket": bucket, "storage": storage, "replicas": replicas}
+    for k, v in (("ttl", ttl), ("max_bytes", max_bytes), ("description", description)):
+        if v is not None:
+            fields[k] = v
+    with connected(conn) as nc:
+        s = _js(nc).create_object_store(**fields).status()
+    if as_json:
+        echo_json(_obj_status_json(s))
+    else:
+        _print_obj_status(s)
+
+
+@object_.command("ls")
+@click.argument("bucket", required=False)
+@click.option("--deleted", "show_deleted", is_flag=True, help="Include deleted objects.")
+@json_option
+@connection_options
+def object_ls(bucket: Optional[str], show_deleted: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+    """List object store buckets, or the objects in BUCKET."""
+    with connected(conn) as nc:
+        js = _js(nc)
+        if bucket is None:
+            stats = sorted(js.object_stores(), key=lambda s: s.bucket)
+            if as_json:
+                echo_json([_obj_status_json(s) for s in stats])
+                return
+            if not stats:
+                click.echo("No object stores defined")
+                return
+            t = _table("Bucket", "Description", "Storage", "Replicas", "Size", "Sealed",
+                       title=f"Object stores ({len(stats)})")
+            for s in stats:
+                t.add_row(s.bucket, s.description or "", _enum(s.storage), str(s.replicas), human_bytes(s.size),
+                          "yes" if s.sealed else "no")
+            console().print(t)
+            return
+        objs = sorted(js.object_store(bucket).list(show_deleted=show_deleted), key=lambda i: i.name or "")
+    if as_json:
+        echo_json([_obj_info_json(i) for i in objs])
+        return
+    if not objs:
+        click.echo(f"No objects in {bucket}")
+        return
+    t = _table("Name", "Size", "Modified", "Digest", title=f"Objects in {bucket} ({len(objs)})")
+    for i in objs:
+        t.add_row(i.name + (" (deleted)" if i.deleted else ""), human_bytes(i.size), human_time(i.mtime),
+                  i.digest or "")
+    console().print(t)
+
+
+@object_.command("put")
+@click.argument("bucket")
+@click.argument("file", type=click.Path(exists=False, dir_okay=False, allow_dash=True))
+@click.option("--name", default=None, help="Object name (default: the file's path as given; needed for '-').")
+@click.option("--description", default=None)
+@json_option
+@connection_options
+def object_put(bucket: str, file: str, name: Optional[str], description: Optional[str], as_json: bool,
+               conn: Dict[str, Any]) -> None:
+    """Store FILE ('-': standard input) in BUCKET."""
+    from ..jetstream.obj_models import ObjectMeta
+
+    if file == "-" and not name:
+        raise click.UsageError("--name is needed when reading standard input")
+    if file != "-" and not os.path.isfile(file):
+        raise click.BadParameter(f"file {file!r} does not exist", param_hint="'FILE'")
+    with connected(conn) as nc:
+        store = _js(nc).object_store(bucket)
+        meta = ObjectMeta(name=name or file, description=description)
+        if file == "-":
+            info = store.put(meta, stdin_bytes())
+        else:
+            with open(file, "rb") as f:
+                info = store.put(meta, f)
+    if as_json:
+        echo_json(_obj_info_json(info))
+    else:
+        click.echo(f"Stored {info.name} in {bucket}: {human_bytes(info.size)} in {info.chunks} chunk(s), {info.digest}")
+
+
+@object_.command("get")
+@click.argument("bucket")
+@click.argument("name")
+@click.option("-O", "--output", default=None, metavar="FILE",
+              help="Where to write it ('-': standard output; default: the object's base name here).")
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@connection_options
+def object_get(bucket: str, name: str, output: Optional[str], force: bool, conn: Dict[str, Any]) -> None:
+    """Fetch an object (its SHA-256 digest is checked)."""
+    target = output or os.path.basename(name.rstrip("/")) or name
+    if target != "-" and os.path.exists(target) and not force:
+        raise CliError(f"{target} exists (use --force to overwrite, or --output)")
+    with connected(conn) as nc:
+        store = _js(nc).object_store(bucket)
+        if target == "-":
+            data = store.get_bytes(name)
+            write_bytes(data)
+            return
+        store.get_file(name, target)
+        size = os.path.getsize(target)
+    click.echo(f"Wrote {human_bytes(size)} to {target}", err=True)
+
+
+@object_.command("info")
+@click.argument("bucket")
+@click.argument("name", required=False)
+@json_option
+@connection_options
+def object_info(bucket: str, name: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+    """Show a bucket's status, or an object's metadata."""
+    with connected(conn) as nc:
+        store = _js(nc).object_store(bucket)
+        if name is None:
+            s = store.status()
+            echo_json(_obj_status_json(s)) if as_json else _print_obj_status(s)
+            return
+        i = store.get_info(name)
+    echo_json(_obj_info_json(i)) if as_json else _print_obj_info(i)
+
+
+@object_.command("rm")
+@click.argument("bucket")
+@click.argument("name", required=False)
+@force_option
+@connection_options
+def object_rm(bucket: str, name: Optional[str], force: bool, conn: Dict[str, Any]) -> None:
+    """Delete an object, or (without NAME) the whole bucket."""
+    _confirm(force, f"delete {'object ' + bucket + ' > ' + name if name else 'object store ' + bucket}")
+    with connected(conn) as nc:
+        js = _js(nc)
+        if name is None:
+            js.delete_object_store(bucket)
+            click.echo(f"Object store {bucket} was deleted")
+        else:
+            js.object_store(bucket).delete(name)
+            click.echo(f"Object {bucket} > {name} was deleted")
+
+
+# ============================================================================== pub / sub / req
+
+header_option = click.option("-H", "--header", "headers", multiple=True, metavar="KEY:VALUE",
+                             help="A header (repeatable).")
+
+
+@click.command("pub")
+@click.argument("subject")
+@click.argument("body", required=False)
+@header_option
+@click.option("--count", default=1, show_default=True, type=click.IntRange(min=1), help="Publish this many times.")
+@click.option("--reply", default=None, help="Reply subject.")
+@click.option("--sleep", type=DURATION, default=None, help="Pause between messages.")
+@click.option("-q", "--quiet", is_flag=True)
+@connection_options
+def pub(subject: str, body: Optional[str], headers: Any, count: int, reply: Optional[str], sleep: Optional[float],
+        quiet: bool, conn: Dict[str, Any]) -> None:
+    """Publish BODY ('-': standard input) to SUBJECT. '{count}' in BODY is replaced by the message number."""
+    hdrs = parse_headers(headers)
+    raw = read_body(body)
+    with connected(conn) as nc:
+        for i in range(1, count + 1):
+            data = raw.replace(b"{count}", str(i).encode()) if b"{count}" in raw else raw
+            nc.publish(subject, data, reply=reply, headers=hdrs)
+            if sleep and i < count:
+                time.sleep(sleep)
+        nc.flush(timeout=10)
+    if not quiet:
+        n = f"{count} messages" if count > 1 else f"{len(raw)} bytes"
+        click.echo(f"Published {n} to {subject!r}", err=True)
+
+
+@click.command("sub")
+@click.argument("subject")
+@click.option("--queue", default=None, help="Queue group.")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Exit after this many messages.")
+@click.option("--timeout", type=DURATION, default=None, help="Give up (exit 1) when nothing arrives for this long.")
+@click.option("--raw", is_flag=True, help="Only the message data, one a line.")
+@json_option
+@connection_options
+def sub(subject: str, queue: Optional[str], count: Optional[int], timeout: Optional[float], raw: bool, as_json: bool,
+        conn: Dict[str, Any]) -> None:
+    """Print messages arriving on SUBJECT."""
+    import jetwire
+
+    n = 0
+    with connected(conn) as nc:
+        s = nc.subscribe(subject, queue=queue)
+        nc.flush(timeout=10)
+        click.echo(f"Subscribing on {subject}" + (f" (queue {queue})" if queue else ""), err=True)
+        sys.stderr.flush()
+        try:
+            while count is None or n < count:
+                try:
+                    m = s.next_msg(timeout=timeout)
+                except jetwire.TimeoutError:
+                    raise CliError(f"timeout: no message within {human_duration(timeout)} "
+                                   f"({n} received)") from None
+                n += 1
+                if as_json:
+                    echo_json(_msg_json(m), compact=True)
+                elif raw:
+                    click.echo(text_or_repr(m.data))
+                else:
+                    click.echo(f"[#{n}] Received on {m.subject!r}" + (f" with reply {m.reply!r}" if m.reply else ""))
+                    _show_headers(m)
+                    click.echo(text_or_repr(m.data))
+                    click.echo("")
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            pass
+
+
+@click.command("req")
+@click.argument("subject")
+@click.argument("body", required=False)
+@header_option
+@click.option("--timeout", default="2s", show_default=True, type=DURATION)
+@click.option("--raw", is_flag=True, help="Only the reply data.")
+@json_option
+@connection_options
+def req(subject: str, body: Optional[str], headers: Any, timeout: float, raw: bool, as_json: bool,
+        conn: Dict[str, Any]) -> None:
+    """Send a request and print the reply."""
+    hdrs = parse_headers(headers)
+    data = read_body(body)
+    with connected(conn) as nc:
+        t0 = time.perf_counter()
+        m = nc.request(subject, data, timeout=timeout, headers=hdrs)
+        dt = time.perf_counter() - t0
+    if as_json:
+        d = _msg_json(m)
+        d["rtt_us"] = round(dt * 1e6, 1)
+        echo_json(d)
+    elif raw:
+        click.echo(text_or_repr(m.data))
+    else:
+        click.echo(f"Received with rtt {dt * 1e3:.3f}ms")
+        _show_headers(m)
+        click.echo(text_or_repr(m.data))
+
+
+# ============================================================================== events
+
+ADVISORY_SUBJECT = "$JS.EVENT.ADVISORY.>"
+
+
+def render_advisory(data: Dict[str, Any], subject: str = "") -> str:
+    """One line for a JetStream advisory."""
+    typ = str(data.get("type", ""))
+    short = typ.rsplit(".", 2)[-2] if typ.count(".") >= 2 else (typ or subject)
+    if short.startswith("v") and short[1:].isdigit():
+        short = typ.rsplit(".", 1)[-1]
+    ts = data.get("timestamp") or ""
+    when = ts[11:19] if len(ts) >= 19 else datetime.now().strftime("%H:%M:%S")
+    parts = [f"[{when}]", f"[{short}]"]
+    if data.get("action"):
+        parts.append(str(data["action"]))
+    for key in ("stream", "consumer"):
+        if data.get(key):
+            parts.append(f"{key}={data[key]}")
+    for key in ("stream_seq", "deliveries", "leader", "domain", "reason", "template"):
+        if data.get(key) not in (None, ""):
+            parts.append(f"{key}={data[key]}")
+    if short == "api_audit":
+        parts.append(str(data.get("subject", "")))
+        resp = data.get("response")
+        if isinstance(resp, str):
+            try:
+                resp = json.loads(resp)
+            except ValueError:
+                resp = None
+        if isinstance(resp, dict) and resp.get("error"):
+            err = resp["error"]
+            parts.append(f"error={err.get('err_code', err.get('code'))}: {err.get('description', '')}")
+    client = data.get("client")
+    if isinstance(client, dict) and (client.get("name") or client.get("user")):
+        parts.append(f"client={client.get('name') or client.get('user')}")
+    return " ".join(parts)
+
+
+@click.command("events")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Exit after this many events.")
+@click.option("--timeout", type=DURATION, default=None, help="Give up (exit 1) when nothing arrives for this long.")
+@click.option("--subject", default=ADVISORY_SUBJECT, show_default=True, help="Advisory subject to listen on.")
+@json_option
+@connection_options
+def events(count: Optional[int], timeout: Optional[float], subject: str, as_json: bool, conn: Dict[str, Any]) -> None:
+    """Show JetStream advisories, one line each (--json: the raw advisories)."""
+    import jetwire
+
+    n = 0
+    with connected(conn) as nc:
+        s = nc.subscribe(subject)
+        nc.flush(timeout=10)
+        click.echo(f"Listening for advisories on {subject}", err=True)
+        sys.stderr.flush()
+        try:
+            while count is None or n < count:
+                try:
+                    m = s.next_msg(timeout=timeout)
+                except jetwire.TimeoutError:
+                    raise CliError(f"timeout: no event within {human_duration(timeout)} ({n} received)") from None
+                n += 1
+                try:
+                    data = json.loads(m.data)
+                except ValueError:
+                    data = None
+                if as_json:
+                    click.echo(json.dumps(data if data is not None else {"subject": m.subject,
+                                                                          "data": text_or_repr(m.data)}))
+                elif isinstance(data, dict):
+                    click.echo(render_advisory(data, m.subject))
+                else:
+                    click.echo(f"[{m.subject}] {text_or_repr(m.data, limit=200)}")
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            pass
+
+
+COMMANDS = [stream, consumer, kv, object_, pub, sub, req, events]

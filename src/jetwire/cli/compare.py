@@ -1,0 +1,213 @@
+"""Side-by-side comparison of jetwire (blocking and asyncio) with nats-py on one server.
+
+One implementation behind both ``jetwire bench compare`` and ``benchmarks/compare.py``:
+
+    python benchmarks/compare.py                  # all rows, 3 rounds, embedded server
+    python benchmarks/compare.py --rows a,c --rounds 5 --server nats://127.0.0.1:4222
+
+Each (row, client) runs in its own process (``python -m jetwire.cli.rows``), in turns,
+for several rounds, against one fresh embedded server (or ``--server``); the median of
+each is reported with the ratio jetwire / nats-py. Rows are those of BENCHMARKS.md. A
+row whose messages are not all accounted for fails instead of reporting a number, and
+the run exits non-zero. nats-py rows run only when nats-py is installed.
+
+No click or rich here.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from typing import Any, Callable, Dict, List, Optional
+
+from ._stats import median
+from .rows import ROW_ORDER, ROWS, supported
+
+CLIENTS = ["jetwire", "jetwire.aio", "nats-py"]
+
+
+def have_nats_py() -> bool:
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec("nats") is not None and importlib.util.find_spec("nats.js") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def parse_rows(text: str) -> List[str]:
+    rows = [r.strip().lower() for r in text.split(",") if r.strip()]
+    if not rows or rows == ["all"]:
+        return list(ROW_ORDER)
+    unknown = [r for r in rows if r not in ROWS]
+    if unknown:
+        raise ValueError(f"unknown row {unknown[0]!r}; known: {', '.join(ROW_ORDER)}")
+    return rows
+
+
+def parse_clients(text: Optional[str]) -> List[str]:
+    clients = [c.strip() for c in (text or ",".join(CLIENTS)).split(",") if c.strip()]
+    unknown = [c for c in clients if c not in CLIENTS]
+    if unknown:
+        raise ValueError(f"unknown client {unknown[0]!r}; known: {', '.join(CLIENTS)}")
+    return clients
+
+
+def run_worker(row: str, client: str, url: str, monitor: str, scale: float, timeout: float = 600) -> Dict[str, Any]:
+    """One row for one client in a fresh process; ``{"error": ...}`` when it failed."""
+    cmd = [sys.executable, "-m", "jetwire.cli.rows", row, client, url, monitor or "", repr(scale)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f}s"}
+    if out.returncode != 0:
+        text = (out.stderr or out.stdout or "").strip()
+        last = text.splitlines()[-1] if text else f"exit status {out.returncode}"
+        return {"error": last[len("FAILED: "):] if last.startswith("FAILED: ") else last}
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": f"unreadable output: {out.stdout.strip()[-200:]!r}"}
+
+
+Results = Dict[str, Dict[str, List[Dict[str, Any]]]]
+
+
+def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0, server: Optional[str] = None,
+        monitor: Optional[str] = None,
+        on_result: Optional[Callable[[int, str, str, Dict[str, Any]], None]] = None,
+        on_start: Optional[Callable[[int, str, str], None]] = None) -> Results:
+    """Run every (row, client) ``rounds`` times, in turns, on one server.
+
+    Without ``server`` one fresh embedded nats-server (JetStream, file storage) is
+    started for the whole run and stopped afterwards. (row, client) pairs with no
+    implementation (nats-py has no row g) are left out.
+    """
+    srv = None
+    if server:
+        url, mon = server, monitor or ""
+    else:
+        from ..testing import NatsServer
+
+        srv = NatsServer()
+        srv.start()
+        url, mon = srv.url, srv.monitor_url
+    results: Results = {r: {c: [] for c in clients if supported(r, c)} for r in rows}
+    try:
+        for rnd in range(rounds):
+            for r in rows:
+                for c in clients:
+                    if not supported(r, c):
+                        continue
+                    if on_start:
+                        on_start(rnd, r, c)
+                    res = run_worker(r, c, url, mon, scale)
+                    results[r][c].append(res)
+                    if on_result:
+                        on_result(rnd, r, c, res)
+    finally:
+        if srv is not None:
+            srv.stop()
+    return results
+
+
+def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
+    """Medians per (row, client), ratios against nats-py (and g against f), failures.
+
+    ``{"rows": {row: {"title", "kind", "target", "clients": {client: {"median": {...},
+    "runs", "failed", "errors"}}, "ratios": {client: x}}}, "failed": bool}``
+    """
+    out: Dict[str, Any] = {"rows": {}, "failed": False}
+    for r, per_client in results.items():
+        spec = ROWS[r]
+        row_out: Dict[str, Any] = {"title": spec.title, "short": spec.short, "kind": spec.kind,
+                                   "target": spec.target, "clients": {}, "ratios": {}}
+        for c, runs in per_client.items():
+            ok = [x for x in runs if "error" not in x]
+            errors = [x["error"] for x in runs if "error" in x]
+            if errors:
+                out["failed"] = True
+            med = None
+            if ok:
+                med = {k: median([x[k] for x in ok]) for k in ok[0] if isinstance(ok[0][k], (int, float))}
+            row_out["clients"][c] = {"median": med, "runs": len(runs), "failed": len(errors), "errors": errors}
+        base = (row_out["clients"].get("nats-py") or {}).get("median")
+        for c, v in row_out["clients"].items():
+            if c != "nats-py" and base and v["median"]:
+                row_out["ratios"][c] = spec.ratio(v["median"], base)
+        row_out["n"] = max(1, int(spec.count * scale))
+        out["rows"][r] = row_out
+    g, f = out["rows"].get("g"), out["rows"].get("f")
+    if g and f:
+        for c, v in g["clients"].items():
+            fm = (f["clients"].get(c) or {}).get("median")
+            if v["median"] and fm:
+                g.setdefault("vs_f", {})[c] = v["median"]["rate"] / fm["rate"]
+    return out
+
+
+def format_summary(summary: Dict[str, Any], rounds: int) -> str:
+    """Plain-text report (``benchmarks/compare.py``; the CLI draws a rich table instead)."""
+    lines = [f"medians over {rounds} round(s); ratio = how many times better than nats-py "
+             "(rates: jetwire/nats-py, latency: nats-py p50 / jetwire p50)"]
+    for r, row in summary["rows"].items():
+        spec = ROWS[r]
+        lines.append("")
+        lines.append(f"[{r}] {row['title']}   (target {row['target']})")
+        for c, v in row["clients"].items():
+            if v["median"] is None:
+                lines.append(f"  {c:12s} FAILED: {v['errors'][-1] if v['errors'] else 'no result'}")
+                continue
+            line = f"  {c:12s} {spec.show(v['median'])}"
+            if c in row["ratios"]:
+                line += f"   ratio {row['ratios'][c]:.2f}x"
+            if c in row.get("vs_f", {}):
+                line += f"   g/f {row['vs_f'][c]:.2f}x"
+            if v["failed"]:
+                line += f"   ({v['failed']} of {v['runs']} runs FAILED)"
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``benchmarks/compare.py`` command line (argparse, plain text)."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--rows", default=",".join(ROW_ORDER), help="comma-separated rows (default: all)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--server", default=None, help="URL of a running server (default: embedded)")
+    ap.add_argument("--monitor", default=None, help="monitoring URL of --server (for row a accounting)")
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply message counts (e.g. 0.1 for a smoke run)")
+    ap.add_argument("--json", action="store_true", help="print the summary as JSON")
+    args = ap.parse_args(argv)
+    try:
+        rows = parse_rows(args.rows)
+        clients = parse_clients(args.clients)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if args.rounds < 1 or args.scale <= 0:
+        ap.error("--rounds must be >= 1 and --scale > 0")
+    if "nats-py" in clients and not have_nats_py():
+        print("nats-py is not installed: comparing jetwire flavours only", file=sys.stderr)
+        clients.remove("nats-py")
+
+    def on_result(rnd: int, r: str, c: str, res: Dict[str, Any]) -> None:
+        if "error" in res:
+            print(f"round {rnd + 1} row {r} {c}: FAILED {res['error']}", file=sys.stderr)
+        else:
+            print(f"round {rnd + 1} row {r} {c}: {ROWS[r].show(res)}", file=sys.stderr)
+
+    results = run(rows, clients, args.rounds, args.scale, args.server, args.monitor, on_result=on_result)
+    summary = summarize(results, args.scale)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print()
+        print(format_summary(summary, args.rounds))
+    return 1 if summary["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

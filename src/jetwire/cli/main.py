@@ -1,0 +1,84 @@
+"""The ``jetwire`` command (console script and ``python -m jetwire``)."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Dict, List, Optional
+
+import click
+
+from ._click import JetwireGroup, connection_options
+
+
+def _version() -> str:
+    import jetwire
+
+    try:
+        from jetwire._impl import speedups_enabled
+
+        impl = "compiled" if speedups_enabled() else "pure Python"
+    except Exception:  # pragma: no cover
+        impl = "unknown"
+    return f"jetwire {jetwire.__version__} (protocol core: {impl}, Python {sys.version.split()[0]})"
+
+
+def _print_version(ctx: click.Context, param: Any, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(_version())
+    ctx.exit()
+
+
+@click.group(cls=JetwireGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
+@connection_options
+def cli(conn: Dict[str, Any]) -> None:
+    """jetwire: a fast NATS and JetStream client for Python, from the command line.
+
+    Connection options (--server, auth, TLS) may be given here or after any command;
+    --server defaults to $NATS_URL, then nats://127.0.0.1:4222.
+
+    \b
+    jetwire demo                       a few-seconds tour on an embedded server
+    jetwire server                     run nats-server (JetStream) from the wheel
+    jetwire bench pubsub --msgs 1e5    load generator, like `nats bench`
+    jetwire bench compare              jetwire vs nats-py, the BENCHMARKS.md rows
+    jetwire stream ls                  streams, consumers, kv, object stores
+    jetwire pub|sub|req|events         core NATS and JetStream advisories
+    """
+    click.get_current_context().meta["jetwire.conn"] = {k: v for k, v in conn.items() if v is not None}
+
+
+def _register() -> None:
+    from .admin import COMMANDS
+    from .bench import bench
+    from .demo import demo
+    from .server import server
+
+    cli.add_command(server)
+    cli.add_command(bench)
+    for c in COMMANDS:
+        cli.add_command(c)
+    cli.add_command(demo)
+
+
+_register()
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Console-script entry point; returns the exit status."""
+    try:
+        cli.main(args=argv, prog_name="jetwire", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        click.echo(str(code), err=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

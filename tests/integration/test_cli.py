@@ -1,0 +1,415 @@
+"""The ``jetwire`` command against a real nats-server: in-process through click's
+``CliRunner`` and as a subprocess (``python -m jetwire``). JSON output parses, exit
+codes are right, bad arguments give one line and a non-zero status, bench runs account
+for every message, and the admin verbs round-trip streams, consumers, kv and objects."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, List
+
+import pytest
+
+click = pytest.importorskip("click")
+pytest.importorskip("rich")
+
+from click.testing import CliRunner  # noqa: E402
+
+import jetwire  # noqa: E402
+from jetwire.cli import _conn, _stats  # noqa: E402
+from jetwire.cli.admin import render_advisory  # noqa: E402
+from jetwire.cli.main import cli  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def uid(prefix: str = "T") -> str:
+    return f"{prefix}{uuid.uuid4().hex[:10].upper()}"
+
+
+def run(*args: Any, input: Any = None) -> Any:
+    """Invoke in-process; stdout and stderr kept apart."""
+    try:
+        runner = CliRunner(mix_stderr=False)  # click < 8.2
+    except TypeError:
+        runner = CliRunner()
+    return runner.invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+def stderr_of(res: Any) -> str:
+    try:
+        return res.stderr
+    except ValueError:
+        return ""
+
+
+def js_out(res: Any) -> Any:
+    assert res.exit_code == 0, (res.output, stderr_of(res))
+    return json.loads(res.stdout)
+
+
+def jetwire_cmd(*args: Any) -> List[str]:
+    return [sys.executable, "-m", "jetwire", *[str(a) for a in args]]
+
+
+def sub_run(*args: Any, timeout: float = 60, **kw: Any) -> subprocess.CompletedProcess:
+    return subprocess.run(jetwire_cmd(*args), capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def assert_one_line_error(text: str, contains: str = "") -> None:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, text
+    assert lines[0].startswith("error: "), text
+    assert "Traceback" not in text
+    assert contains in lines[0], text
+
+
+# ------------------------------------------------------------------------------ basics
+
+
+def test_version_help_and_module_entry() -> None:
+    res = run("--version")
+    assert res.exit_code == 0 and res.stdout.startswith(f"jetwire {jetwire.__version__}")
+    out = sub_run("--version")
+    assert out.returncode == 0 and out.stdout.startswith("jetwire ")
+    res = run("bench", "--help")
+    assert res.exit_code == 0
+    for mode in ("pub", "sub", "pubsub", "request", "reply", "js-pub", "js-pub-async", "js-fetch", "js-consume",
+                 "js-ordered", "kv-put", "kv-get", "compare"):
+        assert mode in res.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["bench", "nonsense"],
+    ["bench", "pub", "--msgs", "0"],
+    ["bench", "pub", "--size", "lots"],
+    ["bench", "js-fetch", "--acks", "maybe"],
+    ["bench", "compare", "--rows", "a,zz"],
+    ["bench", "pub", "--histogram", "x.png"],
+    ["stream", "add"],
+    ["stream", "purge", "S", "--seq", "3", "--keep", "1", "-f"],
+    ["consumer", "add", "S", "C", "--deliver", "yesterday-ish"],
+    ["kv", "add", "B", "--history", "100"],
+    ["pub", "subj", "x", "-H", "no-colon"],
+])
+def test_bad_arguments_fail_with_usage_error(args: List[str]) -> None:
+    res = run(*args)
+    assert res.exit_code == 2, res.output
+    err = stderr_of(res) or res.output
+    assert "Error:" in err and "Traceback" not in err
+
+
+def test_server_errors_are_one_line(nats_url: str) -> None:
+    res = run("stream", "info", uid("NOPE"), "-s", nats_url)
+    assert res.exit_code == 1
+    assert_one_line_error(stderr_of(res) or res.output, "stream not found")
+    out = sub_run("stream", "ls", "--server", "nats://127.0.0.1:1")
+    assert out.returncode == 1
+    assert_one_line_error(out.stderr, "connect")
+    assert out.stdout == ""
+    out = sub_run("req", uid("nobody."), "hi", "-s", nats_url)
+    assert out.returncode == 1
+    assert_one_line_error(out.stderr, "no responders")
+
+
+def test_value_parsing_and_stats() -> None:
+    assert _conn.parse_size("1KB") == 1024 and _conn.parse_size("2MiB") == 2 * 1024**2
+    assert _conn.parse_size("128") == 128 and _conn.parse_size("-1") == -1
+    assert _conn.parse_duration("1m30s") == 90 and _conn.parse_duration("500ms") == 0.5
+    assert _conn.parse_duration("2") == 2.0
+    with pytest.raises(ValueError):
+        _conn.parse_duration("soon")
+    assert _stats.split_evenly(10, 3) == [4, 3, 3]
+    sp = _stats.spread([1.0, 2.0, 3.0])
+    assert sp["min"] == 1 and sp["max"] == 3 and sp["avg"] == 2 and abs(sp["stddev"] - 0.8165) < 1e-3
+    assert _stats.percentile([1, 2, 3, 4], 50) == 2 and _stats.percentile([1, 2, 3, 4], 99) == 4
+    line = render_advisory({"type": "io.nats.jetstream.advisory.v1.stream_action", "action": "create",
+                            "stream": "ORDERS", "timestamp": "2026-01-02T03:04:05.1Z"})
+    assert line == "[03:04:05] [stream_action] create stream=ORDERS"
+
+
+# ------------------------------------------------------------------------------ admin
+
+
+def test_stream_and_consumer_round_trip(nats_url: str) -> None:
+    s, subj = uid("S"), uid("orders.").lower()
+    info = js_out(run("stream", "add", s, "--subjects", f"{subj}.>", "--max-age", "1h", "--storage", "memory",
+                      "--json", "-s", nats_url))
+    assert info["config"]["name"] == s and info["config"]["subjects"] == [f"{subj}.>"]
+    assert info["config"]["max_age"] == 3600 * 10**9
+    res = run("pub", f"{subj}.new", "order {count}", "--count", "3", "-s", nats_url)
+    assert res.exit_code == 0
+    assert s in js_out(run("stream", "ls", "--names", "--json", "-s", nats_url))
+    listed = js_out(run("stream", "ls", "--json", "-s", nats_url))
+    assert [x["state"]["messages"] for x in listed if x["config"]["name"] == s] == [3]
+    msg = js_out(run("stream", "get", s, "2", "--json", "-s", nats_url))
+    assert msg["seq"] == 2 and msg["data"] == "order 2"
+    last = js_out(run("stream", "get", s, "--last-for", f"{subj}.new", "--json", "-s", nats_url))
+    assert last["seq"] == 3
+    edited = js_out(run("stream", "edit", s, "--description", "the orders", "--json", "-s", nats_url))
+    assert edited["config"]["description"] == "the orders"
+    human = run("stream", "info", s, "-s", nats_url)
+    assert human.exit_code == 0 and "the orders" in human.stdout and "Messages" in human.stdout
+
+    c = js_out(run("consumer", "add", s, "C1", "--filter", f"{subj}.>", "--ack", "explicit", "--json",
+                   "-s", nats_url))
+    assert c["name"] == "C1" and c["config"]["ack_policy"] == "explicit"
+    res = run("consumer", "next", s, "C1", "--count", "2", "--json", "-s", nats_url)
+    got = [json.loads(line) for line in res.stdout.splitlines()]
+    assert res.exit_code == 0 and [g["data"] for g in got] == ["order 1", "order 2"]
+    assert got[1]["metadata"]["stream_seq"] == 2
+    ci = js_out(run("consumer", "info", s, "C1", "--json", "-s", nats_url))
+    assert ci["num_ack_pending"] == 0 and ci["delivered"]["stream_seq"] == 2 and ci["num_pending"] == 1
+    assert [x["name"] for x in js_out(run("consumer", "ls", s, "--json", "-s", nats_url))] == ["C1"]
+    res = run("consumer", "next", s, "C1", "--count", "5", "--timeout", "300ms", "--raw", "-s", nats_url)
+    assert res.exit_code == 1 and res.stdout.strip() == "order 3"
+    assert_one_line_error(stderr_of(res), "received 1 of 5")
+
+    purged = js_out(run("stream", "purge", s, "-f", "--json", "-s", nats_url))
+    assert purged["stream"]["state"]["messages"] == 0
+    assert run("consumer", "rm", s, "C1", "-f", "-s", nats_url).exit_code == 0
+    assert run("stream", "rm", s, "-f", "-s", nats_url).exit_code == 0
+    assert run("stream", "info", s, "-s", nats_url).exit_code == 1
+    # no --force and no confirmation: nothing is deleted
+    res = run("stream", "rm", s, "-s", nats_url, input="n\n")
+    assert res.exit_code == 1
+
+
+def test_kv_round_trip(nats_url: str) -> None:
+    b = uid("KV")
+    st = js_out(run("kv", "add", b, "--history", "5", "--json", "-s", nats_url))
+    assert st["bucket"] == b and st["history"] == 5
+    assert run("kv", "put", b, "color", "red", "-s", nats_url).exit_code == 0
+    put = js_out(run("kv", "put", b, "color", "--json", "-s", nats_url, input="blue"))
+    assert put["revision"] == 2
+    e = js_out(run("kv", "get", b, "color", "--json", "-s", nats_url))
+    assert e["value"] == "blue" and e["revision"] == 2 and e["operation"] == "PUT"
+    old = run("kv", "get", b, "color", "--revision", "1", "--raw", "-s", nats_url)
+    assert old.stdout == "red"
+    hist = js_out(run("kv", "history", b, "color", "--json", "-s", nats_url))
+    assert [h["value"] for h in hist] == ["red", "blue"]
+    assert b in [x["bucket"] for x in js_out(run("kv", "ls", "--json", "-s", nats_url))]
+    watched = js_out(run("kv", "watch", b, "--count", "1", "--json", "-s", nats_url))
+    assert watched["key"] == "color" and watched["value"] == "blue"
+    assert run("kv", "del", b, "color", "-f", "-s", nats_url).exit_code == 0
+    res = run("kv", "get", b, "color", "-s", nats_url)
+    assert res.exit_code == 1
+    assert_one_line_error(stderr_of(res), "deleted")
+    assert js_out(run("kv", "info", b, "--json", "-s", nats_url))["values"] == 3
+    assert run("kv", "rm", b, "-f", "-s", nats_url).exit_code == 0
+    assert run("kv", "info", b, "-s", nats_url).exit_code == 1
+
+
+def test_object_round_trip(nats_url: str, tmp_path: Path) -> None:
+    b = uid("OBJ")
+    data = os.urandom(300_000)
+    src = tmp_path / "blob.bin"
+    src.write_bytes(data)
+    st = js_out(run("object", "add", b, "--json", "-s", nats_url))
+    assert st["bucket"] == b
+    info = js_out(run("object", "put", b, str(src), "--name", "blob", "--json", "-s", nats_url))
+    assert info["name"] == "blob" and info["size"] == len(data) and info["digest"].startswith("SHA-256=")
+    assert [o["name"] for o in js_out(run("object", "ls", b, "--json", "-s", nats_url))] == ["blob"]
+    assert b in [x["bucket"] for x in js_out(run("object", "ls", "--json", "-s", nats_url))]
+    assert js_out(run("object", "info", b, "blob", "--json", "-s", nats_url))["digest"] == info["digest"]
+    dst = tmp_path / "out.bin"
+    res = run("object", "get", b, "blob", "-O", str(dst), "-s", nats_url)
+    assert res.exit_code == 0 and dst.read_bytes() == data
+    res = run("object", "get", b, "blob", "-O", str(dst), "-s", nats_url)
+    assert res.exit_code == 1  # exists; not overwritten without --force
+    out = subprocess.run(jetwire_cmd("object", "get", b, "blob", "-O", "-", "-s", nats_url), capture_output=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout == data
+    assert run("object", "rm", b, "blob", "-f", "-s", nats_url).exit_code == 0
+    assert run("object", "info", b, "blob", "-s", nats_url).exit_code == 1
+    assert run("object", "rm", b, "-f", "-s", nats_url).exit_code == 0
+
+
+# ------------------------------------------------------------------------------ pub / sub / req / events
+
+
+def _wait_line(stream: Any, marker: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    box: List[str] = []
+
+    def reader() -> None:
+        for line in stream:
+            box.append(line)
+            if marker in line:
+                return
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    t.join(max(0.1, deadline - time.monotonic()))
+    assert any(marker in ln for ln in box), f"never saw {marker!r}: {box}"
+
+
+def test_sub_count_pub_and_req(nats_url: str) -> None:
+    subj = uid("greet.").lower()
+    p = subprocess.Popen(jetwire_cmd("sub", f"{subj}.*", "--count", "2", "--json", "-s", nats_url),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_line(p.stderr, "Subscribing on")
+        assert run("pub", f"{subj}.a", "hello", "-H", "X-Id:1", "-s", nats_url).exit_code == 0
+        assert run("pub", f"{subj}.b", "-", "-s", nats_url, input="from stdin").exit_code == 0
+        out, _ = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0
+    msgs = [json.loads(x) for x in out.splitlines()]
+    assert [m["data"] for m in msgs] == ["hello", "from stdin"]
+    assert msgs[0]["headers"] == {"X-Id": ["1"]} and msgs[1]["subject"] == f"{subj}.b"
+
+    nc = jetwire.connect(nats_url)
+    try:
+        nc.subscribe(f"{subj}.svc", cb=lambda m: m.respond(m.data.upper()))
+        nc.flush()
+        rep = js_out(run("req", f"{subj}.svc", "ping", "--json", "-s", nats_url))
+        assert rep["data"] == "PING" and rep["rtt_us"] > 0
+    finally:
+        nc.close()
+
+
+def test_events_renders_advisories(nats_url: str) -> None:
+    p = subprocess.Popen(jetwire_cmd("events", "--count", "1", "--json", "--subject",
+                                     "$JS.EVENT.ADVISORY.STREAM.CREATED.>", "-s", nats_url),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    s = uid("EV")
+    try:
+        _wait_line(p.stderr, "Listening")
+        assert run("stream", "add", s, "--subjects", s.lower(), "-s", nats_url).exit_code == 0
+        out, _ = p.communicate(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        run("stream", "rm", s, "-f", "-s", nats_url)
+    assert p.returncode == 0
+    ev = json.loads(out.strip().splitlines()[0])
+    assert ev["type"] == "io.nats.jetstream.advisory.v1.stream_action" and ev["stream"] == s
+    assert render_advisory(ev).endswith(f"create stream={s}")
+
+
+# ------------------------------------------------------------------------------ server
+
+
+def test_server_command_runs_and_stops_on_sigterm(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    p = subprocess.Popen(jetwire_cmd("server", "--port", "0", "--store-dir", store), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert line.startswith("nats-server listening on nats://127.0.0.1:"), line
+        url = line.split()[-1]
+        nc = jetwire.connect(url)
+        js = nc.jetstream()
+        js.create_stream(name="KEEP", subjects=["keep"])
+        assert js.publish("keep", b"x").seq == 1
+        nc.close()
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0
+    assert "stopped" in p.stderr.read()
+    assert store.is_dir()  # a given store directory is kept
+
+
+# ------------------------------------------------------------------------------ bench
+
+BENCH_CASES = [
+    ("pub", [], "sync"),
+    ("pubsub", ["--sub", "2"], "aio"),
+    ("request", [], "sync"),
+    ("js-pub", [], "aio"),
+    ("js-pub-async", ["--pub", "2"], "sync"),
+    ("js-fetch", ["--batch", "200"], "sync"),
+    ("js-consume", ["--sub", "2", "--acks", "none"], "aio"),
+    ("js-ordered", [], "sync"),
+    ("kv-put", [], "sync"),
+    ("kv-get", [], "aio"),
+]
+
+
+@pytest.mark.parametrize("mode,extra,flavour", BENCH_CASES, ids=[c[0] for c in BENCH_CASES])
+def test_bench_modes_account_for_every_message(nats_url: str, mode: str, extra: List[str], flavour: str) -> None:
+    name = uid("B")
+    n = 2000
+    res = run("bench", mode, "--msgs", n, "--size", 64, "--subject", name.lower(), "--stream", name, "--bucket", name,
+              f"--{flavour}", "--json", "-s", nats_url, *extra)
+    rep = js_out(res)
+    assert rep["accounted"] is True and rep["checks"] and all(c["ok"] for c in rep["checks"])
+    assert rep["mode"] == mode and rep["flavour"] == flavour
+    groups = rep["groups"]
+    assert groups
+    for g in groups.values():
+        assert g["msgs_per_sec"] > 0 and g["mb_per_sec"] > 0
+        assert set(g["spread"]) == {"min", "avg", "max", "stddev"}
+    total = {"pubsub": n * 3, "js-ordered": n}.get(mode, n)
+    assert sum(g["msgs"] for g in groups.values()) == total
+    if mode in ("request", "js-pub", "kv-put", "kv-get"):
+        lat = next(iter(groups.values()))["latency"]
+        assert lat["count"] == n and 0 < lat["p50_us"] <= lat["p90_us"] <= lat["p99_us"] <= lat["max_us"]
+
+
+def test_bench_subprocess_embedded_server_csv(tmp_path: Path) -> None:
+    csv_path = tmp_path / "out.csv"
+    out = sub_run("bench", "pubsub", "--msgs", "3000", "--pub", "2", "--sub", "2", "--csv", csv_path, "--no-progress")
+    assert out.returncode == 0, out.stderr
+    assert "pub+sub" in out.stdout and "received 3,000 of 3,000" in out.stdout
+    rows = csv_path.read_text().splitlines()
+    assert rows[0].startswith("mode,flavour,group,client,msgs")
+    assert sum(1 for r in rows if r.startswith("pubsub,sync,sub,")) == 3  # two clients and "all"
+
+
+def test_bench_lost_messages_fail_the_run(nats_url: str) -> None:
+    subj = uid("lossy.").lower()
+    p = subprocess.Popen(jetwire_cmd("bench", "sub", "--msgs", "10", "--size", "1", "--grace", "1",
+                                     "--subject", subj, "-s", nats_url),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_line(p.stderr, "ready: waiting")
+        assert run("pub", subj, "x", "--count", "5", "-q", "-s", nats_url).exit_code == 0
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 1
+    assert "received 5 of 10" in out
+    assert_one_line_error(err, "messages not accounted for")
+
+
+def test_bench_histogram(nats_url: str, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "lat.png"
+    res = run("bench", "request", "--msgs", 300, "--subject", uid("h.").lower(), "--histogram", png, "-s", nats_url)
+    assert res.exit_code == 0, stderr_of(res)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "p50" in res.stdout and "p99" in res.stdout
+
+
+def test_bench_compare_smoke(nats_server: Any) -> None:
+    res = run("bench", "compare", "--rows", "a,d,f", "--scale", "0.01", "--rounds", "1", "--clients", "jetwire",
+              "--json", "-s", nats_server.url, "--monitor", nats_server.monitor_url)
+    summary = js_out(res)
+    assert summary["failed"] is False
+    for r in ("a", "d", "f"):
+        m = summary["rows"][r]["clients"]["jetwire"]["median"]
+        assert m["rate"] > 0 and m["n"] == max(1, int({"a": 500_000, "d": 5_000, "f": 100_000}[r] * 0.01))
+
+
+def test_benchmarks_compare_script_is_the_same_implementation(nats_server: Any) -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compare.py"), "--rows", "c", "--scale", "0.01",
+                          "--rounds", "1", "--clients", "jetwire.aio", "--json", "--server", nats_server.url],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["rows"]["c"]["clients"]["jetwire.aio"]["median"]["p50_us"] > 0
