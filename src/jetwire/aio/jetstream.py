@@ -41,7 +41,7 @@ from ..jetstream.manage import (
     publish_headers,
 )
 from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
-from ..jetstream.pubmux import PubAckMux
+from ..jetstream.pubmux import AckFuture, PubAckMux  # noqa: F401 - AckFuture: blocking flavour
 from ..jetstream.validate import validate_consumer_name, validate_stream_name
 from ..msg import Msg
 from . import _prims as prims
@@ -51,7 +51,8 @@ _append_pub = _impl.append_pub
 _append_hpub = _impl.append_hpub
 _encode_headers = _impl.encode_headers
 _from_ack = PubAck.from_json_bytes
-_new_future = prims.new_future
+_new_future = prims.new_future  # aio-only
+# sync-only: _new_future = AckFuture  # a concurrent.futures.Future that is cheap to make and resolve
 
 # how often pending async-publish ack deadlines are checked (only when a timeout is given)
 _SWEEP_INTERVAL = 0.05
@@ -457,7 +458,7 @@ class JetStream:
             if remaining <= 0:
                 raise TooManyStalledMsgsError(
                     f"{len(mux.pending)} async publishes awaiting acks; no room after {stall_wait}s")
-            fut = _new_future()
+            fut = prims.new_future()
             mux.add_stall_waiter(fut, wake_at)
             if len(mux.pending) < max_pending:
                 break
@@ -567,7 +568,7 @@ class JetStream:
                 remaining = deadline - prims.monotonic()
                 if remaining <= 0:
                     raise TimeoutError(f"{len(mux.pending)} async publishes still await their ack")
-            fut = _new_future()
+            fut = prims.new_future()
             mux.add_complete_waiter(fut)
             if not mux.pending:
                 break

@@ -28,6 +28,10 @@ which re-sends the message after the wait; with no retries left the future fails
 from __future__ import annotations
 
 import heapq
+import threading
+from concurrent.futures import Future as _CFuture
+from concurrent.futures import InvalidStateError
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import orjson
@@ -35,11 +39,79 @@ import orjson
 from ..errors import JetStreamError, NoStreamResponseError, TimeoutError, api_error
 from .models import PubAck
 
-__all__ = ["PubAckMux"]
+__all__ = ["PubAckMux", "AckFuture"]
 
 _from_ack = PubAck.from_json_bytes
 _loads = orjson.loads
 _new = object.__new__
+
+
+_DONE = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
+_lazy_lock = threading.Lock()
+
+
+class AckFuture(_CFuture):
+    """The ``concurrent.futures.Future`` that blocking ``publish_async`` returns.
+
+    A plain ``Future`` builds a ``Condition`` (and an ``RLock``) when it is made and
+    takes it to resolve; per message that costs more than the rest of an async
+    publish. This one makes its condition only when someone first needs it (to wait,
+    add a callback, cancel, ...): an ack for a future nobody has looked at yet is
+    stored under one module lock without it. Every inherited method works unchanged,
+    so it is a ``concurrent.futures.Future`` in every respect (``result()``,
+    ``concurrent.futures.wait``/``as_completed``, callbacks, cancellation).
+    """
+
+    def __init__(self) -> None:  # no Condition until needed; see __getattr__
+        self._state = PENDING
+        self._result = None
+        self._exception = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_condition":
+            with _lazy_lock:
+                d = self.__dict__
+                cond = d.get("_condition")
+                if cond is None:
+                    cond = d["_condition"] = threading.Condition()
+            return cond
+        if name == "_waiters" or name == "_done_callbacks":
+            # only touched under the condition (or after the state is final)
+            return self.__dict__.setdefault(name, [])
+        raise AttributeError(name)
+
+    def done(self) -> bool:
+        return self._state in _DONE
+
+    def set_result(self, result: Any) -> None:
+        d = self.__dict__
+        if "_condition" not in d:
+            with _lazy_lock:
+                fast = "_condition" not in d  # nobody can be waiting or have callbacks
+                if fast:
+                    state = self._state
+                    if state not in _DONE:
+                        self._result = result
+                        self._state = FINISHED
+                        return
+            if fast:  # raised outside the lock: repr() takes the condition
+                raise InvalidStateError(f"{state}: {self!r}")
+        _CFuture.set_result(self, result)
+
+    def set_exception(self, exception: Optional[BaseException]) -> None:
+        d = self.__dict__
+        if "_condition" not in d:
+            with _lazy_lock:
+                fast = "_condition" not in d
+                if fast:
+                    state = self._state
+                    if state not in _DONE:
+                        self._exception = exception
+                        self._state = FINISHED
+                        return
+            if fast:  # raised outside the lock: repr() takes the condition
+                raise InvalidStateError(f"{state}: {self!r}")
+        _CFuture.set_exception(self, exception)
 
 
 def _resolve(fut: Any, value: Any) -> None:

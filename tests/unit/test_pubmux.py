@@ -1,0 +1,202 @@
+"""The sans-IO async-publish bookkeeping (no server): PubAckMux and AckFuture."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import threading
+
+import pytest
+
+from jetwire import Headers, Msg
+from jetwire.errors import (
+    APIError,
+    ConnectionClosedError,
+    JetStreamError,
+    NoStreamResponseError,
+    TimeoutError,
+    WrongLastSequenceError,
+)
+from jetwire.jetstream.models import PubAck
+from jetwire.jetstream.pubmux import AckFuture, PubAckMux
+
+PREFIX = "_INBOX.abc."
+
+
+def reply(token: str, data: bytes = b"", status: str | None = None, description: str | None = None) -> Msg:
+    headers = None
+    if status is not None:
+        headers = Headers()
+        headers.status = status
+        headers.description = description
+    return Msg(PREFIX + token, data, None, headers)
+
+
+def add(mux: PubAckMux, retries: int = 2) -> tuple:
+    fut = AckFuture()
+    token = mux.add(fut, "s.x", None, b"data", retries, 0.25)
+    return fut, token
+
+
+def test_ack_resolves_future_and_window_counts():
+    mux = PubAckMux(PREFIX)
+    f1, t1 = add(mux)
+    f2, t2 = add(mux)
+    assert t1 != t2
+    assert mux.reply_of(t1) == PREFIX + t1
+    assert len(mux.pending) == 2
+    mux.on_msg(reply(t2, b'{"stream":"S","seq":7}'))
+    assert len(mux.pending) == 1
+    ack = f2.result(0)
+    assert isinstance(ack, PubAck)
+    assert (ack.stream, ack.seq, ack.duplicate, ack.domain) == ("S", 7, False, None)
+    mux.on_msg(reply(t1, b'{"stream":"S","seq":8,"duplicate":true,"domain":"hub"}'))
+    ack = f1.result(0)
+    assert (ack.seq, ack.duplicate, ack.domain) == (8, True, "hub")
+    assert not mux.pending
+    mux.on_msg(reply(t1, b'{"stream":"S","seq":8}'))  # unknown token: ignored
+
+
+def test_error_answers_fail_with_typed_errors():
+    mux = PubAckMux(PREFIX)
+    f, t = add(mux)
+    mux.on_msg(reply(t, b'{"error":{"code":400,"err_code":10071,"description":"wrong last sequence: 3"}}'))
+    with pytest.raises(WrongLastSequenceError) as ei:
+        f.result(0)
+    assert ei.value.err_code == 10071
+    f, t = add(mux)
+    mux.on_msg(reply(t, b"not json"))
+    with pytest.raises(JetStreamError):
+        f.result(0)
+    f, t = add(mux)
+    mux.on_msg(reply(t, b'{"seq":1}'))
+    with pytest.raises(JetStreamError):
+        f.result(0)
+    f, t = add(mux)
+    mux.on_msg(reply(t, status="408", description="Request Timeout"))
+    with pytest.raises(APIError) as ei:
+        f.result(0)
+    assert ei.value.code == 408
+
+
+def test_no_responders_retries_then_fails():
+    mux = PubAckMux(PREFIX)
+    retried = []
+    mux.on_retry = lambda token, wait: retried.append((token, wait))
+    f, t = add(mux, retries=2)
+    mux.on_msg(reply(t, status="503"))
+    mux.on_msg(reply(t, status="503"))
+    assert retried == [(t, 0.25), (t, 0.25)]
+    assert not f.done()
+    assert len(mux.pending) == 1
+    assert mux.pending[t][1:4] == ("s.x", None, b"data")
+    mux.on_msg(reply(t, status="503"))
+    with pytest.raises(NoStreamResponseError):
+        f.result(0)
+    assert not mux.pending
+    f, t = add(mux, retries=0)
+    mux.on_msg(reply(t, status="503"))
+    with pytest.raises(NoStreamResponseError):
+        f.result(0)
+    assert len(retried) == 2
+
+
+def test_stall_waiters_wake_at_low_water_and_complete_waiters_when_empty():
+    mux = PubAckMux(PREFIX)
+    entries = [add(mux) for _ in range(4)]
+    stall, done = cf.Future(), cf.Future()
+    mux.add_stall_waiter(stall, 2)
+    mux.add_complete_waiter(done)
+    mux.on_msg(reply(entries[0][1], b'{"stream":"S","seq":1}'))
+    assert not stall.done()  # 3 pending > 2
+    mux.on_msg(reply(entries[1][1], b'{"stream":"S","seq":2}'))
+    assert stall.result(0) is True
+    assert not done.done()
+    mux.on_msg(reply(entries[2][1], b'{"stream":"S","seq":3}'))
+    mux.fail(entries[3][1], JetStreamError("gone"))
+    assert done.result(0) is True
+    with pytest.raises(JetStreamError):
+        entries[3][0].result(0)
+
+
+def test_deadlines_expire():
+    mux = PubAckMux(PREFIX)
+    f1, t1 = add(mux)
+    f2, t2 = add(mux)
+    mux.add_deadline(10.0, t1)
+    mux.add_deadline(20.0, t2)
+    assert mux.expire(5.0) is True
+    assert not f1.done()
+    assert mux.expire(15.0) is True
+    with pytest.raises(TimeoutError):
+        f1.result(0)
+    mux.on_msg(reply(t2, b'{"stream":"S","seq":1}'))
+    assert mux.expire(25.0) is False
+    assert f2.result(0).seq == 1
+
+
+def test_fail_all_fails_pending_wakes_waiters_and_follows_the_chain():
+    first = PubAckMux(PREFIX)
+    mux = PubAckMux("_INBOX.def.")
+    mux.chain = first
+    f0, _ = add(first)
+    f1, _ = add(mux)
+    stall = cf.Future()
+    mux.add_stall_waiter(stall, 0)
+    err = ConnectionClosedError("closed")
+    mux.fail_all(err)
+    assert mux.closed and first.closed
+    with pytest.raises(ConnectionClosedError):
+        f1.result(0)
+    with pytest.raises(ConnectionClosedError):
+        f0.result(0)
+    assert stall.done()
+    assert not mux.pending
+
+
+def test_ack_future_is_a_concurrent_future():
+    f = AckFuture()
+    assert isinstance(f, cf.Future)
+    assert not f.done()
+    f.set_result(1)
+    assert f.done() and f.result() == 1 and f.exception() is None
+    with pytest.raises(cf.InvalidStateError):
+        f.set_result(2)
+    with pytest.raises(cf.InvalidStateError):
+        f.set_exception(ValueError())
+    f = AckFuture()
+    f.set_exception(ValueError("x"))
+    with pytest.raises(ValueError):
+        f.result()
+    got = []
+    f = AckFuture()
+    f.add_done_callback(lambda x: got.append(x.result()))
+    f.set_result(5)
+    f.add_done_callback(lambda x: got.append(x.result()))
+    assert got == [5, 5]
+    f = AckFuture()
+    assert f.cancel() and f.cancelled()
+    with pytest.raises(cf.InvalidStateError):
+        f.set_result(1)
+    with pytest.raises(cf.TimeoutError):
+        AckFuture().result(0.01)
+    assert "pending" in repr(AckFuture())
+
+
+def test_ack_future_across_threads():
+    for i in range(2000):
+        f = AckFuture()
+        t = threading.Thread(target=f.set_result, args=(i,))
+        t.start()
+        assert f.result(5) == i
+        t.join()
+    futs = [AckFuture() for _ in range(200)]
+
+    def setter():
+        for i, f in enumerate(futs):
+            f.set_result(i)
+
+    threading.Thread(target=setter).start()
+    assert sorted(f.result() for f in cf.as_completed(futs, timeout=5)) == list(range(200))
+    futs = [AckFuture() for _ in range(200)]
+    threading.Thread(target=setter).start()
+    done, not_done = cf.wait(futs, timeout=5)
+    assert len(done) == 200 and not not_done
