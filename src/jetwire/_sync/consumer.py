@@ -431,7 +431,12 @@ class _Pulling:
         if r is None:
             return
         batch, nbytes = r
-        if not self._nc._publish_nowait(self._subject, st.request(batch, nbytes), self._inbox):
+        nc = self._nc
+        if nc._publish_nowait(self._subject, st.request(batch, nbytes), self._inbox):
+            # send it now: the caller goes on handing out buffered messages without yielding,
+            # and the server should be refilling meanwhile
+            nc._writer.flush_now()
+        else:
             # not connected: the reconnect re-pulls; let a later check try again meanwhile
             st.pending_msgs -= batch
             st.pending_bytes -= nbytes
