@@ -448,11 +448,11 @@ async def test_consume_survives_server_restart(fresh_nats_server: NatsServer):
             if sig is not None:
                 sig.set()
 
-        cc = await c.consume(cb, max_messages=5, expires=2)
+        cc = await c.consume(cb, max_messages=5)  # 15 s heartbeats: only the reconnect re-pulls in time
         assert await signals[10].wait(10)
         fresh_nats_server.restart()
         await publish_when_back(js, f"{stream}.a", 10)
-        assert await signals[20].wait(20), seen
+        assert await signals[20].wait(10), seen
         assert sorted(set(seen)) == list(range(1, 21))
         cc.stop()
     finally:

@@ -449,11 +449,11 @@ def test_consume_survives_server_restart(fresh_nats_server: NatsServer):
             if sig is not None:
                 sig.set()
 
-        cc = c.consume(cb, max_messages=5, expires=2)
+        cc = c.consume(cb, max_messages=5)  # 15 s heartbeats: only the reconnect re-pulls in time
         assert signals[10].wait(10)
         fresh_nats_server.restart()
         publish_when_back(js, f"{stream}.a", 10)
-        assert signals[20].wait(20), seen
+        assert signals[20].wait(10), seen
         assert sorted(set(seen)) == list(range(1, 21))
         cc.stop()
     finally:
