@@ -375,9 +375,26 @@ def test_port_taken_by_someone_else_is_reported():
         blocker.bind(("127.0.0.1", 0))
         blocker.listen()
         port = blocker.getsockname()[1]
+        s = NatsServer(port, jetstream=False)
         with pytest.raises(NatsServerError, match="address already in use") as info:
-            NatsServer(port, jetstream=False).start()
+            s.start()
         assert info.value.address_in_use
+        assert s.tmpdir is None, "nothing left behind by a server that never came up"
+
+
+def test_killed_servers_are_cleaned_up_at_exit(tmp_path):
+    script = (
+        "from jetwire.testing import NatsServer\n"
+        "s = NatsServer(jetstream=False).start()\n"
+        "s.kill()\n"
+        "t = NatsServer(jetstream=False).start()\n"
+        "print(s.tmpdir, t.tmpdir, t.pid)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=subprocess_env())
+    assert out.returncode == 0, out.stderr
+    killed_dir, running_dir, pid = out.stdout.split()
+    assert not os.path.exists(killed_dir) and not os.path.exists(running_dir)
+    assert not os.path.exists(f"/proc/{pid}"), "the server left running was killed and reaped at exit"
 
 
 # --------------------------------------------------------------------------- cluster

@@ -154,6 +154,7 @@ def _render(value: Any, indent: str = "") -> str:
 
 # --------------------------------------------------------------------------- processes
 
+# Servers with a process or a temporary directory: killed and cleaned at exit.
 _live: set[NatsServer] = set()
 _live_lock = threading.Lock()
 
@@ -385,6 +386,8 @@ class NatsServer:
     def _ensure_dirs(self) -> None:
         if self._tmpdir is None or not os.path.isdir(self._tmpdir):
             self._tmpdir = tempfile.mkdtemp(prefix=f"jetwire-nats-{self._port}-")
+            with _live_lock:
+                _live.add(self)
         if self.jetstream and self.store_dir:
             os.makedirs(self.store_dir, exist_ok=True)
 
@@ -412,8 +415,6 @@ class NatsServer:
                 close_fds=True,
             )
         self._frozen = False
-        with _live_lock:
-            _live.add(self)
         return self
 
     def _port_open(self) -> bool:
@@ -519,14 +520,14 @@ class NatsServer:
             except ProcessLookupError:  # pragma: no cover - raced with its exit
                 pass
         self._frozen = False
-        with _live_lock:
-            _live.discard(self)
 
     def _cleanup(self) -> None:
         if self._tmpdir and os.path.isdir(self._tmpdir):
             self._final_log = self.log_text()
             shutil.rmtree(self._tmpdir, ignore_errors=True)
         self._tmpdir = None
+        with _live_lock:
+            _live.discard(self)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Shut down (SIGTERM, then SIGKILL after ``timeout``) and remove the temporary
