@@ -460,3 +460,47 @@ async def test_consume_survives_server_restart(fresh_nats_server: NatsServer):
             await js.delete_stream(stream)
         finally:
             await nc.close()
+
+
+async def test_server_warnings_reach_error_cb_and_fetch_error(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 5, ack_policy="none", max_batch=2)
+    try:
+        batch = await c.fetch(10, max_wait=1)
+        assert await collect(batch) == []
+        assert isinstance(batch.error, jetwire.JetStreamError)
+        assert "MaxRequestBatch" in str(batch.error)
+        errors = Errors()
+        cc = await c.consume(lambda m: None, max_messages=10, expires=1, error_cb=errors)
+        err = await errors.wait_for(jetwire.JetStreamError)
+        assert "MaxRequestBatch" in str(err)
+        cc.stop()
+        got = Counter(5)
+        cc = await c.consume(got, max_messages=2)  # within the limit: fine
+        await got.wait()
+        cc.stop()
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_messages_raise_missed_heartbeats_and_go_on(fresh_nats_server: NatsServer):
+    nc = await jetwire.connect(fresh_nats_server.url)
+    js, stream, c = await make(nc, 0, ack_policy="none")
+    try:
+        ctx = await c.messages(expires=2, heartbeat=0.5)
+        with pytest.raises(jetwire.TimeoutError):
+            await ctx.next(timeout=0.3)
+        fresh_nats_server.freeze()
+        try:
+            with pytest.raises(jetwire.NoHeartbeatError):
+                await ctx.next(timeout=10)
+        finally:
+            fresh_nats_server.thaw()
+        await fill(js, f"{stream}.a", 3)
+        seqs = [(await ctx.next(timeout=10)).metadata.sequence.stream for _ in range(3)]
+        assert seqs == [1, 2, 3]
+        ctx.stop()
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()

@@ -461,3 +461,47 @@ def test_consume_survives_server_restart(fresh_nats_server: NatsServer):
             js.delete_stream(stream)
         finally:
             nc.close()
+
+
+def test_server_warnings_reach_error_cb_and_fetch_error(nats_url):
+    nc = jetwire.connect(nats_url)
+    js, stream, c = make(nc, 5, ack_policy="none", max_batch=2)
+    try:
+        batch = c.fetch(10, max_wait=1)
+        assert collect(batch) == []
+        assert isinstance(batch.error, jetwire.JetStreamError)
+        assert "MaxRequestBatch" in str(batch.error)
+        errors = Errors()
+        cc = c.consume(lambda m: None, max_messages=10, expires=1, error_cb=errors)
+        err = errors.wait_for(jetwire.JetStreamError)
+        assert "MaxRequestBatch" in str(err)
+        cc.stop()
+        got = Counter(5)
+        cc = c.consume(got, max_messages=2)  # within the limit: fine
+        got.wait()
+        cc.stop()
+    finally:
+        js.delete_stream(stream)
+        nc.close()
+
+
+def test_messages_raise_missed_heartbeats_and_go_on(fresh_nats_server: NatsServer):
+    nc = jetwire.connect(fresh_nats_server.url)
+    js, stream, c = make(nc, 0, ack_policy="none")
+    try:
+        ctx = c.messages(expires=2, heartbeat=0.5)
+        with pytest.raises(jetwire.TimeoutError):
+            ctx.next(timeout=0.3)
+        fresh_nats_server.freeze()
+        try:
+            with pytest.raises(jetwire.NoHeartbeatError):
+                ctx.next(timeout=10)
+        finally:
+            fresh_nats_server.thaw()
+        fill(js, f"{stream}.a", 3)
+        seqs = [(ctx.next(timeout=10)).metadata.sequence.stream for _ in range(3)]
+        assert seqs == [1, 2, 3]
+        ctx.stop()
+    finally:
+        js.delete_stream(stream)
+        nc.close()
