@@ -265,9 +265,18 @@ def jspubasync_sync(w: Worker) -> Dict[str, Any]:
         for _ in range(k):
             add(pub(subj, payload, stall_wait=w.timeout))
         done += k
-        counters[idx] = done
-    js.publish_async_complete(timeout=max(60.0, w.timeout))
+        counters[idx] = done - js.publish_async_pending()  # progress counts acks
+    deadline = now() + max(60.0, w.timeout)
+    while True:
+        try:
+            js.publish_async_complete(timeout=0.1)
+            break
+        except TimeoutError:  # jetwire's TimeoutError is also the builtin
+            counters[idx] = n - js.publish_async_pending()
+            if now() > deadline:
+                raise
     t1 = now()
+    counters[idx] = n
     bad = sum(1 for f in futs if f.exception() is not None)
     nc.close()
     return w.result(n, t0, t1, bad=bad)
@@ -323,6 +332,7 @@ def jsconsume_sync(w: Worker) -> Dict[str, Any]:
     counters, idx, size = w.counters, w.idx, w.size
     acks = _ack_mode(w)
     st = [0, 0.0, 0.0, 0]
+    last: List[Any] = [None]
 
     def cb(m: Any) -> None:
         c = st[0] + 1
@@ -333,8 +343,12 @@ def jsconsume_sync(w: Worker) -> Dict[str, Any]:
         st[2] = t
         if len(m.data) != size:
             st[3] += 1
-        if acks == "explicit" or (acks == "all" and not c & 255):
+        if acks == "explicit":
             m.ack()
+        elif acks == "all":
+            last[0] = m
+            if not c & 255:
+                m.ack()
         if not c & 1023:
             counters[idx] = c
 
@@ -354,6 +368,8 @@ def jsconsume_sync(w: Worker) -> Dict[str, Any]:
         w.wait_until(lambda: (counters.__setitem__(idx, st[0]) or w.group_done()), lambda: st[0])
     cc.stop()
     counters[idx] = st[0]
+    if acks == "all" and last[0] is not None:
+        last[0].ack()  # AckAll: the newest delivery acknowledges everything before it
     if acks != "none":
         nc.flush(timeout=30)
     nc.close()
@@ -564,9 +580,18 @@ async def jspubasync_aio(w: Worker) -> Dict[str, Any]:
         for _ in range(k):
             add(await pub(subj, payload, stall_wait=w.timeout))
         done += k
-        counters[idx] = done
-    await js.publish_async_complete(timeout=max(60.0, w.timeout))
+        counters[idx] = done - js.publish_async_pending()  # progress counts acks
+    deadline = now() + max(60.0, w.timeout)
+    while True:
+        try:
+            await js.publish_async_complete(timeout=0.1)
+            break
+        except TimeoutError:
+            counters[idx] = n - js.publish_async_pending()
+            if now() > deadline:
+                raise
     t1 = now()
+    counters[idx] = n
     bad = sum(1 for f in futs if not f.done() or f.cancelled() or f.exception() is not None)
     await nc.close()
     return w.result(n, t0, t1, bad=bad)
@@ -618,6 +643,7 @@ async def jsconsume_aio(w: Worker) -> Dict[str, Any]:
     counters, idx, size = w.counters, w.idx, w.size
     acks = _ack_mode(w)
     st = [0, 0.0, 0.0, 0]
+    last: List[Any] = [None]
 
     def count(m: Any) -> int:
         c = st[0] + 1
@@ -638,6 +664,7 @@ async def jsconsume_aio(w: Worker) -> Dict[str, Any]:
     else:
         async def cb(m: Any) -> None:  # type: ignore[misc]
             c = count(m)
+            last[0] = m
             if acks == "explicit" or not c & 255:
                 await m.ack()
 
@@ -657,6 +684,8 @@ async def jsconsume_aio(w: Worker) -> Dict[str, Any]:
         await w.await_until(lambda: (counters.__setitem__(idx, st[0]) or w.group_done()), lambda: st[0])
     cc.stop()
     counters[idx] = st[0]
+    if acks == "all" and last[0] is not None:
+        await last[0].ack()  # AckAll: the newest delivery acknowledges everything before it
     if acks != "none":
         await nc.flush(timeout=30)
     await nc.close()

@@ -205,7 +205,7 @@ def console(stderr: bool = False) -> Any:
 
     stream = sys.stderr if stderr else sys.stdout
     tty = hasattr(stream, "isatty") and stream.isatty()
-    return Console(file=stream, width=None if tty else max(120, int(os.environ.get("COLUMNS", 0) or 0)),
+    return Console(file=stream, width=None if tty else max(160, int(os.environ.get("COLUMNS", 0) or 0)),
                    highlight=False, soft_wrap=not tty, force_terminal=None if tty else False)
 
 

@@ -21,6 +21,20 @@ def server_url(value: Optional[str]) -> str:
     return value or os.environ.get("NATS_URL") or DEFAULT_URL
 
 
+def redact_url(url: str) -> str:
+    """``nats://user:secret@host`` -> ``nats://user:***@host`` (tokens: ``nats://***@host``)."""
+    out = []
+    for u in url.split(","):
+        scheme, sep, rest = u.partition("://")
+        if sep and "@" in rest:
+            cred, _, host = rest.rpartition("@")
+            user, colon, _pw = cred.partition(":")
+            cred = f"{user}:***" if colon else "***"
+            u = f"{scheme}://{cred}@{host}"
+        out.append(u)
+    return ",".join(out)
+
+
 def connect_kwargs(conn: Dict[str, Any]) -> Dict[str, Any]:
     """``jetwire.connect`` keyword arguments from a dict of CLI connection settings
     (``server`` excluded); TLS files become an ``ssl.SSLContext`` here."""

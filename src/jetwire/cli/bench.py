@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from ._click import COUNT, DURATION, SIZE, CliError, JetwireGroup, connection_options, console, echo_json
-from ._conn import comma, connect_kwargs, human_bytes, server_url
+from ._conn import comma, connect_kwargs, human_bytes, redact_url, server_url
 from ._stats import group_stats, split_evenly
 
 # mode -> (help, latency?)
@@ -318,9 +318,12 @@ class Bench:
         finally:
             if prog is not None:
                 prog.__exit__(None, None, None)
-        after = st.info().state.last_seq
-        if after - before != n:
-            raise BenchFailed(f"could not store the messages to consume: {after - before} of {n}")
+        state = st.info().state
+        if state.last_seq - before != n:
+            raise BenchFailed(f"could not store the messages to consume: {state.last_seq - before} of {n}")
+        if state.first_seq > before + 1:
+            raise BenchFailed(f"stream {self.o['stream']} keeps only {comma(state.messages)} messages (its limits "
+                              f"dropped the oldest): use a stream without limits (--stream)")
         return before + 1
 
     # -- set-up + groups per mode ---------------------------------------------------
@@ -344,6 +347,7 @@ class Bench:
             self.require(nsub >= 1, "--sub must be at least 1")
             return [Group("pub", "pub", pubs, producer=True), Group("sub", "sub", subs0, expected=msgs)]
         if m == "request":
+            self.require(nsub >= 1 or not self.embedded, "--sub 0 (repliers elsewhere) needs --server")
             groups = [Group("req", "req", pubs, producer=True)]
             if nsub:
                 groups.append(Group("rep", "rep", subs0, measured=False, fanout=False, expected=0))
@@ -505,7 +509,7 @@ def build_report(b: Bench, groups: List[Group], res: Dict[str, List[Dict[str, An
     rep: Dict[str, Any] = {
         "mode": b.mode,
         "flavour": flavour,
-        "server": b.url,
+        "server": redact_url(b.url),
         "embedded_server": b.embedded,
         "msgs": o["msgs"],
         "size": o["size"],
@@ -701,7 +705,8 @@ def bench() -> None:
     """Benchmark NATS and JetStream with jetwire clients (like `nats bench`).
 
     Without --server an embedded nats-server (JetStream, temporary store) is started
-    and stopped. Each client is its own process. A lost message fails the run.
+    and stopped ($NATS_URL is not used here). Each client is its own process. A lost
+    message fails the run (exit status 1).
     """
 
 

@@ -68,6 +68,8 @@ def demo(scale: float, no_compare: bool, rows: str) -> None:
                        as_json=False)
         except click.ClickException as exc:
             failures.append(f"bench compare: {exc.format_message()}")
+        con.print("[dim]A smoke run: 5% of the counts, one round, so expect noise. "
+                  "`jetwire bench compare` runs the full rows, 3 rounds.[/dim]")
     con.print()
     con.print(f"demo finished in {time.monotonic() - t0:.1f}s")
     if failures:
