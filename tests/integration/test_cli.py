@@ -135,6 +135,27 @@ def test_value_parsing_and_stats() -> None:
     assert line == "[03:04:05] [stream_action] create stream=ORDERS"
 
 
+def test_auth_and_tls_options(nats_server_factory: Any, tmp_path: Path) -> None:
+    s = nats_server_factory(jetstream=False, auth={"user": "alice", "password": "s3cret"})
+    res = run("pub", "x", "y", "-s", s.url)
+    assert res.exit_code == 1 and "Traceback" not in (stderr_of(res) + res.output)
+    assert run("pub", "x", "y", "--user", "alice", "--password", "s3cret", "-s", s.url).exit_code == 0
+    # connection options on the group apply to the command
+    assert run("--user", "alice", "--password", "s3cret", "-s", s.url, "pub", "x", "y").exit_code == 0
+
+    certs = pytest.importorskip("jetwire.testing.certs")
+    pytest.importorskip("trustme")
+    files = certs.make_tls_files(tmp_path / "tls")
+    t = nats_server_factory(jetstream=False, tls=certs.server_tls_config(files, verify=True))
+    tls = ["--tls-ca", files["ca_file"]]
+    mine = ["--tls-cert", files["client_cert"], "--tls-key", files["client_key"]]
+    assert run("pub", "x", "y", "-s", t.url, *tls).exit_code == 1  # no client certificate
+    assert run("pub", "x", "y", "-s", t.url, *tls, *mine).exit_code == 0
+    res = run("pub", "x", "y", "-s", t.url, "--tls-cert", files["client_cert"])
+    assert res.exit_code == 1
+    assert_one_line_error(stderr_of(res), "--tls-key")
+
+
 # ------------------------------------------------------------------------------ admin
 
 
