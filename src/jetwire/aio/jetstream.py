@@ -376,8 +376,9 @@ class JetStream:
         (``WrongLastSequenceError``, ``WrongLastMsgIdError``, ``StreamWrongExpectedError``);
         ``msg_id`` de-duplicates (``PubAck.duplicate``). When no stream answers, the
         publish is retried ``retry_attempts`` times ``retry_wait`` seconds apart
-        (ADR-22; a negative count retries until the timeout), then
-        ``NoStreamResponseError`` is raised."""
+        (ADR-22; a negative count retries without limit), then
+        ``NoStreamResponseError`` is raised. ``timeout`` (default: the context's)
+        bounds each attempt's wait for the ack."""
         hdrs = publish_headers(headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
                                expected_last_msg_id)
         if timeout is None:
@@ -478,9 +479,12 @@ class JetStream:
         no-responders retries, ``ConnectionClosedError`` when the connection closes, or
         ``TimeoutError`` when ``timeout`` seconds pass without an ack).
 
-        At most ``publish_async_max_pending`` acks are awaited at once; a publish that
-        finds the window full waits up to ``stall_wait`` seconds for room, then raises
-        ``TooManyStalledMsgsError``."""
+        At most ``publish_async_max_pending`` acks are awaited at once (counted over
+        every context of the connection, which share one reply subscription); a
+        publish that finds the window full waits up to ``stall_wait`` seconds for room,
+        then raises ``TooManyStalledMsgsError``. An ack lost with a broken connection
+        leaves its future pending until the connection closes, unless ``timeout`` is
+        given (deadlines are checked every 50 ms)."""
         mux = self._mux
         if mux is None or mux.closed:
             mux = self._pub_mux()
