@@ -325,3 +325,27 @@ async def test_publish_async_contexts_share_one_reply_subscription(nats_url):
         assert len(nc._core.subs) == subs_after_first == subs_before + 1
         await other.publish_async_complete(timeout=5)
         assert {(await result(fa)).seq, (await result(fb)).seq} == {1, 2}
+
+
+async def test_publish_async_after_reconnect(fresh_nats_server):
+    srv = fresh_nats_server
+    reconnected = prims.Signal()
+    nc = await jetwire.connect(srv.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1,
+                               reconnected_cb=reconnected.set)
+    try:
+        js = nc.jetstream()
+        name = uname()
+        await js.create_stream(name=name, subjects=[f"{name.lower()}.>"])  # file storage: survives the restart
+        before = await js.publish_async(f"{name.lower()}.x", b"before")
+        assert (await result(before)).seq == 1
+        srv.kill()
+        srv.start()
+        assert await reconnected.wait(20)
+        # the one reply subscription was renewed with the connection
+        after = [await js.publish_async(f"{name.lower()}.x", b"after", retry_attempts=20, retry_wait=0.1)
+                 for _ in range(3)]
+        await js.publish_async_complete(timeout=10)
+        assert [(await result(f)).seq for f in after] == [2, 3, 4]
+        assert js.publish_async_pending() == 0
+    finally:
+        await nc.close()
