@@ -507,15 +507,18 @@ class JetStream:
         fut = _new_future()
         token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait)
         writer = nc._writer
+        # (the asyncio writer's lock is a no-op: only the blocking flavour takes it)
+        writer.lock.acquire()
         try:
-            with writer.lock:
-                if hdr is None:
-                    _append_pub(core.wbuf, subject, mux.prefix + token, data)
-                else:
-                    _append_hpub(core.wbuf, subject, mux.prefix + token, hdr, data)
+            if hdr is None:
+                _append_pub(core.wbuf, subject, mux.prefix + token, data)
+            else:
+                _append_hpub(core.wbuf, subject, mux.prefix + token, hdr, data)
         except BaseException:
             mux.discard(token)
             raise
+        finally:
+            writer.lock.release()
         core.out_msgs += 1
         core.out_bytes += len(data)
         writer.kick()
