@@ -450,7 +450,9 @@ class JetStream:
     async def _stall(self, mux: PubAckMux, stall_wait: float) -> None:
         """Wait up to ``stall_wait`` seconds for room in the window."""
         max_pending = self._max_pending
-        wake_at = max_pending - max(1, max_pending // 4)
+        # woken once a sixteenth of the window is free: publishes go out in small
+        # batches while the window stays nearly full
+        wake_at = max_pending - max(1, max_pending // 16)
         deadline = prims.monotonic() + stall_wait
         while len(mux.pending) >= max_pending:
             if mux.closed:

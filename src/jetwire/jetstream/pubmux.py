@@ -10,8 +10,8 @@ subscription, the futures and the writing; this class only keeps:
   retries_left, retry_wait)``. Its length is the number of acks in flight, which is
   what the publish window counts;
 * stall waiters: futures of publishers waiting for room in the window. They are woken
-  (all of them) once the window has drained to ``wake_at`` (hysteresis: waking a
-  stalled publisher for every single freed slot costs a thread/task switch per
+  (all of them) once the window has drained to ``wake_at`` (a little hysteresis: waking
+  a stalled publisher for every single freed slot would cost a thread/task switch per
   message); a waiter re-checks the window itself, so waking early or late is safe;
 * completion waiters: futures of ``publish_async_complete()`` callers, woken when
   nothing is pending any more;
