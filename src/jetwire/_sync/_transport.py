@@ -66,13 +66,15 @@ class Transport:
     def _read_loop(self, sock: socket.socket, on_data: Callable[[bytes], None],
                    on_lost: Callable[[Optional[BaseException]], None]) -> None:
         err: Optional[BaseException] = None
-        recv = sock.recv
+        buf = bytearray(_READ_SIZE)  # one buffer for every read: no allocation per recv
+        view = memoryview(buf)
+        recv_into = sock.recv_into
         try:
             while not self.closed:
-                data = recv(_READ_SIZE)
-                if not data:
+                n = recv_into(buf)
+                if not n:
                     break
-                on_data(data)
+                on_data(view[:n])
         except (OSError, ValueError) as exc:
             err = exc
         except BaseException as exc:  # ProtocolError from the core, or anything unexpected

@@ -441,6 +441,14 @@ class Client:
     async def publish(self, subject: str, data: bytes = b"", reply: Optional[str] = None,
                       headers: Any = None) -> None:
         """Publish ``data`` to ``subject`` (optionally with a reply subject and headers)."""
+        self._append(subject, data, reply, headers)
+        writer = self._writer
+        writer.kick()
+        if writer.congested:
+            await writer.drain()
+
+    def _append(self, subject: str, data: bytes, reply: Optional[str], headers: Any) -> None:
+        """Check and queue one PUB/HPUB in the write buffer (sent by the caller's kick/flush)."""
         core = self._core
         if core.status != CONNECTED:  # type: ignore[union-attr]
             self._check_publish(len(data))
@@ -459,9 +467,6 @@ class Client:
                 _append_hpub(core.wbuf, subject, reply, hdr, data)  # type: ignore[union-attr]
         core.out_msgs += 1  # type: ignore[union-attr]
         core.out_bytes += len(data)  # type: ignore[union-attr]
-        writer.kick()
-        if writer.congested:
-            await writer.drain()
 
     def _publish_nowait(self, subject: str, data: bytes, reply: Optional[str] = None) -> bool:
         """Queue a PUB without waiting (safe from the reader and timers). Only while
@@ -559,8 +564,8 @@ class Client:
         fut = prims.new_future()
         core.resp_map[token] = fut
         try:
-            await self.publish(subject, data, core.resp_prefix + token, headers)
-            self._writer.flush_now()
+            self._append(subject, data, core.resp_prefix + token, headers)
+            self._writer.flush_now()  # a request waits: send now, not on the next turn
             return await prims.wait_future(fut, timeout)
         except TimeoutError:
             raise TimeoutError(f"request to {subject!r} timed out after {timeout}s") from None
