@@ -434,3 +434,12 @@ def test_benchmarks_compare_script_is_the_same_implementation(nats_server: Any) 
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["rows"]["c"]["clients"]["jetwire.aio"]["median"]["p50_us"] > 0
+
+
+def test_demo_small() -> None:
+    res = run("demo", "--scale", "0.02", "--rows", "c")
+    assert res.exit_code == 0, (res.output, stderr_of(res))
+    for mode in ("pub", "pubsub", "request", "js-pub-async", "js-fetch"):
+        assert f"$ jetwire bench {mode} " in res.stdout
+    assert "FAILED" not in res.stdout and "demo finished" in res.stdout
+    assert "sequential requests" in res.stdout  # the compare table

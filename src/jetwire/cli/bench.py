@@ -844,8 +844,14 @@ def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], se
         echo_json(summary)
     else:
         print_compare(summary, client_list)
-    if summary["failed"]:
+    click.get_current_context().meta["jetwire.compare_summary"] = summary
+    if summary["failed"] and not click.get_current_context().meta.get("jetwire.compare_no_raise"):
         raise CliError("some rows failed (see above)")
+
+
+def failed_clients(summary: Dict[str, Any]) -> List[str]:
+    """``row/client`` of every failed run in a compare summary."""
+    return [f"{r}/{c}" for r, row in summary["rows"].items() for c, v in row["clients"].items() if v["failed"]]
 
 
 def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
