@@ -86,6 +86,11 @@ cdef extern from *:
         return s;
     }
 
+    /* Header names repeat from message to message: keep recent ones (their hash is cached). */
+    static PyObject* jw_key_cache[JW_CACHE];
+
+    static inline PyObject** jw_key_table(void) { return jw_key_cache; }
+
     static inline void jw_cache_clear(PyObject** table) {
         int i;
         for (i = 0; i < JW_CACHE; i++) { Py_CLEAR(table[i]); }
@@ -215,6 +220,7 @@ cdef extern from *:
     object jw_str(const unsigned char* p, Py_ssize_t n)
     object jw_cached_str(PyObject** table, const unsigned char* p, Py_ssize_t n)
     void jw_cache_clear(PyObject** table)
+    PyObject** jw_key_table()
     long long jw_uint(const unsigned char* p, Py_ssize_t n) nogil
     int jw_ndigits(unsigned long long v) nogil
     char* jw_write_uint(char* p, unsigned long long v, int nd) nogil
@@ -691,9 +697,10 @@ cdef class Parser:
 cdef object _make_headers(dict d, object status, object description):
     """A Headers instance without __init__ (the decoder has validated everything).
 
-    The value lists hold only str and are reachable only through the instance, and the
-    dict re-tracks itself when a container is inserted, so both are untracked from the
-    cycle collector (like CPython untracks tuples and dicts of atomic values).
+    A decoded Headers holds only str (in lists in a dict), so no reference cycle can
+    pass through it: the instance, its dict and its lists are untracked from the cycle
+    collector, like CPython untracks tuples and dicts of atomic values. The dict
+    re-tracks itself if a container is inserted later.
     """
     for values in d.values():
         PyObject_GC_UnTrack(<void*>values)
@@ -705,6 +712,7 @@ cdef object _make_headers(dict d, object status, object description):
         h._d = d
         h.status = status
         h.description = description
+    PyObject_GC_UnTrack(<void*>h)
     return h
 
 
@@ -764,7 +772,7 @@ cdef object _decode_headers(const unsigned char* p, Py_ssize_t n):
             c = line[i]
             if c == 13 or c == 10:
                 raise _perr("CR or LF inside a header value", line, L)
-        key = jw_str(line, colon)
+        key = jw_cached_str(jw_key_table(), line, colon)
         try:
             value = jw_str(line + a, b - a)
         except UnicodeDecodeError:
