@@ -616,14 +616,6 @@ def test_shared_server_fixture(nats_server, nats_url):
         assert c.request("$JS.API.INFO")["type"] == ACCOUNT_INFO_TYPE
 
 
-def test_nats_url_revives_the_shared_server(nats_server, request):
-    nats_server.kill()
-    url = request.getfixturevalue("nats_url")
-    assert nats_server.running and url == nats_server.url
-    with raw(nats_server) as c:
-        assert c.connect() == b"PONG"
-
-
 def test_factories_stop_what_they_started(nats_server_factory):
     a = nats_server_factory(jetstream=False)
     b = nats_server_factory(jetstream=False)
@@ -648,13 +640,17 @@ def subprocess_env(**extra):
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), **extra}
 
 
-def test_failure_report_carries_the_server_log(tmp_path):
+def test_fixtures_in_a_user_suite_and_the_log_in_failure_reports(tmp_path):
     (tmp_path / "test_user_suite.py").write_text(
         "def test_fails(nats_server_factory):\n"
         "    nats_server_factory(jetstream=False)\n"
         "    assert False\n"
         "def test_passes(nats_url):\n"
         "    assert nats_url.startswith('nats://127.0.0.1:')\n"
+        "def test_kills_the_shared_server(nats_server):\n"
+        "    nats_server.kill()\n"
+        "def test_nats_url_brings_it_back(nats_server, nats_url):\n"
+        "    assert nats_server.running and nats_url == nats_server.url\n"
     )
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "jetwire.testing.plugin", "-rA"],
@@ -662,7 +658,7 @@ def test_failure_report_carries_the_server_log(tmp_path):
         env=subprocess_env(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"),
     )
     assert out.returncode == 1, out.stdout + out.stderr
-    assert "1 failed, 1 passed" in out.stdout, out.stdout
+    assert "1 failed, 3 passed" in out.stdout, out.stdout
     assert "nats-server log nats://127.0.0.1:" in out.stdout, out.stdout
     assert "Server is ready" in out.stdout
 
