@@ -62,38 +62,42 @@ cdef extern from *:
 
     #define JW_CACHE 64
 
-    /* Like jw_str, but ASCII results are kept in a small direct-mapped cache. */
+    /* Like jw_str, but ASCII results are kept in a small direct-mapped cache of JW_CACHE
+       entries; table[JW_CACHE] holds the last result, checked first (runs of one subject). */
     static inline PyObject* jw_cached_str(PyObject** table, const unsigned char* p, Py_ssize_t n) {
         Py_ssize_t i;
         unsigned int h = 2166136261u;
         unsigned char acc = 0;
         PyObject** slot;
-        PyObject* s;
-        for (i = 0; i < n; i++) { acc |= p[i]; h = (h ^ p[i]) * 16777619u; }
-        if (acc & 0x80) return PyUnicode_DecodeUTF8((const char*)p, n, NULL);
-        slot = &table[(h ^ (h >> 15)) & (JW_CACHE - 1)];
-        s = *slot;
+        PyObject* s = table[JW_CACHE];
         if (s != NULL && PyUnicode_GET_LENGTH(s) == n && memcmp(PyUnicode_DATA(s), p, (size_t)n) == 0) {
             Py_INCREF(s);
             return s;
         }
-        s = PyUnicode_New(n, 127);
-        if (s == NULL) return NULL;
-        memcpy(PyUnicode_DATA(s), p, (size_t)n);
-        Py_XDECREF(*slot);
+        for (i = 0; i < n; i++) { acc |= p[i]; h = (h ^ p[i]) * 16777619u; }
+        if (acc & 0x80) return PyUnicode_DecodeUTF8((const char*)p, n, NULL);
+        slot = &table[(h ^ (h >> 15)) & (JW_CACHE - 1)];
+        s = *slot;
+        if (s == NULL || PyUnicode_GET_LENGTH(s) != n || memcmp(PyUnicode_DATA(s), p, (size_t)n) != 0) {
+            s = PyUnicode_New(n, 127);
+            if (s == NULL) return NULL;
+            memcpy(PyUnicode_DATA(s), p, (size_t)n);
+            Py_XSETREF(*slot, s);  /* the slot owns the new str */
+        }
         Py_INCREF(s);
-        *slot = s;
+        Py_XSETREF(table[JW_CACHE], s);  /* ... and so does the last-result entry */
+        Py_INCREF(s);
         return s;
     }
 
     /* Header names repeat from message to message: keep recent ones (their hash is cached). */
-    static PyObject* jw_key_cache[JW_CACHE];
+    static PyObject* jw_key_cache[JW_CACHE + 1];
 
     static inline PyObject** jw_key_table(void) { return jw_key_cache; }
 
     static inline void jw_cache_clear(PyObject** table) {
         int i;
-        for (i = 0; i < JW_CACHE; i++) { Py_CLEAR(table[i]); }
+        for (i = 0; i <= JW_CACHE; i++) { Py_CLEAR(table[i]); }
     }
 
     /* 1..18 ASCII digits -> value, else -1. */
@@ -417,7 +421,7 @@ cdef class Parser:
     cdef bint _busy
     cdef long long _sid_val
     cdef object _sid_obj
-    cdef PyObject* _subjects[JW_CACHE]
+    cdef PyObject* _subjects[JW_CACHE + 1]
 
     def __cinit__(self):
         self._buf = NULL
@@ -429,7 +433,7 @@ cdef class Parser:
         self._busy = False
         self._sid_val = -1
         self._sid_obj = None
-        for i in range(JW_CACHE):
+        for i in range(JW_CACHE + 1):
             self._subjects[i] = NULL
 
     def __init__(self, msg_cls=None, max_control_line=4096, max_payload=DEFAULT_MAX_PAYLOAD):
