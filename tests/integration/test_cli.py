@@ -17,8 +17,8 @@ from typing import Any, List
 
 import pytest
 
-click = pytest.importorskip("click")
-pytest.importorskip("rich")
+import click  # noqa: E402
+import rich  # noqa: E402,F401
 
 from click.testing import CliRunner  # noqa: E402
 
@@ -143,8 +143,8 @@ def test_auth_and_tls_options(nats_server_factory: Any, tmp_path: Path) -> None:
     # connection options on the group apply to the command
     assert run("--user", "alice", "--password", "s3cret", "-s", s.url, "pub", "x", "y").exit_code == 0
 
-    certs = pytest.importorskip("jetwire.testing.certs")
-    pytest.importorskip("trustme")
+    import jetwire.testing.certs as certs
+
     files = certs.make_tls_files(tmp_path / "tls")
     t = nats_server_factory(jetstream=False, tls=certs.server_tls_config(files, verify=True))
     tls = ["--tls-ca", files["ca_file"]]
@@ -409,7 +409,8 @@ def test_bench_lost_messages_fail_the_run(nats_url: str) -> None:
 
 
 def test_bench_histogram(nats_url: str, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401 - the plot extra is part of the test install
+
     png = tmp_path / "lat.png"
     res = run("bench", "request", "--msgs", 300, "--subject", uid("h.").lower(), "--histogram", png, "-s", nats_url)
     assert res.exit_code == 0, stderr_of(res)

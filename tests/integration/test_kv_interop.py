@@ -11,7 +11,7 @@ import pytest
 
 import jetwire.aio as jetwire
 
-nats = pytest.importorskip("nats", reason="nats-py is the interop peer of these tests")
+import nats  # noqa: E402 - nats-py is the interop peer of these tests (a test dependency)
 
 
 def uniq(prefix: str) -> str:

@@ -539,7 +539,6 @@ def test_raw_stream_msg_without_headers():
 
 
 def test_raw_stream_msg_with_headers():
-    pytest.importorskip("jetwire._impl")
     hdr = b"NATS/1.0\r\nNats-Msg-Id: x1\r\nFoo: bar\r\nFoo: baz\r\n\r\n"
     raw = {"subject": "orders.1", "seq": 1, "hdrs": base64.b64encode(hdr).decode(),
            "data": base64.b64encode(b"\x00\xff binary").decode(), "time": "2024-01-02T03:04:05.201874963Z"}

@@ -239,7 +239,6 @@ def object_info_json() -> dict:
 
 
 def test_object_info_from_json():
-    pytest.importorskip("jetwire.protocol.headers")
     info = ObjectInfo.from_json(object_info_json())
     assert info.name == "report.pdf" and info.description == "quarterly" and info.metadata == {"owner": "me"}
     assert info.headers["Content-Type"] == "application/pdf" and info.headers.get_all("X-Tag") == ["a", "b"]
