@@ -1,5 +1,5 @@
-"""The sans-IO KV / object-store pieces: the ordered push consumer state (order, flow
-control, the initial-values marker), entry decoding, purge plans, digests."""
+"""The sans-IO KV / object-store pieces: the push consumer state watchers run on (order,
+flow control, the initial-values marker), entry decoding, purge plans, digests."""
 from __future__ import annotations
 
 import hashlib
@@ -9,21 +9,23 @@ import pytest
 
 from jetwire import DigestMismatchError, Headers, KeyDeletedError, KeyValueEntry, KeyValueOp, ObjectInfo
 from jetwire.jetstream.kv_core import (
+    entry_from_delivery,
+    kv_filter_subjects,
+    kv_operation,
+    purge_deletes_plan,
+    raise_if_deleted,
+)
+from jetwire.jetstream.obj_core import DigestCheck, as_object_meta, chunk_size_of, decode_digest, meta_payload
+from jetwire.jetstream.push import (
     PUSH_DATA,
     PUSH_FLOW_CONTROL,
     PUSH_GAP,
     PUSH_HEARTBEAT,
     PUSH_IGNORE,
     PUSH_STATUS,
-    OrderedPushState,
-    entry_from_delivery,
-    kv_filter_subjects,
-    kv_operation,
-    purge_deletes_plan,
+    PushState,
     push_consumer_config,
-    raise_if_deleted,
 )
-from jetwire.jetstream.obj_core import DigestCheck, as_object_meta, chunk_size_of, decode_digest, meta_payload
 from jetwire.msg import Msg
 
 
@@ -31,7 +33,7 @@ def ack(sseq: int, cseq: int, pending: int, ts: int = 1_700_000_000_000_000_000)
     return f"$JS.ACK.KV_b.cons.1.{sseq}.{cseq}.{ts}.{pending}"
 
 
-def feed(st: OrderedPushState, sseqs, pending_left) -> list:
+def feed(st: PushState, sseqs, pending_left) -> list:
     """Deliver messages in order; returns where the marker became due (indexes)."""
     marks = []
     for i, (s, p) in enumerate(zip(sseqs, pending_left)):
@@ -43,7 +45,7 @@ def feed(st: OrderedPushState, sseqs, pending_left) -> list:
 
 
 def test_marker_empty_consumer():
-    st = OrderedPushState()
+    st = PushState()
     st.new_consumer()
     assert st.on_created(0, 0) is True
     assert st.take_marker() is True
@@ -52,7 +54,7 @@ def test_marker_empty_consumer():
 
 
 def test_marker_on_last_pending_zero():
-    st = OrderedPushState()
+    st = PushState()
     st.new_consumer()
     assert st.on_created(3, 0) is False
     assert feed(st, [1, 2, 3], [2, 1, 0]) == [2]
@@ -60,31 +62,31 @@ def test_marker_on_last_pending_zero():
 
 
 def test_marker_when_messages_arrive_before_the_create_answer():
-    st = OrderedPushState()
+    st = PushState()
     st.new_consumer()
     # 2 of 3 arrived before the answer, which counts them as delivered
     assert feed(st, [1, 2], [1, 0]) == [1]  # pending 0 already says done
-    st2 = OrderedPushState()
+    st2 = PushState()
     st2.new_consumer()
     assert feed(st2, [1, 2], [5, 5]) == []  # writes during delivery keep pending up
     assert st2.on_created(1, 2) is False  # 1 pending + 2 delivered = 3 initial
     assert feed(st2, [3], [4]) == [0]  # the 3rd is the last initial one
     # all arrived before the answer
-    st3 = OrderedPushState()
+    st3 = PushState()
     st3.new_consumer()
     assert feed(st3, [1, 2], [7, 7]) == []
     assert st3.on_created(0, 2) is True
 
 
 def test_marker_counts_total_even_if_pending_never_reaches_zero():
-    st = OrderedPushState()
+    st = PushState()
     st.new_consumer()
     st.on_created(4, 0)
     assert feed(st, [1, 2, 3, 4, 5, 6], [9, 9, 9, 9, 9, 9]) == [3]
 
 
 def test_updates_only_marker_first():
-    st = OrderedPushState(initial=False)
+    st = PushState(initial=False)
     assert st.take_marker() is True
     st.new_consumer()
     assert st.on_created(0, 0) is False
@@ -92,7 +94,7 @@ def test_updates_only_marker_first():
 
 
 def test_order_gaps_and_duplicates():
-    st = OrderedPushState()
+    st = PushState()
     st.new_consumer()
     assert st.on_data(ack(1, 1, 5))[0] == PUSH_DATA
     assert st.on_data(ack(2, 3, 5))[0] == PUSH_GAP  # consumer seq 2 went missing
@@ -109,7 +111,7 @@ def test_order_gaps_and_duplicates():
 
 
 def test_first_consumer_config():
-    st = OrderedPushState()
+    st = PushState()
     cfg = push_consumer_config("_INBOX.y", st.cursor, ["$KV.b.a", "$KV.b.c"], "last_per_subject",
                                headers_only=True, name="n1")
     assert cfg["deliver_policy"] == "last_per_subject" and cfg["headers_only"] is True
@@ -119,7 +121,7 @@ def test_first_consumer_config():
 
 
 def test_flow_control_waits_for_the_reader():
-    st = OrderedPushState()
+    st = PushState()
     st.new_consumer()
     for i in range(1, 4):
         st.on_data(ack(i, i, 10))
@@ -138,7 +140,7 @@ def test_flow_control_waits_for_the_reader():
 
 
 def test_heartbeats_and_other_statuses():
-    st = OrderedPushState()
+    st = PushState()
     st.new_consumer()
     st.on_data(ack(1, 1, 0))
     hb = Headers({"Nats-Last-Consumer": "1", "Nats-Last-Stream": "1"})
@@ -204,3 +206,30 @@ def test_object_helpers():
         decode_digest("MD5=abc")
     payload = meta_payload(ObjectInfo(name="n", bucket="b", nuid="x", size=1, chunks=1, digest="SHA-256=x"))
     assert b'"mtime":"0001-01-01T00:00:00Z"' in payload and b'"name":"n"' in payload
+
+
+def test_plain_push_state_takes_everything_in_arrival_order():
+    """A plain (not ordered) push subscription: no sequence checks, no marker, but the
+    same flow control and heartbeats."""
+    st = PushState(ordered=False, marker=False)
+    assert st.take_marker() is False
+    assert st.on_data(ack(9, 5, 0))[0] == PUSH_DATA
+    assert st.on_data(ack(3, 2, 0))[0] == PUSH_DATA  # redeliveries are data too
+    assert st.on_data(None)[0] == PUSH_DATA
+    hb = Headers({"Nats-Last-Consumer": "40"})
+    hb.status, hb.description = "100", "Idle Heartbeat"
+    assert st.on_status(hb, None) == PUSH_HEARTBEAT  # no gaps without order
+    fc = Headers()
+    fc.status, fc.description = "100", "FlowControl Request"
+    assert st.on_status(fc, "$JS.FC.p") == PUSH_FLOW_CONTROL
+    assert st.consumed(2) is None
+    assert st.consumed() == "$JS.FC.p"
+    assert st.on_created(10, 0) is False and st.take_marker() is False
+
+
+def test_ordered_push_state_without_marker():
+    st = PushState(marker=False)
+    st.new_consumer()
+    assert st.on_created(0, 0) is False
+    assert feed(st, [1, 2], [1, 0]) == []
+    assert st.on_data(ack(4, 4, 0))[0] == PUSH_GAP

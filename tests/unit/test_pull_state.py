@@ -246,7 +246,28 @@ def test_heartbeat_monitor_pause_and_disabled():
     assert three.poll(3.0, 0)
 
 
+def test_heartbeat_monitor_check_follows_the_connection():
+    hb = HeartbeatMonitor(1.0, now=0.0)
+    hb.reset(0.0, 0)
+    assert not hb.check(1.0, 0, True)
+    assert not hb.check(5.0, 0, False)  # disconnected: nothing is missed
+    assert hb.paused and hb.wait_time(5.0) is None
+    assert not hb.check(6.0, 0, True)  # connected again: a fresh window
+    assert not hb.paused
+    assert not hb.check(7.9, 0, True)
+    assert hb.check(8.0, 0, True)
+
+
 # -- ordered consumers --------------------------------------------------------------
+def test_ordered_cursor_take():
+    c = OrderedCursor()
+    assert c.take(5, 1) is True
+    assert c.take(6, 3) is False  # consumer seq 2 went missing: the cursor stays
+    assert (c.stream_seq, c.consumer_seq) == (5, 1)
+    assert c.take(5, 1) is None  # stale
+    assert c.take(7, 2) is True and c.stream_seq == 7
+
+
 def test_ordered_cursor():
     c = OrderedCursor()
     assert c.in_order(1)

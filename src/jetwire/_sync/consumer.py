@@ -201,11 +201,7 @@ class MessageBatch:
             return
         hb = self._hb
         if hb is not None:
-            if not self._nc.is_connected:
-                hb.pause()
-            elif hb.paused:
-                hb.resume(now)
-            if hb.poll(now, self._seen):
+            if hb.check(now, self._seen, self._nc.is_connected):
                 self._finish(NoHeartbeatError("no heartbeat received for the pull request"))
                 return
             w = hb.wait_time(now)
@@ -517,12 +513,7 @@ class _Pulling:
             if self._terminal is None:
                 self._terminal = ConnectionClosedError("connection closed")
             return
-        if not nc.is_connected:
-            hb.pause()
-            return
-        if hb.paused:
-            hb.resume(now)
-        if hb.poll(now, self._seen):
+        if hb.check(now, self._seen, nc.is_connected):
             err = NoHeartbeatError(f"no heartbeat from consumer {self._owner._target()._name!r} "
                                    f"for {hb.window:g}s")
             self._st.clear_pending()

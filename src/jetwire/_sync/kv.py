@@ -6,19 +6,16 @@ Reads use direct get (``$JS.API.DIRECT.GET.KV_<bucket>.$KV.<bucket>.<key>``) whe
 stream allows it; writes are JetStream publishes (with the API prefix in front when
 the context has a domain or API prefix, as nats.go does).
 
-Watchers (and ``keys()``, ``history()``, ``purge_deletes()``, object-store watchers and
-object reads) run on :class:`_OrderedPush`: an ordered, ephemeral push consumer (ack
-none, flow control, idle heartbeats) delivered to a fresh inbox whose *direct* handler
-runs in the connection's reader and only appends to a deque. The sans-IO
-:class:`~jetwire.jetstream.kv_core.OrderedPushState` decides everything: order and
-gaps (the consumer is recreated after the last stream sequence seen), when flow
-control is answered (once the reader caught up) and when the initial values are done.
+Watchers (and ``keys()``, ``history()``, ``purge_deletes()`` and the object store's
+watchers) are :class:`_Watcher` objects: ordered, ephemeral push consumers of the one
+push-consumer machinery (``push._PushConsumer``: flow control answered once the
+reader caught up, idle heartbeats, recreation after the last stream sequence seen)
+that also queue the end-of-initial-values marker, yielded as ``None``.
 """
 from __future__ import annotations
 
-from collections import deque
 from datetime import datetime, timezone
-from typing import Any, Iterator, Deque, List, Optional, Sequence, Union
+from typing import Any, Iterator, List, Optional, Sequence, Union
 
 from ..errors import (
     APIError,
@@ -28,23 +25,16 @@ from ..errors import (
     KeyExistsError,
     MsgNotFoundError,
     StreamNotFoundError,
-    TimeoutError,
     WrongLastSequenceError,
 )
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.kv_core import (
-    PUSH_DATA,
-    PUSH_FLOW_CONTROL,
-    PUSH_GAP,
-    PUSH_HEARTBEAT,
     ROLLUP_HDR,
-    OrderedPushState,
     entry_from_delivery,
     entry_from_raw,
     key_not_found,
     kv_filter_subjects,
     purge_deletes_plan,
-    push_consumer_config,
     raise_if_deleted,
 )
 from ..jetstream.kv_models import (
@@ -58,24 +48,17 @@ from ..jetstream.kv_models import (
     kv_stream_config,
     kv_stream_name,
 )
-from ..jetstream.manage import generate_consumer_name
-from ..jetstream.pull import HeartbeatMonitor
+from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
 from ..jetstream.validate import validate_bucket_name, validate_key
-from . import _prims as prims
+from .push import _END, _MARKER, _PushConsumer
 
 __all__ = ["KeyValue", "KeyWatcher"]
 
-_MARKER = object()  # end of the initial values, in a push consumer's queue
-_END = object()  # the push consumer was stopped
 _PUT = KeyValueOp.PUT
 _DEL_HDRS = {KV_OPERATION_HDR: "DEL"}
 _PURGE_HDRS = {KV_OPERATION_HDR: "PURGE", ROLLUP_HDR: "sub"}
 _DEFAULT_API_PREFIX = "$JS.API"
 _WRONG_LAST_SEQ = (10071, 10164)  # 10164: the same on replicated streams
-_HB_MISSED_FACTOR = 3.0  # ADR-15: a push consumer is stalled after 3 missed heartbeats
-_PUSH_HEARTBEAT = 5.0
-_RESET_WAIT = 0.25
-_RESET_WAIT_MAX = 2.0
 
 
 def _wrong_last_seq(exc: BaseException) -> bool:
@@ -93,235 +76,50 @@ def _as_value(value: Any) -> bytes:
 
 
 # ---------------------------------------------------------------------------------
-# the ordered push consumer shared by watchers and object reads
+# watcher
 
 
-class _OrderedPush:
-    """An ordered ephemeral push consumer on ``stream`` filtered to ``filters``.
+class _Watcher(_PushConsumer):
+    """An ordered push consumer on ``stream`` filtered to ``filters`` whose items are
+    decoded by :meth:`_item`: first the initial values, then ``None`` exactly once,
+    then live updates until :meth:`stop`."""
 
-    ``_next_raw()`` returns the next delivered ``Msg``, ``_MARKER`` (once, when the
-    initial values are done; see :class:`OrderedPushState`) or ``_END`` once stopped.
-    ``stop()`` is not a coroutine: it unsubscribes at once and asks the server to
-    delete the consumer without waiting.
-    """
-
-    def __init__(self, js: Any, stream: str, filters: Sequence[str], deliver_policy: str = "all",
+    def __init__(self, js: Any, stream: str, filters: Sequence[str], deliver_policy: str,
                  opt_start_seq: Optional[int] = None, headers_only: bool = False, initial: bool = True,
-                 heartbeat: float = _PUSH_HEARTBEAT) -> None:
-        self._js = js
-        self._nc = js._nc
-        self._stream = stream
+                 heartbeat: float = DEFAULT_PUSH_HEARTBEAT) -> None:
         self._filters = list(filters)
-        self._deliver_policy = deliver_policy
-        self._opt_start_seq = opt_start_seq
-        self._headers_only = headers_only
-        self._heartbeat = heartbeat
-        self._state = OrderedPushState(initial)
-        self._queue: Deque[Any] = deque()
-        self._signal = prims.Signal()
-        self._lock = prims.write_lock()
-        self._closed = False
-        self._error: Optional[BaseException] = None
-        self._sub: Any = None
-        self._serial = 0
-        self._consumer: Optional[str] = None
-        self._resetting = False
-        self._activity = 0
-        self._timer: Any = None
-        self._monitor: Optional[HeartbeatMonitor] = None
-        if self._state.take_marker():  # no initial values: the marker comes first
-            self._queue.append(_MARKER)
+        super().__init__(js, stream, heartbeat, {"filter_subjects": self._filters, "deliver_policy": deliver_policy,
+                                                 "opt_start_seq": opt_start_seq, "headers_only": headers_only},
+                         initial)
+        self._marker_sent = False
 
-    # -- life ------------------------------------------------------------------------
-    def _start(self) -> None:
-        try:
-            self._create(True)
-        except BaseException:
-            self.stop()
-            raise
-        if self._heartbeat > 0:
-            self._monitor = HeartbeatMonitor(self._heartbeat, prims.monotonic(), _HB_MISSED_FACTOR)
-            self._timer = prims.Timer(self._heartbeat, self._check)
-        self._nc._reconnect_listeners.append(self._on_reconnect)
+    def _item(self, msg: Any) -> Any:
+        """What a delivery yields; None skips it."""
+        raise NotImplementedError
 
-    def _create(self, first: bool) -> None:
-        nc = self._nc
-        js = self._js
-        state = self._state
-        with self._lock:
-            serial = state.new_consumer()
-            self._serial = serial
-        inbox = nc.new_inbox()
-
-        def on_msg(msg: Any, _serial: int = serial) -> None:
-            if _serial == self._serial:
-                self._on_msg(msg)
-
-        sub = nc._subscribe(inbox, None, None, 0, -1, -1, direct=on_msg)
-        sub._signal = self._signal  # closing the subscription (or the connection) wakes the reader
-        self._sub = sub
-        name = generate_consumer_name(js._nuid)
-        cfg = push_consumer_config(inbox, state.cursor, self._filters, self._deliver_policy, self._opt_start_seq,
-                                   self._headers_only, self._heartbeat, name)
-        subject = f"CONSUMER.CREATE.{self._stream}.{name}"
-        if len(self._filters) == 1:
-            subject += "." + self._filters[0]
-        resp = js._api(subject, {"stream_name": self._stream, "config": cfg})
-        self._consumer = name
-        if self._closed:  # stopped while the consumer was being made
-            self._drop_consumer()
-            return
-        if first:
-            delivered = (resp.get("delivered") or {}).get("consumer_seq") or 0
-            with self._lock:
-                state.on_created(resp.get("num_pending") or 0, delivered)
-                due = state.take_marker()
-                if due:
-                    self._queue.append(_MARKER)
-            if due:
-                self._signal.set()
-
-    def stop(self) -> None:
-        """Stop: iteration ends once what was already received is taken."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        try:
-            self._nc._reconnect_listeners.remove(self._on_reconnect)
-        except ValueError:
-            pass
-        self._drop_consumer()
-        self._signal.set()
-
-    def _drop_consumer(self) -> None:
-        """Unsubscribe and ask the server to delete the consumer (without waiting)."""
-        nc = self._nc
-        sub = self._sub
-        if sub is not None:
-            nc._unsubscribe_nowait(sub)
-        name = self._consumer
-        self._consumer = None
-        core = nc._core
-        if name and core is not None and core.resp_prefix:
-            # the answer goes to a token nobody waits for
-            nc._publish_nowait(f"{self._js._prefix}.CONSUMER.DELETE.{self._stream}.{name}", b"",
-                               core.resp_prefix + "_")
-
-    # -- from the reader (never blocks) ------------------------------------------------
-    def _on_msg(self, msg: Any) -> None:
-        if self._closed:
-            return
-        self._activity += 1
-        state = self._state
-        h = msg.headers
-        if h is not None and h.status is not None:
-            reply = None
-            with self._lock:
-                kind = state.on_status(h, msg.reply)
-                if kind == PUSH_FLOW_CONTROL:
-                    reply = state.fc_ready()
-            if kind == PUSH_FLOW_CONTROL:
-                if reply:
-                    self._nc._publish_nowait(reply, b"")
-            elif kind == PUSH_HEARTBEAT:
-                stalled = state.stalled_reply(h)
-                if stalled:
-                    self._nc._publish_nowait(stalled, b"")
-            else:  # a gap seen by a heartbeat, consumer deleted, ...
-                self._request_reset()
-            return
-        with self._lock:
-            kind = state.on_data(msg.reply)[0]
-            if kind == PUSH_DATA:
-                self._queue.append(msg)
-                if state.marker_due and state.take_marker():
-                    self._queue.append(_MARKER)
-        if kind == PUSH_DATA:
-            self._signal.set()
-        elif kind == PUSH_GAP:
-            self._request_reset()
-
-    # -- recreation (ADR-17) -----------------------------------------------------------
-    def _check(self) -> None:  # timer
-        mon = self._monitor
-        if self._closed or mon is None or self._resetting:
-            return
-        if mon.poll(prims.monotonic(), self._activity):
-            self._request_reset()
-
-    def _on_reconnect(self) -> None:
-        self._request_reset()
-
-    def _request_reset(self) -> None:
-        with self._lock:  # the reader, the timer and a reconnect may all ask at once
-            if self._closed or self._resetting:
-                return
-            self._resetting = True
-        prims.spawn_soon(self._reset)
-
-    def _reset(self) -> None:
-        wait = _RESET_WAIT
-        try:
-            while not self._closed:
-                if self._nc.is_closed:
-                    self.stop()
-                    return
-                self._drop_consumer()
-                try:
-                    self._create(False)
-                    if self._monitor is not None:
-                        self._monitor.reset(prims.monotonic(), self._activity)
-                    return
-                except StreamNotFoundError as exc:  # the bucket is gone: nothing to wait for
-                    self._fail(exc)
-                    return
-                except Exception:
-                    pass
-                prims.sleep(wait)
-                wait = min(wait * 2, _RESET_WAIT_MAX)
-        finally:
-            self._resetting = False
-
-    def _fail(self, exc: BaseException) -> None:
-        self._error = exc
-        self.stop()
-
-    # -- for the reader ----------------------------------------------------------------
-    def _next_raw(self, timeout: Optional[float] = None) -> Any:
-        """The next message, ``_MARKER`` or ``_END``; ``TimeoutError`` after ``timeout``
-        seconds without one (None waits as long as it takes)."""
-        queue = self._queue
-        signal = self._signal
-        deadline = None
+    def next(self, timeout: Optional[float] = None) -> Any:
+        """The next item (or the ``None`` marker); ``TimeoutError`` after ``timeout``
+        seconds; ``StopIteration`` (``StopIteration`` blocking) once stopped."""
         while True:
-            if queue:
-                item = queue.popleft()
-                if item is not _MARKER:
-                    with self._lock:
-                        reply = self._state.consumed()
-                    if reply:
-                        self._nc._publish_nowait(reply, b"")
+            raw = self._next_raw(timeout)
+            if raw is _END:
+                raise StopIteration
+            if raw is _MARKER:
+                if self._marker_sent:
+                    continue
+                self._marker_sent = True
+                return None
+            item = self._item(raw)
+            if item is not None:
                 return item
-            if self._closed or self._sub is None or (self._sub._closed and not self._resetting):
-                if self._error is not None:
-                    err, self._error = self._error, None
-                    raise err
-                if not self._closed and self._nc.is_closed:
-                    self.stop()
-                return _END
-            if timeout is not None:
-                now = prims.monotonic()
-                if deadline is None:
-                    deadline = now + timeout
-                elif now >= deadline:
-                    raise TimeoutError(f"nothing received in {timeout}s")
-            signal.clear()
-            if queue or self._closed:
-                continue
-            signal.wait(None if deadline is None else max(0.0, deadline - prims.monotonic()))
+
+    updates = next
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        return self.next(None)
 
     def __enter__(self) -> Any:
         return self
@@ -330,11 +128,7 @@ class _OrderedPush:
         self.stop()
 
 
-# ---------------------------------------------------------------------------------
-# watcher
-
-
-class KeyWatcher(_OrderedPush):
+class KeyWatcher(_Watcher):
     """Iterate (``for`` in aio) for the entries of the watched keys: first the
     initial values, then ``None`` exactly once, then live updates until :meth:`stop`.
 
@@ -359,35 +153,15 @@ class KeyWatcher(_OrderedPush):
         self._bucket = kv._name
         self._prefix_len = len(kv._pre)
         self._ignore_deletes = ignore_deletes
-        self._marker_sent = False
 
     def __repr__(self) -> str:
         return f"<KeyWatcher bucket={self._bucket!r} filters={self._filters!r}>"
 
-    def next(self, timeout: Optional[float] = None) -> Optional[KeyValueEntry]:
-        """The next entry (or the ``None`` marker); ``TimeoutError`` after ``timeout``
-        seconds; ``StopIteration`` (``StopIteration`` blocking) once stopped."""
-        while True:
-            item = self._next_raw(timeout)
-            if item is _END:
-                raise StopIteration
-            if item is _MARKER:
-                if self._marker_sent:
-                    continue
-                self._marker_sent = True
-                return None
-            entry = entry_from_delivery(self._bucket, self._prefix_len, item)
-            if self._ignore_deletes and entry.operation is not _PUT:
-                continue
-            return entry
-
-    updates = next
-
-    def __iter__(self) -> "KeyWatcher":
-        return self
-
-    def __next__(self) -> Optional[KeyValueEntry]:
-        return self.next(None)
+    def _item(self, msg: Any) -> Optional[KeyValueEntry]:
+        entry = entry_from_delivery(self._bucket, self._prefix_len, msg)
+        if self._ignore_deletes and entry.operation is not _PUT:
+            return None
+        return entry
 
 
 # ---------------------------------------------------------------------------------
@@ -398,7 +172,7 @@ class KeyValue:
     """A key-value bucket: ``js.key_value(bucket)`` or ``js.create_key_value(...)``."""
 
     # idle heartbeat of the watchers' consumers (seconds); 3 missed ones recreate it
-    _push_heartbeat = _PUSH_HEARTBEAT
+    _push_heartbeat = DEFAULT_PUSH_HEARTBEAT
 
     def __init__(self, js: Any, stream: Any) -> None:
         info = stream.cached_info()

@@ -19,13 +19,11 @@ from .._nuid import NUID
 from ..errors import JetStreamError, OrderedConsumerResetError, TimeoutError
 from ..jetstream._json import format_time
 from ..jetstream.models import ConsumerInfo, DeliverPolicy, ReplayPolicy
-from ..jetstream.pull import OrderedCursor, ordered_config
+from ..jetstream.pull import RESET_DELAY, RESET_DELAY_MAX, OrderedCursor, ordered_config
 from ..msg import Msg
 from . import _prims as prims
 from .consumer import Consumer, MessageBatch, _parse_fields
 
-_RESET_DELAY = 0.25
-_RESET_DELAY_MAX = 2.0
 _DELETE_TIMEOUT = 2.0
 
 _nuid = NUID()
@@ -123,7 +121,7 @@ class OrderedConsumer(Consumer):
         backoff; ``OrderedConsumerResetError`` after ``max_reset_attempts`` failures."""
         self._delete_current()
         attempts = 0
-        delay = _RESET_DELAY
+        delay = RESET_DELAY
         while True:
             try:
                 self._create()
@@ -137,20 +135,14 @@ class OrderedConsumer(Consumer):
                 prims.sleep(delay)
             elif not sleep(delay):
                 raise OrderedConsumerResetError("ordered consumer stopped while resetting")
-            delay = min(delay * 2, _RESET_DELAY_MAX)
+            delay = min(delay * 2, RESET_DELAY_MAX)
 
     def _accept(self, msg: Msg) -> Optional[bool]:
         """True: next in order (the cursor moves). False: a gap. None: from an older consumer."""
         f = _parse_fields(msg.reply)
         if f[3] != self._name:
             return None
-        cur = self._cursor
-        cseq = f[6]
-        if cseq != cur.consumer_seq + 1:
-            return False
-        cur.stream_seq = f[5]
-        cur.consumer_seq = cseq
-        return True
+        return self._cursor.take(f[5], f[6]) is True  # a stale one is a gap here too
 
     def _fetch_accept(self, msg: Msg) -> bool:
         ok = self._accept(msg)

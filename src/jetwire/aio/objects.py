@@ -53,7 +53,8 @@ from ..jetstream.obj_models import (
 )
 from ..jetstream.validate import validate_bucket_name, validate_object_name
 from . import _prims as prims
-from .kv import _END, _MARKER, _OrderedPush
+from .kv import _Watcher
+from .push import _END, _MARKER, _PushConsumer
 
 __all__ = ["ObjectStore", "ObjectResult", "ObjectWatcher"]
 
@@ -74,7 +75,7 @@ class ObjectResult:
     :class:`ObjectInfo`. Size and SHA-256 are checked when the end is reached:
     ``DigestMismatchError`` instead of the last ``b""``."""
 
-    def __init__(self, info: ObjectInfo, push: Optional[_OrderedPush], timeout: Optional[float] = None) -> None:
+    def __init__(self, info: ObjectInfo, push: Optional[_PushConsumer], timeout: Optional[float] = None) -> None:
         self.info = info
         self._push = push
         self._timeout = timeout if timeout is not None else _GET_IDLE_TIMEOUT
@@ -178,7 +179,7 @@ class ObjectResult:
         self.close()
 
 
-class ObjectWatcher(_OrderedPush):
+class ObjectWatcher(_Watcher):
     """Iterate (``async for`` in aio) for :class:`ObjectInfo` updates: the current
     objects, then ``None`` exactly once, then every change until :meth:`stop`."""
 
@@ -187,34 +188,15 @@ class ObjectWatcher(_OrderedPush):
         policy = "new" if updates_only else ("all" if include_history else "last_per_subject")
         super().__init__(store._js, store._stream_name, [f"$O.{store._name}.M.>"], policy, initial=not updates_only)
         self._ignore_deletes = ignore_deletes
-        self._marker_sent = False
 
-    async def next(self, timeout: Optional[float] = None) -> Optional[ObjectInfo]:
-        """The next info (or the ``None`` marker); ``TimeoutError`` after ``timeout`` s."""
-        while True:
-            item = await self._next_raw(timeout)
-            if item is _END:
-                raise StopAsyncIteration
-            if item is _MARKER:
-                if self._marker_sent:
-                    continue
-                self._marker_sent = True
-                return None
-            try:
-                info = info_from_stored(item.data, item.metadata.timestamp)
-            except BadObjectMetaError:
-                continue
-            if self._ignore_deletes and info.deleted:
-                continue
-            return info
-
-    updates = next
-
-    def __aiter__(self) -> "ObjectWatcher":
-        return self
-
-    async def __anext__(self) -> Optional[ObjectInfo]:
-        return await self.next(None)
+    def _item(self, msg: Any) -> Optional[ObjectInfo]:
+        try:
+            info = info_from_stored(msg.data, msg.metadata.timestamp)
+        except BadObjectMetaError:
+            return None
+        if self._ignore_deletes and info.deleted:
+            return None
+        return info
 
 
 class ObjectStore:
@@ -341,7 +323,8 @@ class ObjectStore:
             return await target.get(link.name, timeout=timeout)
         if info.size == 0 and info.chunks == 0:
             return ObjectResult(info, None, timeout)
-        push = _OrderedPush(self._js, self._stream_name, [obj_chunk_subject(self._name, info.nuid)], "all")
+        push = _PushConsumer(self._js, self._stream_name,
+                             spec={"filter_subjects": [obj_chunk_subject(self._name, info.nuid)]})
         await push._start()
         return ObjectResult(info, push, timeout)
 

@@ -1,27 +1,34 @@
-"""Push consumers in the style of nats.go's legacy ``js.Subscribe`` (asyncio source;
-``jetwire/_sync/push.py`` is generated from it).
+"""Push consumers (asyncio source; ``jetwire/_sync/push.py`` is generated from it).
+
+One machinery, :class:`_PushConsumer`, runs every push consumer of the client: the
+plain and ordered subscriptions of nats.go's legacy ``js.subscribe`` (below), and the
+ordered consumers behind KV watchers, ``keys()``, ``history()``, ``purge_deletes()``,
+object-store watchers and object reads (``kv.py``, ``objects.py``).
+
+The deliver subject's *direct* handler runs in the connection's reader and only hands
+each message to the sans-IO :class:`~jetwire.jetstream.push.PushState`, which decides:
+data goes to a deque (ordered: only the next in order; a gap recreates the consumer),
+a flow-control request is answered once the reader took everything that arrived
+before it (memory stays bounded by the server's window), a heartbeat carrying
+``Nats-Consumer-Stalled`` is answered at once (ADR-9, ADR-15), and watchers get their
+end-of-initial-values marker. Missed idle heartbeats (3 intervals) are noticed by a
+timer. An ordered consumer (ADR-17) is recreated in the background, from the stream
+sequence after the last one delivered, on gaps, missed heartbeats, other status
+messages (409 consumer deleted) and reconnects.
 
 ``js.subscribe(subject, ...)`` finds the stream that stores ``subject``, creates (or
 binds to) a push consumer delivering to an inbox (or a deliver group for queue
 subscribers) and returns a :class:`PushSubscription`: ``next_msg()``, iteration,
 ``unsubscribe()``, ``drain()``, ``consumer_info()``. Status messages never reach the
-user: idle heartbeats are counted (missing ones are reported as ``NoHeartbeatError``),
-flow-control requests are answered once the messages before them were handed out, and
-a heartbeat carrying ``Nats-Consumer-Stalled`` is answered at once (ADR-9, ADR-15).
-With ``ordered_consumer=True`` the consumer is an ADR-17 ordered push consumer that is
-recreated from the last delivered stream sequence on gaps, missed heartbeats and
-reconnects.
+user; missed heartbeats of a plain consumer are reported as ``NoHeartbeatError``.
 """
 from __future__ import annotations
 
-import copy
 import inspect
 import logging
-import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, Optional
 
-from .._nuid import NUID
 from ..core import CLOSED
 from ..errors import (
     ConnectionClosedError,
@@ -33,56 +40,328 @@ from ..errors import (
     SubscriptionClosedError,
     TimeoutError,
 )
+from ..jetstream._json import config_from_kwargs
+from ..jetstream.manage import consumer_create_subject, generate_consumer_name
 from ..jetstream.models import AckPolicy, ConsumerConfig, ConsumerInfo
-from ..jetstream.pull import HDR_CONSUMER_STALLED, HeartbeatMonitor, OrderedCursor, ordered_config
+from ..jetstream.pull import RESET_DELAY, RESET_DELAY_MAX, HeartbeatMonitor
+from ..jetstream.push import (
+    DEFAULT_PUSH_HEARTBEAT,
+    MISSED_HEARTBEATS,
+    PUSH_DATA,
+    PUSH_FLOW_CONTROL,
+    PUSH_GAP,
+    PUSH_STATUS,
+    PushState,
+    push_consumer_config,
+)
 from ..msg import Msg
 from . import _prims as prims
-from .consumer import _parse_fields
 
 log = logging.getLogger("jetwire")
 
-_monotonic = time.monotonic
 _isawaitable = inspect.isawaitable
-_nuid = NUID()
 
-ORDERED_HEARTBEAT = 5.0
-_RESET_DELAY = 0.25
-_RESET_DELAY_MAX = 2.0
+_MARKER = object()  # end of the initial values, in a push consumer's queue
+_END = object()  # the push consumer was stopped (or its subscription ended)
 
 
-def _to_config(config: Any) -> ConsumerConfig:
-    if config is None:
-        return ConsumerConfig()
-    if isinstance(config, ConsumerConfig):
-        return copy.deepcopy(config)
-    if isinstance(config, dict):
-        return ConsumerConfig(**copy.deepcopy(config))
-    raise TypeError(f"config must be a ConsumerConfig or a dict, not {type(config).__name__}")
+# ---------------------------------------------------------------------------------
+# the machinery
+
+
+class _PushConsumer:
+    """One push consumer as the client sees it.
+
+    ``spec`` None: a plain consumer made (or bound) by someone else; :meth:`_listen`
+    subscribes its deliver subject. Otherwise an ordered, ephemeral consumer on
+    ``stream`` made here from ``spec`` (the keyword arguments of
+    :func:`~jetwire.jetstream.push.push_consumer_config`: ``filter_subjects``,
+    ``deliver_policy``, ...) by :meth:`_start`, delivered to a fresh inbox, and
+    recreated whenever it breaks. ``marker``: queue ``_MARKER`` once the initial
+    values (what was pending when the consumer was made) have arrived; ``initial``
+    False: there are none, the marker comes first.
+
+    ``_next_raw()`` returns the next delivered ``Msg``, ``_MARKER`` or ``_END`` once
+    stopped. :meth:`stop` is not a coroutine: it unsubscribes at once and asks the
+    server to delete a consumer made here without waiting.
+    """
+
+    _report_status = False  # report status messages other than 100 to the error callback
+
+    def __init__(self, js: Any, stream: str, heartbeat: float = DEFAULT_PUSH_HEARTBEAT,
+                 spec: Optional[Dict[str, Any]] = None, initial: bool = True, marker: bool = True) -> None:
+        self._js = js
+        self._nc = js._nc
+        self._stream = stream
+        self._heartbeat = heartbeat
+        self._spec = spec
+        self._state = PushState(initial, ordered=spec is not None, marker=marker)
+        self._queue: Deque[Any] = deque()
+        self._signal = prims.Signal()
+        self._lock = prims.write_lock()
+        self._closed = False
+        self._draining = False
+        self._error: Optional[BaseException] = None
+        self._sub: Any = None
+        self._serial = 0
+        self._consumer = ""
+        self._owned = spec is not None  # the consumer was made here: delete it when done
+        self._resetting = False
+        self._seen = 0  # everything received (heartbeats included): the activity count
+        self._timer: Any = None
+        self._monitor: Optional[HeartbeatMonitor] = None
+        if self._state.take_marker():  # no initial values: the marker comes first
+            self._queue.append(_MARKER)
+
+    # -- life ------------------------------------------------------------------------
+    def _listen(self, deliver_subject: str, queue: Optional[str], handler: Callable[[Msg], None]) -> None:
+        """Subscribe the deliver subject (before the consumer exists, so nothing is missed)."""
+        sub = self._nc._subscribe(deliver_subject, queue, None, 0, -1, -1, direct=handler)
+        sub._signal = self._signal  # closing the subscription (or the connection) wakes the reader
+        self._sub = sub
+
+    def _begin(self) -> None:
+        """The consumer exists: watch its heartbeats and the connection's reconnects."""
+        if self._heartbeat > 0:
+            now = prims.monotonic()
+            mon = HeartbeatMonitor(self._heartbeat, now, MISSED_HEARTBEATS)
+            mon.reset(now, self._seen)
+            self._monitor = mon
+            self._timer = prims.Timer(self._heartbeat, self._check)
+        self._nc._reconnect_listeners.append(self._on_reconnect)
+
+    async def _start(self) -> None:
+        """An ordered consumer: make the first one, then watch it."""
+        try:
+            await self._create(True)
+        except BaseException:
+            self.stop()
+            raise
+        if not self._closed:
+            self._begin()
+
+    async def _create(self, first: bool) -> None:
+        nc = self._nc
+        js = self._js
+        state = self._state
+        with self._lock:
+            serial = state.new_consumer()
+            self._serial = serial
+
+        def on_msg(msg: Msg, _serial: int = serial) -> None:
+            if _serial == self._serial:  # not a straggler of a consumer already replaced
+                self._on_msg(msg)
+
+        self._listen(nc.new_inbox(), None, on_msg)
+        name = generate_consumer_name(js._nuid)
+        assert self._spec is not None
+        cfg = push_consumer_config(self._sub.subject, state.cursor, name=name, heartbeat=self._heartbeat,
+                                   **self._spec)
+        resp = await js._api(consumer_create_subject(self._stream, name, cfg),
+                             {"stream_name": self._stream, "config": cfg})
+        self._consumer = name
+        if self._closed or self._draining:  # stopped while the consumer was being made
+            self._drop_consumer()
+            return
+        if first:  # what was pending at creation: when the initial values are complete
+            delivered = (resp.get("delivered") or {}).get("consumer_seq") or 0
+            with self._lock:
+                state.on_created(resp.get("num_pending") or 0, delivered)
+                due = state.take_marker()
+                if due:
+                    self._queue.append(_MARKER)
+            if due:
+                self._signal.set()
+
+    def stop(self) -> None:
+        """Stop: iteration ends once what was already received is taken; a consumer
+        made here is deleted (without waiting)."""
+        if self._closed:
+            return
+        self._halt()
+        self._drop_consumer()
+
+    def _halt(self) -> None:
+        """Closed: no more messages, timers or reconnect handling (safe to repeat)."""
+        self._closed = True
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
+            self._timer = None
+        try:
+            self._nc._reconnect_listeners.remove(self._on_reconnect)
+        except ValueError:
+            pass
+        sub = self._sub
+        if sub is not None:
+            self._nc._unsubscribe_nowait(sub)
+        self._signal.set()
+
+    def _drop_consumer(self) -> None:
+        """Unsubscribe and ask the server to delete a consumer made here (without waiting)."""
+        nc = self._nc
+        sub = self._sub
+        if sub is not None:
+            nc._unsubscribe_nowait(sub)
+        name = self._consumer
+        if not name or not self._owned:
+            return
+        self._consumer = ""
+        core = nc._core
+        if core is not None and core.resp_prefix:
+            # the answer goes to a token nobody waits for
+            nc._publish_nowait(f"{self._js._prefix}.CONSUMER.DELETE.{self._stream}.{name}", b"",
+                               core.resp_prefix + "_")
+
+    # -- from the reader (never blocks) ------------------------------------------------
+    def _on_msg(self, msg: Msg) -> None:
+        if self._closed:
+            return
+        self._seen += 1
+        state = self._state
+        h = msg.headers
+        if h is not None and h.status is not None:
+            self._on_status(h, msg.reply)
+            return
+        with self._lock:
+            kind = state.on_data(msg.reply)[0]
+            if kind == PUSH_DATA:
+                self._queue.append(msg)
+                if state.marker_due and state.take_marker():
+                    self._queue.append(_MARKER)
+        if kind == PUSH_DATA:
+            self._signal.set()
+        elif kind == PUSH_GAP:
+            self._request_reset()
+
+    def _on_status(self, h: Any, reply: Optional[str]) -> None:
+        nc = self._nc
+        state = self._state
+        answer = None
+        with self._lock:
+            kind = state.on_status(h, reply)
+            if kind == PUSH_FLOW_CONTROL:
+                answer = state.fc_ready()
+        if kind == PUSH_FLOW_CONTROL:
+            if answer:
+                nc._publish_nowait(answer, b"")
+            return
+        if kind == PUSH_STATUS:  # consumer deleted, ...
+            if self._report_status:
+                nc._report_error(JetStreamError(f"push consumer {self._consumer!r}: "
+                                                f"{h.status} {h.description or ''}".rstrip()))
+        else:  # an idle heartbeat (that may show a gap)
+            stalled = state.stalled_reply(h)
+            if stalled:
+                nc._publish_nowait(stalled, b"")
+            if kind != PUSH_GAP:
+                return
+        if self._spec is not None:
+            self._request_reset()
+
+    # -- heartbeats, reconnects and recreation (ADR-15, ADR-17) --------------------------
+    def _check(self) -> None:  # timer
+        mon = self._monitor
+        if mon is None or self._closed or self._resetting:
+            return
+        nc = self._nc
+        if nc.is_closed:
+            return
+        if mon.check(prims.monotonic(), self._seen, nc.is_connected):
+            if self._spec is not None:
+                self._request_reset()
+            else:
+                nc._report_error(NoHeartbeatError(f"no heartbeat from push consumer {self._consumer!r}"))
+
+    def _on_reconnect(self) -> None:  # from the client's reconnect path: never blocks
+        mon = self._monitor
+        if mon is not None:
+            now = prims.monotonic()
+            mon.resume(now)
+            mon.reset(now, self._seen)
+        if self._spec is not None:
+            self._request_reset()
+
+    def _request_reset(self) -> None:
+        with self._lock:  # the reader, the timer and a reconnect may all ask at once
+            if self._closed or self._draining or self._resetting:
+                return
+            self._resetting = True
+        prims.spawn_soon(self._reset)
+
+    async def _reset(self) -> None:
+        wait = RESET_DELAY
+        try:
+            while not self._closed and not self._draining:
+                if self._nc.is_closed:
+                    self.stop()
+                    return
+                self._drop_consumer()
+                try:
+                    await self._create(False)
+                    if self._monitor is not None:
+                        self._monitor.reset(prims.monotonic(), self._seen)
+                    return
+                except StreamNotFoundError as exc:  # the stream is gone: nothing to wait for
+                    self._fail(exc)
+                    return
+                except Exception as exc:
+                    log.debug("jetwire: recreating the ordered push consumer failed: %s", exc)
+                await prims.sleep(wait)
+                wait = min(wait * 2, RESET_DELAY_MAX)
+        finally:
+            self._resetting = False
+            self._signal.set()
+
+    def _fail(self, exc: BaseException) -> None:
+        self._error = exc
+        self.stop()
+
+    # -- for the reader ----------------------------------------------------------------
+    async def _next_raw(self, timeout: Optional[float] = None) -> Any:
+        """The next message, ``_MARKER`` or ``_END``; ``TimeoutError`` after ``timeout``
+        seconds without one (None waits as long as it takes). Taking a message may
+        answer a flow-control request that waited for it."""
+        queue = self._queue
+        signal = self._signal
+        deadline = None
+        while True:
+            if queue:
+                item = queue.popleft()
+                if item is not _MARKER:
+                    with self._lock:
+                        reply = self._state.consumed()
+                    if reply:
+                        self._nc._publish_nowait(reply, b"")
+                return item
+            if self._closed or self._sub is None or (self._sub._closed and not self._resetting):
+                if self._error is not None:
+                    err, self._error = self._error, None
+                    raise err
+                if not self._closed and self._nc.is_closed:
+                    self.stop()
+                return _END
+            if timeout is not None:
+                now = prims.monotonic()
+                if deadline is None:
+                    deadline = now + timeout
+                elif now >= deadline:
+                    raise TimeoutError(f"nothing received in {timeout}s")
+            signal.clear()
+            if queue or self._closed:
+                continue
+            await signal.wait(None if deadline is None else max(0.0, deadline - prims.monotonic()))
+
+
+# ---------------------------------------------------------------------------------
+# js.subscribe / js.subscribe_bind
 
 
 async def _lookup(js: Any, stream: str, name: str) -> Optional[ConsumerInfo]:
     try:
-        resp = await js._api(f"CONSUMER.INFO.{stream}.{name}")
+        return await js.consumer_info(stream, name)
     except ConsumerNotFoundError:
         return None
-    resp.pop("type", None)
-    return ConsumerInfo.from_json(resp)
-
-
-async def _stream_by_subject(js: Any, subject: str) -> str:
-    resp = await js._api("STREAM.NAMES", {"subject": subject})
-    names = resp.get("streams") or []
-    if not names:
-        raise StreamNotFoundError(code=404, err_code=10059, description=f"no stream matches subject {subject!r}")
-    return names[0]
-
-
-async def _create(js: Any, stream: str, cfg: Dict[str, Any]) -> ConsumerInfo:
-    name = cfg.get("name") or cfg.get("durable_name")
-    subject = f"CONSUMER.CREATE.{stream}.{name}" if name else f"CONSUMER.CREATE.{stream}"
-    resp = await js._api(subject, {"stream_name": stream, "config": cfg, "action": "create"})
-    resp.pop("type", None)
-    return ConsumerInfo.from_json(resp)
 
 
 async def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[Callable[[Msg], Any]] = None,
@@ -92,7 +371,7 @@ async def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Opti
                     deliver_subject: Optional[str] = None) -> "PushSubscription":
     """Subscribe to ``subject`` through a push consumer (see :meth:`JetStream.subscribe`)."""
     nc = js._nc
-    cfg = _to_config(config)
+    cfg = config_from_kwargs(ConsumerConfig, config)
     queue = queue or None
     if ordered_consumer:
         if queue or durable or cfg.durable_name:
@@ -106,12 +385,22 @@ async def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Opti
             durable = queue  # as nats.go: the queue group names a durable consumer
     durable = durable or cfg.durable_name
     if stream is None:
-        stream = await _stream_by_subject(js, subject)
+        stream = await js.stream_name_by_subject(subject)
 
     if ordered_consumer:
-        hb = idle_heartbeat or cfg.idle_heartbeat or ORDERED_HEARTBEAT
-        ps = PushSubscription(js, stream, subject, None, cb, False, True, hb, ordered=cfg)
-        await ps._ordered_start()
+        hb = idle_heartbeat or cfg.idle_heartbeat or DEFAULT_PUSH_HEARTBEAT
+        spec = {
+            "filter_subjects": list(cfg.filter_subjects or [cfg.filter_subject or subject]),
+            "deliver_policy": cfg.deliver_policy,
+            "opt_start_seq": cfg.opt_start_seq,
+            "opt_start_time": cfg.to_json_dict().get("opt_start_time"),
+            "replay_policy": cfg.replay_policy,
+            "inactive_threshold": cfg.inactive_threshold or 300.0,
+            "headers_only": cfg.headers_only,
+            "metadata": cfg.metadata,
+        }
+        ps = PushSubscription(js, stream, subject, None, cb, False, True, hb, spec)
+        await ps._start()
         return ps
 
     info: Optional[ConsumerInfo] = None
@@ -132,20 +421,20 @@ async def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Opti
         cfg.deliver_subject = dsubj
         ack_none = cfg.ack_policy == AckPolicy.NONE
         ps = PushSubscription(js, stream, subject, queue, cb, manual_ack, ack_none, cfg.idle_heartbeat or 0.0)
-        ps._listen(dsubj)
+        ps._listen(dsubj, queue, ps._on_msg)
         try:
-            ps._info = await _create(js, stream, cfg.to_json_dict())
+            created = (await js.create_consumer(stream, cfg)).cached_info()
         except JetStreamError:
-            ps._close_now()
+            ps._halt()
             if not durable:
                 raise
             info = await _lookup(js, stream, durable)  # created meanwhile by another member
             if info is None:
                 raise
         else:
-            ps._consumer = ps._info.name
-            ps._created = not durable
-            ps._start()
+            ps._consumer = created.name
+            ps._owned = not durable
+            ps._begin()
             return ps
     return await _bind(js, stream, info, subject, queue, cb, manual_ack)
 
@@ -176,14 +465,13 @@ async def _bind(js: Any, stream: str, info: ConsumerInfo, subject: str, queue: O
             raise JetStreamError(f"consumer {info.name!r} is already bound to a subscription")
     ack_none = ccfg.ack_policy == AckPolicy.NONE
     ps = PushSubscription(js, stream, subject, group, cb, manual_ack, ack_none, ccfg.idle_heartbeat or 0.0)
-    ps._info = info
     ps._consumer = info.name
-    ps._listen(ccfg.deliver_subject)
-    ps._start()
+    ps._listen(ccfg.deliver_subject, group, ps._on_msg)
+    ps._begin()
     return ps
 
 
-class PushSubscription:
+class PushSubscription(_PushConsumer):
     """A subscription fed by a push consumer: ``next_msg()``, iteration, ``unsubscribe()``,
     ``drain()``, ``consumer_info()``, ``pending_msgs``, ``delivered``, ``subject``, ``queue``.
 
@@ -192,225 +480,37 @@ class PushSubscription:
     consumer acknowledges nothing).
     """
 
+    _report_status = True
+
     def __init__(self, js: Any, stream: str, subject: str, queue: Optional[str], cb: Optional[Callable[[Msg], Any]],
-                 manual_ack: bool, ack_none: bool, heartbeat: float, ordered: Optional[ConsumerConfig] = None) -> None:
-        self._js = js
-        self._nc = js._nc
-        self._stream = stream
+                 manual_ack: bool, ack_none: bool, heartbeat: float, spec: Optional[Dict[str, Any]] = None) -> None:
+        super().__init__(js, stream, heartbeat, spec, marker=False)
         self.subject = subject
         self.queue = queue
         self._cb = cb
         self._auto_ack = cb is not None and not manual_ack and not ack_none
-        self._q: Deque[Msg] = deque()
-        self._signal = prims.Signal()
-        self._sub: Any = None
-        self._seen = 0
-        self._hb = HeartbeatMonitor(heartbeat, _monotonic(), factor=3.0) if heartbeat else None
-        self._closed = False
-        self._draining = False
-        self._reconnected = False
-        self._need_reset = False
-        self.delivered = 0
         self._task: Any = None
-        self._info: Optional[ConsumerInfo] = None
-        self._consumer = ""
-        self._created = False
-        self._ordered_cfg = ordered
-        self._cursor = OrderedCursor() if ordered is not None else None
-        self._prefix = _nuid.next() if ordered is not None else ""
-        self._listener: Optional[Callable[[], None]] = None
 
     def __repr__(self) -> str:
         return f"<PushSubscription stream={self._stream!r} consumer={self._consumer!r} subject={self.subject!r}>"
 
-    # -- setup -----------------------------------------------------------------------
-    def _listen(self, deliver_subject: str) -> None:
-        """Subscribe the deliver subject (before the consumer exists, so nothing is missed)."""
-        sub = self._nc._subscribe(deliver_subject, self.queue, None, 0, -1, -1, direct=self._on_msg)
-        sub._signal = self._signal
-        self._sub = sub
-
-    def _start(self) -> None:
-        listeners = getattr(self._nc, "_reconnect_listeners", None)
-        if listeners is not None and self._listener is None:
-            self._listener = self._on_reconnect
-            listeners.append(self._listener)
-        if self._hb is not None:
-            self._hb.reset(_monotonic(), self._seen)
+    def _begin(self) -> None:
+        super()._begin()
         if self._cb is not None and self._task is None:
             self._task = prims.spawn(self._run, name="jetwire-push")
-
-    def _close_now(self) -> None:
-        sub = self._sub
-        if sub is not None:
-            self._nc._unsubscribe_nowait(sub)
-
-    def _on_reconnect(self) -> None:  # from the client's reconnect path: never blocks
-        self._reconnected = True
-        self._signal.set()
-
-    # -- ordered push consumers ------------------------------------------------------
-    def _ordered_wire_config(self, deliver_subject: str) -> Dict[str, Any]:
-        c = self._ordered_cfg
-        assert c is not None and self._cursor is not None and self._hb is not None
-        serial = self._cursor.new_consumer()
-        filters: Any = c.filter_subjects or c.filter_subject or self.subject
-        return ordered_config(
-            f"{self._prefix}_{serial}", self._cursor, filters, c.deliver_policy, c.opt_start_seq,
-            c.to_json_dict().get("opt_start_time"), c.replay_policy, c.inactive_threshold or 300.0,
-            c.headers_only, deliver_subject=deliver_subject, idle_heartbeat=self._hb.interval,
-            flow_control=True, metadata=c.metadata)
-
-    async def _ordered_start(self) -> None:
-        await self._ordered_create()
-        self._start()
-
-    async def _ordered_create(self) -> None:
-        dsubj = self._nc.new_inbox()
-        self._listen(dsubj)
-        try:
-            self._info = await _create(self._js, self._stream, self._ordered_wire_config(dsubj))
-        except BaseException:
-            self._close_now()
-            raise
-        self._consumer = self._info.name
-        self._created = True
-        if self._hb is not None:
-            self._hb.reset(_monotonic(), self._seen)
-
-    async def _reset(self) -> None:
-        self._need_reset = False
-        self._close_now()
-        self._q.clear()
-        old = self._consumer
-        if old:
-            try:
-                await self._js._api(f"CONSUMER.DELETE.{self._stream}.{old}", timeout=2.0)
-            except Exception:
-                pass
-        delay = _RESET_DELAY
-        while not self._closed:
-            try:
-                await self._ordered_create()
-                return
-            except Exception as exc:
-                log.debug("jetwire: ordered push consumer reset failed: %s", exc)
-            self._signal.clear()
-            await self._signal.wait(delay)
-            delay = min(delay * 2, _RESET_DELAY_MAX)
-
-    # -- reader side -----------------------------------------------------------------
-    def _on_msg(self, msg: Msg) -> None:
-        self._seen += 1
-        h = msg.headers
-        if h is not None and not msg.data and h.status == "100" and not msg.reply:
-            stalled = h.get(HDR_CONSUMER_STALLED)
-            if stalled:
-                self._nc._publish_nowait(stalled, b"")
-            if self._cursor is None:
-                return  # idle heartbeat (ordered consumers check it in order below)
-        self._q.append(msg)
-        self._signal.set()
-
-    # -- taking messages (no waiting) ------------------------------------------------
-    def _process(self, msg: Msg) -> Optional[Msg]:
-        h = msg.headers
-        if h is not None and not msg.data and h.status is not None:
-            if h.status == "100":
-                if msg.reply:  # flow control: everything before it was handed out
-                    self._nc._publish_nowait(msg.reply, b"")
-                elif self._cursor is not None and self._cursor.hb_gap(h):
-                    self._need_reset = True
-            else:
-                self._nc._report_error(JetStreamError(f"push consumer {self._consumer!r}: "
-                                                      f"{h.status} {h.description or ''}".rstrip()))
-            return None
-        cur = self._cursor
-        if cur is not None:
-            f = _parse_fields(msg.reply)
-            if f[3] != self._consumer:
-                return None
-            if f[6] != cur.consumer_seq + 1:
-                self._need_reset = True
-                return None
-            cur.stream_seq = f[5]
-            cur.consumer_seq = f[6]
-        self.delivered += 1
-        return msg
-
-    def _check(self, now: float) -> None:
-        nc = self._nc
-        hb = self._hb
-        if self._reconnected:
-            self._reconnected = False
-            if hb is not None:
-                hb.resume(now)
-                hb.reset(now, self._seen)
-            if self._cursor is not None:
-                self._need_reset = True
-        if hb is None or nc.is_closed:
-            return
-        if not nc.is_connected:
-            hb.pause()
-            return
-        if hb.paused:
-            hb.resume(now)
-        if hb.poll(now, self._seen):
-            if self._cursor is not None:
-                self._need_reset = True
-            else:
-                nc._report_error(NoHeartbeatError(f"no heartbeat from push consumer {self._consumer!r}"))
-
-    async def _idle(self, limit: Optional[float]) -> None:
-        signal = self._signal
-        signal.clear()
-        if self._q or self._closed or self._reconnected or self._need_reset:
-            return
-        now = _monotonic()
-        wait = None
-        if self._hb is not None:
-            wait = self._hb.wait_time(now)
-            if wait is not None:
-                wait += 0.001
-        if limit is not None and (wait is None or limit < wait):
-            wait = limit
-        await signal.wait(wait)
-        self._check(_monotonic())
-
-    def _gone(self) -> bool:
-        """The deliver subscription ended under us (connection closed)."""
-        sub = self._sub
-        return sub is not None and sub._closed and not self._need_reset and not self._reconnected
 
     # -- user side -------------------------------------------------------------------
     async def next_msg(self, timeout: Optional[float] = 1.0) -> Msg:
         """The next message; ``TimeoutError`` after ``timeout`` seconds (None waits forever)."""
         if self._cb is not None:
             raise NatsError("next_msg() is not available on a subscription with a callback")
-        q = self._q
-        deadline = None if timeout is None else _monotonic() + timeout
-        while True:
-            while q:
-                msg = self._process(q.popleft())
-                if msg is not None:
-                    return msg
-                if self._need_reset:
-                    break
-            if self._need_reset and not self._closed and not self._draining:
-                await self._reset()
-                continue
-            if self._closed or self._draining or self._gone():
-                if q:
-                    continue
-                if self._nc._core is not None and self._nc._core.status == CLOSED:
-                    raise ConnectionClosedError("connection closed")
-                raise SubscriptionClosedError("subscription closed")
-            remaining = None
-            if deadline is not None:
-                remaining = deadline - _monotonic()
-                if remaining <= 0:
-                    raise TimeoutError("timed out waiting for a message")
-            await self._idle(remaining)
+        msg = await self._next_raw(timeout)
+        if msg is _END:
+            core = self._nc._core
+            if core is not None and core.status == CLOSED:
+                raise ConnectionClosedError("connection closed")
+            raise SubscriptionClosedError("subscription closed")
+        return msg
 
     def __aiter__(self) -> "PushSubscription":
         return self
@@ -422,52 +522,29 @@ class PushSubscription:
             raise StopAsyncIteration from None
 
     async def _run(self) -> None:
-        q = self._q
         cb = self._cb
-        process = self._process
         try:
             while True:
-                while q and not self._closed:
-                    msg = process(q.popleft())
-                    if msg is None:
-                        if self._need_reset:
-                            break
-                        continue
-                    try:
-                        r = cb(msg)  # type: ignore[misc]
-                        if r is not None and _isawaitable(r):  # aio-only
-                            await r  # aio-only
-                        if self._auto_ack and not msg._ackd:
-                            await msg.ack()
-                    except Exception as exc:  # a failing callback must not stop delivery
-                        self._nc._report_error(exc)
-                if self._closed:
+                try:
+                    msg = await self._next_raw(None)
+                except Exception as exc:  # the consumer could not be recreated
+                    self._nc._report_error(exc)
                     return
-                if self._need_reset and not self._draining:
-                    await self._reset()
-                    continue
-                if q:
-                    continue
-                if self._draining or self._gone():
+                if msg is _END or self._closed:
                     return
-                await self._idle(None)
+                try:
+                    r = cb(msg)  # type: ignore[misc]
+                    if r is not None and _isawaitable(r):  # aio-only
+                        await r  # aio-only
+                    if self._auto_ack and not msg._ackd:
+                        await msg.ack()
+                except Exception as exc:  # a failing callback must not stop delivery
+                    self._nc._report_error(exc)
         finally:
-            self._closed = True
-
-    def _teardown(self) -> None:
-        self._closed = True
-        self._close_now()
-        listener = self._listener
-        if listener is not None:
-            try:
-                self._nc._reconnect_listeners.remove(listener)
-            except ValueError:
-                pass
-            self._listener = None
-        self._signal.set()
+            self._halt()
 
     async def _delete_if_created(self) -> None:
-        if self._created and self._consumer and not self._nc.is_closed:
+        if self._owned and self._consumer and not self._nc.is_closed:
             try:
                 await self._js._api(f"CONSUMER.DELETE.{self._stream}.{self._consumer}")
             except Exception:
@@ -477,8 +554,8 @@ class PushSubscription:
         """Stop at once; an ephemeral consumer this subscription created is deleted."""
         if self._closed:
             return
-        self._teardown()
-        self._q.clear()
+        self._halt()
+        self._queue.clear()
         await self._delete_if_created()
 
     async def drain(self, timeout: Optional[float] = None) -> None:
@@ -486,19 +563,18 @@ class PushSubscription:
         if self._closed:
             return
         self._draining = True
-        self._close_now()
+        sub = self._sub
+        if sub is not None:
+            self._nc._unsubscribe_nowait(sub)
         self._signal.set()
         if self._task is not None:
             await prims.join(self._task, timeout)
-        self._teardown()
+        self._halt()
         await self._delete_if_created()
 
     async def consumer_info(self) -> ConsumerInfo:
         """Fresh info of the consumer behind this subscription."""
-        resp = await self._js._api(f"CONSUMER.INFO.{self._stream}.{self._consumer}")
-        resp.pop("type", None)
-        self._info = ConsumerInfo.from_json(resp)
-        return self._info
+        return await self._js.consumer_info(self._stream, self._consumer)
 
     @property
     def consumer_name(self) -> str:
@@ -509,8 +585,13 @@ class PushSubscription:
         return self._stream
 
     @property
+    def delivered(self) -> int:
+        """Messages handed out so far."""
+        return self._state.taken
+
+    @property
     def pending_msgs(self) -> int:
-        return len(self._q)
+        return len(self._queue)
 
     @property
     def is_valid(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any, Dict, Optional, Union
 
 from .._nuid import NUID
 from ..errors import APIError, BadRequestError, JetStreamError, MsgNotFoundError
@@ -96,12 +96,17 @@ def generate_consumer_name(nuid: Optional[NUID] = None) -> str:
     return (nuid or NUID()).next()
 
 
-def consumer_create_subject(stream: str, name: str, cfg: ConsumerConfig) -> str:
+def consumer_create_subject(stream: str, name: str, cfg: Union[ConsumerConfig, Dict[str, Any]]) -> str:
     """``CONSUMER.CREATE.<stream>.<name>[.<filter>]`` (server 2.9+): the filter subject
-    goes into the API subject when the config has exactly one, in ``filter_subject``
-    (as nats.go does; the server checks that it matches the config)."""
-    if cfg.filter_subject and not cfg.filter_subjects:
-        return f"CONSUMER.CREATE.{stream}.{name}.{cfg.filter_subject}"
+    goes into the API subject when the config (a ``ConsumerConfig`` or its wire dict)
+    has exactly one, in ``filter_subject`` (as nats.go does; the server checks that it
+    matches the config)."""
+    if isinstance(cfg, dict):
+        one, many = cfg.get("filter_subject"), cfg.get("filter_subjects")
+    else:
+        one, many = cfg.filter_subject, cfg.filter_subjects
+    if one and not many:
+        return f"CONSUMER.CREATE.{stream}.{name}.{one}"
     return f"CONSUMER.CREATE.{stream}.{name}"
 
 

@@ -60,6 +60,8 @@ __all__ = [
     "PullState",
     "HeartbeatMonitor",
     "OrderedCursor",
+    "RESET_DELAY",
+    "RESET_DELAY_MAX",
     "ordered_config",
     "ConsumerIsPushBasedError",
     "PullStatusError",
@@ -75,6 +77,9 @@ MAX_HEARTBEAT = 30.0
 FETCH_HB_MIN_EXPIRES = 10.0
 FETCH_DEFAULT_HB = 5.0
 ORDERED_DEFAULT_HB = 5.0
+# ordered consumers: backoff between attempts to recreate the consumer (doubling)
+RESET_DELAY = 0.25
+RESET_DELAY_MAX = 2.0
 
 HDR_PENDING_MSGS = "Nats-Pending-Messages"
 HDR_PENDING_BYTES = "Nats-Pending-Bytes"
@@ -447,6 +452,16 @@ class HeartbeatMonitor:
             return True
         return False
 
+    def check(self, now: float, count: int, connected: bool) -> bool:
+        """:meth:`poll` that pauses while the connection is down and starts a fresh
+        window once it is up again: True once per silent window."""
+        if not connected:
+            self.paused = True
+            return False
+        if self.paused:
+            self.resume(now)
+        return self.poll(now, count)
+
     def wait_time(self, now: float) -> Optional[float]:
         """Seconds until the current window could expire (None when disabled or paused)."""
         if self.interval <= 0 or self.paused:
@@ -463,8 +478,8 @@ class OrderedCursor:
 
     A message is next in order when its consumer sequence is one past the last delivered;
     anything else is a gap (or a stale message) and the consumer must be recreated at
-    ``stream_seq + 1``. The cursor only moves in :meth:`advance`, called for messages
-    actually handed to the user.
+    ``stream_seq + 1``. The cursor only moves in :meth:`take` (or :meth:`advance`),
+    called for messages actually handed on.
     """
 
     __slots__ = ("stream_seq", "consumer_seq", "serial")
@@ -480,6 +495,17 @@ class OrderedCursor:
     def advance(self, stream_seq: int, consumer_seq: int) -> None:
         self.stream_seq = stream_seq
         self.consumer_seq = consumer_seq
+
+    def take(self, stream_seq: int, consumer_seq: int) -> Optional[bool]:
+        """A delivery with these sequences: True when it is next in order (the cursor
+        moves), False on a gap (deliveries went missing), None when it is stale (a
+        duplicate of one already taken)."""
+        if consumer_seq == self.consumer_seq + 1:
+            self.advance(stream_seq, consumer_seq)
+            return True
+        if consumer_seq <= self.consumer_seq:
+            return None
+        return False
 
     def new_consumer(self) -> int:
         """A consumer is being (re)created: consumer sequences restart; returns its serial."""
