@@ -1,0 +1,201 @@
+"""Spark data source throughput: jetwire's ``format("jetstream")`` next to a nats-py
+reference in the same data source shape (``spark_natspy_reference.py``).
+
+    python benchmarks/spark_bench.py                      # 200k x 200 B, local[2], 3 rounds
+    python benchmarks/spark_bench.py --messages 20000 --rounds 1   # smoke run
+    python benchmarks/spark_bench.py --read-modes direct,consumer --storage memory
+
+What is timed (wall clock, one Spark action each, after a warm-up action):
+
+* **read** -- ``spark.read.format(...).option("stream", ...).load().count()`` over a
+  stream holding N messages (all partitions read completely: a Python data source
+  has no column pruning). The count must equal N or the run fails.
+* **write** -- ``df.write.format(...).mode("append").save()`` of a cached DataFrame of N
+  rows (``subject``, ``data``) in 2 partitions into a fresh stream; every ack is
+  awaited by the tasks, and the stream must then hold exactly N messages.
+
+Every (operation, client) pair runs once per round, in turns; the median and best
+rows/s per pair are printed with the jetwire / nats-py ratio. An embedded nats-server
+(``jetwire.testing.NatsServer``, file storage unless ``--storage memory``) is used.
+Absolute figures swing with machine load; compare within one run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from typing import Any, Dict, List
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _spark(master: str) -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # the reference data source must be importable by the Python workers
+    os.environ["PYTHONPATH"] = HERE + os.pathsep + os.environ.get("PYTHONPATH", "")
+    if HERE not in sys.path:
+        sys.path.insert(0, HERE)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(master).appName("jetwire-spark-bench")
+             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "1g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    import jetwire.spark
+    from spark_natspy_reference import NatsPyDataSource
+
+    jetwire.spark.register(spark)
+    spark.dataSource.register(NatsPyDataSource)
+    return spark
+
+
+def _fill(url: str, stream: str, n: int, size: int, storage: str) -> None:
+    import jetwire
+
+    with jetwire.connect(url) as nc:
+        js = nc.jetstream(publish_async_max_pending=2000)
+        try:
+            js.delete_stream(stream)
+        except Exception:
+            pass
+        js.create_stream(name=stream, subjects=[f"{stream.lower()}.>"], allow_direct=True, storage=storage)
+        payload = bytes(range(256)) * (size // 256 + 1)
+        for i in range(n):
+            js.publish_async(f"{stream.lower()}.k{i % 16}", payload[i % 256: i % 256 + size], stall_wait=30)
+        js.publish_async_complete(timeout=120)
+        assert js.stream(stream).info().state.messages == n
+
+
+def _fresh_stream(url: str, stream: str, storage: str) -> None:
+    import jetwire
+
+    with jetwire.connect(url) as nc:
+        js = nc.jetstream()
+        try:
+            js.delete_stream(stream)
+        except Exception:
+            pass
+        js.create_stream(name=stream, subjects=[f"{stream.lower()}.>"], allow_direct=True, storage=storage)
+
+
+def _count(url: str, stream: str) -> int:
+    import jetwire
+
+    with jetwire.connect(url) as nc:
+        return nc.jetstream().stream(stream).info().state.messages
+
+
+def main(argv: Any = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--messages", type=int, default=200_000)
+    ap.add_argument("--size", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--storage", default="file", choices=["file", "memory"])
+    ap.add_argument("--read-modes", default="auto", help="jetwire readMode values to time (comma-separated)")
+    ap.add_argument("--partitions", type=int, default=0, help="numPartitions for reads (0: the default planning)")
+    ap.add_argument("--skip", default="", help="comma-separated: read, write, natspy")
+    ap.add_argument("--server", default=None, help="use this NATS URL instead of an embedded server")
+    args = ap.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+    n = args.messages
+
+    srv = None
+    url = args.server
+    if url is None:
+        from jetwire.testing import NatsServer
+
+        srv = NatsServer().start()
+        url = srv.url
+    try:
+        t0 = time.perf_counter()
+        spark = _spark(args.master)
+        print(f"spark {spark.version} session ready in {time.perf_counter() - t0:.1f}s; server {url}", flush=True)
+        import pyspark.sql.functions as F
+
+        readers: List[tuple] = []
+        if "read" not in skip:
+            _fill(url, "BENCH_R", n, args.size, args.storage)
+            for mode in args.read_modes.split(","):
+                readers.append((f"read jetwire ({mode})", "jetstream", {"readMode": mode}))
+            if "natspy" not in skip:
+                readers.append(("read nats-py", "jetstream_natspy", {}))
+        writers: List[tuple] = []
+        if "write" not in skip:
+            writers.append(("write jetwire", "jetstream"))
+            if "natspy" not in skip:
+                writers.append(("write nats-py", "jetstream_natspy"))
+            payload = "ab" * args.size
+            src = (spark.range(n, numPartitions=2)
+                   .select(F.concat(F.lit("bench_w.k"), (F.col("id") % 16).cast("string")).alias("subject"),
+                           F.unhex(F.lit(payload)).alias("data"))
+                   .cache())
+            assert src.count() == n
+
+        def read_once(fmt: str, extra: Dict[str, str]) -> float:
+            r = spark.read.format(fmt).option("servers", url).option("stream", "BENCH_R")
+            for k, v in extra.items():
+                r = r.option(k, v)
+            if args.partitions:
+                r = r.option("numPartitions", args.partitions)
+            t = time.perf_counter()
+            c = r.load().count()
+            dt = time.perf_counter() - t
+            if c != n:
+                raise SystemExit(f"{fmt}: read {c} rows, expected {n}")
+            return n / dt
+
+        def write_once(fmt: str) -> float:
+            _fresh_stream(url, "BENCH_W", args.storage)
+            t = time.perf_counter()
+            (src.write.format(fmt).option("servers", url).option("stream", "BENCH_W")
+             .mode("append").save())
+            dt = time.perf_counter() - t
+            got = _count(url, "BENCH_W")
+            if got != n:
+                raise SystemExit(f"{fmt}: stream holds {got} messages after the write, expected {n}")
+            return n / dt
+
+        # warm-up (JIT, Python workers, imports) on a small scale
+        for _, fmt, extra in readers:
+            r = spark.read.format(fmt).option("servers", url).option("stream", "BENCH_R").option("endSequence", 2000)
+            for k, v in extra.items():
+                r = r.option(k, v)
+            r.load().count()
+        for _, fmt in writers:
+            _fresh_stream(url, "BENCH_W", args.storage)
+            src.limit(2000).write.format(fmt).option("servers", url).option("stream", "BENCH_W").mode("append").save()
+
+        results: Dict[str, List[float]] = {}
+        for rnd in range(args.rounds):
+            for label, fmt, extra in readers:
+                results.setdefault(label, []).append(read_once(fmt, extra))
+            for label, fmt in writers:
+                results.setdefault(label, []).append(write_once(fmt))
+            print(f"round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in results.items()), flush=True)
+
+        print()
+        print(f"{n:,} messages of {args.size} B, {args.master}, {args.storage} storage, {args.rounds} rounds "
+              f"(load average {os.getloadavg()[0]:.1f})")
+        print(f"{'':28s} {'median rows/s':>14s} {'best rows/s':>12s} {'vs nats-py (median)':>20s}")
+        ref_read = statistics.median(results["read nats-py"]) if "read nats-py" in results else None
+        ref_write = statistics.median(results["write nats-py"]) if "write nats-py" in results else None
+        for label, vals in results.items():
+            med = statistics.median(vals)
+            ref = ref_read if label.startswith("read") else ref_write
+            ratio = f"{med / ref:.2f}x" if ref and "nats-py" not in label else ""
+            print(f"{label:28s} {med:14,.0f} {max(vals):12,.0f} {ratio:>20s}")
+        spark.stop()
+    finally:
+        if srv is not None:
+            srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""Option parsing for the ``jetstream`` data source.
+
+Spark hands a data source its options as strings (keys case-insensitive). Everything
+here turns them into plain Python values once, on the driver, so that what gets
+pickled to the executors is a small dict of strings, ints, floats and bools. The
+connection itself (and any ``ssl.SSLContext``) is only ever built inside a task.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Mapping, Optional
+
+__all__ = [
+    "OptionError",
+    "ReadOptions",
+    "WriteOptions",
+    "connect_kwargs",
+    "lower_options",
+    "parse_bool",
+    "parse_duration",
+]
+
+DEFAULT_SERVERS = "nats://127.0.0.1:4222"
+DEFAULT_FETCH_BATCH = 1000
+DEFAULT_FETCH_TIMEOUT = 10.0
+DEFAULT_MAX_PER_PARTITION = 50_000
+DEFAULT_MAX_PENDING_ACKS = 512
+DEFAULT_ACK_TIMEOUT = 30.0
+
+# option names (lower-cased) understood for connecting, shared by readers and writers
+_CONNECT_KEYS = ("servers", "user", "password", "token", "creds", "nkeyseed", "tls", "tlsca", "tlscert",
+                 "tlskey", "tlshostname", "tlshandshakefirst", "connecttimeout", "name", "domain", "apiprefix")
+
+
+class OptionError(ValueError):
+    """A ``jetstream`` data source option is missing or invalid."""
+
+
+def lower_options(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    """A plain ``dict`` with lower-cased keys (Spark's own options are case-insensitive)."""
+    out: Dict[str, str] = {}
+    if options:
+        for k, v in dict(options).items():
+            if v is None:
+                continue
+            out[str(k).lower()] = v if isinstance(v, str) else str(v)
+    return out
+
+
+def parse_bool(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    s = str(value).strip().lower()
+    if s in ("true", "1", "yes", "on"):
+        return True
+    if s in ("false", "0", "no", "off", ""):
+        return False
+    raise OptionError(f"option {name!r} must be true or false, not {value!r}")
+
+
+def parse_int(value: Any, name: str, minimum: Optional[int] = None) -> int:
+    try:
+        n = int(str(value).strip().replace("_", ""))
+    except ValueError:
+        raise OptionError(f"option {name!r} must be an integer, not {value!r}") from None
+    if minimum is not None and n < minimum:
+        raise OptionError(f"option {name!r} must be at least {minimum}, not {n}")
+    return n
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+_UNIT = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: Any, name: str) -> float:
+    """Seconds from ``"2.5"``, ``"2.5s"``, ``"500ms"``, ``"1m"`` or ``"1h"``."""
+    m = _DURATION.match(str(value))
+    if not m:
+        raise OptionError(f"option {name!r} must be a duration such as 10, 10s or 500ms, not {value!r}")
+    secs = float(m.group(1)) * _UNIT[(m.group(2) or "").lower() or None]
+    if secs <= 0:
+        raise OptionError(f"option {name!r} must be positive, not {value!r}")
+    return secs
+
+
+def _connect_options(o: Dict[str, str]) -> Dict[str, Any]:
+    """The connection part of the options, validated, as plain picklable values."""
+    c: Dict[str, Any] = {"servers": o.get("servers") or DEFAULT_SERVERS}
+    for key in ("user", "password", "token", "creds", "tlsca", "tlscert", "tlskey", "tlshostname", "domain",
+                "apiprefix"):
+        if o.get(key):
+            c[key] = o[key]
+    if o.get("nkeyseed"):
+        c["nkeyseed"] = o["nkeyseed"]
+    if "tls" in o:
+        c["tls"] = parse_bool(o["tls"], "tls")
+    if "tlshandshakefirst" in o:
+        c["tlshandshakefirst"] = parse_bool(o["tlshandshakefirst"], "tlsHandshakeFirst")
+    if "connecttimeout" in o:
+        c["connecttimeout"] = parse_duration(o["connecttimeout"], "connectTimeout")
+    c["name"] = o.get("name") or "jetwire-spark"
+    if c.get("domain") and c.get("apiprefix"):
+        raise OptionError("give option 'domain' or 'apiPrefix', not both")
+    if ("tlscert" in c) != ("tlskey" in c):
+        raise OptionError("options 'tlsCert' and 'tlsKey' go together")
+    return c
+
+
+def connect_kwargs(c: Mapping[str, Any]) -> Dict[str, Any]:
+    """``jetwire.connect()`` keyword arguments from parsed connection options (called in
+    the task: it may build an ``ssl.SSLContext``, which cannot be pickled)."""
+    kw: Dict[str, Any] = {"servers": c["servers"], "name": c.get("name") or "jetwire-spark"}
+    for src, dst in (("user", "user"), ("password", "password"), ("token", "token"), ("creds", "creds"),
+                     ("nkeyseed", "nkey_seed"), ("tlshostname", "tls_hostname")):
+        if c.get(src):
+            kw[dst] = c[src]
+    if c.get("connecttimeout"):
+        kw["connect_timeout"] = float(c["connecttimeout"])
+    if c.get("tlshandshakefirst"):
+        kw["tls_handshake_first"] = True
+    want_tls = bool(c.get("tls")) or bool(c.get("tlsca")) or bool(c.get("tlscert"))
+    if want_tls:
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=c.get("tlsca") or None)
+        if c.get("tlscert"):
+            ctx.load_cert_chain(c["tlscert"], c["tlskey"])
+        kw["tls"] = ctx
+    return kw
+
+
+def jetstream_kwargs(c: Mapping[str, Any]) -> Dict[str, Any]:
+    kw: Dict[str, Any] = {}
+    if c.get("domain"):
+        kw["domain"] = c["domain"]
+    elif c.get("apiprefix"):
+        kw["api_prefix"] = c["apiprefix"]
+    return kw
+
+
+def _stream_name(o: Dict[str, str]) -> str:
+    name = (o.get("stream") or "").strip()
+    if not name:
+        raise OptionError("option 'stream' is required: .option(\"stream\", \"<stream name>\")")
+    from ..jetstream.validate import validate_stream_name
+
+    try:
+        validate_stream_name(name)
+    except Exception as exc:
+        raise OptionError(f"option 'stream': {exc}") from None
+    return name
+
+
+class ReadOptions:
+    """Parsed reader options (batch and streaming). Plain values only: it is pickled."""
+
+    def __init__(self, options: Optional[Mapping[str, Any]]) -> None:
+        o = lower_options(options)
+        self.raw = o
+        self.conn = _connect_options(o)
+        self.stream = _stream_name(o)
+        subject = (o.get("subject") or "").strip()
+        if subject:
+            from .. import _impl
+
+            try:
+                _impl.validate_subject(subject)
+            except Exception as exc:
+                raise OptionError(f"option 'subject': {exc}") from None
+        self.subject: Optional[str] = subject or None
+        self.start_sequence = parse_int(o["startsequence"], "startSequence", 0) if o.get("startsequence") else None
+        self.end_sequence = parse_int(o["endsequence"], "endSequence", 0) if o.get("endsequence") else None
+        self.start_time = o.get("starttime") or None
+        if self.start_time is not None:
+            parse_time(self.start_time, "startTime")
+        self.num_partitions = parse_int(o["numpartitions"], "numPartitions", 1) if o.get("numpartitions") else None
+        self.max_per_partition = parse_int(o.get("maxmessagesperpartition", DEFAULT_MAX_PER_PARTITION),
+                                           "maxMessagesPerPartition", 1)
+        self.fetch_batch = parse_int(o.get("fetchbatch", DEFAULT_FETCH_BATCH), "fetchBatch", 1)
+        self.fetch_timeout = parse_duration(o.get("fetchtimeout", DEFAULT_FETCH_TIMEOUT), "fetchTimeout")
+        mode = (o.get("readmode") or "auto").strip().lower()
+        if mode not in ("auto", "direct", "consumer"):
+            raise OptionError(f"option 'readMode' must be auto, direct or consumer, not {mode!r}")
+        self.read_mode = mode
+        # streaming
+        self.starting_offsets = (o.get("startingoffsets") or "").strip().lower() or None
+        if self.starting_offsets not in (None, "earliest", "latest"):
+            parse_int(self.starting_offsets, "startingOffsets", 0)
+        self.starting_timestamp = o.get("startingtimestamp") or None
+        if self.starting_timestamp is not None:
+            parse_time(self.starting_timestamp, "startingTimestamp")
+        self.max_per_trigger = parse_int(o["maxmessagespertrigger"], "maxMessagesPerTrigger", 1) \
+            if o.get("maxmessagespertrigger") else None
+        self.fail_on_data_loss = parse_bool(o.get("failondataloss", "true"), "failOnDataLoss")
+
+
+class WriteOptions:
+    """Parsed writer options. Plain values only: it is pickled."""
+
+    def __init__(self, options: Optional[Mapping[str, Any]]) -> None:
+        o = lower_options(options)
+        self.raw = o
+        self.conn = _connect_options(o)
+        subject = (o.get("subject") or "").strip() or None
+        if subject is not None:
+            from .. import _impl
+
+            try:
+                _impl.validate_subject(subject)
+            except Exception as exc:
+                raise OptionError(f"option 'subject': {exc}") from None
+            if "*" in subject.split(".") or ">" in subject.split("."):
+                raise OptionError("option 'subject' of a writer must not contain wildcards")
+        self.subject: Optional[str] = subject
+        self.max_pending = parse_int(o.get("maxpendingacks", DEFAULT_MAX_PENDING_ACKS), "maxPendingAcks", 1)
+        self.ack_timeout = parse_duration(o.get("acktimeout", DEFAULT_ACK_TIMEOUT), "ackTimeout")
+        self.msg_id_column = (o.get("msgidcolumn") or "").strip() or None
+        self.msg_id_prefix = o.get("msgidprefix") or None
+        if self.msg_id_column and self.msg_id_prefix:
+            raise OptionError("give option 'msgIdColumn' or 'msgIdPrefix', not both")
+        self.expected_stream = (o.get("expectedstream") or o.get("stream") or "").strip() or None
+
+
+def parse_time(value: Any, name: str) -> Any:
+    """An aware ``datetime`` from an ISO-8601 / RFC 3339 string (naive means UTC) or from
+    epoch milliseconds (an integer string)."""
+    from datetime import datetime, timezone
+
+    s = str(value).strip()
+    if re.fullmatch(r"-?[0-9]+", s):
+        return datetime.fromtimestamp(int(s) / 1000.0, tz=timezone.utc)
+    t = s.replace(" ", "T", 1) if "T" not in s and " " in s else s
+    if t.endswith(("Z", "z")):
+        t = t[:-1] + "+00:00"
+    # RFC 3339 allows 9 fractional digits; fromisoformat (3.11) takes at most 6
+    t = re.sub(r"(\.[0-9]{6})[0-9]+", r"\1", t)
+    try:
+        dt = datetime.fromisoformat(t)
+    except ValueError:
+        raise OptionError(f"option {name!r} must be an ISO-8601 time or epoch milliseconds, not {value!r}") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt

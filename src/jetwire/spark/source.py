@@ -1,0 +1,369 @@
+"""The ``jetstream`` PySpark data source (Python Data Source API, Spark 4.0+).
+
+``JetStreamDataSource`` is what ``spark.read.format("jetstream")``,
+``spark.readStream.format("jetstream")``, ``df.write.format("jetstream")`` and
+``df.writeStream.format("jetstream")`` resolve to. The classes here only plan and
+adapt; the work happens in :mod:`._read` and :mod:`._write`. Everything Spark pickles
+(the data source, readers, writers, partitions, commit messages) holds plain option
+values: connections are opened inside ``read()`` / ``write()`` and closed before they
+return.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterator, List, Optional, Sequence
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from ._arrow import READ_SCHEMA_DDL
+from ._options import OptionError, ReadOptions, WriteOptions
+from ._read import (
+    DataLossError,
+    RangePartition,
+    open_js,
+    plan_ranges,
+    read_range,
+    resolve_mode,
+    stream_state,
+    time_to_seq,
+)
+from ._write import WriteResult, write_partition
+
+# -- version-dependent pieces (see docs/spark.md) ------------------------------------
+try:  # 4.0+
+    from pyspark.sql.datasource import DataSourceArrowWriter as _BatchWriterBase
+except ImportError:  # pragma: no cover - Spark without the Arrow writer
+    _BatchWriterBase = DataSourceWriter  # type: ignore[misc,assignment]
+try:  # 4.1+
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
+except ImportError:  # pragma: no cover - Spark 4.0
+    _StreamWriterBase = DataSourceStreamWriter  # type: ignore[misc,assignment]
+try:  # 4.2+: admission control and Trigger.AvailableNow for Python sources
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError:  # pragma: no cover - Spark 4.0 / 4.1
+    ReadAllAvailable = ReadMaxRows = ReadLimit = None  # type: ignore[assignment,misc]
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Placeholder: Spark before 4.2 has no such mixin (availableNow then reads
+        everything up to the latest offset in one batch)."""
+
+log = logging.getLogger("jetwire.spark")
+
+__all__ = [
+    "JetStreamCommitMessage",
+    "JetStreamDataSource",
+    "JetStreamPartition",
+    "JetStreamReader",
+    "JetStreamStreamReader",
+    "JetStreamStreamWriter",
+    "JetStreamWriter",
+]
+
+
+@dataclass
+class JetStreamPartition(InputPartition):
+    """Stream sequences ``[lo, hi)`` read with ``mode`` (``direct`` or ``consumer``)."""
+
+    index: int
+    lo: int
+    hi: int
+    mode: str
+
+    @classmethod
+    def of(cls, r: RangePartition) -> "JetStreamPartition":
+        return cls(r.index, r.lo, r.hi, r.mode)
+
+    def to_range(self) -> RangePartition:
+        return RangePartition(self.index, self.lo, self.hi, self.mode)
+
+
+@dataclass
+class JetStreamCommitMessage(WriterCommitMessage):
+    """One write task's result: rows published, how many the stream reported as
+    duplicates (``Nats-Msg-Id`` seen within its duplicate window) and the first/last
+    stream sequence stored."""
+
+    partition_id: int = 0
+    count: int = 0
+    duplicates: int = 0
+    first_seq: Optional[int] = None
+    last_seq: Optional[int] = None
+    stream: Optional[str] = None
+
+    @classmethod
+    def of(cls, r: WriteResult) -> "JetStreamCommitMessage":
+        return cls(r.partition_id, r.count, r.duplicates, r.first_seq, r.last_seq, r.stream)
+
+
+def _summarise(messages: Sequence[Optional[WriterCommitMessage]]) -> dict:
+    done = [m for m in messages if isinstance(m, JetStreamCommitMessage)]
+    firsts = [m.first_seq for m in done if m.first_seq is not None]
+    lasts = [m.last_seq for m in done if m.last_seq is not None]
+    return {
+        "tasks": len(done),
+        "count": sum(m.count for m in done),
+        "duplicates": sum(m.duplicates for m in done),
+        "first_seq": min(firsts) if firsts else None,
+        "last_seq": max(lasts) if lasts else None,
+    }
+
+
+def _task_ids() -> tuple:
+    """(partition id, streaming batch id or None) of the running Spark task."""
+    try:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+    except Exception:  # pragma: no cover
+        tc = None
+    if tc is None:
+        return 0, None
+    batch = tc.getLocalProperty("streaming.sql.batchId")
+    return tc.partitionId(), (int(batch) if batch not in (None, "") else None)
+
+
+class JetStreamDataSource(DataSource):
+    """``format("jetstream")``: read a JetStream stream (batch or streaming) and publish
+    rows to it. Options are documented in ``docs/spark.md``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "jetstream"
+
+    def schema(self) -> str:
+        return READ_SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> "JetStreamReader":
+        return JetStreamReader(ReadOptions(self.options))
+
+    def streamReader(self, schema: StructType) -> "JetStreamStreamReader":
+        return JetStreamStreamReader(ReadOptions(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> "JetStreamWriter":
+        if overwrite:
+            raise OptionError("a JetStream stream is append-only: use mode('append') (overwrite is not supported)")
+        return JetStreamWriter(WriteOptions(self.options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> "JetStreamStreamWriter":
+        if overwrite:
+            raise OptionError("a JetStream stream is append-only: use outputMode('append')")
+        return JetStreamStreamWriter(WriteOptions(self.options))
+
+
+# --------------------------------------------------------------------------- batch read
+class JetStreamReader(DataSourceReader):
+    """Batch reader: the stream's ``[first..last]`` sequence range (narrowed by
+    ``startSequence`` / ``endSequence`` / ``startTime``) split into partitions. The range
+    is fixed when ``partitions()`` runs, i.e. once per Spark action."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> Sequence[InputPartition]:
+        o = self.opts
+        with open_js(o.conn) as (nc, js):
+            st = stream_state(nc, js, o.stream)
+            mode = resolve_mode(o.read_mode, st)
+            lo = st.first_available
+            hi = st.next_seq
+            if o.start_sequence is not None:
+                lo = max(lo, o.start_sequence)
+            if o.end_sequence is not None:
+                hi = min(hi, o.end_sequence + 1)
+            if o.start_time is not None:
+                lo = max(lo, time_to_seq(nc, js, st, o.start_time))
+        parts = [JetStreamPartition.of(r) for r in plan_ranges(lo, hi, o.num_partitions, o.max_per_partition, mode)]
+        if not parts:  # nothing to read: one empty partition keeps every Spark version happy
+            parts = [JetStreamPartition(0, lo, lo, mode)]
+        return parts
+
+    def read(self, partition: JetStreamPartition) -> Iterator[Any]:
+        o = self.opts
+        return read_range(o.conn, o.stream, partition.to_range(), o.subject, o.fetch_batch, o.fetch_timeout)
+
+
+# --------------------------------------------------------------------------- streaming read
+class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader. Offsets are ``{"seq": <next stream sequence to read>}``; a
+    micro-batch reads ``[start.seq, end.seq)``, planned deterministically from the two
+    offsets, so replaying a batch after a failure reads the same messages (as long as
+    the stream still holds them). Nothing is acknowledged: ``commit()`` is a no-op."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+        self._mode: Optional[str] = None
+        self._target: Optional[int] = None  # Trigger.AvailableNow: never read past this
+        self._pos: Optional[int] = None  # Spark < 4.2: where the next batch starts
+        self._conn: Any = None  # (nc, js) kept by the driver-side reader between triggers
+
+    def __getstate__(self) -> dict:
+        d = dict(self.__dict__)
+        d["_conn"] = None
+        return d
+
+    # -- helpers
+    def _js(self) -> Any:
+        c = self._conn
+        if c is None or c[0].is_closed:
+            import jetwire
+
+            from ._options import connect_kwargs, jetstream_kwargs
+
+            nc = jetwire.connect(**connect_kwargs(self.opts.conn))
+            c = self._conn = (nc, nc.jetstream(**jetstream_kwargs(self.opts.conn)))
+        return c
+
+    def _state(self) -> Any:
+        nc, js = self._js()
+        st = stream_state(nc, js, self.opts.stream)
+        if self._mode is None:
+            self._mode = resolve_mode(self.opts.read_mode, st)
+        return st
+
+    def _latest(self) -> int:
+        latest = self._state().next_seq
+        if self._target is not None:
+            latest = min(latest, self._target)
+        return latest
+
+    # -- Spark API
+    def initialOffset(self) -> dict:
+        o = self.opts
+        nc, js = self._js()
+        st = self._state()
+        if o.starting_timestamp is not None:
+            seq = time_to_seq(nc, js, st, o.starting_timestamp)
+        elif o.starting_offsets in (None, "earliest"):
+            seq = st.first_available
+        elif o.starting_offsets == "latest":
+            seq = st.next_seq
+        else:
+            seq = int(o.starting_offsets)
+        self._pos = seq
+        return {"seq": seq}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._state().next_seq
+
+    def getDefaultReadLimit(self) -> Any:
+        if self.opts.max_per_trigger and ReadMaxRows is not None:
+            return ReadMaxRows(self.opts.max_per_trigger)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def latestOffset(self, start: Optional[dict] = None, limit: Any = None) -> dict:
+        latest = self._latest()
+        if start is None:  # Spark < 4.2 calls latestOffset() without arguments
+            begin = self._pos
+            cap = self.opts.max_per_trigger
+        else:
+            begin = int(start["seq"])
+            if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+                cap = int(limit.max_rows)
+            else:
+                cap = None
+        end = latest
+        if begin is not None:
+            if cap:
+                end = min(end, begin + cap)
+            end = max(end, begin)  # never go backwards (e.g. the stream was purged)
+        return {"seq": end}
+
+    def reportLatestOffset(self) -> Optional[dict]:
+        try:
+            return {"seq": self._state().next_seq}
+        except Exception:
+            return None
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        o = self.opts
+        lo, hi = int(start["seq"]), int(end["seq"])
+        self._pos = hi
+        if hi <= lo:
+            return []
+        st = self._state()
+        if lo < st.first_available:
+            if o.fail_on_data_loss:
+                raise DataLossError(
+                    f"stream {o.stream!r} no longer holds sequences {lo}..{min(hi, st.first_available) - 1} "
+                    f"that the query has not read yet (first stored sequence is {st.first_available}); "
+                    "messages were removed by retention, purge or deletion. Set failOnDataLoss=false to skip "
+                    "them.")
+            log.warning("jetstream source: stream %r lost sequences %d..%d; skipping ahead",
+                        o.stream, lo, min(hi, st.first_available) - 1)
+            lo = min(hi, st.first_available)
+            if hi <= lo:
+                return []
+        mode = self._mode or "direct"
+        return [JetStreamPartition.of(r) for r in plan_ranges(lo, hi, o.num_partitions, o.max_per_partition, mode)]
+
+    def read(self, partition: JetStreamPartition) -> Iterator[Any]:
+        o = self.opts
+        return read_range(o.conn, o.stream, partition.to_range(), o.subject, o.fetch_batch, o.fetch_timeout,
+                          check_loss=o.fail_on_data_loss)
+
+    def commit(self, end: dict) -> None:
+        self._pos = int(end["seq"])
+
+    def stop(self) -> None:
+        c, self._conn = self._conn, None
+        if c is not None:
+            try:
+                c[0].close()
+            except Exception:
+                pass
+
+
+# --------------------------------------------------------------------------- writers
+class JetStreamWriter(_BatchWriterBase):  # type: ignore[misc,valid-type]
+    """Batch writer: each task publishes its rows and waits for every ack."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+        self.summary: Optional[dict] = None
+
+    def write(self, iterator: Iterator[Any]) -> JetStreamCommitMessage:
+        pid, batch_id = _task_ids()
+        return JetStreamCommitMessage.of(write_partition(self.opts, iterator, pid, batch_id))
+
+    def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+        self.summary = _summarise(messages)
+        log.info("jetstream sink: committed %s", self.summary)
+
+    def abort(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+        # Published messages cannot be taken back; they are already in the stream.
+        log.warning("jetstream sink: write aborted after %s (already published messages stay in the stream)",
+                    _summarise(messages))
+
+
+class JetStreamStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
+    """Streaming writer: like the batch writer, per micro-batch. With ``msgIdPrefix``
+    the ids are ``<prefix>:<batchId>:<partition>:<row>``."""
+
+    def __init__(self, opts: WriteOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[Any]) -> JetStreamCommitMessage:
+        pid, batch_id = _task_ids()
+        return JetStreamCommitMessage.of(write_partition(self.opts, iterator, pid, batch_id))
+
+    def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+        log.info("jetstream sink: batch %d committed %s", batchId, _summarise(messages))
+
+    def abort(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+        log.warning("jetstream sink: batch %d aborted after %s (already published messages stay in the stream)",
+                    batchId, _summarise(messages))

@@ -1,0 +1,140 @@
+"""Batch and streaming writes through ``format("jetstream")``: columns, message ids and
+idempotent retries."""
+from __future__ import annotations
+
+import pytest
+
+
+def _write(df, url, **options):
+    w = df.write.format("jetstream").option("servers", url)
+    for k, v in options.items():
+        w = w.option(k, v)
+    w.mode("append").save()
+
+
+def _messages(js, stream):
+    return js.stream(stream).info().state.messages
+
+
+def test_write_columns_and_read_back(spark, spark_nats, make_stream, js):
+    stream = make_stream(allow_direct=True)
+    base = stream.lower()
+    rows = [(f"{base}.a", f"text-{i}", {"K": ["v1", f"v{i}"]} if i % 4 == 0 else None) for i in range(40)]
+    df = spark.createDataFrame(rows, "subject string, data string, headers map<string,array<string>>")
+    _write(df.repartition(2), spark_nats.url)
+    assert _messages(js, stream) == 40
+    back = (spark.read.format("jetstream").option("servers", spark_nats.url).option("stream", stream).load()
+            .collect())
+    got = {bytes(r.data).decode(): r.headers for r in back}
+    assert set(got) == {f"text-{i}" for i in range(40)}
+    assert got["text-4"] == {"K": ["v1", "v4"]}
+    assert got["text-5"] is None
+
+
+def test_fixed_subject_binary_data_and_string_headers(spark, spark_nats, make_stream, js):
+    stream = make_stream(allow_direct=True)
+    df = spark.createDataFrame([(bytearray(b"\x00\x01"), {"A": "x"}), (bytearray(b"\xff"), None)],
+                               "data binary, headers map<string,string>")
+    _write(df, spark_nats.url, subject=f"{stream.lower()}.fixed")
+    m1 = js.stream(stream).get_msg(1)
+    m2 = js.stream(stream).get_msg(2)
+    assert {m1.data, m2.data} == {b"\x00\x01", b"\xff"}
+    assert m1.subject == f"{stream.lower()}.fixed"
+    with_hdr = m1 if m1.data == b"\x00\x01" else m2
+    assert with_hdr.headers["A"] == "x"
+
+
+def test_msg_id_column_rewrite_leaves_distinct_count(spark, spark_nats, make_stream, js):
+    stream = make_stream(allow_direct=True)
+    base = stream.lower()
+    # 100 rows with 80 distinct ids
+    df = spark.createDataFrame([(f"{base}.x", f"d{i}", f"id-{i % 80}") for i in range(100)],
+                               "subject string, data string, key string").repartition(2)
+    _write(df, spark_nats.url, msgIdColumn="key")
+    assert _messages(js, stream) == 80
+    _write(df, spark_nats.url, msgIdColumn="key")  # the whole job again: all duplicates
+    assert _messages(js, stream) == 80
+
+
+def test_failed_task_retry_with_msg_ids_leaves_no_duplicates(spark, spark_nats, make_stream, js):
+    """The first attempt of partition 0 dies half-way through its rows (after part of
+    them were published); Spark retries it (local[2,2]) and the derived message ids make
+    the re-published rows duplicates the stream drops."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    stream = make_stream(allow_direct=True, duplicate_window=120.0)
+    subject = f"{stream.lower()}.x"
+    n = 2000
+
+    def fail_first_attempt(i):
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+        if tc is not None and tc.attemptNumber() == 0 and tc.partitionId() == 0 and i == 700:
+            raise RuntimeError("injected failure in the first attempt")
+        return i
+
+    probe = F.udf(fail_first_attempt, LongType(), useArrow=False)
+    df = (spark.range(n, numPartitions=2).select(probe("id").alias("id"))
+          .select(F.lit(subject).alias("subject"),
+                  # ~2 kB rows so that the writer's input is flushed batch by batch
+                  F.concat(F.lit("row-"), F.col("id").cast("string"), F.lit(":"), F.repeat(F.lit("x"), 2000))
+                  .alias("data")))
+
+    seen = []  # every publish reaching the subject, including those the stream de-duplicates
+    sub = js._nc.subscribe(subject, cb=lambda m: seen.append(len(m.data)))
+    js._nc.flush()
+    prev = spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
+    try:
+        _write(df, spark_nats.url, msgIdPrefix="retry-test")
+    finally:
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", prev)
+    js._nc.flush()
+    sub.unsubscribe()
+    assert _messages(js, stream) == n  # exactly once in the stream
+    assert len(seen) > n  # ... although the failed attempt had published some rows
+    stored = [bytes(r.data).split(b":")[0] for r in spark.read.format("jetstream")
+              .option("servers", spark_nats.url).option("stream", stream).load().select("data").collect()]
+    assert sorted(stored) == sorted(b"row-%d" % i for i in range(n))
+
+
+def test_publish_failure_fails_the_job(spark, spark_nats):
+    df = spark.createDataFrame([("nobody.listens.here", "x")], "subject string, data string")
+    with pytest.raises(Exception, match="(?i)no stream|no responders"):
+        _write(df, spark_nats.url, ackTimeout="5s")
+
+
+def test_overwrite_and_bad_columns_are_refused(spark, spark_nats):
+    df = spark.createDataFrame([("a.b", "x")], "subject string, data string")
+    with pytest.raises(Exception, match="append-only"):
+        df.write.format("jetstream").option("servers", spark_nats.url).mode("overwrite").save()
+    no_data = spark.createDataFrame([("a.b",)], "subject string")
+    with pytest.raises(Exception, match="'data' column"):
+        _write(no_data, spark_nats.url)
+
+
+def test_streaming_jetstream_to_jetstream(spark, spark_nats, make_stream, fill, js, tmp_path):
+    src = make_stream(allow_direct=True)
+    dst = make_stream(allow_direct=True)
+    fill(src, 60)
+    out = f"{dst.lower()}.copy"
+
+    def run():
+        df = (spark.readStream.format("jetstream").option("servers", spark_nats.url).option("stream", src)
+              .option("maxMessagesPerTrigger", 25).load()
+              .selectExpr(f"'{out}' AS subject", "data", "headers"))
+        q = (df.writeStream.format("jetstream").option("servers", spark_nats.url).option("msgIdPrefix", "copy")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+        assert q.awaitTermination(90)
+        assert q.exception() is None
+
+    run()
+    assert _messages(js, dst) == 60
+    fill(src, 5, start=60)
+    run()
+    assert _messages(js, dst) == 65
+    data = sorted(int(bytes(r.data)[1:]) for r in spark.read.format("jetstream")
+                  .option("servers", spark_nats.url).option("stream", dst).load().select("data").collect())
+    assert data == list(range(65))
