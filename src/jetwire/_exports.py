@@ -12,14 +12,11 @@ __all__ = ["Msg", "Headers", "MsgMetadata", "SequencePair", "parse_metadata", "s
     n for n in _errors_all if n not in ("api_error", "ERR_CODES")
 ]
 
-try:  # JetStream models (always present once the package is complete)
-    from .jetstream import models as _models
-    from .jetstream import kv_models as _kv
-    from .jetstream import obj_models as _obj
-except ImportError:  # pragma: no cover - during development only
-    _models = _kv = _obj = None  # type: ignore[assignment]
-else:
-    for _mod in (_models, _kv, _obj):
-        for _n in getattr(_mod, "__all__", ()):
-            globals()[_n] = getattr(_mod, _n)
-            __all__.append(_n)
+from .jetstream import kv_models as _kv
+from .jetstream import models as _models
+from .jetstream import obj_models as _obj
+
+for _mod in (_models, _kv, _obj):
+    for _n in getattr(_mod, "__all__", ()):
+        globals()[_n] = getattr(_mod, _n)
+        __all__.append(_n)
