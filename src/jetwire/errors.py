@@ -14,6 +14,11 @@ class ConnectionClosedError(NatsError):
     """The connection is closed."""
 
 
+class ConnectionLostError(NatsError):
+    """The connection was lost before an answer came (a JetStream publish may or may not
+    have been stored); the client reconnects."""
+
+
 class NoServersError(NatsError):
     """No server in the pool could be reached."""
 

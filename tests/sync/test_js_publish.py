@@ -350,3 +350,58 @@ def test_publish_async_after_reconnect(fresh_nats_server):
         assert js.publish_async_pending() == 0
     finally:
         nc.close()
+
+
+def settled(futs, timeout: float) -> list:
+    """Wait (without failing them) until every future is done; the ones still pending."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(f.done() for f in futs):
+            break
+        prims.sleep(0.05)
+    return [f for f in futs if not f.done()]
+
+
+def test_publish_async_settles_across_a_server_restart(fresh_nats_server):
+    """Acks of publishes the dying server never answered are lost with the connection:
+    those futures fail with ConnectionLostError instead of waiting forever; what is
+    published right after the restart settles too, and publishing goes on."""
+    srv = fresh_nats_server
+    reconnected = prims.Signal()
+    nc = jetwire.connect(srv.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1,
+                               reconnected_cb=reconnected.set)
+    try:
+        js = nc.jetstream()
+        name = uname()
+        subj = f"{name.lower()}.x"
+        js.create_stream(name=name, subjects=[f"{name.lower()}.>"])  # file storage: survives the restart
+        assert (result(js.publish_async(subj, b"first"))).seq == 1
+        srv.freeze()
+        lost = [js.publish_async(subj, b"lost %d" % i) for i in range(20)]
+        prims.sleep(0.2)  # written to the socket; the frozen server reads nothing
+        srv.restart(kill=True)
+        after = [js.publish_async(subj, b"after %d" % i, retry_attempts=40, retry_wait=0.1)
+                 for i in range(20)]
+        t0 = time.monotonic()
+        try:
+            js.publish_async_complete(timeout=15)
+        except jetwire.TimeoutError:
+            pass
+        assert time.monotonic() - t0 < 17
+        assert settled(lost + after, 15) == []
+        for f in lost:
+            with pytest.raises(jetwire.ConnectionLostError):
+                result(f, 0)
+        for f in after:  # sent on the dead connection (lost) or after the reconnect (stored)
+            try:
+                result(f, 0)
+            except jetwire.NatsError as exc:
+                assert isinstance(exc, jetwire.ConnectionLostError), exc
+        assert reconnected.wait(20)
+        more = [js.publish_async(subj, b"more", retry_attempts=40, retry_wait=0.1) for _ in range(5)]
+        js.publish_async_complete(timeout=15)
+        seqs = [(result(f, 0)).seq for f in more]
+        assert seqs == sorted(seqs) and len(set(seqs)) == 5
+        assert js.publish_async_pending() == 0
+    finally:
+        nc.close()

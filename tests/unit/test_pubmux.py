@@ -10,6 +10,7 @@ from jetwire import Headers, Msg
 from jetwire.errors import (
     APIError,
     ConnectionClosedError,
+    ConnectionLostError,
     JetStreamError,
     NoStreamResponseError,
     TimeoutError,
@@ -150,6 +151,23 @@ def test_fail_all_fails_pending_wakes_waiters_and_follows_the_chain():
         f0.result(0)
     assert stall.done()
     assert not mux.pending
+
+
+def test_fail_sent_fails_what_awaits_an_ack_and_the_mux_goes_on():
+    mux = PubAckMux(PREFIX)
+    f1, t1 = add(mux)
+    f2, t2 = add(mux)
+    done = cf.Future()
+    mux.add_complete_waiter(done)
+    mux.fail_sent(ConnectionLostError("lost"))
+    for f in (f1, f2):
+        with pytest.raises(ConnectionLostError):
+            f.result(0)
+    assert done.result(0) is True and not mux.pending and not mux.closed
+    mux.on_msg(reply(t1, b'{"stream":"S","seq":1}'))  # a late ack is ignored
+    f3, t3 = add(mux)  # published while reconnecting: acked over the renewed connection
+    mux.on_msg(reply(t3, b'{"stream":"S","seq":2}'))
+    assert f3.result(0).seq == 2
 
 
 def test_ack_future_is_a_concurrent_future():

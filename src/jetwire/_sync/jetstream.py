@@ -476,15 +476,19 @@ class JetStream:
                             retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2) -> Any:
         """Publish without waiting for the ack; returns a future resolving to the
         ``PubAck`` (or failing with the typed error, ``NoStreamResponseError`` after the
-        no-responders retries, ``ConnectionClosedError`` when the connection closes, or
-        ``TimeoutError`` when ``timeout`` seconds pass without an ack).
+        no-responders retries, ``ConnectionClosedError`` when the connection closes,
+        ``ConnectionLostError`` when it is lost before the ack, or ``TimeoutError`` when
+        ``timeout`` seconds pass without an ack).
 
         At most ``publish_async_max_pending`` acks are awaited at once (counted over
         every context of the connection, which share one reply subscription); a
         publish that finds the window full waits up to ``stall_wait`` seconds for room,
-        then raises ``TooManyStalledMsgsError``. An ack lost with a broken connection
-        leaves its future pending until the connection closes, unless ``timeout`` is
-        given (deadlines are checked every 50 ms)."""
+        then raises ``TooManyStalledMsgsError``. When the connection is lost, every
+        publish still awaiting its ack fails with ``ConnectionLostError`` (the server
+        may or may not have stored it: a ``msg_id`` makes publishing it again safe);
+        publishes made while reconnecting go out once the connection is back and get
+        their acks. ``timeout`` bounds the wait for an ack (deadlines are checked every
+        50 ms)."""
         mux = self._mux
         if mux is None or mux.closed:
             mux = self._pub_mux()

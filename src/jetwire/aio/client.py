@@ -33,6 +33,7 @@ from ..errors import (
     AuthorizationError,
     BadSubjectError,
     ConnectionClosedError,
+    ConnectionLostError,
     DrainTimeoutError,
     MaxPayloadError,
     MsgAlreadyAckedError,
@@ -360,6 +361,9 @@ class Client:
         if core.status == CLOSED:
             return
         core.fail_pongs(ConnectionClosedError("connection lost"))
+        mux = self._js_pub_mux
+        if mux is not None:  # the acks of what went out on this connection are lost with it
+            mux.fail_sent(ConnectionLostError("connection lost before the JetStream publish ack arrived"))
         if core.opts.allow_reconnect and core.status not in (DRAINING_SUBS, DRAINING_PUBS):
             core.status = RECONNECTING
             prims.spawn_soon(self._reconnect_loop, True)

@@ -23,7 +23,8 @@ handler): it never blocks. It parses the ack into a
 ``APIError``) and resolves the future. A ``503`` (no responders, ADR-22) with retries
 left keeps the entry pending and calls the driver's ``on_retry(token, retry_wait)``,
 which re-sends the message after the wait; with no retries left the future fails with
-``NoStreamResponseError``.
+``NoStreamResponseError``. When the connection is lost, :meth:`fail_sent` fails what
+still awaits an ack (those acks can never come).
 """
 from __future__ import annotations
 
@@ -285,7 +286,23 @@ class PubAckMux:
             for w in waiters:
                 _resolve(w, True)
 
-    # -- closing ---------------------------------------------------------------------
+    # -- connection loss and closing ----------------------------------------------------
+    def fail_sent(self, err: BaseException) -> None:
+        """The connection was lost: no ack of a publish made before will ever come (the
+        server may or may not have stored it). Fail every pending publish with ``err``
+        (as nats.go does; one still in the reconnect buffer is sent after the reconnect
+        all the same) and wake the waiters. Publishes made from now on go out when the
+        connection is back and get their acks over the renewed subscription."""
+        pending = self.pending
+        lost = False
+        for token in list(pending):  # entries may be added meanwhile (blocking flavour): they stay
+            entry = pending.pop(token, None)
+            if entry is not None:
+                lost = True
+                _fail(entry[0], err)
+        if lost:
+            self._after_pop()
+
     def fail_all(self, err: BaseException) -> None:
         """The connection closed: fail every pending future and wake every waiter."""
         self.closed = True
