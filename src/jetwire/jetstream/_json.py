@@ -323,6 +323,13 @@ def _headers_in(v: Any) -> Any:
     return Headers(v)
 
 
+def _headers_coerce(v: Any) -> Any:
+    """A ``dict`` given for a ``headers`` field becomes ``Headers`` (what is handed back)."""
+    from jetwire.protocol.headers import Headers
+
+    return v if isinstance(v, Headers) else Headers(v)
+
+
 def headers_to_json(h: Any) -> dict:
     """``Headers`` or a ``dict[str, str | list[str]]`` to ``{"K": ["v", ...]}``."""
     out: dict[str, list[str]] = {}
@@ -367,7 +374,7 @@ def _converters(tp: Any, kind: Optional[str], negative_none: bool) -> tuple:
     if kind == "hdrs_b64":
         return (_hdrs_in, _hdrs_out, None)
     if kind == "headers":
-        return (_headers_in, headers_to_json, None)
+        return (_headers_in, headers_to_json, _headers_coerce)
     if tp is datetime:
         return (parse_time, format_time, None)
     if isinstance(tp, type) and issubclass(tp, Enum):
