@@ -606,7 +606,11 @@ def test_drain_returns_closed_or_raises_drain_timeout(nats_url):
 
 def test_lame_duck_mode_cb_fires(fresh_nats_server):
     ldm = prims.Signal()
-    nc = nats.connect(fresh_nats_server.url, lame_duck_mode_cb=ldm.set, allow_reconnect=False)
+
+    def on_lame_duck():  # a coroutine function without arguments
+        ldm.set()
+
+    nc = nats.connect(fresh_nats_server.url, lame_duck_mode_cb=on_lame_duck, allow_reconnect=False)
     try:
         nc.flush()
         fresh_nats_server.lame_duck()
@@ -1056,4 +1060,123 @@ def test_put_file_names_the_object_by_the_path_as_given(nats_url, tmp_path, monk
                                                                     "renamed"])
     finally:
         js.delete_object_store(bucket)
+        nc.close()
+
+
+# =====================================================================================
+# More connecting: reconnect limits, buffers, timeouts, concurrent drains
+
+
+def test_reconnect_limits(fresh_nats_server):
+    srv = fresh_nats_server
+    closed_a, closed_b = prims.Signal(), prims.Signal()
+    no_reconnect = nats.connect(srv.url, allow_reconnect=False, closed_cb=closed_a.set)
+    limited = nats.connect(srv.url, max_reconnect_attempts=2, reconnect_time_wait=0.05,
+                                 reconnect_jitter=0.0, connect_timeout=0.5, closed_cb=closed_b.set,
+                                 reconnect_buffer_size=1024)
+    try:
+        srv.kill()
+        assert closed_a.wait(5)
+        assert no_reconnect.is_closed
+        assert wait_until(lambda: not limited.is_connected)
+        # what does not fit in the reconnect buffer is refused, not silently dropped
+        if not limited.is_closed:
+            with pytest.raises(nats.NatsError):
+                limited.publish("buf.x", b"x" * 4096)
+        assert closed_b.wait(10)
+        assert limited.is_closed
+        with pytest.raises(nats.ConnectionClosedError):
+            limited.publish("buf.x", b"x")
+    finally:
+        no_reconnect.close()
+        limited.close()
+
+
+def test_connect_timeout_against_a_frozen_server(fresh_nats_server):
+    fresh_nats_server.freeze()
+    try:
+        start = time.monotonic()
+        with pytest.raises(nats.NoServersError):
+            nats.connect(fresh_nats_server.url, connect_timeout=0.5)
+        assert time.monotonic() - start < 3
+    finally:
+        fresh_nats_server.thaw()
+
+
+def test_concurrent_drains_both_return_once_closed(nats_url):
+    nc = nats.connect(nats_url)
+    started = prims.Signal()
+
+    def slow(msg):
+        started.set()
+        prims.sleep(0.5)
+
+    nc.subscribe("drain.twice", cb=slow)
+    nc.flush()
+    nc.publish("drain.twice", b"x")
+    assert started.wait(5)
+    first = prims.spawn(nc.drain)
+    prims.sleep(0.1)
+    assert not nc.is_closed
+    nc.drain()
+    assert nc.is_closed
+    prims.join(first, 5)
+
+
+# =====================================================================================
+# More JetStream and object-store types
+
+
+def test_object_meta_info_and_link_constructors():
+    meta = nats.ObjectMeta("n", "desc", {"K": "v"}, {"m": "1"}, 1024)
+    assert (meta.name, meta.description, meta.metadata, meta.max_chunk_size) == ("n", "desc", {"m": "1"}, 1024)
+    assert isinstance(meta.headers, nats.Headers) and meta.headers["K"] == "v"
+    assert nats.ObjectMeta(name="x").headers is None
+    link = nats.ObjectLink("b", "n")
+    assert (link.bucket, link.name) == ("b", "n")
+    assert nats.ObjectLink(bucket="b").name is None
+    info = nats.ObjectInfo(name="n", bucket="b", nuid="id", size=3, chunks=1, digest="SHA-256=x")
+    assert (info.deleted, info.link, info.mtime) == (False, None, None)
+
+
+def test_nested_config_types_round_trip(nats_url):
+    nc = nats.connect(nats_url)
+    js = nc.jetstream()
+    origin = make_stream(js, 2)
+    name = uniq("S")
+    p = name.lower()
+    try:
+        s = js.create_stream(
+            nats.StreamConfig(name=name, storage=nats.StorageType.MEMORY),
+            subjects=[f"{p}.in.>"],
+            subject_transform=nats.SubjectTransformConfig(src=f"{p}.in.>", dest=f"{p}.stored.>"),
+            republish=nats.RePublish(src=f"{p}.stored.>", dest=f"repub.{p}.>"),
+            consumer_limits=nats.ConsumerLimits(inactive_threshold=60.0, max_ack_pending=10),
+            sources=[nats.StreamSource(name=origin.name, filter_subject=f"{origin.name.lower()}.>")],
+            metadata={"owner": "contract"},
+        )
+        cfg = (s.info()).config
+        assert cfg.subjects == [f"{p}.in.>"]
+        assert isinstance(cfg.subject_transform, nats.SubjectTransformConfig)
+        assert (cfg.subject_transform.src, cfg.subject_transform.dest) == (f"{p}.in.>", f"{p}.stored.>")
+        assert isinstance(cfg.republish, nats.RePublish) and cfg.republish.dest == f"repub.{p}.>"
+        assert isinstance(cfg.consumer_limits, nats.ConsumerLimits)
+        assert cfg.consumer_limits.inactive_threshold == 60.0 and cfg.consumer_limits.max_ack_pending == 10
+        assert isinstance(cfg.sources[0], nats.StreamSource) and cfg.sources[0].name == origin.name
+        assert cfg.metadata["owner"] == "contract"
+        sub = nc.subscribe(f"repub.{p}.>")
+        js.publish(f"{p}.in.x", b"transformed")
+        assert (sub.next_msg(timeout=5)).subject == f"repub.{p}.x"
+        for _ in range(100):
+            if (s.info()).state.messages == 3:
+                break
+            prims.sleep(0.05)
+        assert (s.info()).state.messages == 3  # 2 sourced + 1 published
+        assert (s.get_last_msg_for_subject(f"{p}.stored.x")).data == b"transformed"
+    finally:
+        try:
+            js.delete_stream(name)
+        except nats.StreamNotFoundError:
+            pass
+        js.delete_stream(origin.name)
         nc.close()

@@ -627,10 +627,12 @@ class Client:
         assert core is not None
         if core.status == CLOSED:
             return
-        if core.status in (DRAINING_SUBS, DRAINING_PUBS):
-            return
         if timeout is None:
             timeout = core.opts.drain_timeout
+        if core.status in (DRAINING_SUBS, DRAINING_PUBS):  # drained by another caller: wait for the close
+            if not self._close_signal.wait(timeout):
+                raise DrainTimeoutError("drain timed out")
+            return
         deadline = time.monotonic() + timeout
         core.status = DRAINING_SUBS
         subs = [s for s in core.subs.values() if s is not core.resp_sub]
