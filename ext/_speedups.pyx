@@ -1001,62 +1001,101 @@ cdef inline void _get_data(object data, Py_buffer* view) except *:
     PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
 
 
+cdef int _put_pub(object buf, const char* s, Py_ssize_t sn, const char* r, Py_ssize_t rn,
+                  const char* d, Py_ssize_t dn) except -1:
+    """Append ``PUB s [r] dn\\r\\n<d>\\r\\n`` to ``buf`` (checked arguments; ``r`` may be NULL).
+
+    Runs no Python code: nothing else can touch ``buf`` (or take it) while it runs.
+    """
+    cdef Py_ssize_t total
+    cdef int nd
+    cdef char* w
+    nd = jw_ndigits(dn)
+    total = 4 + sn + (rn + 1 if r != NULL else 0) + 1 + nd + 2 + dn + 2
+    w = _grow(buf, total)
+    memcpy(w, b"PUB ", 4)
+    w += 4
+    memcpy(w, s, sn)
+    w += sn
+    w[0] = 32
+    w += 1
+    if r != NULL:
+        memcpy(w, r, rn)
+        w += rn
+        w[0] = 32
+        w += 1
+    w = jw_write_uint(w, dn, nd)
+    w[0] = 13
+    w[1] = 10
+    w += 2
+    memcpy(w, d, dn)
+    w += dn
+    w[0] = 13
+    w[1] = 10
+    return 0
+
+
 def append_pub(buf, subject, reply, data):
     """Append ``PUB <subject> [reply] <len>\\r\\n<data>\\r\\n`` to ``buf`` (a bytearray)."""
-    cdef Py_ssize_t sn, rn = 0, dn, total
+    cdef Py_ssize_t sn, rn = 0, dn
     cdef const char* s
     cdef const char* r = NULL
-    cdef const char* d
-    cdef char* w
-    cdef int nd
     cdef Py_buffer view
-    cdef bint has_view = False
     s = _subject_utf8(subject, &sn, "subject")
     if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
         r = _subject_utf8(reply, &rn, "reply")
     if type(data) is bytes:
-        d = PyBytes_AS_STRING(data)
-        dn = PyBytes_GET_SIZE(data)
-    else:
-        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-        has_view = True
-        d = <const char*>view.buf
-        dn = view.len
+        _put_pub(buf, s, sn, r, rn, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+        return
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
-        nd = jw_ndigits(dn)
-        total = 4 + sn + (rn + 1 if r != NULL else 0) + 1 + nd + 2 + dn + 2
-        w = _grow(buf, total)
-        memcpy(w, b"PUB ", 4)
-        w += 4
-        memcpy(w, s, sn)
-        w += sn
+        _put_pub(buf, s, sn, r, rn, <const char*>view.buf, view.len)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef int _put_hpub(object buf, const char* s, Py_ssize_t sn, const char* r, Py_ssize_t rn,
+                   const char* h, Py_ssize_t hn, const char* d, Py_ssize_t dn) except -1:
+    """Append ``HPUB s [r] hn hn+dn\\r\\n<h><d>\\r\\n`` to ``buf`` (runs no Python code)."""
+    cdef Py_ssize_t total
+    cdef int nh, nt
+    cdef char* w
+    nh = jw_ndigits(hn)
+    nt = jw_ndigits(hn + dn)
+    total = 5 + sn + (rn + 1 if r != NULL else 0) + 1 + nh + 1 + nt + 2 + hn + dn + 2
+    w = _grow(buf, total)
+    memcpy(w, b"HPUB ", 5)
+    w += 5
+    memcpy(w, s, sn)
+    w += sn
+    w[0] = 32
+    w += 1
+    if r != NULL:
+        memcpy(w, r, rn)
+        w += rn
         w[0] = 32
         w += 1
-        if r != NULL:
-            memcpy(w, r, rn)
-            w += rn
-            w[0] = 32
-            w += 1
-        w = jw_write_uint(w, dn, nd)
-        w[0] = 13
-        w[1] = 10
-        w += 2
-        memcpy(w, d, dn)
-        w += dn
-        w[0] = 13
-        w[1] = 10
-    finally:
-        if has_view:
-            PyBuffer_Release(&view)
+    w = jw_write_uint(w, hn, nh)
+    w[0] = 32
+    w += 1
+    w = jw_write_uint(w, hn + dn, nt)
+    w[0] = 13
+    w[1] = 10
+    w += 2
+    memcpy(w, h, hn)
+    w += hn
+    memcpy(w, d, dn)
+    w += dn
+    w[0] = 13
+    w[1] = 10
+    return 0
 
 
 def append_hpub(buf, subject, reply, hdr, data):
     """Append ``HPUB <subject> [reply] <hdr_len> <total_len>\\r\\n<hdr><data>\\r\\n`` to ``buf``."""
-    cdef Py_ssize_t sn, rn = 0, hn, dn, total
+    cdef Py_ssize_t sn, rn = 0
     cdef const char* s
     cdef const char* r = NULL
-    cdef char* w
-    cdef int nh, nt
     cdef Py_buffer hview
     cdef Py_buffer dview
     s = _subject_utf8(subject, &sn, "subject")
@@ -1066,36 +1105,7 @@ def append_hpub(buf, subject, reply, hdr, data):
     try:
         PyObject_GetBuffer(data, &dview, PyBUF_SIMPLE)
         try:
-            hn = hview.len
-            dn = dview.len
-            nh = jw_ndigits(hn)
-            nt = jw_ndigits(hn + dn)
-            total = 5 + sn + (rn + 1 if r != NULL else 0) + 1 + nh + 1 + nt + 2 + hn + dn + 2
-            w = _grow(buf, total)
-            memcpy(w, b"HPUB ", 5)
-            w += 5
-            memcpy(w, s, sn)
-            w += sn
-            w[0] = 32
-            w += 1
-            if r != NULL:
-                memcpy(w, r, rn)
-                w += rn
-                w[0] = 32
-                w += 1
-            w = jw_write_uint(w, hn, nh)
-            w[0] = 32
-            w += 1
-            w = jw_write_uint(w, hn + dn, nt)
-            w[0] = 13
-            w[1] = 10
-            w += 2
-            memcpy(w, hview.buf, hn)
-            w += hn
-            memcpy(w, dview.buf, dn)
-            w += dn
-            w[0] = 13
-            w[1] = 10
+            _put_hpub(buf, s, sn, r, rn, <const char*>hview.buf, hview.len, <const char*>dview.buf, dview.len)
         finally:
             PyBuffer_Release(&dview)
     finally:
@@ -1168,3 +1178,212 @@ def append_unsub(buf, sid, max_msgs=0):
 def connect_line(opts):
     """``CONNECT {json}\\r\\n``."""
     return b"CONNECT " + _dumps(opts) + b"\r\n"
+
+
+# -------------------------------------------------------------------------------- outbox
+cdef extern from *:
+    """
+    /* DONE: an awaitable that completes at once with None. __await__ returns the object
+       itself; as an iterator its first next() ends the iteration (NULL with no exception
+       set is StopIteration(None)), so `await DONE` never suspends. */
+    static PyObject* jw_done_self(PyObject* self) { Py_INCREF(self); return self; }
+    static PyObject* jw_done_next(PyObject* self) { (void)self; return NULL; }
+    static PyObject* jw_done_repr(PyObject* self) { (void)self; return PyUnicode_FromString("DONE"); }
+    #if PY_VERSION_HEX >= 0x030A0000
+    static PySendResult jw_done_send(PyObject* self, PyObject* arg, PyObject** result) {
+        (void)self; (void)arg;
+        Py_INCREF(Py_None);
+        *result = Py_None;
+        return PYGEN_RETURN;
+    }
+    static PyAsyncMethods jw_done_async = { jw_done_self, NULL, NULL, jw_done_send };
+    #else
+    static PyAsyncMethods jw_done_async = { jw_done_self, NULL, NULL };
+    #endif
+    static PyTypeObject jw_done_type = {
+        PyVarObject_HEAD_INIT(NULL, 0)
+        "jetwire._speedups.Done",    /* tp_name */
+        sizeof(PyObject),            /* tp_basicsize */
+    };
+    static PyObject* jw_make_done(void) {
+        jw_done_type.tp_flags = Py_TPFLAGS_DEFAULT;
+        jw_done_type.tp_doc = "An awaitable that is already done (its result is None).";
+        jw_done_type.tp_as_async = &jw_done_async;
+        jw_done_type.tp_iter = jw_done_self;
+        jw_done_type.tp_iternext = jw_done_next;
+        jw_done_type.tp_repr = jw_done_repr;
+        if (PyType_Ready(&jw_done_type) < 0) return NULL;
+        return (PyObject*)PyObject_New(PyObject, &jw_done_type);
+    }
+    """
+    object jw_make_done()
+
+DONE = jw_make_done()
+
+
+@cython.final
+cdef class Outbox:
+    """A connection's write buffer and its ``publish`` fast path.
+
+    ``buf`` is the bytearray of protocol bytes waiting to be sent. ``publish(subject,
+    data=b"", reply=None, headers=None)`` appends ``PUB`` directly when the common case
+    holds -- ``connected``, no headers, not ``congested``, ``data`` is bytes, bytearray
+    or a memoryview of at most ``max_payload`` bytes -- counts it in ``out_msgs`` /
+    ``out_bytes``, then calls ``on_full()`` when ``buf`` reached ``threshold`` bytes or
+    else ``on_first()`` when the append made an empty ``buf`` non-empty, and returns
+    ``ret``. Every other call returns ``slow(subject, data, reply, headers)``. Bad
+    subjects raise ``BadSubjectError`` (bad buffers ``TypeError``/``BufferError``)
+    before ``buf`` is touched. ``take()`` hands over the buffered bytes.
+
+    Threads: the compiled ``publish``, ``append_pub``, ``append_hpub`` and ``take``
+    each read ``buf`` and change it (or swap it) without running any Python code in
+    between, so under the GIL each is atomic with respect to the others and to any
+    other thread; the compiled fast path therefore takes no lock (``lock`` is kept for
+    parity with the pure twin, whose ``publish`` holds it while appending). Python code
+    that appends to ``buf`` itself reads the attribute and appends in two steps, so it
+    must hold the writer's lock, and so must every caller of ``take()``: then no take
+    can fall between reading ``buf`` and appending to it. ``on_first`` / ``on_full``
+    run after the append, outside any lock.
+    """
+
+    cdef bytearray _buf
+    cdef public bint connected
+    cdef public bint congested
+    cdef public long long max_payload
+    cdef public long long out_msgs
+    cdef public long long out_bytes
+    cdef public Py_ssize_t threshold
+    cdef public object on_first
+    cdef public object on_full
+    cdef public object slow
+    cdef public object ret
+    cdef public object lock
+
+    def __init__(self, slow=None, max_payload=DEFAULT_MAX_PAYLOAD, threshold=65536, on_first=None,
+                 on_full=None, ret=None, lock=None):
+        self._buf = bytearray()
+        self.connected = False
+        self.congested = False
+        self.max_payload = max_payload
+        self.out_msgs = 0
+        self.out_bytes = 0
+        self.threshold = threshold
+        self.on_first = on_first
+        self.on_full = on_full
+        self.slow = slow
+        self.ret = ret
+        self.lock = lock
+
+    @property
+    def buf(self):
+        """The bytearray being filled (replace only with another bytearray)."""
+        return self._buf
+
+    @buf.setter
+    def buf(self, value):
+        if not isinstance(value, bytearray):
+            raise TypeError(f"buf must be a bytearray, not {type(value).__name__}")
+        self._buf = value
+
+    def take(self):
+        """The buffered bytes: ``buf`` itself, replaced by a new empty bytearray (``b""`` when empty)."""
+        cdef bytearray buf = self._buf
+        if PyByteArray_GET_SIZE(buf) == 0:
+            return b""
+        self._buf = bytearray()
+        return buf
+
+    def publish(self, subject, data=b"", reply=None, headers=None):
+        """Queue ``PUB``; the fast path returns ``ret``, anything else goes to ``slow``."""
+        cdef Py_ssize_t sn, rn = 0, dn, before
+        cdef const char* s
+        cdef const char* r = NULL
+        cdef const char* d
+        cdef Py_buffer view
+        cdef bint has_view = False
+        cdef object t
+        cdef bytearray buf
+        if not self.connected or headers is not None or self.congested:
+            return self.slow(subject, data, reply, headers)
+        t = type(data)
+        if t is bytes:
+            dn = PyBytes_GET_SIZE(data)
+            if dn > self.max_payload:
+                return self.slow(subject, data, reply, headers)
+            d = PyBytes_AS_STRING(data)
+        elif t is bytearray or t is memoryview:
+            if data is self._buf:
+                raise BufferError("cannot publish the outbox's own buffer")
+            PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+            if view.len > self.max_payload:
+                PyBuffer_Release(&view)
+                return self.slow(subject, data, reply, headers)
+            has_view = True
+            d = <const char*>view.buf
+            dn = view.len
+        else:
+            return self.slow(subject, data, reply, headers)
+        try:
+            s = _subject_utf8(subject, &sn, "subject")
+            if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+                r = _subject_utf8(reply, &rn, "reply")
+            # from here to the end of _put_pub no Python code runs (see the class docstring)
+            buf = self._buf
+            before = PyByteArray_GET_SIZE(buf)
+            _put_pub(buf, s, sn, r, rn, d, dn)
+            self.out_msgs += 1
+            self.out_bytes += dn
+        finally:
+            if has_view:
+                PyBuffer_Release(&view)
+        if PyByteArray_GET_SIZE(buf) >= self.threshold:
+            if self.on_full is not None:
+                self.on_full()
+        elif before == 0:
+            if self.on_first is not None:
+                self.on_first()
+        return self.ret
+
+    def append_pub(self, subject, reply, data):
+        """Append ``PUB`` to ``buf`` and count it (no checks beyond the encoder's, no callbacks)."""
+        cdef Py_ssize_t sn, rn = 0
+        cdef const char* s
+        cdef const char* r = NULL
+        cdef Py_buffer view
+        s = _subject_utf8(subject, &sn, "subject")
+        if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+            r = _subject_utf8(reply, &rn, "reply")
+        if data is self._buf:
+            raise BufferError("cannot publish the outbox's own buffer")
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            _put_pub(self._buf, s, sn, r, rn, <const char*>view.buf, view.len)
+            self.out_msgs += 1
+            self.out_bytes += view.len
+        finally:
+            PyBuffer_Release(&view)
+
+    def append_hpub(self, subject, reply, hdr, data):
+        """Append ``HPUB`` to ``buf`` and count it (``out_bytes`` counts ``data`` only)."""
+        cdef Py_ssize_t sn, rn = 0
+        cdef const char* s
+        cdef const char* r = NULL
+        cdef Py_buffer hview
+        cdef Py_buffer dview
+        s = _subject_utf8(subject, &sn, "subject")
+        if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+            r = _subject_utf8(reply, &rn, "reply")
+        if data is self._buf or hdr is self._buf:
+            raise BufferError("cannot publish the outbox's own buffer")
+        PyObject_GetBuffer(hdr, &hview, PyBUF_SIMPLE)
+        try:
+            PyObject_GetBuffer(data, &dview, PyBUF_SIMPLE)
+            try:
+                _put_hpub(self._buf, s, sn, r, rn, <const char*>hview.buf, hview.len,
+                          <const char*>dview.buf, dview.len)
+                self.out_msgs += 1
+                self.out_bytes += dview.len
+            finally:
+                PyBuffer_Release(&dview)
+        finally:
+            PyBuffer_Release(&hview)

@@ -37,6 +37,8 @@ __all__ = [
     "append_sub",
     "append_unsub",
     "connect_line",
+    "Outbox",
+    "DONE",
 ]
 
 
@@ -91,3 +93,5 @@ append_hpub = _mod.append_hpub
 append_sub = _mod.append_sub
 append_unsub = _mod.append_unsub
 connect_line = _mod.connect_line
+Outbox = _mod.Outbox
+DONE = _mod.DONE

@@ -1,8 +1,14 @@
 """The sans-IO connection core: protocol state shared by the blocking and asyncio clients.
 
 Nothing here touches a socket, a thread or an event loop. Drivers feed received bytes
-to :meth:`ConnectionCore.feed`, take bytes to send from ``wbuf`` and act on the
-``actions`` the core queues (callbacks to run, the connection to drop).
+to :meth:`ConnectionCore.feed`, take bytes to send from ``outbox`` (``outbox.take()``,
+under the writer's lock) and act on the ``actions`` the core queues (callbacks to run,
+the connection to drop).
+
+The write buffer lives in ``outbox`` (an ``_impl.Outbox``: the compiled publish fast
+path and its pure twin); ``wbuf``, ``max_payload``, ``out_msgs`` and ``out_bytes`` are
+views of it, and setting ``status`` keeps ``outbox.connected`` equal to
+``status == CONNECTED``.
 """
 from __future__ import annotations
 
@@ -124,7 +130,7 @@ class ConnectionCore:
         self.opts = opts
         self.client = client
         self.parser = _impl.Parser(Msg, opts.max_control_line)
-        self.wbuf = bytearray()
+        self.outbox = _impl.Outbox(max_payload=1024 * 1024)
         self.subs: Dict[int, SubscriptionBase] = {}
         self._next_sid = 0
         self.pongs: Deque[Any] = deque()
@@ -134,14 +140,11 @@ class ConnectionCore:
         self.pool = ServerPool(opts.servers, randomize=not opts.dont_randomize)
         self.creds = Credentials(opts.user, opts.password, opts.token, opts.nkey_seed, opts.creds)
         self.info: Dict[str, Any] = {}
-        self.max_payload = 1024 * 1024
         self.headers_ok = True
-        self.status = DISCONNECTED
+        self._status = DISCONNECTED
         self.handshaking = False
         self.in_msgs = 0
         self.in_bytes = 0
-        self.out_msgs = 0
-        self.out_bytes = 0
         self.reconnects = 0
         self.last_error: Optional[BaseException] = None
         self._nuid = NUID()
@@ -151,6 +154,49 @@ class ConnectionCore:
         self._resp_prefix_len = 0
         self.resp_map: Dict[str, Any] = {}
         self._resp_n = 0
+
+    # -- state kept in the outbox -------------------------------------------------------
+    @property
+    def status(self) -> str:
+        return self._status
+
+    @status.setter
+    def status(self, value: str) -> None:
+        self._status = value
+        self.outbox.connected = value == CONNECTED  # the publish fast path runs only then
+
+    @property
+    def wbuf(self) -> bytearray:
+        """The write buffer (``outbox.buf``). Append to it only holding the writer's lock."""
+        return self.outbox.buf
+
+    @wbuf.setter
+    def wbuf(self, value: bytearray) -> None:
+        self.outbox.buf = value
+
+    @property
+    def max_payload(self) -> int:
+        return self.outbox.max_payload
+
+    @max_payload.setter
+    def max_payload(self, value: int) -> None:
+        self.outbox.max_payload = min(int(value), 1 << 62)
+
+    @property
+    def out_msgs(self) -> int:
+        return self.outbox.out_msgs
+
+    @out_msgs.setter
+    def out_msgs(self, value: int) -> None:
+        self.outbox.out_msgs = value
+
+    @property
+    def out_bytes(self) -> int:
+        return self.outbox.out_bytes
+
+    @out_bytes.setter
+    def out_bytes(self, value: int) -> None:
+        self.outbox.out_bytes = value
 
     # -- ids -------------------------------------------------------------------------
     def new_inbox(self) -> str:

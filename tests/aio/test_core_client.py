@@ -303,6 +303,38 @@ async def test_flush_rtt_stats_and_inbox(nats_url):
         await nc.flush()
 
 
+async def test_publish_fast_and_slow_paths_keep_order(nats_url):
+    nc = await jetwire.connect(nats_url)
+    outbox = nc._core.outbox
+    try:
+        # the common publish is the outbox's (compiled or pure) fast path
+        assert nc.publish.__self__ is outbox
+        assert outbox.connected and not outbox.congested
+        assert outbox.max_payload == nc.max_payload == nc.server_info["max_payload"]
+        sub = await nc.subscribe("fp.x")
+        await nc.flush()
+        await nc.publish("fp.x", b"1")
+        await nc.publish("fp.x", b"2", headers={"K": "v"})  # slow path
+        await nc.publish("fp.x", bytearray(b"3"), "fp.reply")
+        await nc.publish("fp.x", memoryview(b"x4x")[1:2])
+        nc.publish("fp.x", b"5")  # queued even when the result is not awaited
+        await nc.publish_msg(jetwire.Msg("fp.x", b"6"))
+        got = [await sub.next_msg(timeout=5) for _ in range(6)]
+        assert [m.data for m in got] == [b"1", b"2", b"3", b"4", b"5", b"6"]
+        assert got[1].headers["K"] == "v" and got[2].reply == "fp.reply"
+        assert nc.stats["out_msgs"] == 6 and nc.stats["out_bytes"] == 6
+        with pytest.raises(jetwire.BadSubjectError):
+            await nc.publish("fp x", b"bad")
+        with pytest.raises(TypeError):
+            await nc.publish("fp.x", "text")
+        assert nc.stats["out_msgs"] == 6
+    finally:
+        await nc.close()
+    assert not outbox.connected
+    with pytest.raises(jetwire.ConnectionClosedError):
+        await nc.publish("fp.x", b"closed")
+
+
 async def test_context_manager_flushes_on_close(nats_url):
     nc2 = await jetwire.connect(nats_url)
     sub = await nc2.subscribe("cm.x")

@@ -440,3 +440,58 @@ def test_encoder_agree(all_impls, subject, reply, data):
         except BadSubjectError:
             outcomes.append(("BadSubjectError", bytes(buf)))
     assert all(o == outcomes[0] for o in outcomes), outcomes
+
+
+# ------------------------------------------------------------------------------ outbox
+outbox_data = st.one_of(
+    st.binary(max_size=24),
+    st.binary(max_size=24).map(bytearray),
+    st.binary(max_size=24).map(memoryview),
+    st.sampled_from(["text", None, 5]),
+)
+outbox_ops = st.one_of(
+    st.tuples(st.just("publish"), st.one_of(subjects, st.text(max_size=6)), outbox_data,
+              st.one_of(st.none(), st.just(""), subjects, st.text(max_size=4)),
+              st.one_of(st.none(), st.just({}), st.just({"K": "v"}))),
+    st.tuples(st.just("take")),
+    st.tuples(st.just("connected"), st.booleans()),
+    st.tuples(st.just("congested"), st.booleans()),
+    st.tuples(st.just("max_payload"), st.integers(0, 30)),
+    st.tuples(st.just("append_pub"), subjects, st.none(), st.binary(max_size=8)),
+)
+
+
+def _run_outbox(mod, ops, threshold):
+    log = []
+    ob = mod.Outbox(slow=lambda *a: log.append(("slow",) + a) or "slow", threshold=threshold,
+                    on_first=lambda: log.append(("first", bytes(ob.buf))),
+                    on_full=lambda: log.append(("full", bytes(ob.buf))), ret="fast")
+    ob.connected = True
+    for op in ops:
+        kind = op[0]
+        if kind == "publish":
+            data = op[2]
+            try:
+                log.append(ob.publish(op[1], data, op[3], op[4]))
+            except (BadSubjectError, TypeError, BufferError) as exc:
+                log.append(type(exc).__name__)
+        elif kind == "take":
+            log.append(bytes(ob.take()))
+        elif kind == "append_pub":
+            try:
+                ob.append_pub(op[1], op[2], op[3])
+            except BadSubjectError:
+                log.append("BadSubjectError")
+        else:
+            setattr(ob, kind, op[1])
+    log.append((bytes(ob.buf), ob.out_msgs, ob.out_bytes))
+    # memoryviews differ by identity only: compare their bytes
+    return [tuple(bytes(x) if isinstance(x, (memoryview, bytearray)) else x for x in e) if isinstance(e, tuple) else e
+            for e in log]
+
+
+@scaled(0.25)
+@given(st.lists(outbox_ops, max_size=25), st.integers(0, 120))
+def test_outbox_agree(all_impls, ops, threshold):
+    outcomes = [_run_outbox(mod, ops, threshold) for mod in all_impls.values()]
+    assert all(o == outcomes[0] for o in outcomes), outcomes

@@ -121,15 +121,27 @@ FLUSH_THRESHOLD = 64 * 1024
 
 
 class Writer:
-    """Moves the core's write buffer to the socket from a flusher thread (or inline when large)."""
+    """Moves the core's write buffer (``core.outbox``) to the socket from a flusher thread
+    (or inline when large).
+
+    It wires the outbox's fast path: ``on_first`` wakes the flusher thread, ``on_full``
+    flushes inline at ``FLUSH_THRESHOLD`` bytes. ``lock`` guards Python-level appends to
+    ``core.wbuf`` and every ``outbox.take()``; the pure outbox's ``publish`` takes it too,
+    the compiled one needs no lock (each of its operations is atomic under the GIL).
+    """
 
     def __init__(self, core: Any) -> None:
         self.core = core
+        self.outbox = outbox = core.outbox
         self.tr: Optional[Transport] = None
-        self.lock = threading.Lock()  # guards core.wbuf appends and swaps
+        self.lock = threading.Lock()  # guards Python-level core.wbuf appends and outbox.take()
         self._send_lock = threading.Lock()  # keeps buffers in order on the wire
         self._ev = threading.Event()
         self._closed = False
+        outbox.threshold = FLUSH_THRESHOLD
+        outbox.on_first = self.kick
+        outbox.on_full = self.flush_now
+        outbox.lock = self.lock
         self._thread = threading.Thread(target=self._run, name="jetwire-flusher", daemon=True)
         self._thread.start()
 
@@ -139,22 +151,20 @@ class Writer:
     def kick(self) -> None:
         if self.tr is None:
             return
-        if len(self.core.wbuf) >= FLUSH_THRESHOLD:
+        if len(self.outbox.buf) >= FLUSH_THRESHOLD:
             self.flush_now()
         elif not self._ev.is_set():
             self._ev.set()
 
     def flush_now(self) -> None:
-        core = self.core
         with self._send_lock:
             tr = self.tr
             if tr is None or tr.closed:
                 return
             with self.lock:
-                buf = core.wbuf
-                if not buf:
-                    return
-                core.wbuf = bytearray()
+                buf = self.outbox.take()
+            if not buf:
+                return
             try:
                 tr.write(buf)
             except (OSError, ConnectionError, ValueError):

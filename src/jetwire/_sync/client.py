@@ -52,8 +52,6 @@ from ._transport import Transport, Writer
 
 log = logging.getLogger("jetwire")
 
-_append_pub = _impl.append_pub
-_append_hpub = _impl.append_hpub
 _append_sub = _impl.append_sub
 _append_unsub = _impl.append_unsub
 _encode_headers = _impl.encode_headers
@@ -105,6 +103,7 @@ class Subscription(SubscriptionBase):
         pending = self._pending
         signal = self._signal
         client = self._core.client
+        outbox = self._core.outbox
         while True:
             signal.clear()
             while pending:
@@ -116,7 +115,7 @@ class Subscription(SubscriptionBase):
                         r
                 except Exception as exc:  # a failing callback must not stop delivery
                     client._report_error(exc)
-            if self._core.wbuf:
+            if outbox.buf:
                 client._writer.flush_now()  # the callbacks are done: send what they published
             if self._slow and len(pending) < self._pmsgs_limit // 2:
                 self._slow = False
@@ -185,7 +184,11 @@ class Client:
     def _connect(self, opts: Options) -> None:
         core = ConnectionCore(opts, self)
         self._core = core
-        self._writer = Writer(core)
+        self._writer = Writer(core)  # sets the outbox's threshold, on_first/on_full and lock
+        outbox = core.outbox
+        outbox.slow = self._publish_slow
+        # the common publish is one call into the outbox (see Client.publish)
+        self.publish = outbox.publish
         core.status = CONNECTING
         last: Optional[BaseException] = None
         auth_err: Optional[BaseException] = None
@@ -268,9 +271,8 @@ class Client:
         self._transport = tr
         self._connected_url = srv.url
         with self._writer.lock:
-            pending = core.wbuf
-            core.wbuf = bytearray(core.resubscribe_bytes())
-            core.wbuf += pending
+            # the subscriptions go first, then what was published while disconnected
+            core.wbuf[:0] = core.resubscribe_bytes()
         core.status = CONNECTED
         core.pings_out = 0
         self._writer.set_transport(tr)
@@ -445,33 +447,42 @@ class Client:
 
     def publish(self, subject: str, data: bytes = b"", reply: Optional[str] = None,
                       headers: Any = None) -> None:
-        """Publish ``data`` to ``subject`` (optionally with a reply subject and headers)."""
+        """Publish ``data`` to ``subject`` (optionally with a reply subject and headers).
+
+        A connected client answers ``publish`` with ``core.outbox.publish`` (an instance
+        attribute set on connect): while connected and not congested, a message without
+        headers of at most ``max_payload`` bytes is queued in one call into compiled code
+        (in ``jetwire`` it returns an already-finished awaitable, so the message is
+        queued even if the result is never awaited). Everything else -- headers,
+        too-large payloads, disconnected, reconnecting, closed, a congested transport --
+        comes here: this method is that slow path.
+        """
         self._append(subject, data, reply, headers)
         writer = self._writer
         writer.kick()
         if writer.congested:
             writer.drain()
 
+    _publish_slow = publish
+
     def _append(self, subject: str, data: bytes, reply: Optional[str], headers: Any) -> None:
         """Check and queue one PUB/HPUB in the write buffer (sent by the caller's kick/flush)."""
         core = self._core
         if core.status != CONNECTED:  # type: ignore[union-attr]
             self._check_publish(len(data))
-        writer = self._writer
+        outbox = core.outbox  # type: ignore[union-attr]
         if headers is None:
-            if len(data) > core.max_payload:  # type: ignore[union-attr]
-                raise MaxPayloadError(f"message of {len(data)} bytes exceeds max_payload {core.max_payload}")  # type: ignore[union-attr]
-            with writer.lock:
-                _append_pub(core.wbuf, subject, reply, data)  # type: ignore[union-attr]
+            if len(data) > outbox.max_payload:
+                raise MaxPayloadError(f"message of {len(data)} bytes exceeds max_payload {outbox.max_payload}")
+            with self._writer.lock:
+                outbox.append_pub(subject, reply, data)
         else:
             hdr = _encode_headers(headers)
-            if len(hdr) + len(data) > core.max_payload:  # type: ignore[union-attr]
+            if len(hdr) + len(data) > outbox.max_payload:
                 raise MaxPayloadError(
-                    f"message of {len(hdr) + len(data)} bytes exceeds max_payload {core.max_payload}")  # type: ignore[union-attr]
-            with writer.lock:
-                _append_hpub(core.wbuf, subject, reply, hdr, data)  # type: ignore[union-attr]
-        core.out_msgs += 1  # type: ignore[union-attr]
-        core.out_bytes += len(data)  # type: ignore[union-attr]
+                    f"message of {len(hdr) + len(data)} bytes exceeds max_payload {outbox.max_payload}")
+            with self._writer.lock:
+                outbox.append_hpub(subject, reply, hdr, data)
 
     def _publish_nowait(self, subject: str, data: bytes, reply: Optional[str] = None) -> bool:
         """Queue a PUB without waiting (safe from the reader and timers). Only while
@@ -481,9 +492,7 @@ class Client:
             return False
         writer = self._writer
         with writer.lock:
-            _append_pub(core.wbuf, subject, reply, data)
-        core.out_msgs += 1
-        core.out_bytes += len(data)
+            core.outbox.append_pub(subject, reply, data)
         writer.kick()
         return True
 

@@ -20,6 +20,7 @@ class _Proto(asyncio.Protocol):
         self.paused = False
         self.resume_fut: Optional[asyncio.Future[None]] = None
         self.lost = False
+        self.on_flow: Optional[Callable[[bool], None]] = None  # told of pause/resume_writing
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -47,9 +48,13 @@ class _Proto(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.paused = True
+        if self.on_flow is not None:
+            self.on_flow(True)
 
     def resume_writing(self) -> None:
         self.paused = False
+        if self.on_flow is not None:
+            self.on_flow(False)
         if self.resume_fut is not None and not self.resume_fut.done():
             self.resume_fut.set_result(None)
 
@@ -126,6 +131,10 @@ class Transport:
     def write_paused(self) -> bool:
         return self._proto.paused
 
+    def set_flow_cb(self, cb: Optional[Callable[[bool], None]]) -> None:
+        """``cb(True)`` when writing pauses (the transport's buffer is full), ``cb(False)`` on resume."""
+        self._proto.on_flow = cb
+
     def close(self) -> None:
         if self.closed:
             return
@@ -147,23 +156,46 @@ FLUSH_THRESHOLD = 64 * 1024
 
 
 class Writer:
-    """Moves the core's write buffer to the transport once per loop turn (or when large)."""
+    """Moves the core's write buffer (``core.outbox``) to the transport once per loop turn
+    (or at once when large).
+
+    It wires the outbox's fast path: ``on_first`` schedules one flush for the end of the
+    loop turn, ``on_full`` flushes inline at ``FLUSH_THRESHOLD`` bytes, and
+    ``outbox.congested`` follows the transport's pause/resume_writing so that a publish
+    into a full transport takes the slow path (which waits for the drain).
+    """
 
     def __init__(self, core: Any) -> None:
         self.core = core
+        self.outbox = outbox = core.outbox
         self.tr: Optional[Transport] = None
         self.pending = False
         self.loop = asyncio.get_running_loop()
         self.lock = _NoLock()
+        outbox.threshold = FLUSH_THRESHOLD
+        outbox.on_first = self.kick
+        outbox.on_full = self.flush_now
+        outbox.lock = None  # one thread: nothing to guard
 
     def set_transport(self, tr: Optional[Transport]) -> None:
+        old = self.tr
+        if old is not None and old is not tr:
+            old.set_flow_cb(None)
         self.tr = tr
+        if tr is None:
+            self.outbox.congested = False
+        else:
+            tr.set_flow_cb(self._on_flow)
+            self.outbox.congested = tr.write_paused
+
+    def _on_flow(self, paused: bool) -> None:
+        self.outbox.congested = paused
 
     def kick(self) -> None:
         """Bytes were appended: send them when the caller yields, or now if many."""
         if self.tr is None:
             return
-        if len(self.core.wbuf) >= FLUSH_THRESHOLD:
+        if len(self.outbox.buf) >= FLUSH_THRESHOLD:
             self.flush_now()
         elif not self.pending:
             self.pending = True
@@ -174,12 +206,12 @@ class Writer:
         self.flush_now()
 
     def flush_now(self) -> None:
-        core = self.core
-        buf = core.wbuf
         tr = self.tr
-        if not buf or tr is None or tr.closed:
+        if tr is None or tr.closed:
             return
-        core.wbuf = bytearray()
+        buf = self.outbox.take()
+        if not buf:
+            return
         try:
             tr.write(buf)
         except (ConnectionError, RuntimeError, OSError):

@@ -519,16 +519,14 @@ class JetStream:
         # sync-only: writer.lock.acquire()
         try:
             if hdr is None:
-                _append_pub(core.wbuf, subject, mux.prefix + token, data)
+                core.outbox.append_pub(subject, mux.prefix + token, data)
             else:
-                _append_hpub(core.wbuf, subject, mux.prefix + token, hdr, data)
+                core.outbox.append_hpub(subject, mux.prefix + token, hdr, data)
         except BaseException:
             mux.discard(token)
             raise
         # sync-only: finally:
         # sync-only:     writer.lock.release()
-        core.out_msgs += 1
-        core.out_bytes += len(data)
         writer.kick()
         if timeout is not None:
             self._arm_deadline(mux, token, timeout)

@@ -46,6 +46,8 @@ __all__ = [
     "append_sub",
     "append_unsub",
     "connect_line",
+    "DONE",
+    "Outbox",
 ]
 
 OP_INFO = 1
@@ -593,3 +595,135 @@ def append_unsub(buf: bytearray, sid: int, max_msgs: int = 0) -> None:
 def connect_line(opts: dict) -> bytes:
     """``CONNECT {json}\\r\\n``."""
     return b"CONNECT " + orjson.dumps(opts) + b"\r\n"
+
+
+# ---------------------------------------------------------------------------- outbox
+class _Done:
+    """An awaitable that is already done (its result is None)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Any:
+        return iter(())
+
+    def __repr__(self) -> str:
+        return "DONE"
+
+
+DONE = _Done()
+
+
+class Outbox:
+    """A connection's write buffer and its ``publish`` fast path.
+
+    ``buf`` is the bytearray of protocol bytes waiting to be sent. ``publish(subject,
+    data=b"", reply=None, headers=None)`` appends ``PUB`` directly when the common case
+    holds -- ``connected``, no headers, not ``congested``, ``data`` is bytes, bytearray
+    or a memoryview of at most ``max_payload`` bytes -- counts it in ``out_msgs`` /
+    ``out_bytes``, then calls ``on_full()`` when ``buf`` reached ``threshold`` bytes or
+    else ``on_first()`` when the append made an empty ``buf`` non-empty, and returns
+    ``ret``. Every other call returns ``slow(subject, data, reply, headers)``. Bad
+    subjects raise ``BadSubjectError`` (bad buffers ``TypeError``/``BufferError``)
+    before ``buf`` is touched. ``take()`` hands over the buffered bytes.
+
+    Threads: this twin's ``publish`` holds ``lock`` (when not None: the blocking
+    writer's lock) while it reads ``buf``, appends and counts. ``append_pub``,
+    ``append_hpub`` and ``take`` take no lock: their callers hold the writer's lock,
+    as does any Python code appending to ``buf`` itself. ``on_first`` / ``on_full``
+    run after the append, outside the lock. (The compiled ``Outbox`` needs no lock in
+    ``publish``: there each operation runs no Python code and is atomic under the GIL.)
+    """
+
+    __slots__ = ("_buf", "connected", "congested", "max_payload", "out_msgs", "out_bytes", "threshold",
+                 "on_first", "on_full", "slow", "ret", "lock")
+
+    def __init__(self, slow: Any = None, max_payload: int = DEFAULT_MAX_PAYLOAD, threshold: int = 65536,
+                 on_first: Any = None, on_full: Any = None, ret: Any = None, lock: Any = None) -> None:
+        self._buf = bytearray()
+        self.connected = False
+        self.congested = False
+        self.max_payload = int(max_payload)
+        self.out_msgs = 0
+        self.out_bytes = 0
+        self.threshold = int(threshold)
+        self.on_first = on_first
+        self.on_full = on_full
+        self.slow = slow
+        self.ret = ret
+        self.lock = lock
+
+    @property
+    def buf(self) -> bytearray:
+        """The bytearray being filled (replace only with another bytearray)."""
+        return self._buf
+
+    @buf.setter
+    def buf(self, value: bytearray) -> None:
+        if not isinstance(value, bytearray):
+            raise TypeError(f"buf must be a bytearray, not {type(value).__name__}")
+        self._buf = value
+
+    def take(self) -> Any:
+        """The buffered bytes: ``buf`` itself, replaced by a new empty bytearray (``b""`` when empty)."""
+        buf = self._buf
+        if not buf:
+            return b""
+        self._buf = bytearray()
+        return buf
+
+    def publish(self, subject: str, data: Any = b"", reply: Optional[str] = None, headers: Any = None) -> Any:
+        """Queue ``PUB``; the fast path returns ``ret``, anything else goes to ``slow``."""
+        if not self.connected or headers is not None or self.congested:
+            return self.slow(subject, data, reply, headers)
+        t = type(data)
+        if t is bytes:
+            n = len(data)
+        elif t is bytearray or t is memoryview:
+            if data is self._buf:
+                raise BufferError("cannot publish the outbox's own buffer")
+            data, n = _data_len(data)
+        else:
+            return self.slow(subject, data, reply, headers)
+        if n > self.max_payload:
+            return self.slow(subject, data, reply, headers)
+        lock = self.lock
+        if lock is None:
+            buf = self._buf
+            before = len(buf)
+            append_pub(buf, subject, reply, data)
+            self.out_msgs += 1
+            self.out_bytes += n
+            after = len(buf)
+        else:
+            with lock:
+                buf = self._buf
+                before = len(buf)
+                append_pub(buf, subject, reply, data)
+                self.out_msgs += 1
+                self.out_bytes += n
+                after = len(buf)
+        if after >= self.threshold:
+            if self.on_full is not None:
+                self.on_full()
+        elif before == 0:
+            if self.on_first is not None:
+                self.on_first()
+        return self.ret
+
+    def append_pub(self, subject: str, reply: Optional[str], data: Any) -> None:
+        """Append ``PUB`` to ``buf`` and count it (no checks beyond the encoder's, no callbacks)."""
+        buf = self._buf
+        if data is buf:
+            raise BufferError("cannot publish the outbox's own buffer")
+        append_pub(buf, subject, reply, data)
+        self.out_msgs += 1
+        self.out_bytes += _data_len(data)[1]
+
+    def append_hpub(self, subject: str, reply: Optional[str], hdr: Any, data: Any) -> None:
+        """Append ``HPUB`` to ``buf`` and count it (``out_bytes`` counts ``data`` only)."""
+        buf = self._buf
+        if data is buf or hdr is buf:
+            raise BufferError("cannot publish the outbox's own buffer")
+        append_hpub(buf, subject, reply, hdr, data)
+        self.out_msgs += 1
+        self.out_bytes += _data_len(data)[1]
