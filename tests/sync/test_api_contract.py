@@ -176,6 +176,8 @@ def test_models_use_json_names_float_seconds_and_keep_unknown_fields():
     assert d["ack_wait"] == 2_500_000_000
     assert d["backoff"] == [500_000_000, 1_000_000_000]
     assert d["ack_policy"] == "explicit"  # the default is always sent
+    assert nats.ConsumerConfig(ack_wait=30).to_json_dict()["ack_wait"] == 30_000_000_000
+    assert nats.ConsumerConfig(ack_wait=30).ack_wait == 30.0
     sc = nats.StreamConfig(name="X", max_age=1.5, duplicate_window=0.25)
     sd = sc.to_json_dict()
     assert sd["max_age"] == 1_500_000_000 and sd["duplicate_window"] == 250_000_000
@@ -308,6 +310,7 @@ def test_plain_and_awaited_calls(nats_url):
         pending = js.publish_async(f"{s.name.lower()}.m", b"x")
         fut = pending
         assert isinstance(fut, concurrent.futures.Future)
+        assert fut in concurrent.futures.wait([fut], timeout=5).done
         js.publish_async_complete(timeout=5)
         assert fut.result().seq == 4
 
@@ -328,6 +331,9 @@ def test_plain_and_awaited_calls(nats_url):
         obs.put_bytes("o", b"data")
         objs = obs.list()
         assert isinstance(objs, list) and [o.name for o in objs] == ["o"]
+        obs.delete("o")
+        assert obs.list() == []
+        assert kv.keys("nothing.*") == []
         pending = obs.watch()
         ow = pending
         assert (ow.next(5)).name == "o"
@@ -471,6 +477,10 @@ def test_client_properties(nats_url):
     finally:
         nc.close()
     assert nc.is_closed and not nc.is_connected
+    nc.close()  # again: no error
+    nc.drain()  # returns: the connection is closed
+    with pytest.raises(nats.ConnectionClosedError):
+        nc.request("x", b"", timeout=1)
 
 
 def test_verbose_and_pedantic_connections_work(nats_url):
@@ -567,12 +577,14 @@ def test_first_connect_tries_every_server(nats_url):
 def test_retry_on_failed_connect_connects_later(fresh_nats_server):
     srv = fresh_nats_server
     srv.kill()
-    nc = nats.connect(srv.url, retry_on_failed_connect=True, reconnect_time_wait=0.1,
-                            max_reconnect_attempts=-1, connect_timeout=1)
+    nc = nats.connect(srv.url, retry_on_failed_connect=True, reconnect_time_wait=0.01,
+                            reconnect_jitter=0.0, max_reconnect_attempts=-1, connect_timeout=1)
     try:
-        assert not nc.is_connected and not nc.is_closed
+        assert not nc.is_connected and not nc.is_closed and nc.is_reconnecting
         sub = nc.subscribe("later.x")
         nc.publish("later.x", b"buffered")
+        prims.sleep(1.0)  # ~100 refused attempts: -1 means forever
+        assert nc.is_reconnecting
         srv.start()
         assert wait_until(lambda: nc.is_connected, 20)
         assert (sub.next_msg(timeout=5)).data == b"buffered"
@@ -629,10 +641,15 @@ def test_pings_detect_a_frozen_server_then_reconnect(fresh_nats_server):
     try:
         sub = nc.subscribe("stale.x")
         nc.flush()
+        js = nc.jetstream(timeout=0.2)
         srv.freeze()
         try:
             with pytest.raises(nats.TimeoutError):
                 nc.flush(timeout=0.1)
+            start = time.monotonic()
+            with pytest.raises(nats.TimeoutError):
+                js.account_info()
+            assert time.monotonic() - start < 1.0
             assert errs.wait_for(lambda c: any(isinstance(a[0], nats.StaleConnectionError) for a in c), 5)
             assert disconnected.wait(5)
         finally:
@@ -685,6 +702,15 @@ def test_status_message_headers(nats_url):
         assert isinstance(msg.headers, nats.Headers)
         assert msg.headers.status == "503"
         assert msg.data == b""
+        js = nc.jetstream()
+        s = make_stream(js)
+        try:
+            s.create_consumer(durable_name="d")
+            nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{s.name}.d", b'{"batch":1,"no_wait":true}', reply=inbox)
+            st = sub.next_msg(timeout=5)
+            assert (st.headers.status, st.headers.description) == ("404", "No Messages")
+        finally:
+            js.delete_stream(s.name)
     finally:
         nc.close()
 
@@ -867,6 +893,10 @@ def test_js_publish_msg_and_pub_ack(nats_url):
         ack = js.publish_msg(nats.Msg(subject=subj, data=b"hello", headers={"H": "1"}), msg_id="id-1")
         assert isinstance(ack, nats.PubAck)
         assert (ack.stream, ack.seq, ack.duplicate, ack.domain) == (s.name, 1, False, None)
+        fut = js.publish_async(subj, b"async", headers={"A": ["1", "2"]})
+        js.publish_async_complete(timeout=5)
+        assert fut.result().seq == 2
+        assert (s.get_msg(2)).headers.get_all("A") == ["1", "2"]
         again = js.publish(subj, b"hello", msg_id="id-1")
         assert again.duplicate is True and again.seq == 1
         raw = s.get_msg(1)
@@ -890,7 +920,7 @@ def test_fetch_error_when_the_consumer_is_deleted(nats_url):
         got = [m for m in batch]
         assert got == []
         assert time.monotonic() - start < 5
-        assert isinstance(batch.error, nats.JetStreamError), batch.error
+        assert isinstance(batch.error, nats.ConsumerDeletedError), batch.error
     finally:
         js.delete_stream(s.name)
         nc.close()
@@ -1180,3 +1210,110 @@ def test_nested_config_types_round_trip(nats_url):
             pass
         js.delete_stream(origin.name)
         nc.close()
+
+
+# =====================================================================================
+# Documented signatures (names, order and the defaults API.md gives)
+
+_REQUIRED = object()
+
+
+def _check_signature(fn, *expected) -> None:
+    """``expected``: parameter names in order, or (name, default) pairs; extra trailing
+    parameters are allowed."""
+    params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+    names = [p.name for p in params]
+    want = [e if isinstance(e, str) else e[0] for e in expected]
+    assert names[:len(want)] == want, (fn, names)
+    for e, p in zip(expected, params):
+        if not isinstance(e, str):
+            assert p.default == e[1], (fn, p.name, p.default)
+
+
+def test_documented_signatures():
+    pkg = nats.Client.__module__.rsplit(".", 1)[0]  # the flavour's implementation package
+
+    def mod(name: str):
+        return importlib.import_module(f"{pkg}.{name}")
+
+    ConsumeContext, Consumer, MessagesContext = (getattr(mod("consumer"), n)
+                                                 for n in ("ConsumeContext", "Consumer", "MessagesContext"))
+    JetStream = mod("jetstream").JetStream
+    KeyValue = mod("kv").KeyValue
+    ObjectStore = mod("objects").ObjectStore
+    OrderedConsumer = mod("ordered").OrderedConsumer
+    Stream = mod("stream").Stream
+
+    C, S = nats.Client, nats.Subscription
+    _check_signature(C.publish, "subject", ("data", b""), ("reply", None), ("headers", None))
+    _check_signature(C.subscribe, "subject", ("queue", None), ("cb", None), ("max_msgs", 0), "pending_msgs_limit",
+                     "pending_bytes_limit")
+    _check_signature(C.request, "subject", ("data", b""), ("timeout", 1.0), ("headers", None))
+    _check_signature(C.flush, "timeout")
+    _check_signature(C.jetstream, ("domain", None), ("api_prefix", None), ("timeout", 5.0),
+                     ("publish_async_max_pending", 4000))
+    _check_signature(S.next_msg, ("timeout", 1.0))
+    _check_signature(S.unsubscribe, ("max_msgs", 0))
+    _check_signature(nats.Msg.respond, "data", ("headers", None))
+    _check_signature(nats.Msg.ack_sync, "timeout")
+    _check_signature(nats.Msg.nak, ("delay", None))
+    _check_signature(nats.Msg.term, ("reason", None))
+    _check_signature(nats.Headers.get_all, "key")
+    _check_signature(nats.Headers.add, "key", "value")
+
+    pub = ["subject", ("data", b""), ("headers", None), ("msg_id", None), ("expected_stream", None),
+           ("expected_last_seq", None), ("expected_last_subject_seq", None), ("expected_last_msg_id", None),
+           ("timeout", None), ("retry_attempts", 2), ("retry_wait", 0.25)]
+    _check_signature(JetStream.publish, *pub)
+    _check_signature(JetStream.publish_async, *pub, ("stall_wait", 0.2))
+    _check_signature(JetStream.publish_msg, "msg")
+    _check_signature(JetStream.publish_async_complete, ("timeout", None))
+    _check_signature(JetStream.create_stream, ("config", None))
+    _check_signature(JetStream.stream, "name")
+    _check_signature(JetStream.list_streams, ("subject", None))
+    _check_signature(JetStream.stream_names, ("subject", None))
+    _check_signature(JetStream.stream_name_by_subject, "subject")
+    _check_signature(JetStream.create_consumer, "stream", ("config", None))
+    _check_signature(JetStream.consumer, "stream", "name")
+    _check_signature(JetStream.pause_consumer, "stream", "name", "until")
+    _check_signature(Stream.info, ("subjects_filter", None), ("deleted_details", False))
+    _check_signature(Stream.purge, ("subject", None), ("sequence", None), ("keep", None))
+    _check_signature(Stream.get_msg, "seq", ("direct", False))
+    _check_signature(Stream.get_last_msg_for_subject, "subject", ("direct", False))
+    _check_signature(Stream.delete_msg, "seq")
+    _check_signature(Stream.secure_delete_msg, "seq")
+    _check_signature(Stream.create_consumer, ("config", None))
+    _check_signature(Stream.pause_consumer, "name", "until")
+    _check_signature(OrderedConsumer.__init__, "js", "stream", ("filter_subjects", None), "deliver_policy",
+                     ("opt_start_seq", None), ("opt_start_time", None), "replay_policy", "inactive_threshold",
+                     ("headers_only", False), "max_reset_attempts")
+    _check_signature(Consumer.fetch, "batch", ("max_wait", 30.0), ("heartbeat", None))
+    _check_signature(Consumer.fetch_bytes, "max_bytes", "max_wait")
+    _check_signature(Consumer.fetch_no_wait, "batch")
+    _check_signature(Consumer.next, "timeout")
+    _check_signature(Consumer.consume, "cb", "max_messages", ("max_bytes", None), ("expires", 30.0),
+                     ("threshold_messages", None), ("threshold_bytes", None), ("heartbeat", None),
+                     ("error_cb", None), ("stop_after", None))
+    _check_signature(Consumer.messages, "max_messages", "max_bytes", "expires", "heartbeat")
+    _check_signature(ConsumeContext.closed)
+    _check_signature(MessagesContext.next, ("timeout", None))
+    _check_signature(KeyValue.get, "key", ("revision", None))
+    _check_signature(KeyValue.put, "key", "value")
+    _check_signature(KeyValue.create, "key", "value")
+    _check_signature(KeyValue.update, "key", "value", "last_revision")
+    _check_signature(KeyValue.delete, "key", ("last_revision", None))
+    _check_signature(KeyValue.purge, "key", ("last_revision", None))
+    _check_signature(KeyValue.history, "key")
+    _check_signature(KeyValue.watch, "keys", ("include_history", False), ("ignore_deletes", False),
+                     ("meta_only", False), ("updates_only", False), ("resume_from_revision", None))
+    _check_signature(KeyValue.purge_deletes, "older_than")
+    _check_signature(ObjectStore.put, "meta_or_name", "reader")
+    _check_signature(ObjectStore.put_file, "path", ("name", None))
+    _check_signature(ObjectStore.get, "name")
+    _check_signature(ObjectStore.get_file, "name", "path")
+    _check_signature(ObjectStore.get_info, "name", ("show_deleted", False))
+    _check_signature(ObjectStore.update_meta, "name", "meta")
+    _check_signature(ObjectStore.delete, "name")
+    _check_signature(ObjectStore.add_link, "name", "obj_info")
+    _check_signature(ObjectStore.add_bucket_link, "name", "bucket")
+    _check_signature(ObjectStore.list, ("show_deleted", False))
