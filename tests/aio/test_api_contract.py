@@ -439,6 +439,24 @@ async def test_error_cb_may_be_a_coroutine_function(nats_url):
         assert await errs.wait_for(lambda c: any(isinstance(a[0], nats.SlowConsumerError) for a in c))
         assert sub.pending_msgs == 1
         assert nc.is_connected
+        # consume(error_cb=) too
+        js = nc.jetstream()
+        s = await make_stream(js)
+        try:
+            c = await s.create_consumer(durable_name="gone")
+            js_errs = Recorder()
+
+            async def on_consume_error(err):
+                js_errs(err)
+
+            ctx = await c.consume(lambda m: None, error_cb=on_consume_error, expires=5)
+            await nc.flush()
+            await prims.sleep(0.1)
+            await s.delete_consumer("gone")
+            assert await js_errs.wait_for(lambda c: any(isinstance(a[0], nats.ConsumerDeletedError) for a in c))
+            assert await ctx.closed(5)
+        finally:
+            await js.delete_stream(s.name)
     finally:
         await nc.close()
 

@@ -430,6 +430,24 @@ def test_error_cb_may_be_a_coroutine_function(nats_url):
         assert errs.wait_for(lambda c: any(isinstance(a[0], nats.SlowConsumerError) for a in c))
         assert sub.pending_msgs == 1
         assert nc.is_connected
+        # consume(error_cb=) too
+        js = nc.jetstream()
+        s = make_stream(js)
+        try:
+            c = s.create_consumer(durable_name="gone")
+            js_errs = Recorder()
+
+            def on_consume_error(err):
+                js_errs(err)
+
+            ctx = c.consume(lambda m: None, error_cb=on_consume_error, expires=5)
+            nc.flush()
+            prims.sleep(0.1)
+            s.delete_consumer("gone")
+            assert js_errs.wait_for(lambda c: any(isinstance(a[0], nats.ConsumerDeletedError) for a in c))
+            assert ctx.closed(5)
+        finally:
+            js.delete_stream(s.name)
     finally:
         nc.close()
 
