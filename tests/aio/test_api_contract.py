@@ -656,6 +656,7 @@ async def test_lame_duck_mode_cb_fires(fresh_nats_server):
         assert await ldm.wait(10)
     finally:
         await nc.close()
+        fresh_nats_server.kill()  # a lame duck takes its time to exit
 
 
 async def test_pings_detect_a_frozen_server_then_reconnect(fresh_nats_server):
@@ -1241,8 +1242,6 @@ async def test_nested_config_types_round_trip(nats_url):
 
 # =====================================================================================
 # Documented signatures (names, order and the defaults API.md gives)
-
-_REQUIRED = object()
 
 
 def _check_signature(fn, *expected) -> None:
