@@ -45,6 +45,11 @@ __all__ = [
 
 def register(spark: "object") -> type:
     """Register ``format("jetstream")`` on ``spark`` (a ``SparkSession``); returns the
-    data source class."""
-    spark.dataSource.register(JetStreamDataSource)  # type: ignore[attr-defined]
+    data source class. Harmless when Spark already found it through ``pyspark_jetwire``
+    (Spark 4.0 refuses to register a name twice; that refusal is ignored)."""
+    try:
+        spark.dataSource.register(JetStreamDataSource)  # type: ignore[attr-defined]
+    except Exception as exc:
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
+            raise
     return JetStreamDataSource
