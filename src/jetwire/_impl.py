@@ -39,6 +39,8 @@ __all__ = [
     "connect_line",
     "Outbox",
     "DONE",
+    "SubState",
+    "Router",
 ]
 
 
@@ -95,3 +97,5 @@ append_unsub = _mod.append_unsub
 connect_line = _mod.connect_line
 Outbox = _mod.Outbox
 DONE = _mod.DONE
+SubState = _mod.SubState
+Router = _mod.Router

@@ -90,3 +90,37 @@ class Outbox:
     def publish(self, subject: str, data: _Buffer = b"", reply: Optional[str] = None, headers: Any = None) -> Any: ...
     def append_pub(self, subject: str, reply: Optional[str], data: _Buffer) -> None: ...
     def append_hpub(self, subject: str, reply: Optional[str], hdr: _Buffer, data: _Buffer) -> None: ...
+
+class SubState:
+    _client: Any
+    _direct: Optional[Callable[[Any], None]]
+    _pending: Any
+    _signal: Any
+    delivered: int
+    _max: int
+    _pending_bytes: int
+    _pmsgs_limit: int
+    _pbytes_limit: int
+    _dropped: int
+    _slow: bool
+    def _next(self) -> Optional[MsgBase]: ...
+    def _deliver(self, cb: Callable[[Any], Any], report: Callable[[BaseException], Any]) -> Any: ...
+
+class Router:
+    parser: Any
+    subs: Dict[int, SubState]
+    control: Optional[Callable[[Tuple[int, Any]], Any]]
+    on_max: Optional[Callable[[SubState], Any]]
+    on_slow: Optional[Callable[[SubState], Any]]
+    in_msgs: int
+    in_bytes: int
+    def __init__(
+        self,
+        parser: Any,
+        subs: Dict[int, SubState],
+        control: Optional[Callable[[Tuple[int, Any]], Any]] = None,
+        on_max: Optional[Callable[[SubState], Any]] = None,
+        on_slow: Optional[Callable[[SubState], Any]] = None,
+    ) -> None: ...
+    def feed(self, data: _Buffer) -> None: ...
+    def route(self, events: List[Any]) -> None: ...

@@ -59,19 +59,21 @@ ACT_FATAL = 4  # (ACT_FATAL, exc): drop the connection (reconnect or close)
 ACT_PONG = 5  # the server pinged: send a PONG
 
 
-class SubscriptionBase:
-    """Per-subscription state the core manages: pending queue, limits, counters."""
+class SubscriptionBase(_impl.SubState):
+    """Per-subscription state the core manages: pending queue, limits, counters.
 
-    __slots__ = (
-        "_core", "sid", "subject", "queue", "_cb", "_direct", "_pending", "_pending_bytes",
-        "_pmsgs_limit", "_pbytes_limit", "_dropped", "_slow", "delivered", "_max", "_closed",
-        "_signal", "_task", "_draining", "_jsi", "__weakref__",
-    )
+    The fields the receive path touches for every message (``_direct``, ``_pending``,
+    ``_pending_bytes``, the limits, ``delivered``, ``_max``, ``_dropped``, ``_slow``,
+    ``_signal``) live in the base ``_impl.SubState`` (compiled, or its pure twin).
+    """
+
+    __slots__ = ("_core", "sid", "subject", "queue", "_cb", "_closed", "_task", "_draining", "_jsi", "__weakref__")
 
     def __init__(self, core: "ConnectionCore", sid: int, subject: str, queue: Optional[str],
                  cb: Optional[Callable[..., Any]], signal: Any, pending_msgs_limit: int,
                  pending_bytes_limit: int) -> None:
         self._core = core
+        self._client = core.client  # what messages handed out are bound to
         self.sid = sid
         self.subject = subject
         self.queue = queue
@@ -109,12 +111,8 @@ class SubscriptionBase:
 
     def _take(self) -> Optional[Msg]:
         """Pop the next pending message (or None)."""
-        pending = self._pending
-        if not pending:
-            return None
-        msg = pending.popleft()
-        self._pending_bytes -= len(msg.data)
-        if self._slow and len(pending) < self._pmsgs_limit // 2:
+        msg = self._next()
+        if msg is not None and self._slow and len(self._pending) < self._pmsgs_limit // 2:
             self._slow = False
         return msg
 
@@ -132,19 +130,18 @@ class ConnectionCore:
         self.parser = _impl.Parser(Msg, opts.max_control_line)
         self.outbox = _impl.Outbox(max_payload=1024 * 1024)
         self.subs: Dict[int, SubscriptionBase] = {}
+        self.router = _impl.Router(self.parser, self.subs, self._control, self._auto_unsub_done,
+                                   self._slow_consumer)
         self._next_sid = 0
         self.pongs: Deque[Any] = deque()
         self.pings_out = 0
         self.actions: List[Tuple[int, Any]] = []
-        self.touched: List[SubscriptionBase] = []
         self.pool = ServerPool(opts.servers, randomize=not opts.dont_randomize)
         self.creds = Credentials(opts.user, opts.password, opts.token, opts.nkey_seed, opts.creds)
         self.info: Dict[str, Any] = {}
         self.headers_ok = True
         self._status = DISCONNECTED
         self.handshaking = False
-        self.in_msgs = 0
-        self.in_bytes = 0
         self.reconnects = 0
         self.last_error: Optional[BaseException] = None
         self._nuid = NUID()
@@ -181,6 +178,22 @@ class ConnectionCore:
     @max_payload.setter
     def max_payload(self, value: int) -> None:
         self.outbox.max_payload = min(int(value), 1 << 62)
+
+    @property
+    def in_msgs(self) -> int:
+        return self.router.in_msgs
+
+    @in_msgs.setter
+    def in_msgs(self, value: int) -> None:
+        self.router.in_msgs = value
+
+    @property
+    def in_bytes(self) -> int:
+        return self.router.in_bytes
+
+    @in_bytes.setter
+    def in_bytes(self, value: int) -> None:
+        self.router.in_bytes = value
 
     @property
     def out_msgs(self) -> int:
@@ -262,57 +275,14 @@ class ConnectionCore:
 
     # -- receiving -------------------------------------------------------------------
     def feed(self, data: bytes) -> None:
-        """Parse ``data`` and route every event. Raises ProtocolError on garbage."""
-        events = self.parser.feed(data)
-        if not events:
-            return
-        subs = self.subs
-        client = self.client
-        n = 0
-        nbytes = 0
-        touched = self.touched
-        for ev in events:
-            if ev.__class__ is tuple:
-                self._control(ev)
-                continue
-            sub = subs.get(ev.sid)
-            n += 1
-            nbytes += len(ev.data)
-            if sub is None:
-                continue
-            ev._client = client
-            direct = sub._direct
-            if direct is not None:
-                sub.delivered += 1
-                direct(ev)
-                continue
-            if sub._max:
-                if sub.delivered >= sub._max:
-                    continue
-                sub.delivered += 1
-                if sub.delivered >= sub._max:
-                    self._auto_unsub_done(sub)
-            else:
-                sub.delivered += 1
-            pending = sub._pending
-            if len(pending) >= sub._pmsgs_limit or sub._pending_bytes + len(ev.data) > sub._pbytes_limit:
-                sub._dropped += 1
-                if not sub._slow:
-                    sub._slow = True
-                    self.actions.append((ACT_ERROR, SlowConsumerError(
-                        f"slow consumer on subject {sub.subject!r}, messages dropped",
-                        subject=sub.subject, sid=sub.sid)))
-                continue
-            if not pending:
-                touched.append(sub)
-            pending.append(ev)
-            sub._pending_bytes += len(ev.data)
-        self.in_msgs += n
-        self.in_bytes += nbytes
-        if touched:
-            for sub in touched:
-                sub._signal.set()
-            touched.clear()
+        """Parse ``data`` and route every event (``router``: compiled, or its pure twin).
+
+        Raises ProtocolError on garbage."""
+        self.router.feed(data)
+
+    def _slow_consumer(self, sub: SubscriptionBase) -> None:
+        self.actions.append((ACT_ERROR, SlowConsumerError(
+            f"slow consumer on subject {sub.subject!r}, messages dropped", subject=sub.subject, sid=sub.sid)))
 
     def _auto_unsub_done(self, sub: SubscriptionBase) -> None:
         self.subs.pop(sub.sid, None)

@@ -2,7 +2,6 @@
 is generated from it by ``tools/gen_sync.py`` (never edit the generated file)."""
 from __future__ import annotations
 
-import inspect
 import logging
 import random
 import time
@@ -54,7 +53,6 @@ log = logging.getLogger("jetwire")
 _append_sub = _impl.append_sub
 _append_unsub = _impl.append_unsub
 _encode_headers = _impl.encode_headers
-_isawaitable = inspect.isawaitable
 
 
 class Subscription(SubscriptionBase):
@@ -103,17 +101,18 @@ class Subscription(SubscriptionBase):
         signal = self._signal
         client = self._core.client
         outbox = self._core.outbox
+        report = client._report_error  # a failing callback must not stop delivery
+        deliver = self._deliver  # cb(msg) for each pending message, in compiled code
         while True:
             signal.clear()
-            while pending:
-                msg = pending.popleft()
-                self._pending_bytes -= len(msg.data)
+            while True:
+                r = deliver(cb, report)
+                if r is None:
+                    break
                 try:
-                    r = cb(msg)
-                    if r is not None and _isawaitable(r):
-                        await r
-                except Exception as exc:  # a failing callback must not stop delivery
-                    client._report_error(exc)
+                    await r  # the callback returned an awaitable
+                except Exception as exc:
+                    report(exc)
             if outbox.buf:
                 client._writer.flush_now()  # the callbacks are done: send what they published
             if self._slow and len(pending) < self._pmsgs_limit // 2:
