@@ -242,9 +242,12 @@ def test_consume_by_bytes_and_explicit_acks(nats_url):
 
         def cb(msg):
             seen.append(msg.metadata.sequence.stream)
-            msg.ack()
             if len(seen) == 300:
+                # the server applies acks in order: confirming the last confirms them all
+                msg.ack_sync()
                 done.set()
+            else:
+                msg.ack()
 
         cc = c.consume(cb, max_bytes=4096, expires=2)
         assert done.wait(20), len(seen)
