@@ -117,13 +117,13 @@ class RangePartition:
 
 # --------------------------------------------------------------------------- connecting
 @contextmanager
-def open_js(conn: Dict[str, Any]) -> Iterator[Tuple[Any, Any]]:
+def open_js(conn: Dict[str, Any], **js_options: Any) -> Iterator[Tuple[Any, Any]]:
     """A blocking connection and JetStream context for the duration of the block."""
     import jetwire
 
     nc = jetwire.connect(**connect_kwargs(conn))
     try:
-        yield nc, nc.jetstream(**jetstream_kwargs(conn))
+        yield nc, nc.jetstream(**jetstream_kwargs(conn), **js_options)
     finally:
         try:
             nc.close()
@@ -356,7 +356,10 @@ class _DirectPump(_Pump):
             d = h._d
             last = d.get(K_LAST)
             pend = d.get(K_PENDING)
-            f.last_seq = int(last[0]) if last else 0
+            if last:
+                f.last_seq = int(last[0])
+            elif f.msgs:  # (a server that leaves the header out of the EOB)
+                f.last_seq = int(f.msgs[-1].headers._d[K_SEQ][0])
             f.pending = int(pend[0]) if pend else -1
             if not f.msgs or f.pending == 0 or f.last_seq + 1 >= self.hi:
                 f.end = True

@@ -146,8 +146,7 @@ def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: i
     prefix = opts.msg_id_prefix
     id_base = f"{prefix}:{batch_id if batch_id is not None else 0}:{partition_id}:" if prefix else None
     stall = opts.ack_timeout
-    with _gc_paused(), open_js(opts.conn) as (nc, js0):
-        js = nc.jetstream(publish_async_max_pending=opts.max_pending, **_js_kwargs(opts))
+    with _gc_paused(), open_js(opts.conn, publish_async_max_pending=opts.max_pending) as (nc, js):
         publish = js.publish_async
         futs: Deque[Any] = deque()
         add = result.add_ack
@@ -190,9 +189,3 @@ def _outcome(f: Any) -> Any:
     except AttributeError:  # not a concurrent.futures.Future
         pass
     return f.result(timeout=0)
-
-
-def _js_kwargs(opts: WriteOptions) -> Dict[str, Any]:
-    from ._options import jetstream_kwargs
-
-    return jetstream_kwargs(opts.conn)
