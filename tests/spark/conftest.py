@@ -54,10 +54,15 @@ def spark_nats() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark_available() -> None:
+    """Fails the test (not a skip) when pyspark/pyarrow or Java is missing."""
     problem = _missing()
     if problem:
         pytest.fail(f"Spark tests cannot run: {problem}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def spark(spark_available: None) -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
