@@ -414,3 +414,82 @@ def _frames(wire: bytes):
         end = eol + 2 + size + 2
         yield wire[pos:end]
         pos = end
+
+
+# ------------------------------------------------------------- wired to the writers
+class FakeCore:
+    def __init__(self, impl) -> None:
+        self.outbox = impl.Outbox(slow=lambda *a: ("slow",) + a)
+        self.outbox.connected = True
+
+
+class FakeTransport:
+    def __init__(self) -> None:
+        self.writes: list = []
+        self.closed = False
+        self.write_paused = False
+        self.flow_cb = None
+        self.wrote = threading.Event()
+
+    def set_flow_cb(self, cb) -> None:
+        self.flow_cb = cb
+
+    def write(self, data) -> None:
+        self.writes.append(bytes(data))
+        self.wrote.set()
+
+
+def test_asyncio_writer_drives_the_outbox(impl):
+    from jetwire.aio._transport import FLUSH_THRESHOLD, Writer
+
+    async def main():
+        core = FakeCore(impl)
+        ob = core.outbox
+        w = Writer(core)
+        assert ob.threshold == FLUSH_THRESHOLD and ob.lock is None
+        tr = FakeTransport()
+        w.set_transport(tr)
+        assert tr.flow_cb is not None and not ob.congested
+        ob.publish("a", b"1")
+        ob.publish("a", b"2")
+        assert tr.writes == []  # sent at the end of the loop turn, in one write
+        await asyncio.sleep(0)
+        assert tr.writes == [b"PUB a 1\r\n1\r\nPUB a 1\r\n2\r\n"]
+        big = b"x" * FLUSH_THRESHOLD
+        ob.publish("a", big)  # reaches the threshold: written at once
+        assert len(tr.writes) == 2 and tr.writes[1].endswith(big + b"\r\n")
+        tr.flow_cb(True)  # pause_writing
+        assert ob.congested
+        assert ob.publish("a", b"3")[0] == "slow"
+        tr.flow_cb(False)  # resume_writing
+        assert not ob.congested and ob.publish("a", b"3") is None
+        w.set_transport(None)
+        assert tr.flow_cb is None and not ob.congested
+        await asyncio.sleep(0)
+        assert ob.buf == b"PUB a 1\r\n3\r\n"  # no transport: kept for the reconnect
+
+    asyncio.run(main())
+
+
+def test_blocking_writer_drives_the_outbox(impl):
+    from jetwire._sync._transport import FLUSH_THRESHOLD, Writer
+
+    core = FakeCore(impl)
+    ob = core.outbox
+    w = Writer(core)
+    try:
+        assert ob.threshold == FLUSH_THRESHOLD and ob.lock is w.lock
+        tr = FakeTransport()
+        w.set_transport(tr)
+        ob.publish("a", b"1")  # wakes the flusher thread
+        assert tr.wrote.wait(5)
+        for _ in range(100):
+            if not ob.buf:
+                break
+            threading.Event().wait(0.01)
+        assert b"".join(tr.writes) == b"PUB a 1\r\n1\r\n"
+        big = b"x" * FLUSH_THRESHOLD
+        ob.publish("a", big)  # flushed inline by the publishing thread
+        assert b"".join(tr.writes).endswith(big + b"\r\n") and ob.buf == b""
+    finally:
+        w.close()

@@ -53,6 +53,7 @@ log = logging.getLogger("jetwire")
 _append_sub = _impl.append_sub
 _append_unsub = _impl.append_unsub
 _encode_headers = _impl.encode_headers
+_DONE = _impl.DONE  # what the asyncio publish fast path returns
 
 
 class Subscription(SubscriptionBase):
@@ -615,16 +616,32 @@ class Client:
         return time.perf_counter() - start
 
     # -- JetStream acks (used by Msg) --------------------------------------------------
-    async def _js_ack(self, msg: Msg, payload: bytes, terminal: bool, sync: bool, timeout: Optional[float]) -> None:
+    def _js_ack(self, msg: Msg, payload: bytes, terminal: bool, sync: bool, timeout: Optional[float]) -> Any:
+        """Send an ack (``sync``: and wait for the server's confirmation). Returns what an
+        asyncio caller awaits; a fire-and-forget ack queued by the publish fast path is
+        already done (no coroutine per ack)."""
         if msg._ackd:
             raise MsgAlreadyAckedError("message was already acknowledged")
         reply = msg.reply
         if not reply or not reply.startswith("$JS.ACK."):
             raise NotJSMessageError("message is not a JetStream message")
         if sync:
-            await self.request(reply, payload, timeout or 5.0)
-        else:
-            await self.publish(reply, payload)
+            return self._js_ack_confirmed(msg, reply, payload, terminal, timeout)
+        r = self.publish(reply, payload)
+        if r is None or r is _DONE:  # queued (the blocking publish always returns None)
+            if terminal:
+                msg._ackd = True
+            return r
+        return self._js_ack_after(msg, r, terminal)  # the slow path: acked once it went through
+
+    async def _js_ack_confirmed(self, msg: Msg, reply: str, payload: bytes, terminal: bool,
+                                timeout: Optional[float]) -> None:
+        await self.request(reply, payload, timeout or 5.0)
+        if terminal:
+            msg._ackd = True
+
+    async def _js_ack_after(self, msg: Msg, sending: Any, terminal: bool) -> None:
+        await sending
         if terminal:
             msg._ackd = True
 
