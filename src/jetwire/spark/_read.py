@@ -116,12 +116,33 @@ class RangePartition:
 
 
 # --------------------------------------------------------------------------- connecting
+_CONNECT_ATTEMPTS = 3
+
+
+def connect(conn: Dict[str, Any]) -> Any:
+    """A blocking connection from parsed connection options. A first connection that
+    fails for a reason other than credentials is tried again twice (after 0.2 s, 0.4 s):
+    a Spark task would otherwise fail and be rescheduled for a transient hiccup."""
+    import jetwire
+
+    delay = 0.2
+    for attempt in range(_CONNECT_ATTEMPTS):
+        try:
+            return jetwire.connect(**connect_kwargs(conn))
+        except jetwire.AuthorizationError:
+            raise
+        except (jetwire.NoServersError, TimeoutError, OSError):
+            if attempt + 1 >= _CONNECT_ATTEMPTS:
+                raise
+            time.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 @contextmanager
 def open_js(conn: Dict[str, Any], **js_options: Any) -> Iterator[Tuple[Any, Any]]:
     """A blocking connection and JetStream context for the duration of the block."""
-    import jetwire
-
-    nc = jetwire.connect(**connect_kwargs(conn))
+    nc = connect(conn)
     try:
         yield nc, nc.jetstream(**jetstream_kwargs(conn), **js_options)
     finally:

@@ -220,11 +220,10 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _js(self) -> Any:
         c = self._conn
         if c is None or c[0].is_closed:
-            import jetwire
+            from ._options import jetstream_kwargs
+            from ._read import connect
 
-            from ._options import connect_kwargs, jetstream_kwargs
-
-            nc = jetwire.connect(**connect_kwargs(self.opts.conn))
+            nc = connect(self.opts.conn)
             c = self._conn = (nc, nc.jetstream(**jetstream_kwargs(self.opts.conn)))
         return c
 
