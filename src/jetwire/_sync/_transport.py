@@ -1,6 +1,7 @@
 """Blocking byte mover: a socket, a reader thread feeding the core, sendall for writes."""
 from __future__ import annotations
 
+import select
 import socket
 import ssl
 import threading
@@ -19,6 +20,10 @@ class Transport:
         self._sock: Optional[socket.socket] = None
         self._send_lock = threading.Lock()
         self._reader: Optional[threading.Thread] = None
+        self._tls = False
+        # An OpenSSL connection must not be read and written by two threads at once:
+        # with TLS the socket is non-blocking and every SSL call holds this lock.
+        self._ssl_lock = threading.Lock()
         self.closed = False
 
     def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
@@ -43,6 +48,7 @@ class Transport:
                 sock = tls.wrap_socket(sock, server_hostname=tls_hostname or host)
                 head = head[: head.index(b"\r\n") + 2]
             self._sock = sock
+            self._tls = isinstance(sock, ssl.SSLSocket)
             self._timeout = timeout
             return bytes(head)
         except BaseException:
@@ -56,10 +62,15 @@ class Transport:
               rest: bytes) -> None:
         sock = self._sock
         assert sock is not None
-        sock.settimeout(None)
+        if self._tls:
+            sock.setblocking(False)
+            loop = self._read_loop_tls
+        else:
+            sock.settimeout(None)
+            loop = self._read_loop
         if rest:
             on_data(rest)
-        self._reader = threading.Thread(target=self._read_loop, args=(sock, on_data, on_lost),
+        self._reader = threading.Thread(target=loop, args=(sock, on_data, on_lost),
                                         name="jetwire-reader", daemon=True)
         self._reader.start()
 
@@ -79,6 +90,36 @@ class Transport:
             err = exc
         except BaseException as exc:  # ProtocolError from the core, or anything unexpected
             err = exc
+        self._lost(sock, on_lost, err)
+
+    def _read_loop_tls(self, sock: ssl.SSLSocket, on_data: Callable[[bytes], None],
+                       on_lost: Callable[[Optional[BaseException]], None]) -> None:
+        """Like ``_read_loop`` for TLS: wait for readability outside the lock, read inside it."""
+        err: Optional[BaseException] = None
+        buf = bytearray(_READ_SIZE)
+        view = memoryview(buf)
+        lock = self._ssl_lock
+        try:
+            while not self.closed:
+                with lock:
+                    try:
+                        n = sock.recv_into(buf)
+                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                        n = -1
+                if n == 0:
+                    break
+                if n > 0:
+                    on_data(view[:n])
+                    continue
+                select.select([sock], [], [], 1.0)
+        except (OSError, ValueError) as exc:
+            err = exc
+        except BaseException as exc:
+            err = exc
+        self._lost(sock, on_lost, err)
+
+    def _lost(self, sock: socket.socket, on_lost: Callable[[Optional[BaseException]], None],
+              err: Optional[BaseException]) -> None:
         if not self.closed:
             self.closed = True
             try:
@@ -92,7 +133,23 @@ class Transport:
         if sock is None or self.closed:
             raise ConnectionError("not connected")
         with self._send_lock:
-            sock.sendall(data)
+            if not self._tls:
+                sock.sendall(data)
+                return
+            view = memoryview(data).cast("B")
+            lock = self._ssl_lock
+            while view:
+                if self.closed:
+                    raise ConnectionError("not connected")
+                with lock:
+                    try:
+                        n = sock.send(view)
+                    except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError):
+                        n = 0
+                if n:
+                    view = view[n:]
+                else:
+                    select.select([], [sock], [], 1.0)
 
     def drain(self) -> None:
         return None
@@ -106,7 +163,11 @@ class Transport:
         sock = self._sock
         if sock is not None:
             try:
-                sock.shutdown(socket.SHUT_RDWR)
+                if self._tls:
+                    with self._ssl_lock:
+                        sock.shutdown(socket.SHUT_RDWR)
+                else:
+                    sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
             try:
