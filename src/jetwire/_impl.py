@@ -13,35 +13,7 @@ from typing import Dict, Optional
 
 from jetwire.protocol import _pure
 
-__all__ = [
-    "IMPLEMENTATION",
-    "speedups_enabled",
-    "implementations",
-    "force_pure",
-    "OP_INFO",
-    "OP_PING",
-    "OP_PONG",
-    "OP_OK",
-    "OP_ERR",
-    "PING",
-    "PONG",
-    "DEFAULT_MAX_PAYLOAD",
-    "MsgBase",
-    "Parser",
-    "decode_headers",
-    "encode_headers",
-    "parse_metadata_fields",
-    "validate_subject",
-    "append_pub",
-    "append_hpub",
-    "append_sub",
-    "append_unsub",
-    "connect_line",
-    "Outbox",
-    "DONE",
-    "SubState",
-    "Router",
-]
+__all__ = ["IMPLEMENTATION", "speedups_enabled", "implementations", "force_pure", *_pure.__all__]
 
 
 def force_pure() -> bool:

@@ -8,34 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _pure
 from .headers import Headers
 from .metadata import MsgMetadata, SequencePair, parse_metadata
 
-_IMPL_NAMES = frozenset(
-    {
-        "OP_INFO",
-        "OP_PING",
-        "OP_PONG",
-        "OP_OK",
-        "OP_ERR",
-        "PING",
-        "PONG",
-        "DEFAULT_MAX_PAYLOAD",
-        "MsgBase",
-        "Parser",
-        "decode_headers",
-        "encode_headers",
-        "parse_metadata_fields",
-        "validate_subject",
-        "append_pub",
-        "append_hpub",
-        "append_sub",
-        "append_unsub",
-        "connect_line",
-        "speedups_enabled",
-        "implementations",
-    }
-)
+# every name of the implementations (listed once, in ``_pure.__all__``) but the
+# connection-core pieces, which stay internal (``jetwire._impl``)
+_IMPL_NAMES = (frozenset(_pure.__all__) - {"Outbox", "DONE", "SubState", "Router"}) | {"speedups_enabled", "implementations"}
 
 __all__ = ["Headers", "MsgMetadata", "SequencePair", "parse_metadata", *sorted(_IMPL_NAMES)]
 

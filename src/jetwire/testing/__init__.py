@@ -8,22 +8,7 @@ pytest plugin (``jetwire.testing.plugin``) with the fixtures ``nats_server``,
 ``fresh_nats_server``.
 """
 
-from .server import (
-    NatsCluster,
-    NatsServer,
-    NatsServerError,
-    NatsServerNotFoundError,
-    find_nats_server,
-    free_port,
-    start_cluster,
-)
+from .server import *  # noqa: F403 - the public names, listed once in ``server.__all__``
+from .server import __all__ as _server_names
 
-__all__ = [
-    "NatsCluster",
-    "NatsServer",
-    "NatsServerError",
-    "NatsServerNotFoundError",
-    "find_nats_server",
-    "free_port",
-    "start_cluster",
-]
+__all__ = list(_server_names)
