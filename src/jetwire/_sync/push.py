@@ -57,6 +57,7 @@ from ..jetstream.push import (
 )
 from ..msg import Msg
 from . import _prims as prims
+from .client import Subscription
 
 log = logging.getLogger("jetwire")
 
@@ -513,14 +514,9 @@ class PushSubscription(_PushConsumer):
             raise SubscriptionClosedError("subscription closed")
         return msg
 
-    def __iter__(self) -> "PushSubscription":
-        return self
-
-    def __next__(self) -> Msg:
-        try:
-            return self.next_msg(None)
-        except (SubscriptionClosedError, ConnectionClosedError):
-            raise StopIteration from None
+    # iteration as on a core subscription: ``next_msg(None)`` until the subscription ends
+    __iter__ = Subscription.__iter__
+    __next__ = Subscription.__next__
 
     def _run(self) -> None:
         cb = self._cb

@@ -56,6 +56,7 @@ from ..jetstream.push import (
 )
 from ..msg import Msg
 from . import _prims as prims
+from .client import Subscription
 
 log = logging.getLogger("jetwire")
 
@@ -512,14 +513,9 @@ class PushSubscription(_PushConsumer):
             raise SubscriptionClosedError("subscription closed")
         return msg
 
-    def __aiter__(self) -> "PushSubscription":
-        return self
-
-    async def __anext__(self) -> Msg:
-        try:
-            return await self.next_msg(None)
-        except (SubscriptionClosedError, ConnectionClosedError):
-            raise StopAsyncIteration from None
+    # iteration as on a core subscription: ``next_msg(None)`` until the subscription ends
+    __aiter__ = Subscription.__aiter__
+    __anext__ = Subscription.__anext__
 
     async def _run(self) -> None:
         cb = self._cb
