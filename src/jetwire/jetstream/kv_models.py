@@ -5,10 +5,11 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
-from typing import Any, ClassVar, Optional
+from typing import ClassVar, Optional
 
 from jetwire.errors import HistoryTooLargeError
 from jetwire.jetstream._json import Model, duration
+from jetwire.jetstream._status import BucketStatus
 from jetwire.jetstream.models import (
     DiscardPolicy,
     Placement,
@@ -16,7 +17,6 @@ from jetwire.jetstream.models import (
     StorageType,
     StoreCompression,
     StreamConfig,
-    StreamInfo,
     StreamSource,
     SubjectTransformConfig,
 )
@@ -172,19 +172,13 @@ class KeyValueEntry:
             self.operation = KeyValueOp(op) if op is not None else KeyValueOp.PUT
 
 
-class KeyValueStatus:
+class KeyValueStatus(BucketStatus):
     """Status of a bucket, read from its stream's :class:`StreamInfo` (nats.go
     ``KeyValueBucketStatus``)."""
 
-    __slots__ = ("_info", "_bucket")
+    __slots__ = ()
 
-    def __init__(self, info: StreamInfo, bucket: Optional[str] = None):
-        self._info = info
-        self._bucket = bucket if bucket is not None else kv_bucket_from_stream(info.config.name or "")
-
-    @property
-    def bucket(self) -> str:
-        return self._bucket
+    _bucket_from_stream = staticmethod(kv_bucket_from_stream)
 
     @property
     def values(self) -> int:
@@ -196,52 +190,13 @@ class KeyValueStatus:
         return self._info.config.max_msgs_per_subject
 
     @property
-    def ttl(self) -> float:
-        """Seconds values are kept (0: forever)."""
-        return self._info.config.max_age or 0.0
-
-    @property
     def bytes(self) -> int:
         return self._info.state.bytes
-
-    @property
-    def size(self) -> int:
-        """Alias of ``bytes``."""
-        return self._info.state.bytes
-
-    @property
-    def backing_store(self) -> str:
-        return "JetStream"
-
-    @property
-    def is_compressed(self) -> bool:
-        c = self._info.config.compression
-        return bool(c) and c != StoreCompression.NONE
 
     @property
     def limit_marker_ttl(self) -> float:
         """Seconds limit markers are kept (0: markers disabled)."""
         return self._info.config.subject_delete_marker_ttl or 0.0
-
-    @property
-    def metadata(self) -> dict[str, str]:
-        return self._info.config.metadata or {}
-
-    @property
-    def description(self) -> Optional[str]:
-        return self._info.config.description
-
-    @property
-    def storage(self) -> Any:
-        return self._info.config.storage
-
-    @property
-    def replicas(self) -> int:
-        return self._info.config.num_replicas
-
-    @property
-    def stream_info(self) -> StreamInfo:
-        return self._info
 
     @property
     def config(self) -> KeyValueConfig:
@@ -268,8 +223,3 @@ class KeyValueStatus:
     def __repr__(self) -> str:
         return (f"KeyValueStatus(bucket={self.bucket!r}, values={self.values}, history={self.history}, "
                 f"ttl={self.ttl}, bytes={self.bytes}, is_compressed={self.is_compressed})")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, KeyValueStatus):
-            return NotImplemented
-        return self._bucket == other._bucket and self._info == other._info

@@ -15,13 +15,13 @@ from datetime import datetime
 from typing import Any, ClassVar, Optional
 
 from jetwire.jetstream._json import Model, duration, jfield
+from jetwire.jetstream._status import BucketStatus
 from jetwire.jetstream.models import (
     DiscardPolicy,
     Placement,
     StorageType,
     StoreCompression,
     StreamConfig,
-    StreamInfo,
 )
 from jetwire.jetstream.validate import validate_bucket_name
 
@@ -178,66 +178,17 @@ class ObjectInfo(ObjectMeta):
                           max_chunk_size=self.max_chunk_size)
 
 
-class ObjectStoreStatus:
+class ObjectStoreStatus(BucketStatus):
     """Status of an object store bucket, read from its stream's :class:`StreamInfo`."""
 
-    __slots__ = ("_info", "_bucket")
+    __slots__ = ()
 
-    def __init__(self, info: StreamInfo, bucket: Optional[str] = None):
-        self._info = info
-        self._bucket = bucket if bucket is not None else obj_bucket_from_stream(info.config.name or "")
-
-    @property
-    def bucket(self) -> str:
-        return self._bucket
-
-    @property
-    def description(self) -> Optional[str]:
-        return self._info.config.description
-
-    @property
-    def ttl(self) -> float:
-        return self._info.config.max_age or 0.0
-
-    @property
-    def storage(self) -> Any:
-        return self._info.config.storage
-
-    @property
-    def replicas(self) -> int:
-        return self._info.config.num_replicas
+    _bucket_from_stream = staticmethod(obj_bucket_from_stream)
 
     @property
     def sealed(self) -> bool:
         return bool(self._info.config.sealed)
 
-    @property
-    def size(self) -> int:
-        """Bytes stored, metadata included."""
-        return self._info.state.bytes
-
-    @property
-    def backing_store(self) -> str:
-        return "JetStream"
-
-    @property
-    def metadata(self) -> dict[str, str]:
-        return self._info.config.metadata or {}
-
-    @property
-    def is_compressed(self) -> bool:
-        c = self._info.config.compression
-        return bool(c) and c != StoreCompression.NONE
-
-    @property
-    def stream_info(self) -> StreamInfo:
-        return self._info
-
     def __repr__(self) -> str:
         return (f"ObjectStoreStatus(bucket={self.bucket!r}, size={self.size}, sealed={self.sealed}, "
                 f"ttl={self.ttl}, is_compressed={self.is_compressed})")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ObjectStoreStatus):
-            return NotImplemented
-        return self._bucket == other._bucket and self._info == other._info
