@@ -160,14 +160,17 @@ class OrderedConsumer(Consumer):
             raise JetStreamError("ordered consumer is already consuming: stop it first")
 
     # -- one-off pulls ---------------------------------------------------------------
-    async def _before_fetch(self) -> None:
+    async def _prepare(self, fetch: bool) -> None:
+        """Before a pull: nothing else may be consuming; a batch still running is stopped
+        and the next pull starts from a fresh consumer (a fetch also after a failed
+        batch); the consumer is (re)created when needed."""
         self._check_idle()
         b = self._batch
         if b is not None:
             if not b._done:
                 b._stop()
                 self._need_reset = True
-            elif b.error is not None:
+            elif fetch and b.error is not None:
                 self._need_reset = True
             self._batch = None
         if self._current is None or self._need_reset:
@@ -175,7 +178,7 @@ class OrderedConsumer(Consumer):
 
     async def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
                      no_wait: bool, accept: Optional[Callable[[Msg], bool]]) -> MessageBatch:
-        await self._before_fetch()
+        await self._prepare(fetch=True)
         mb = await Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
                                    self._fetch_accept)
         self._batch = mb
@@ -205,7 +208,7 @@ class OrderedConsumer(Consumer):
     async def consume(self, cb: Callable[[Msg], Any], **kwargs: Any) -> Any:
         """Like :meth:`Consumer.consume`; consumer deletion and missed heartbeats are reported
         to ``error_cb`` and repaired by recreating the consumer."""
-        await self._before_continuous()
+        await self._prepare(fetch=False)
         ctx = await Consumer.consume(self, cb, **kwargs)
         self._active = ctx
         return ctx
@@ -213,21 +216,10 @@ class OrderedConsumer(Consumer):
     async def messages(self, **kwargs: Any) -> Any:
         """Like :meth:`Consumer.messages`; gaps, deletion and missed heartbeats are repaired
         quietly by recreating the consumer."""
-        await self._before_continuous()
+        await self._prepare(fetch=False)
         ctx = await Consumer.messages(self, **kwargs)
         self._active = ctx
         return ctx
-
-    async def _before_continuous(self) -> None:
-        self._check_idle()
-        b = self._batch
-        if b is not None:
-            if not b._done:
-                b._stop()
-                self._need_reset = True
-            self._batch = None
-        if self._current is None or self._need_reset:
-            await self._recreate()
 
     async def info(self) -> ConsumerInfo:
         """Info of the current underlying consumer."""
