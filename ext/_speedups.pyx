@@ -14,7 +14,7 @@ from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromLongLong
 from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memchr, memcpy, memmove
+from libc.string cimport memchr, memcmp, memcpy, memmove
 
 import inspect
 
@@ -1568,3 +1568,157 @@ cdef class Router:
                 (<SubState>sub_obj)._signal.set()
             del touched[:]
         return 0
+
+
+# ------------------------------------------------------------------------ publish-ack mux
+from concurrent.futures._base import FINISHED as _FUT_FINISHED, PENDING as _FUT_PENDING
+
+cdef object _object_new = object.__new__
+cdef object _S_CONDITION = "_condition"
+cdef object _S_STATE = "_state"
+cdef object _S_RESULT = "_result"
+
+
+cdef object _plain_ack(object data, long long* seq):
+    """The stream name when ``data`` is exactly ``{"stream":"<name>","seq":<n>}`` (see the
+    pure twin's ``_plain_ack``), with ``seq`` set; else None."""
+    cdef const unsigned char* p
+    cdef Py_ssize_t n, i, a, b, end
+    cdef long long v = 0
+    cdef unsigned char c
+    if type(data) is not bytes:
+        return None
+    p = <const unsigned char*>PyBytes_AS_STRING(data)
+    n = PyBytes_GET_SIZE(data)
+    # '{"stream":"' is 11 bytes, '","seq":' 8; then at least one name byte, one digit and '}'
+    if n < 22 or memcmp(p, b'{"stream":"', 11) != 0 or p[n - 1] != c'}':
+        return None
+    i = 11
+    a = i
+    while i < n:
+        c = p[i]
+        if c == c'"' or c == c'\\' or c < 0x20:
+            break
+        i += 1
+    if i == a or n - i < 10 or memcmp(p + i, b'","seq":', 8) != 0:
+        return None
+    b = i
+    i += 8
+    end = n - 1  # the '}'
+    if i >= end or end - i > 18:
+        return None
+    if p[i] == c'0' and end - i > 1:
+        return None
+    while i < end:
+        c = p[i]
+        if c < c'0' or c > c'9':
+            return None
+        v = v * 10 + (c - c'0')
+        i += 1
+    try:
+        name = PyUnicode_DecodeUTF8(<const char*>(p + a), b - a, NULL)
+    except UnicodeDecodeError:
+        return None
+    seq[0] = v
+    return name
+
+
+cdef class AckMux:
+    """The per-message part of the JetStream async-publish mux (base of
+    ``jetwire.jetstream.pubmux.PubAckMux``, which documents the whole).
+
+    ``pending`` maps a token to ``(future, subject, header_bytes_or_None, data,
+    retries_left, retry_wait)``; ``add()`` registers a publish under the next token
+    (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one reply on
+    ``<prefix><token>``: an unknown token is ignored; the usual answer
+    ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes an ``ack_type``
+    instance whose ``__dict__`` is ``{"stream", "seq", "duplicate": False, "domain": None,
+    "batch": None, "count": None, "val": None, "_extra": {}}``, resolves the entry's
+    future (unless it is done already; an error from ``set_result`` is ignored) and then,
+    when ``stall_waiters`` or ``complete_waiters`` is non-empty, calls
+    ``self._after_pop()``. Any other reply (or ``ack_type`` None) goes to
+    ``self._other(msg, token, entry)`` after the entry was popped.
+
+    ``lazy_type``: a future of exactly this type (``pubmux.AckFuture``) whose condition
+    nobody made yet (no waiter, no callback can exist) and whose state is PENDING is
+    resolved here by storing ``_result`` and ``_state`` in its ``__dict__``: no Python
+    code runs between the check and the stores, so under the GIL this is atomic with
+    respect to the future's own lazily-locked methods (the pure twin calls
+    ``set_result``, which does the same under the future's lock).
+    """
+
+    cdef public str prefix
+    cdef public Py_ssize_t _plen
+    cdef public dict pending
+    cdef public long long _n
+    cdef public list stall_waiters
+    cdef public list complete_waiters
+    cdef public long long wake_at
+    cdef public object ack_type
+    cdef public object lazy_type
+
+    def __init__(self, prefix, ack_type=None, lazy_type=None):
+        if type(prefix) is not str:
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        self.prefix = prefix
+        self._plen = len(prefix)
+        self.pending = {}
+        self._n = 0
+        self.stall_waiters = []
+        self.complete_waiters = []
+        self.wake_at = 0
+        self.ack_type = ack_type
+        self.lazy_type = lazy_type
+
+    def add(self, fut, subject, hdr, data, retries, retry_wait):
+        """Register a publish; returns its token (the reply subject is ``prefix + token``)."""
+        self._n += 1
+        token = str(self._n)
+        self.pending[token] = (fut, subject, hdr, data, retries, retry_wait)
+        return token
+
+    def on_msg(self, msg):
+        """Handle one reply on ``<prefix>*`` (see the class docstring)."""
+        cdef object subject, data, token, entry, cls, name, fut, ack, d
+        cdef long long seq = 0
+        cdef MsgBase m
+        if isinstance(msg, MsgBase):
+            m = <MsgBase>msg
+            subject = m.c_subject
+            data = m.c_data
+        else:
+            subject = msg.subject
+            data = msg.data
+        token = subject[self._plen:]
+        entry = self.pending.pop(token, None)
+        if entry is None:
+            return
+        cls = self.ack_type
+        name = _plain_ack(data, &seq) if cls is not None else None
+        if name is None:
+            self._other(msg, token, entry)
+            return
+        ack = _object_new(cls)
+        ack.__dict__ = {"stream": name, "seq": seq, "duplicate": False, "domain": None,
+                        "batch": None, "count": None, "val": None, "_extra": {}}
+        fut = (<tuple?>entry)[0]
+        if self.lazy_type is not None and type(fut) is self.lazy_type:
+            d = fut.__dict__
+            if _S_CONDITION not in d and d.get(_S_STATE) is _FUT_PENDING:
+                d[_S_RESULT] = ack
+                d[_S_STATE] = _FUT_FINISHED
+                fut = None
+        if fut is not None:
+            try:
+                if not fut.done():
+                    fut.set_result(ack)
+            except Exception:  # cancelled / resolved concurrently by another thread
+                pass
+        if self.stall_waiters or self.complete_waiters:
+            self._after_pop()
+
+    def _other(self, msg, token, entry):
+        raise NotImplementedError
+
+    def _after_pop(self):
+        raise NotImplementedError

@@ -71,3 +71,4 @@ Outbox = _mod.Outbox
 DONE = _mod.DONE
 SubState = _mod.SubState
 Router = _mod.Router
+AckMux = _mod.AckMux

@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import orjson
 
+from .. import _impl
 from ..errors import JetStreamError, NoStreamResponseError, TimeoutError, api_error
 from .models import PubAck
 
@@ -131,22 +132,17 @@ def _fail(fut: Any, exc: BaseException) -> None:
         pass
 
 
-class PubAckMux:
-    """Token -> future map, window accounting and ack parsing for ``publish_async``."""
+class PubAckMux(_impl.AckMux):
+    """Token -> future map, window accounting and ack parsing for ``publish_async``.
 
-    __slots__ = (
-        "prefix", "_plen", "pending", "_n", "stall_waiters", "complete_waiters", "wake_at",
-        "closed", "close_error", "deadlines", "sub", "chain", "on_retry", "__weakref__",
-    )
+    The per-ack path (``add``, ``on_msg`` for the usual ``{"stream":..,"seq":..}``
+    answer) is the compiled ``AckMux`` (or its pure twin); every other answer comes to
+    :meth:`_other`."""
+
+    __slots__ = ("closed", "close_error", "deadlines", "sub", "chain", "on_retry", "__weakref__")
 
     def __init__(self, prefix: str) -> None:
-        self.prefix = prefix  # ends with "."
-        self._plen = len(prefix)
-        self.pending: Dict[str, tuple] = {}
-        self._n = 0
-        self.stall_waiters: List[Any] = []
-        self.complete_waiters: List[Any] = []
-        self.wake_at = 0
+        super().__init__(prefix, PubAck, AckFuture)  # prefix ends with "."
         self.closed = False
         self.close_error: Optional[BaseException] = None
         self.deadlines: List[Tuple[float, str]] = []
@@ -156,13 +152,7 @@ class PubAckMux:
         self.on_retry: Optional[Callable[[str, float], None]] = None
 
     # -- publishing side ---------------------------------------------------------------
-    def add(self, fut: Any, subject: str, hdr: Optional[bytes], data: Any, retries: int, retry_wait: float) -> str:
-        """Register a publish; returns its token (the reply subject is ``prefix + token``)."""
-        n = self._n + 1
-        self._n = n
-        token = str(n)
-        self.pending[token] = (fut, subject, hdr, data, retries, retry_wait)
-        return token
+    # add(fut, subject, hdr, data, retries, retry_wait) -> token: compiled (AckMux)
 
     def reply_of(self, token: str) -> str:
         return self.prefix + token
@@ -207,13 +197,12 @@ class PubAckMux:
         waiters.append(fut)
 
     # -- reader side (never blocks) ----------------------------------------------------
-    def on_msg(self, msg: Any) -> None:
-        """Handle one reply on ``<prefix>*`` (the subscription's direct handler). A no
-        responders status with retries left keeps the publish pending and calls
-        ``on_retry(token, wait)`` so the driver re-sends it after ``wait`` seconds."""
-        entry = self.pending.pop(msg.subject[self._plen:], None)
-        if entry is None:
-            return
+    # on_msg(msg), the subscription's direct handler: compiled (AckMux); it resolves the
+    # usual answer itself and hands every other one (entry already popped) to _other.
+    def _other(self, msg: Any, token: str, entry: tuple) -> None:
+        """Any reply but the usual ``{"stream":..,"seq":..}``. A no responders status with
+        retries left keeps the publish pending and calls ``on_retry(token, wait)`` so the
+        driver re-sends it after ``wait`` seconds."""
         fut = entry[0]
         data = msg.data
         if data:
@@ -224,15 +213,11 @@ class PubAckMux:
             if type(d) is dict and len(d) == 2 and "seq" in d:
                 stream = d.get("stream")
                 if stream and type(stream) is str:
-                    # the common answer {"stream":..,"seq":..}: build the PubAck directly
+                    # {"seq":..,"stream":..} or spaced: build the PubAck directly
                     ack = _new(PubAck)
                     ack.__dict__ = {"stream": stream, "seq": d["seq"], "duplicate": False, "domain": None,
                                     "batch": None, "count": None, "val": None, "_extra": {}}
-                    try:
-                        if not fut.done():
-                            fut.set_result(ack)
-                    except Exception:  # cancelled / resolved concurrently by another thread
-                        pass
+                    _resolve(fut, ack)
                     if self.stall_waiters or self.complete_waiters:
                         self._after_pop()
                     return
@@ -243,7 +228,6 @@ class PubAckMux:
             if status == "503":
                 retries = entry[4]
                 if retries != 0 and not self.closed and self.on_retry is not None:
-                    token = msg.subject[self._plen:]
                     self.pending[token] = entry[:4] + (retries - 1, entry[5])
                     self.on_retry(token, entry[5])
                     return
