@@ -9,7 +9,7 @@ import os
 import sys
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 import click
 
@@ -43,6 +43,32 @@ def _table(*cols: str, title: Optional[str] = None) -> Any:
     for c in cols:
         t.add_column(c)
     return t
+
+
+def _echo_names(names: Iterable[str], as_json: bool) -> None:
+    """``ls --names``: the names sorted, as JSON or one a line."""
+    ns = sorted(names)
+    if as_json:
+        echo_json(ns)
+        return
+    for n in ns:
+        click.echo(n)
+
+
+def _echo_list(items: Sequence[Any], as_json: bool, to_json: Callable[[Any], Any], empty: str,
+               cols: Sequence[str], title: str, row: Callable[[Any], Sequence[Any]]) -> None:
+    """An ``ls`` listing: JSON (``to_json`` of each item), ``empty`` when there is none,
+    else a table of ``cols`` titled ``<title> (<count>)`` with ``row(item)`` for each."""
+    if as_json:
+        echo_json([to_json(i) for i in items])
+        return
+    if not items:
+        click.echo(empty)
+        return
+    t = _table(*cols, title=f"{title} ({len(items)})")
+    for i in items:
+        t.add_row(*row(i))
+    console().print(t)
 
 
 def _kv_table(rows: List[tuple], title: Optional[str] = None) -> Any:
@@ -101,25 +127,12 @@ def stream_ls(subject: Optional[str], names: bool, as_json: bool, conn: Dict[str
     with connected(conn) as nc:
         js = _js(nc)
         if names:
-            ns = sorted(js.stream_names(subject))
-            if as_json:
-                echo_json(ns)
-            else:
-                for n in ns:
-                    click.echo(n)
+            _echo_names(js.stream_names(subject), as_json)
             return
         infos = sorted(js.list_streams(subject), key=lambda i: i.config.name or "")
-    if as_json:
-        echo_json([i.to_json_dict() for i in infos])
-        return
-    if not infos:
-        click.echo("No streams defined")
-        return
-    t = _table("Name", "Subjects", "Storage", "Replicas", "Messages", "Size", "Consumers", "Last Message",
-               title=f"Streams ({len(infos)})")
-    for i in infos:
-        t.add_row(*_stream_row(i))
-    console().print(t)
+    _echo_list(infos, as_json, lambda i: i.to_json_dict(), "No streams defined",
+               ("Name", "Subjects", "Storage", "Replicas", "Messages", "Size", "Consumers", "Last Message"),
+               "Streams", _stream_row)
 
 
 def _print_stream_info(info: Any) -> None:
@@ -377,26 +390,14 @@ def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: Dict[str, An
     with connected(conn) as nc:
         js = _js(nc)
         if names:
-            ns = sorted(js.consumer_names(stream_name))
-            if as_json:
-                echo_json(ns)
-            else:
-                for n in ns:
-                    click.echo(n)
+            _echo_names(js.consumer_names(stream_name), as_json)
             return
         infos = sorted(js.list_consumers(stream_name), key=lambda i: i.name)
-    if as_json:
-        echo_json([i.to_json_dict() for i in infos])
-        return
-    if not infos:
-        click.echo(f"No consumers defined on {stream_name}")
-        return
-    t = _table("Name", "Description", "Created", "Ack Pending", "Unprocessed", "Last Delivery",
-               title=f"Consumers on {stream_name} ({len(infos)})")
-    for i in infos:
-        t.add_row(i.name, i.config.description or "", human_time(i.created), comma(i.num_ack_pending),
-                  comma(i.num_pending), ago(i.delivered.last_active))
-    console().print(t)
+    _echo_list(infos, as_json, lambda i: i.to_json_dict(), f"No consumers defined on {stream_name}",
+               ("Name", "Description", "Created", "Ack Pending", "Unprocessed", "Last Delivery"),
+               f"Consumers on {stream_name}",
+               lambda i: (i.name, i.config.description or "", human_time(i.created), comma(i.num_ack_pending),
+                          comma(i.num_pending), ago(i.delivered.last_active)))
 
 
 def _print_consumer_info(i: Any) -> None:
@@ -654,25 +655,12 @@ def kv_ls(names: bool, as_json: bool, conn: Dict[str, Any]) -> None:
     with connected(conn) as nc:
         js = _js(nc)
         if names:
-            ns = sorted(js.key_value_store_names())
-            if as_json:
-                echo_json(ns)
-            else:
-                for n in ns:
-                    click.echo(n)
+            _echo_names(js.key_value_store_names(), as_json)
             return
         stats = sorted(js.key_value_stores(), key=lambda s: s.bucket)
-    if as_json:
-        echo_json([_kv_status_json(s) for s in stats])
-        return
-    if not stats:
-        click.echo("No key-value buckets defined")
-        return
-    t = _table("Bucket", "Description", "Storage", "Replicas", "History", "TTL", "Values", "Size",
-               title=f"Key-value buckets ({len(stats)})")
-    for s in stats:
-        t.add_row(*_kv_status_row(s))
-    console().print(t)
+    _echo_list(stats, as_json, _kv_status_json, "No key-value buckets defined",
+               ("Bucket", "Description", "Storage", "Replicas", "History", "TTL", "Values", "Size"),
+               "Key-value buckets", _kv_status_row)
 
 
 def _print_kv_status(s: Any) -> None:
@@ -928,31 +916,16 @@ def object_ls(bucket: Optional[str], show_deleted: bool, as_json: bool, conn: Di
         js = _js(nc)
         if bucket is None:
             stats = sorted(js.object_stores(), key=lambda s: s.bucket)
-            if as_json:
-                echo_json([_obj_status_json(s) for s in stats])
-                return
-            if not stats:
-                click.echo("No object stores defined")
-                return
-            t = _table("Bucket", "Description", "Storage", "Replicas", "Size", "Sealed",
-                       title=f"Object stores ({len(stats)})")
-            for s in stats:
-                t.add_row(s.bucket, s.description or "", _enum(s.storage), str(s.replicas), human_bytes(s.size),
-                          "yes" if s.sealed else "no")
-            console().print(t)
+            _echo_list(stats, as_json, _obj_status_json, "No object stores defined",
+                       ("Bucket", "Description", "Storage", "Replicas", "Size", "Sealed"), "Object stores",
+                       lambda s: (s.bucket, s.description or "", _enum(s.storage), str(s.replicas),
+                                  human_bytes(s.size), "yes" if s.sealed else "no"))
             return
         objs = sorted(js.object_store(bucket).list(show_deleted=show_deleted), key=lambda i: i.name or "")
-    if as_json:
-        echo_json([_obj_info_json(i) for i in objs])
-        return
-    if not objs:
-        click.echo(f"No objects in {bucket}")
-        return
-    t = _table("Name", "Size", "Modified", "Digest", title=f"Objects in {bucket} ({len(objs)})")
-    for i in objs:
-        t.add_row(i.name + (" (deleted)" if i.deleted else ""), human_bytes(i.size), human_time(i.mtime),
-                  i.digest or "")
-    console().print(t)
+    _echo_list(objs, as_json, _obj_info_json, f"No objects in {bucket}", ("Name", "Size", "Modified", "Digest"),
+               f"Objects in {bucket}",
+               lambda i: (i.name + (" (deleted)" if i.deleted else ""), human_bytes(i.size), human_time(i.mtime),
+                          i.digest or ""))
 
 
 @object_.command("put")
