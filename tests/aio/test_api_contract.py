@@ -22,14 +22,12 @@ import pytest
 import jetwire.aio as nats  # the flavour under test (``jetwire`` in the blocking twin)
 import jetwire.errors
 from jetwire.aio import _prims as prims
+from tests.aio._helpers import uniq
+
 
 # both flavours, named so that the blocking twin keeps them apart
 BLOCKING = importlib.import_module("jetwire")
 ASYNCIO = importlib.import_module("jetwire." + "aio")
-
-
-def uniq(prefix: str = "C") -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
 def dead_url() -> str:

@@ -12,34 +12,7 @@ from jetwire.aio import _prims as prims
 from jetwire.testing import NatsServer
 from jetwire.testing.auth import make_operator_auth, new_nkey, nkey_user_auth
 from jetwire.testing.certs import client_ssl_context, make_tls_files, server_tls_config
-
-
-class Collector:
-    """Collects messages from a callback and wakes the test when ``n`` have arrived."""
-
-    def __init__(self, n: int = 1) -> None:
-        self.n = n
-        self.msgs: list = []
-        self.done = prims.Signal()
-
-    def __call__(self, msg) -> None:
-        self.msgs.append(msg)
-        if len(self.msgs) >= self.n:
-            self.done.set()
-
-    async def wait(self, timeout: float = 5.0) -> list:
-        assert await self.done.wait(timeout), f"got {len(self.msgs)} of {self.n} messages"
-        return self.msgs
-
-
-class Errors:
-    def __init__(self) -> None:
-        self.errors: list = []
-        self.signal = prims.Signal()
-
-    def __call__(self, err) -> None:
-        self.errors.append(err)
-        self.signal.set()
+from tests.aio._helpers import Collector, Errors
 
 
 async def test_roundtrip_exact_bytes(nats_url):

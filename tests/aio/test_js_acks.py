@@ -9,24 +9,15 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import jetwire.aio as jetwire
-
-_n = [0]
-
-
-def uniq(prefix: str = "ACKS") -> str:
-    _n[0] += 1
-    return f"{prefix}{time.time_ns() % 10**12}_{_n[0]}"
+from tests.aio._helpers import new_stream
 
 
 async def make(nc, n: int = 1, **consumer):
-    js = nc.jetstream()
-    name = uniq()
-    await js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+    js, name = await new_stream(nc)
     for i in range(n):
         await js.publish(f"{name}.s{i % 2}", b"m%d" % i)
     consumer.setdefault("durable_name", "c")
-    c = await js.create_consumer(name, **consumer)
-    return js, name, c
+    return js, name, await js.create_consumer(name, **consumer)
 
 
 async def one(c, max_wait: float = 2.0):

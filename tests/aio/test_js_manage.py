@@ -8,10 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import jetwire.aio as jetwire
-
-
-def uname(prefix: str = "T") -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+from tests.aio._helpers import uniq
 
 
 class Env:
@@ -38,7 +35,7 @@ class Env:
             await self.nc.close()
 
     def name(self, prefix: str = "S") -> str:
-        n = uname(prefix)
+        n = uniq(prefix)
         self.streams.append(n)
         return n
 
@@ -102,7 +99,7 @@ async def test_update_and_create_or_update_stream(nats_url):
         up = await js.update_stream(cfg, max_msgs=20, description="bigger")
         assert up.cached_info().config.max_msgs == 20
         assert (await js.stream(s.name)).cached_info().config.description == "bigger"
-        missing = uname("MISSING")
+        missing = uniq("MISSING")
         with pytest.raises(jetwire.StreamNotFoundError) as ei:
             await js.update_stream(name=missing, subjects=[f"{missing}.x"])
         assert ei.value.err_code == 10059
@@ -386,7 +383,7 @@ async def test_consumer_create_is_idempotent_exists_and_update(nats_url):
         assert cfg.description is None
         # on a missing stream
         with pytest.raises(jetwire.StreamNotFoundError):
-            await js.create_consumer(uname("NOPE"), durable_name="x")
+            await js.create_consumer(uniq("NOPE"), durable_name="x")
 
 
 async def test_ephemeral_consumer_lookup_and_delete(nats_url):

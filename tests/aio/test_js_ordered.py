@@ -8,89 +8,13 @@ import time
 import pytest
 
 import jetwire.aio as jetwire
-from jetwire.aio import _prims as prims
 from jetwire.testing import NatsServer
-
-_n = [0]
-
-
-def uniq(prefix: str = "ORD") -> str:
-    _n[0] += 1
-    return f"{prefix}{time.time_ns() % 10**12}_{_n[0]}"
-
-
-class Seqs:
-    """Callback recording stream sequences; wakes the test at given counts."""
-
-    def __init__(self) -> None:
-        self.seqs: list = []
-        self.waits: dict = {}
-
-    def at(self, n: int):
-        sig = prims.Signal()
-        self.waits[n] = sig
-        if len(self.seqs) >= n:
-            sig.set()
-        return sig
-
-    def __call__(self, msg) -> None:
-        self.seqs.append(msg.metadata.sequence.stream)
-        sig = self.waits.get(len(self.seqs))
-        if sig is not None:
-            sig.set()
-
-
-class Errors:
-    def __init__(self) -> None:
-        self.errors: list = []
-        self.signal = prims.Signal()
-
-    def __call__(self, err) -> None:
-        self.errors.append(err)
-        self.signal.set()
-
-    async def wait_for(self, cls, timeout: float = 10.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            self.signal.clear()
-            for e in self.errors:
-                if isinstance(e, cls):
-                    return e
-            left = deadline - time.monotonic()
-            assert left > 0, f"no {cls.__name__} among {self.errors!r}"
-            await self.signal.wait(left)
-
-
-async def fill(js, subject: str, n: int, start: int = 0) -> None:
-    for i in range(n):
-        await js.publish_async(subject, b"%d" % (start + i))
-    await js.publish_async_complete(timeout=30)
-
-
-async def publish_when_back(js, subject: str, n: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    for i in range(n):
-        while True:
-            try:
-                await js.publish(subject, b"%d" % i, timeout=1)
-                break
-            except jetwire.NatsError:
-                assert time.monotonic() < deadline, "JetStream did not come back"
-                await js._nc.flush(5)
-
-
-async def make(nc, n: int = 0, storage: str = "memory"):
-    js = nc.jetstream()
-    name = uniq()
-    await js.create_stream(name=name, subjects=[f"{name}.>"], storage=storage)
-    if n:
-        await fill(js, f"{name}.a", n)
-    return js, name
+from tests.aio._helpers import Errors, Seqs, fill, new_stream, publish_when_back
 
 
 async def test_ordered_consume_delivers_everything_in_order(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 300)
+    js, stream = await new_stream(nc, 300)
     try:
         oc = await js.ordered_consumer(stream)
         info = oc.cached_info()
@@ -120,7 +44,7 @@ async def test_ordered_consume_delivers_everything_in_order(nats_url):
 
 async def test_ordered_messages_and_filters(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc)
+    js, stream = await new_stream(nc)
     try:
         for i in range(30):
             await js.publish(f"{stream}.{'x' if i % 3 == 0 else 'y'}", b"%d" % i)
@@ -151,7 +75,7 @@ async def test_ordered_messages_and_filters(nats_url):
 
 async def test_ordered_fetch_and_next(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 120)
+    js, stream = await new_stream(nc, 120)
     try:
         oc = await js.ordered_consumer(stream)
         seqs = []
@@ -181,7 +105,7 @@ async def test_ordered_fetch_and_next(nats_url):
 
 async def test_ordered_consume_survives_consumer_deletion(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 200)
+    js, stream = await new_stream(nc, 200)
     try:
         oc = await js.ordered_consumer(stream)
         rec = Seqs()
@@ -204,7 +128,7 @@ async def test_ordered_consume_survives_consumer_deletion(nats_url):
 
 async def test_ordered_messages_survive_consumer_deletion(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 50)
+    js, stream = await new_stream(nc, 50)
     try:
         oc = await js.ordered_consumer(stream)
         ctx = await oc.messages(max_messages=10, expires=2)
@@ -221,7 +145,7 @@ async def test_ordered_messages_survive_consumer_deletion(nats_url):
 
 async def test_ordered_consume_survives_server_restart(fresh_nats_server: NatsServer):
     nc = await jetwire.connect(fresh_nats_server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
-    js, stream = await make(nc, 100, storage="file")
+    js, stream = await new_stream(nc, 100, storage="file")
     try:
         oc = await js.ordered_consumer(stream)
         rec = Seqs()
@@ -243,7 +167,7 @@ async def test_ordered_consume_survives_server_restart(fresh_nats_server: NatsSe
 
 async def test_ordered_reset_gives_up_after_max_attempts(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 5)
+    js, stream = await new_stream(nc, 5)
     try:
         oc = await js.ordered_consumer(stream, max_reset_attempts=2)
         rec = Seqs()

@@ -9,10 +9,7 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
-
-
-def uname(prefix: str = "P") -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+from tests.aio._helpers import uniq
 
 
 class Env:
@@ -22,7 +19,7 @@ class Env:
         self.url = url
         self.make_stream = make_stream
         self.js_options = js_options
-        self.name = uname()
+        self.name = uniq()
         self.p = self.name.lower()
 
     async def __aenter__(self) -> "Env":
@@ -168,7 +165,7 @@ async def test_publish_no_stream_retries_then_fails(nats_url):
 
 async def test_publish_retry_succeeds_once_a_stream_appears(nats_url):
     async with Env(nats_url, make_stream=False) as env:
-        name = uname()
+        name = uniq()
         subj = f"{name.lower()}.x"
         fut = prims.new_future()
 
@@ -334,7 +331,7 @@ async def test_publish_async_after_reconnect(fresh_nats_server):
                                reconnected_cb=reconnected.set)
     try:
         js = nc.jetstream()
-        name = uname()
+        name = uniq()
         await js.create_stream(name=name, subjects=[f"{name.lower()}.>"])  # file storage: survives the restart
         before = await js.publish_async(f"{name.lower()}.x", b"before")
         assert (await result(before)).seq == 1
@@ -371,7 +368,7 @@ async def test_publish_async_settles_across_a_server_restart(fresh_nats_server):
                                reconnected_cb=reconnected.set)
     try:
         js = nc.jetstream()
-        name = uname()
+        name = uniq()
         subj = f"{name.lower()}.x"
         await js.create_stream(name=name, subjects=[f"{name.lower()}.>"])  # file storage: survives the restart
         assert (await result(await js.publish_async(subj, b"first"))).seq == 1

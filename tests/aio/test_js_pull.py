@@ -11,82 +11,13 @@ import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
 from jetwire.jetstream.pull import msg_size
 from jetwire.testing import NatsServer
-
-_n = [0]
-
-
-def uniq(prefix: str = "PULL") -> str:
-    _n[0] += 1
-    return f"{prefix}{time.time_ns() % 10**12}_{_n[0]}"
-
-
-class Errors:
-    def __init__(self) -> None:
-        self.errors: list = []
-        self.signal = prims.Signal()
-
-    def __call__(self, err) -> None:
-        self.errors.append(err)
-        self.signal.set()
-
-    async def wait_for(self, cls, timeout: float = 10.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            self.signal.clear()
-            for e in self.errors:
-                if isinstance(e, cls):
-                    return e
-            left = deadline - time.monotonic()
-            assert left > 0, f"no {cls.__name__} among {self.errors!r}"
-            await self.signal.wait(left)
-
-
-class Counter:
-    """Callback collecting messages; wakes the test at ``n`` of them."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.msgs: list = []
-        self.done = prims.Signal()
-
-    def __call__(self, msg) -> None:
-        self.msgs.append(msg)
-        if len(self.msgs) >= self.n:
-            self.done.set()
-
-    async def wait(self, timeout: float = 10.0) -> list:
-        assert await self.done.wait(timeout), f"got {len(self.msgs)} of {self.n}"
-        return self.msgs
-
-
-async def fill(js, subject: str, n: int, data: bytes = b"x") -> None:
-    for i in range(n):
-        await js.publish_async(subject, data or str(i).encode())
-    await js.publish_async_complete(timeout=30)
-
-
-async def publish_when_back(js, subject: str, n: int, timeout: float = 20.0) -> None:
-    """Publish ``n`` messages one by one, retrying while the server comes back."""
-    deadline = time.monotonic() + timeout
-    for i in range(n):
-        while True:
-            try:
-                await js.publish(subject, b"%d" % i, timeout=1)
-                break
-            except jetwire.NatsError:
-                assert time.monotonic() < deadline, "JetStream did not come back"
-                await js._nc.flush(5)
+from tests.aio._helpers import Collector, Errors, fill, new_stream, publish_when_back
 
 
 async def make(nc, n: int = 0, storage: str = "memory", **consumer):
-    js = nc.jetstream()
-    name = uniq()
-    await js.create_stream(name=name, subjects=[f"{name}.>"], storage=storage)
-    if n:
-        await fill(js, f"{name}.a", n)
+    js, name = await new_stream(nc, n, storage, data=b"x")
     consumer.setdefault("durable_name", "c")
-    c = await js.create_consumer(name, **consumer)
-    return js, name, c
+    return js, name, await js.create_consumer(name, **consumer)
 
 
 async def collect(batch) -> list:
@@ -123,7 +54,7 @@ async def test_fetch_no_wait_on_empty_stream_is_prompt(nats_url):
         msgs = await collect(batch)
         assert msgs == [] and batch.error is None
         assert time.monotonic() - start < 0.5
-        await fill(js, f"{stream}.a", 3)
+        await fill(js, f"{stream}.a", 3, b"x")
         batch = await c.fetch_no_wait(10)
         assert len(await collect(batch)) == 3 and batch.error is None
     finally:
@@ -218,7 +149,7 @@ async def test_consume_10k_exactly_once_with_many_refills(nats_url):
     nc = await jetwire.connect(nats_url)
     js, stream, c = await make(nc, 10_000, ack_policy="none")
     try:
-        got = Counter(10_000)
+        got = Collector(10_000)
         cc = await c.consume(got, max_messages=100)
         msgs = await got.wait(30)
         cc.stop()
@@ -283,7 +214,7 @@ async def test_consume_stop_means_no_more_callbacks(nats_url):
         ready.set()
         assert await cc.closed(10)
         assert len(calls) == 50
-        await fill(js, f"{stream}.a", 10)
+        await fill(js, f"{stream}.a", 10, b"x")
         await nc.flush()
         assert len(calls) == 50
         cc.stop()  # idempotent
@@ -355,7 +286,7 @@ async def test_consume_callback_failure_is_reported_and_consuming_goes_on(nats_u
     js, stream, c = await make(nc, 20, ack_policy="none")
     try:
         errors = Errors()
-        got = Counter(20)
+        got = Collector(20)
 
         def cb(msg):
             got(msg)
@@ -363,7 +294,7 @@ async def test_consume_callback_failure_is_reported_and_consuming_goes_on(nats_u
                 raise RuntimeError("boom")
 
         cc = await c.consume(cb, error_cb=errors)
-        await got.wait()
+        await got.wait(10)
         assert isinstance(await errors.wait_for(RuntimeError), RuntimeError)
         cc.stop()
     finally:
@@ -384,7 +315,7 @@ async def test_messages_iteration_stop_and_timeout(nats_url):
         assert seqs == list(range(1, 251))
         with pytest.raises(jetwire.TimeoutError):
             await ctx.next(timeout=0.2)
-        await fill(js, f"{stream}.a", 1)
+        await fill(js, f"{stream}.a", 1, b"x")
         assert (await ctx.next(timeout=5)).metadata.sequence.stream == 251
         ctx.stop()
         with pytest.raises(jetwire.SubscriptionClosedError):
@@ -419,7 +350,7 @@ async def test_heartbeat_loss_is_reported_and_consuming_recovers(fresh_nats_serv
     js, stream, c = await make(nc, 0, ack_policy="none")
     try:
         errors = Errors()
-        got = Counter(5)
+        got = Collector(5)
         cc = await c.consume(got, expires=2, heartbeat=0.5, error_cb=errors)
         await nc.flush()
         fresh_nats_server.freeze()
@@ -428,7 +359,7 @@ async def test_heartbeat_loss_is_reported_and_consuming_recovers(fresh_nats_serv
             assert isinstance(err, jetwire.JetStreamError)
         finally:
             fresh_nats_server.thaw()
-        await fill(js, f"{stream}.a", 5)
+        await fill(js, f"{stream}.a", 5, b"x")
         msgs = await got.wait(15)
         assert sorted(m.metadata.sequence.stream for m in msgs) == [1, 2, 3, 4, 5]
         cc.stop()
@@ -478,9 +409,9 @@ async def test_server_warnings_reach_error_cb_and_fetch_error(nats_url):
         err = await errors.wait_for(jetwire.JetStreamError)
         assert "MaxRequestBatch" in str(err)
         cc.stop()
-        got = Counter(5)
+        got = Collector(5)
         cc = await c.consume(got, max_messages=2)  # within the limit: fine
-        await got.wait()
+        await got.wait(10)
         cc.stop()
     finally:
         await js.delete_stream(stream)
@@ -500,7 +431,7 @@ async def test_messages_raise_missed_heartbeats_and_go_on(fresh_nats_server: Nat
                 await ctx.next(timeout=10)
         finally:
             fresh_nats_server.thaw()
-        await fill(js, f"{stream}.a", 3)
+        await fill(js, f"{stream}.a", 3, b"x")
         seqs = [(await ctx.next(timeout=10)).metadata.sequence.stream for _ in range(3)]
         assert seqs == [1, 2, 3]
         ctx.stop()

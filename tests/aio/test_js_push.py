@@ -9,38 +9,7 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
-
-_n = [0]
-
-
-def uniq(prefix: str = "PUSH") -> str:
-    _n[0] += 1
-    return f"{prefix}{time.time_ns() % 10**12}_{_n[0]}"
-
-
-class Seqs:
-    def __init__(self) -> None:
-        self.seqs: list = []
-        self.waits: dict = {}
-
-    def at(self, n: int):
-        sig = prims.Signal()
-        self.waits[n] = sig
-        if len(self.seqs) >= n:
-            sig.set()
-        return sig
-
-    def __call__(self, msg) -> None:
-        self.seqs.append(msg.metadata.sequence.stream)
-        sig = self.waits.get(len(self.seqs))
-        if sig is not None:
-            sig.set()
-
-
-async def fill(js, subject: str, n: int, data: bytes = b"") -> None:
-    for i in range(n):
-        await js.publish_async(subject, data or b"%d" % i)
-    await js.publish_async_complete(timeout=30)
+from tests.aio._helpers import Seqs, fill, new_stream
 
 
 async def no_ack_pending(sub, timeout: float = 5.0) -> None:
@@ -54,18 +23,9 @@ async def no_ack_pending(sub, timeout: float = 5.0) -> None:
         assert time.monotonic() < deadline, f"{info.num_ack_pending} acks still pending"
 
 
-async def make(nc, n: int = 0):
-    js = nc.jetstream()
-    name = uniq()
-    await js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
-    if n:
-        await fill(js, f"{name}.a", n)
-    return js, name
-
-
 async def test_push_callback_auto_acks(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 100)
+    js, stream = await new_stream(nc, 100)
     try:
         rec = Seqs()
         done = rec.at(100)
@@ -89,7 +49,7 @@ async def test_push_callback_auto_acks(nats_url):
 
 async def test_push_iteration_and_manual_acks(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 5)
+    js, stream = await new_stream(nc, 5)
     try:
         sub = await js.subscribe(f"{stream}.a", durable="dur", manual_ack=True)
         got = []
@@ -118,7 +78,7 @@ async def test_push_iteration_and_manual_acks(nats_url):
 
 async def test_push_flow_control_and_heartbeats(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc)
+    js, stream = await new_stream(nc)
     try:
         fc_answers: list = []
         real = nc._publish_nowait
@@ -148,7 +108,7 @@ async def test_push_flow_control_and_heartbeats(nats_url):
 
 async def test_push_heartbeats_never_reach_iteration(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 1)
+    js, stream = await new_stream(nc, 1)
     try:
         sub = await js.subscribe(f"{stream}.a", idle_heartbeat=0.5, manual_ack=True)
         m = await sub.next_msg(timeout=2)
@@ -166,7 +126,7 @@ async def test_push_heartbeats_never_reach_iteration(nats_url):
 
 async def test_push_stalled_heartbeat_is_answered(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc)
+    js, stream = await new_stream(nc)
     try:
         sub = await js.subscribe(f"{stream}.a", manual_ack=True)
         answer = await nc.subscribe("stall.reply.x")
@@ -187,7 +147,7 @@ async def test_push_stalled_heartbeat_is_answered(nats_url):
 
 async def test_queue_push_consumer(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc)
+    js, stream = await new_stream(nc)
     try:
         rec1, rec2 = Seqs(), Seqs()
         total = prims.Signal()
@@ -222,7 +182,7 @@ async def test_queue_push_consumer(nats_url):
 
 async def test_subscribe_bind(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 10)
+    js, stream = await new_stream(nc, 10)
     try:
         inbox = nc.new_inbox()
         await js.create_consumer(stream, durable_name="bound", deliver_subject=inbox)
@@ -251,7 +211,7 @@ async def test_subscribe_bind(nats_url):
 
 async def test_ordered_push_consumer_survives_deletion(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await make(nc, 200)
+    js, stream = await new_stream(nc, 200)
     try:
         rec = Seqs()
         half = rec.at(200)

@@ -5,19 +5,16 @@ import base64
 import hashlib
 import io
 import os
-import uuid
 
 import orjson
 import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
+from tests.aio._helpers import drain_initial, uniq
+
 
 CHUNK = 128 * 1024
-
-
-def uniq(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
 def digest_of(data: bytes) -> str:
@@ -491,10 +488,10 @@ async def test_watch(nats_url):
         w.stop()
 
         w = await obs.watch(ignore_deletes=True)
-        assert [i.name for i in await _initial(w)] == ["one", "three"]
+        assert [i.name for i in await drain_initial(w)] == ["one", "three"]
         w.stop()
         w = await obs.watch(include_history=True)  # metas are rolled up: one per name is stored
-        assert [(i.name, i.size) for i in await _initial(w)] == [("one", 3), ("two", 0), ("three", 3)]
+        assert [(i.name, i.size) for i in await drain_initial(w)] == [("one", 3), ("two", 0), ("three", 3)]
         w.stop()
         w = await obs.watch(updates_only=True)
         assert await w.next(5) is None
@@ -505,11 +502,3 @@ async def test_watch(nats_url):
         await js.delete_object_store(bucket)
         await nc.close()
 
-
-async def _initial(w) -> list:
-    out = []
-    while True:
-        info = await w.next(5)
-        if info is None:
-            return out
-        out.append(info)

@@ -9,89 +9,13 @@ import time
 import pytest
 
 import jetwire as jetwire
-from jetwire._sync import _prims as prims
 from jetwire.testing import NatsServer
-
-_n = [0]
-
-
-def uniq(prefix: str = "ORD") -> str:
-    _n[0] += 1
-    return f"{prefix}{time.time_ns() % 10**12}_{_n[0]}"
-
-
-class Seqs:
-    """Callback recording stream sequences; wakes the test at given counts."""
-
-    def __init__(self) -> None:
-        self.seqs: list = []
-        self.waits: dict = {}
-
-    def at(self, n: int):
-        sig = prims.Signal()
-        self.waits[n] = sig
-        if len(self.seqs) >= n:
-            sig.set()
-        return sig
-
-    def __call__(self, msg) -> None:
-        self.seqs.append(msg.metadata.sequence.stream)
-        sig = self.waits.get(len(self.seqs))
-        if sig is not None:
-            sig.set()
-
-
-class Errors:
-    def __init__(self) -> None:
-        self.errors: list = []
-        self.signal = prims.Signal()
-
-    def __call__(self, err) -> None:
-        self.errors.append(err)
-        self.signal.set()
-
-    def wait_for(self, cls, timeout: float = 10.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            self.signal.clear()
-            for e in self.errors:
-                if isinstance(e, cls):
-                    return e
-            left = deadline - time.monotonic()
-            assert left > 0, f"no {cls.__name__} among {self.errors!r}"
-            self.signal.wait(left)
-
-
-def fill(js, subject: str, n: int, start: int = 0) -> None:
-    for i in range(n):
-        js.publish_async(subject, b"%d" % (start + i))
-    js.publish_async_complete(timeout=30)
-
-
-def publish_when_back(js, subject: str, n: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    for i in range(n):
-        while True:
-            try:
-                js.publish(subject, b"%d" % i, timeout=1)
-                break
-            except jetwire.NatsError:
-                assert time.monotonic() < deadline, "JetStream did not come back"
-                js._nc.flush(5)
-
-
-def make(nc, n: int = 0, storage: str = "memory"):
-    js = nc.jetstream()
-    name = uniq()
-    js.create_stream(name=name, subjects=[f"{name}.>"], storage=storage)
-    if n:
-        fill(js, f"{name}.a", n)
-    return js, name
+from tests.sync._helpers import Errors, Seqs, fill, new_stream, publish_when_back
 
 
 def test_ordered_consume_delivers_everything_in_order(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 300)
+    js, stream = new_stream(nc, 300)
     try:
         oc = js.ordered_consumer(stream)
         info = oc.cached_info()
@@ -121,7 +45,7 @@ def test_ordered_consume_delivers_everything_in_order(nats_url):
 
 def test_ordered_messages_and_filters(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc)
+    js, stream = new_stream(nc)
     try:
         for i in range(30):
             js.publish(f"{stream}.{'x' if i % 3 == 0 else 'y'}", b"%d" % i)
@@ -152,7 +76,7 @@ def test_ordered_messages_and_filters(nats_url):
 
 def test_ordered_fetch_and_next(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 120)
+    js, stream = new_stream(nc, 120)
     try:
         oc = js.ordered_consumer(stream)
         seqs = []
@@ -182,7 +106,7 @@ def test_ordered_fetch_and_next(nats_url):
 
 def test_ordered_consume_survives_consumer_deletion(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 200)
+    js, stream = new_stream(nc, 200)
     try:
         oc = js.ordered_consumer(stream)
         rec = Seqs()
@@ -205,7 +129,7 @@ def test_ordered_consume_survives_consumer_deletion(nats_url):
 
 def test_ordered_messages_survive_consumer_deletion(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 50)
+    js, stream = new_stream(nc, 50)
     try:
         oc = js.ordered_consumer(stream)
         ctx = oc.messages(max_messages=10, expires=2)
@@ -222,7 +146,7 @@ def test_ordered_messages_survive_consumer_deletion(nats_url):
 
 def test_ordered_consume_survives_server_restart(fresh_nats_server: NatsServer):
     nc = jetwire.connect(fresh_nats_server.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1)
-    js, stream = make(nc, 100, storage="file")
+    js, stream = new_stream(nc, 100, storage="file")
     try:
         oc = js.ordered_consumer(stream)
         rec = Seqs()
@@ -244,7 +168,7 @@ def test_ordered_consume_survives_server_restart(fresh_nats_server: NatsServer):
 
 def test_ordered_reset_gives_up_after_max_attempts(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 5)
+    js, stream = new_stream(nc, 5)
     try:
         oc = js.ordered_consumer(stream, max_reset_attempts=2)
         rec = Seqs()

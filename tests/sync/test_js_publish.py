@@ -10,10 +10,7 @@ import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
-
-
-def uname(prefix: str = "P") -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+from tests.sync._helpers import uniq
 
 
 class Env:
@@ -23,7 +20,7 @@ class Env:
         self.url = url
         self.make_stream = make_stream
         self.js_options = js_options
-        self.name = uname()
+        self.name = uniq()
         self.p = self.name.lower()
 
     def __enter__(self) -> "Env":
@@ -169,7 +166,7 @@ def test_publish_no_stream_retries_then_fails(nats_url):
 
 def test_publish_retry_succeeds_once_a_stream_appears(nats_url):
     with Env(nats_url, make_stream=False) as env:
-        name = uname()
+        name = uniq()
         subj = f"{name.lower()}.x"
         fut = prims.new_future()
 
@@ -335,7 +332,7 @@ def test_publish_async_after_reconnect(fresh_nats_server):
                                reconnected_cb=reconnected.set)
     try:
         js = nc.jetstream()
-        name = uname()
+        name = uniq()
         js.create_stream(name=name, subjects=[f"{name.lower()}.>"])  # file storage: survives the restart
         before = js.publish_async(f"{name.lower()}.x", b"before")
         assert (result(before)).seq == 1
@@ -372,7 +369,7 @@ def test_publish_async_settles_across_a_server_restart(fresh_nats_server):
                                reconnected_cb=reconnected.set)
     try:
         js = nc.jetstream()
-        name = uname()
+        name = uniq()
         subj = f"{name.lower()}.x"
         js.create_stream(name=name, subjects=[f"{name.lower()}.>"])  # file storage: survives the restart
         assert (result(js.publish_async(subj, b"first"))).seq == 1

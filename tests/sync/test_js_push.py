@@ -10,38 +10,7 @@ import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
-
-_n = [0]
-
-
-def uniq(prefix: str = "PUSH") -> str:
-    _n[0] += 1
-    return f"{prefix}{time.time_ns() % 10**12}_{_n[0]}"
-
-
-class Seqs:
-    def __init__(self) -> None:
-        self.seqs: list = []
-        self.waits: dict = {}
-
-    def at(self, n: int):
-        sig = prims.Signal()
-        self.waits[n] = sig
-        if len(self.seqs) >= n:
-            sig.set()
-        return sig
-
-    def __call__(self, msg) -> None:
-        self.seqs.append(msg.metadata.sequence.stream)
-        sig = self.waits.get(len(self.seqs))
-        if sig is not None:
-            sig.set()
-
-
-def fill(js, subject: str, n: int, data: bytes = b"") -> None:
-    for i in range(n):
-        js.publish_async(subject, data or b"%d" % i)
-    js.publish_async_complete(timeout=30)
+from tests.sync._helpers import Seqs, fill, new_stream
 
 
 def no_ack_pending(sub, timeout: float = 5.0) -> None:
@@ -55,18 +24,9 @@ def no_ack_pending(sub, timeout: float = 5.0) -> None:
         assert time.monotonic() < deadline, f"{info.num_ack_pending} acks still pending"
 
 
-def make(nc, n: int = 0):
-    js = nc.jetstream()
-    name = uniq()
-    js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
-    if n:
-        fill(js, f"{name}.a", n)
-    return js, name
-
-
 def test_push_callback_auto_acks(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 100)
+    js, stream = new_stream(nc, 100)
     try:
         rec = Seqs()
         done = rec.at(100)
@@ -90,7 +50,7 @@ def test_push_callback_auto_acks(nats_url):
 
 def test_push_iteration_and_manual_acks(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 5)
+    js, stream = new_stream(nc, 5)
     try:
         sub = js.subscribe(f"{stream}.a", durable="dur", manual_ack=True)
         got = []
@@ -119,7 +79,7 @@ def test_push_iteration_and_manual_acks(nats_url):
 
 def test_push_flow_control_and_heartbeats(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc)
+    js, stream = new_stream(nc)
     try:
         fc_answers: list = []
         real = nc._publish_nowait
@@ -149,7 +109,7 @@ def test_push_flow_control_and_heartbeats(nats_url):
 
 def test_push_heartbeats_never_reach_iteration(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 1)
+    js, stream = new_stream(nc, 1)
     try:
         sub = js.subscribe(f"{stream}.a", idle_heartbeat=0.5, manual_ack=True)
         m = sub.next_msg(timeout=2)
@@ -167,7 +127,7 @@ def test_push_heartbeats_never_reach_iteration(nats_url):
 
 def test_push_stalled_heartbeat_is_answered(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc)
+    js, stream = new_stream(nc)
     try:
         sub = js.subscribe(f"{stream}.a", manual_ack=True)
         answer = nc.subscribe("stall.reply.x")
@@ -188,7 +148,7 @@ def test_push_stalled_heartbeat_is_answered(nats_url):
 
 def test_queue_push_consumer(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc)
+    js, stream = new_stream(nc)
     try:
         rec1, rec2 = Seqs(), Seqs()
         total = prims.Signal()
@@ -223,7 +183,7 @@ def test_queue_push_consumer(nats_url):
 
 def test_subscribe_bind(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 10)
+    js, stream = new_stream(nc, 10)
     try:
         inbox = nc.new_inbox()
         js.create_consumer(stream, durable_name="bound", deliver_subject=inbox)
@@ -252,7 +212,7 @@ def test_subscribe_bind(nats_url):
 
 def test_ordered_push_consumer_survives_deletion(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = make(nc, 200)
+    js, stream = new_stream(nc, 200)
     try:
         rec = Seqs()
         half = rec.at(200)

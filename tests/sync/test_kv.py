@@ -2,26 +2,11 @@
 """Key-value store against a real nats-server (asyncio source; the blocking twin is generated)."""
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
-
-
-def uniq(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
-
-
-def drain_initial(w, timeout: float = 5.0) -> list:
-    """Entries up to (not including) the None marker."""
-    out = []
-    while True:
-        e = w.next(timeout)
-        if e is None:
-            return out
-        out.append(e)
+from tests.sync._helpers import drain_initial, uniq
 
 
 def assert_quiet(w, timeout: float = 0.3) -> None:

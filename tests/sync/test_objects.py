@@ -6,19 +6,16 @@ import base64
 import hashlib
 import io
 import os
-import uuid
 
 import orjson
 import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
+from tests.sync._helpers import drain_initial, uniq
+
 
 CHUNK = 128 * 1024
-
-
-def uniq(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
 def digest_of(data: bytes) -> str:
@@ -492,10 +489,10 @@ def test_watch(nats_url):
         w.stop()
 
         w = obs.watch(ignore_deletes=True)
-        assert [i.name for i in _initial(w)] == ["one", "three"]
+        assert [i.name for i in drain_initial(w)] == ["one", "three"]
         w.stop()
         w = obs.watch(include_history=True)  # metas are rolled up: one per name is stored
-        assert [(i.name, i.size) for i in _initial(w)] == [("one", 3), ("two", 0), ("three", 3)]
+        assert [(i.name, i.size) for i in drain_initial(w)] == [("one", 3), ("two", 0), ("three", 3)]
         w.stop()
         w = obs.watch(updates_only=True)
         assert w.next(5) is None
@@ -506,11 +503,3 @@ def test_watch(nats_url):
         js.delete_object_store(bucket)
         nc.close()
 
-
-def _initial(w) -> list:
-    out = []
-    while True:
-        info = w.next(5)
-        if info is None:
-            return out
-        out.append(info)
