@@ -85,16 +85,10 @@ def work_jetwire(url: str, scale: float) -> Dict[str, float]:
     return out
 
 
-async def work_jetwire_aio(url: str, scale: float) -> Dict[str, float]:
-    import jetwire.aio as jetwire
-
-    n, mib = _sizes(scale)
-    data = os.urandom(mib << 20)
-    out: Dict[str, float] = {}
-    nc = await jetwire.connect(url)
-    js = nc.jetstream()
-    bucket = "akv_" + uuid.uuid4().hex[:10]
-    kv = await js.create_key_value(bucket=bucket)
+async def _kv_rows_async(js: Any, bucket: str, n: int, out: Dict[str, float], **options: Any) -> None:
+    """The kv_put and kv_get rows on a new bucket (deleted after): the same calls in
+    jetwire.aio and nats-py."""
+    kv = await js.create_key_value(bucket=bucket, **options)
     try:
         t = time.perf_counter()
         for i in range(n):
@@ -107,6 +101,17 @@ async def work_jetwire_aio(url: str, scale: float) -> Dict[str, float]:
         out["kv_get"] = n / (time.perf_counter() - t)
     finally:
         await js.delete_key_value(bucket)
+
+
+async def work_jetwire_aio(url: str, scale: float) -> Dict[str, float]:
+    import jetwire.aio as jetwire
+
+    n, mib = _sizes(scale)
+    data = os.urandom(mib << 20)
+    out: Dict[str, float] = {}
+    nc = await jetwire.connect(url)
+    js = nc.jetstream()
+    await _kv_rows_async(js, "akv_" + uuid.uuid4().hex[:10], n, out)
     obucket = "aob_" + uuid.uuid4().hex[:10]
     obs = await js.create_object_store(bucket=obucket)
     try:
@@ -137,20 +142,7 @@ async def work_nats_py(url: str, scale: float) -> Dict[str, float]:
     out: Dict[str, float] = {}
     nc = await nats.connect(url)
     js = nc.jetstream()
-    bucket = "nkv_" + uuid.uuid4().hex[:10]
-    kv = await js.create_key_value(bucket=bucket, direct=True)
-    try:
-        t = time.perf_counter()
-        for i in range(n):
-            await kv.put(f"k{i}", VALUE)
-        out["kv_put"] = n / (time.perf_counter() - t)
-        t = time.perf_counter()
-        for i in range(n):
-            if (await kv.get(f"k{i}")).value != VALUE:
-                raise SystemExit("kv_get: wrong value")
-        out["kv_get"] = n / (time.perf_counter() - t)
-    finally:
-        await js.delete_key_value(bucket)
+    await _kv_rows_async(js, "nkv_" + uuid.uuid4().hex[:10], n, out, direct=True)
     obucket = "nob_" + uuid.uuid4().hex[:10]
     obs = await js.create_object_store(bucket=obucket)
     try:
