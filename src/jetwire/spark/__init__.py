@@ -17,30 +17,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         "jetwire.spark needs pyspark>=4.0 and pyarrow: pip install 'jetwire[spark]'"
     ) from exc
 
+from . import source as _source
 from ._options import OptionError
 from ._read import DataLossError
-from .source import (
-    JetStreamCommitMessage,
-    JetStreamDataSource,
-    JetStreamPartition,
-    JetStreamReader,
-    JetStreamStreamReader,
-    JetStreamStreamWriter,
-    JetStreamWriter,
-)
+from .source import *  # noqa: F403 - the data source classes, listed once in ``source.__all__``
+from .source import JetStreamDataSource
 
-__all__ = [
-    "DataLossError",
-    "JetStreamCommitMessage",
-    "JetStreamDataSource",
-    "JetStreamPartition",
-    "JetStreamReader",
-    "JetStreamStreamReader",
-    "JetStreamStreamWriter",
-    "JetStreamWriter",
-    "OptionError",
-    "register",
-]
+__all__ = sorted(["DataLossError", "OptionError", "register", *_source.__all__])
 
 
 def register(spark: "object") -> type:

@@ -11,6 +11,7 @@ return.
 from __future__ import annotations
 
 import logging
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterator, List, Optional, Sequence
 
@@ -93,21 +94,14 @@ class JetStreamPartition(InputPartition):
 
 
 @dataclass
-class JetStreamCommitMessage(WriterCommitMessage):
-    """One write task's result: rows published, how many the stream reported as
-    duplicates (``Nats-Msg-Id`` seen within its duplicate window) and the first/last
-    stream sequence stored."""
-
-    partition_id: int = 0
-    count: int = 0
-    duplicates: int = 0
-    first_seq: Optional[int] = None
-    last_seq: Optional[int] = None
-    stream: Optional[str] = None
+class JetStreamCommitMessage(WriteResult, WriterCommitMessage):
+    """One write task's result (the fields of :class:`WriteResult`): rows published, how
+    many the stream reported as duplicates (``Nats-Msg-Id`` seen within its duplicate
+    window) and the first/last stream sequence stored."""
 
     @classmethod
     def of(cls, r: WriteResult) -> "JetStreamCommitMessage":
-        return cls(r.partition_id, r.count, r.duplicates, r.first_seq, r.last_seq, r.stream)
+        return cls(**dataclasses.asdict(r))
 
 
 def _summarise(messages: Sequence[Optional[WriterCommitMessage]]) -> dict:
