@@ -10,8 +10,8 @@ return.
 """
 from __future__ import annotations
 
-import logging
 import dataclasses
+import logging
 from dataclasses import dataclass
 from typing import Any, Iterator, List, Optional, Sequence
 
