@@ -22,7 +22,7 @@ import pytest
 import jetwire.aio as nats  # the flavour under test (``jetwire`` in the blocking twin)
 import jetwire.errors
 from jetwire.aio import _prims as prims
-from tests.aio._helpers import uniq
+from tests.aio._helpers import uniq, wait_until
 
 
 # both flavours, named so that the blocking twin keeps them apart
@@ -61,15 +61,6 @@ class Recorder:
             if pred(self.calls):
                 return True
             await self.signal.wait(min(left, 0.05))
-
-
-async def wait_until(pred, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        await prims.sleep(0.02)
-    return pred()
 
 
 async def make_stream(js, n: int = 0, **fields):

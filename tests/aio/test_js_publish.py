@@ -9,7 +9,7 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
-from tests.aio._helpers import uniq
+from tests.aio._helpers import uniq, wait_until
 
 
 class Env:
@@ -350,11 +350,7 @@ async def test_publish_async_after_reconnect(fresh_nats_server):
 
 async def settled(futs, timeout: float) -> list:
     """Wait (without failing them) until every future is done; the ones still pending."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if all(f.done() for f in futs):
-            break
-        await prims.sleep(0.05)
+    await wait_until(lambda: all(f.done() for f in futs), timeout)
     return [f for f in futs if not f.done()]
 
 

@@ -15,6 +15,16 @@ def uniq(prefix: str = "T") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
+def wait_until(pred, timeout: float = 5.0) -> bool:
+    """Poll ``pred()`` until it is true or ``timeout`` seconds have passed; its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        prims.sleep(0.02)
+    return pred()
+
+
 class Collector:
     """Callback collecting messages; wakes the test when ``n`` have arrived."""
 

@@ -10,7 +10,7 @@ import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
-from tests.sync._helpers import uniq
+from tests.sync._helpers import uniq, wait_until
 
 
 class Env:
@@ -351,11 +351,7 @@ def test_publish_async_after_reconnect(fresh_nats_server):
 
 def settled(futs, timeout: float) -> list:
     """Wait (without failing them) until every future is done; the ones still pending."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if all(f.done() for f in futs):
-            break
-        prims.sleep(0.05)
+    wait_until(lambda: all(f.done() for f in futs), timeout)
     return [f for f in futs if not f.done()]
 
 
