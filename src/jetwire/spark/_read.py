@@ -562,15 +562,21 @@ def read_range(conn: Dict[str, Any], stream: str, part: RangePartition, subject:
             yield from _read_consumer(nc, js, stream, part, subject, batch, timeout, builder)
 
 
+def _pumped(pump: Any, to_batch: Any, builder: BatchBuilder, hi: int) -> Iterator[pa.RecordBatch]:
+    """The non-empty record batches of a pump's fetches (each fetch's messages are let go
+    once converted)."""
+    for f in pump.fetches():
+        rb = to_batch(builder, f, hi)
+        f.msgs = []
+        if rb is not None and rb.num_rows:
+            yield rb
+
+
 def _read_direct(nc: Any, js: Any, stream: str, part: RangePartition, subject: Optional[str], batch: int,
                  timeout: float, builder: BatchBuilder) -> Iterator[pa.RecordBatch]:
     pump = _DirectPump(nc, js.api_prefix, stream, part.lo, part.hi, subject, batch, timeout)
     try:
-        for f in pump.fetches():
-            rb = _direct_to_batch(builder, f, part.hi)
-            f.msgs = []
-            if rb is not None and rb.num_rows:
-                yield rb
+        yield from _pumped(pump, _direct_to_batch, builder, part.hi)
     finally:
         pump.close()
 
@@ -590,11 +596,7 @@ def _read_consumer(nc: Any, js: Any, stream: str, part: RangePartition, subject:
     try:
         pending = int(cons.cached_info().num_pending or 0)
         pump = _ConsumerPump(nc, js.api_prefix, stream, name, part.lo, part.hi, batch, timeout, pending)
-        for f in pump.fetches():
-            rb = _consumer_to_batch(builder, f, part.hi)
-            f.msgs = []
-            if rb is not None and rb.num_rows:
-                yield rb
+        yield from _pumped(pump, _consumer_to_batch, builder, part.hi)
     finally:
         if pump is not None:
             pump.close()
