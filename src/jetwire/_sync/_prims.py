@@ -16,7 +16,67 @@ def new_future() -> "concurrent.futures.Future[Any]":
     return concurrent.futures.Future()
 
 
+class Waiter:
+    """A one-shot future for one waiting thread (requests): ``done()``, ``set_result()``,
+    ``set_exception()`` like a ``concurrent.futures.Future``, waited for with
+    :func:`wait_future`. It is a lock acquired when made and released by the first
+    ``set_*``, so the waiter wakes straight from that release (no Condition, no
+    RLock). Only the first ``set_*`` counts; later ones are ignored."""
+
+    __slots__ = ("_lock", "_done", "_result", "_exc")
+
+    def __init__(self) -> None:
+        self._lock = lock = _allocate_lock()
+        lock.acquire()
+        self._done = False
+        self._result: Any = None
+        self._exc: Optional[BaseException] = None
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, result: Any) -> None:
+        if self._done:
+            return
+        self._result = result
+        self._done = True
+        try:
+            self._lock.release()
+        except RuntimeError:  # set concurrently by another thread
+            pass
+
+    def set_exception(self, exc: BaseException) -> None:
+        if self._done:
+            return
+        self._exc = exc
+        self._done = True
+        try:
+            self._lock.release()
+        except RuntimeError:
+            pass
+
+    def result(self) -> Any:
+        if self._exc is not None:
+            raise self._exc
+        return self._result
+
+
+_allocate_lock = threading.Lock
+
+
+def new_waiter() -> Waiter:
+    """A future for exactly one waiter (a request): cheaper to make, resolve and wait for."""
+    return Waiter()
+
+
 def wait_future(fut: "concurrent.futures.Future[Any]", timeout: Optional[float]) -> Any:
+    if fut.__class__ is Waiter:
+        if fut._lock.acquire(True, -1 if timeout is None else max(timeout, 0.0)) or fut._done:
+            return fut.result()
+        fut.set_exception(NatsTimeoutError("timed out"))
+        if fut._exc.__class__ is not NatsTimeoutError:  # resolved just now after all
+            return fut.result()
+        raise NatsTimeoutError("timed out")
     try:
         return fut.result(timeout)
     except concurrent.futures.TimeoutError:

@@ -181,6 +181,10 @@ class Transport:
 FLUSH_THRESHOLD = 64 * 1024
 
 
+class _Local(threading.local):
+    idle: Any = None  # see Writer.callback_thread
+
+
 class Writer:
     """Moves the core's write buffer (``core.outbox``) to the socket from a flusher thread
     (or inline when large).
@@ -198,6 +202,7 @@ class Writer:
         self.lock = threading.Lock()  # guards Python-level core.wbuf appends and outbox.take()
         self._send_lock = threading.Lock()  # keeps buffers in order on the wire
         self._ev = threading.Event()
+        self._local = _Local()
         self._closed = False
         outbox.threshold = FLUSH_THRESHOLD
         outbox.on_first = self.kick
@@ -215,7 +220,23 @@ class Writer:
         if len(self.outbox.buf) >= FLUSH_THRESHOLD:
             self.flush_now()
         elif not self._ev.is_set():
+            local = self._local
+            idle = local.idle
+            if idle is not None and not idle:
+                # a callback thread whose subscription has nothing more queued (a
+                # responder, typically): send now rather than wake the flusher thread.
+                # Once per wake-up of that thread: more publishes from the same
+                # callbacks go through the flusher again.
+                local.idle = None
+                self.flush_now()
+                return
             self._ev.set()
+
+    def callback_thread(self, pending: Any) -> None:
+        """Called by a subscription's callback thread before each round of deliveries:
+        its first publish while ``pending`` (the subscription's queue) is empty is sent
+        at once from that thread."""
+        self._local.idle = pending
 
     def flush_now(self) -> None:
         with self._send_lock:

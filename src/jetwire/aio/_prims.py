@@ -15,6 +15,9 @@ def new_future() -> "asyncio.Future[Any]":
     return asyncio.get_running_loop().create_future()
 
 
+new_waiter = new_future  # a future for exactly one waiter (the blocking flavour's is lighter)
+
+
 def _expire(fut: "asyncio.Future[Any]") -> None:
     if not fut.done():
         fut.set_exception(NatsTimeoutError("timed out"))

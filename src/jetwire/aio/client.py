@@ -106,6 +106,7 @@ class Subscription(SubscriptionBase):
         deliver = self._deliver  # cb(msg) for each pending message, in compiled code
         while True:
             signal.clear()
+            # sync-only: client._writer.callback_thread(pending)
             while True:
                 r = deliver(cb, report)
                 if r is None:
@@ -575,7 +576,7 @@ class Client:
         if core.resp_sub is None:
             self._ensure_resp_mux()
         token = core.next_resp_token()
-        fut = prims.new_future()
+        fut = prims.new_waiter()
         core.resp_map[token] = fut
         try:
             self._append(subject, data, core.resp_prefix + token, headers)
