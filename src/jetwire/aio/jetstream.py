@@ -502,26 +502,35 @@ class JetStream:
                                       expected_last_subject_seq, expected_last_msg_id)
         nc = self._nc
         core = nc._core
+        outbox = core.outbox
         if headers is None:
             hdr = None
             size = len(data)
         else:
             hdr = _encode_headers(headers)
             size = len(hdr) + len(data)
-        if size > core.max_payload:
-            raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {core.max_payload}")
-        if core.status != CONNECTED:
+        if size > outbox.max_payload:
+            raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {outbox.max_payload}")
+        if not outbox.connected:
             nc._check_publish(size)
         fut = _new_future()
         token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait)
+        if hdr is None:
+            # the outbox's fast path (one compiled call, no lock; it wakes the writer) or,
+            # disconnected or congested, the client's slow publish path (which drains)
+            try:
+                await outbox.publish(subject, data, mux.prefix + token)
+            except BaseException:
+                mux.discard(token)
+                raise
+            if timeout is not None:
+                self._arm_deadline(mux, token, timeout)
+            return fut
         writer = nc._writer
         # (the asyncio writer's lock is a no-op: only the blocking flavour takes it)
         # sync-only: writer.lock.acquire()
         try:
-            if hdr is None:
-                core.outbox.append_pub(subject, mux.prefix + token, data)
-            else:
-                core.outbox.append_hpub(subject, mux.prefix + token, hdr, data)
+            outbox.append_hpub(subject, mux.prefix + token, hdr, data)
         except BaseException:
             mux.discard(token)
             raise
