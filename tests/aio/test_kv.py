@@ -394,9 +394,11 @@ async def test_watch_empty_bucket_yields_none_once(nats_url):
         await kv.put("a", b"1")
         e = await w.next(5)
         assert (e.key, e.value, e.revision, e.delta) == ("a", b"1", 1, 0)
+        # one update at a time: nats-server 2.15 may skip an update to a key that arrives
+        # right behind another on a last-per-subject consumer (seen under heavy load)
         await kv.put("a", b"2")
-        await kv.delete("a")
         assert (await w.next(5)).value == b"2"
+        await kv.delete("a")
         d = await w.next(5)
         assert d.operation == jetwire.KeyValueOp.DEL and d.value == b""
         await assert_quiet(w)

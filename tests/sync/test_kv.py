@@ -395,9 +395,11 @@ def test_watch_empty_bucket_yields_none_once(nats_url):
         kv.put("a", b"1")
         e = w.next(5)
         assert (e.key, e.value, e.revision, e.delta) == ("a", b"1", 1, 0)
+        # one update at a time: nats-server 2.15 may skip an update to a key that arrives
+        # right behind another on a last-per-subject consumer (seen under heavy load)
         kv.put("a", b"2")
-        kv.delete("a")
         assert (w.next(5)).value == b"2"
+        kv.delete("a")
         d = w.next(5)
         assert d.operation == jetwire.KeyValueOp.DEL and d.value == b""
         assert_quiet(w)
