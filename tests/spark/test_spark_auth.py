@@ -25,14 +25,6 @@ def test_connect_options_are_plain_and_validated(spark_available):
         WriteOptions({"msgIdColumn": "k", "msgIdPrefix": "p"})
 
 
-# Symptoms of a race in the blocking client's TLS transport (its reader thread reads the
-# SSL socket while other threads write to it: OpenSSL objects are not thread-safe, which
-# shows as SSL errors, CONNECT timeouts or a crashed worker). Only these are tolerated,
-# as an expected failure, until the transport is fixed.
-_TLS_RACE = ("internal error", "UNEXPECTED_MESSAGE", "timed out waiting for the server to accept CONNECT",
-             "crashed", "exited unexpectedly", "SSL")
-
-
 def _create_stream_aio(url, ctx, **config):
     import asyncio
 
@@ -56,24 +48,19 @@ def test_tls_with_client_certificate_and_password(spark, tmp_path):
         opts = {"servers": f"tls://127.0.0.1:{srv.port}", "tlsCa": files["ca_file"],
                 "tlsCert": files["client_cert"], "tlsKey": files["client_key"], "user": "spark",
                 "password": "s3cret"}
-        # set-up through the asyncio client (its TLS is not affected by the race below)
+        # set-up through the asyncio client, reads and writes through the blocking one
         _create_stream_aio(opts["servers"], client_ssl_context(files, client_cert=True),
                            name="SECURE", subjects=["secure.>"], allow_direct=True)
-        try:
-            df = spark.createDataFrame([(f"secure.{i % 2}", f"v{i}") for i in range(20)],
-                                       "subject string, data string")
-            w = df.write.format("jetstream")
-            for k, v in opts.items():
-                w = w.option(k, v)
-            w.mode("append").save()
-            r = spark.read.format("jetstream").option("stream", "SECURE")
-            for k, v in opts.items():
-                r = r.option(k, v)
-            assert r.load().count() == 20
-        except Exception as exc:
-            if any(sig in str(exc) for sig in _TLS_RACE):
-                pytest.xfail(f"blocking-client TLS race: {str(exc).splitlines()[0][:200]}")
-            raise
+        df = spark.createDataFrame([(f"secure.{i % 2}", f"v{i}") for i in range(20)],
+                                   "subject string, data string")
+        w = df.write.format("jetstream")
+        for k, v in opts.items():
+            w = w.option(k, v)
+        w.mode("append").save()
+        r = spark.read.format("jetstream").option("stream", "SECURE")
+        for k, v in opts.items():
+            r = r.option(k, v)
+        assert r.load().count() == 20
         bad = spark.read.format("jetstream").option("stream", "SECURE").option("servers", opts["servers"]) \
             .option("tlsCa", files["ca_file"]).option("tlsCert", files["client_cert"]) \
             .option("tlsKey", files["client_key"]).option("user", "spark").option("password", "wrong")
