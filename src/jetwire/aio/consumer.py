@@ -639,16 +639,27 @@ class ConsumeContext(_Pulling):
         st = self._st
         cb = self._cb
         process = self._process
+        pull = self._pull
+        # _process's common case, inlined: a plain message of an unordered consume
+        # without a byte limit (same accounting, same refill point)
+        plain = self._ordered is None and not st.max_bytes
         try:
             while True:
                 while q:
                     if self._stopped:
                         break
-                    msg = process(q.popleft())
-                    if msg is None:
-                        if self._errors or self._terminal is not None or self._need_reset:
-                            break
-                        continue
+                    msg = q.popleft()
+                    if plain and msg.headers is None:
+                        st.pending_msgs -= 1
+                        st.delivered += 1
+                        if st.pending_msgs < st.threshold_messages:
+                            pull()
+                    else:
+                        msg = process(msg)
+                        if msg is None:
+                            if self._errors or self._terminal is not None or self._need_reset:
+                                break
+                            continue
                     try:
                         r = cb(msg)
                         if r is not None and _isawaitable(r):  # aio-only
