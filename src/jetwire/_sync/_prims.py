@@ -89,25 +89,63 @@ def wait_future(fut: "concurrent.futures.Future[Any]", timeout: Optional[float])
 
 
 class Signal:
-    """A level-triggered wake-up flag (threading.Event)."""
+    """A level-triggered wake-up flag: a lock held while the flag is clear.
 
-    __slots__ = ("_ev",)
+    ``set()`` raises the flag and releases the lock, ``clear()`` lowers the flag and takes
+    the lock back without blocking, ``wait()`` returns True at once when the flag is up,
+    else blocks on the lock (passing it on: every waiter wakes) and returns the flag when
+    woken or timed out. Cheaper than ``threading.Event`` (no Condition, no lock made per
+    wait). A clear() racing a set() can leave the lock free with the flag down: a waiter
+    then finds the flag down, takes the lock again and goes on waiting.
+    """
+
+    __slots__ = ("_flag", "_lock")
 
     def __init__(self) -> None:
-        self._ev = threading.Event()
+        self._flag = False
+        self._lock = lock = _allocate_lock()
+        lock.acquire()
 
     def set(self) -> None:
-        if not self._ev.is_set():
-            self._ev.set()
+        self._flag = True
+        lock = self._lock
+        if lock.locked():
+            try:
+                lock.release()
+            except RuntimeError:  # released concurrently
+                pass
 
     def clear(self) -> None:
-        self._ev.clear()
+        self._flag = False
+        self._lock.acquire(False)
 
     def is_set(self) -> bool:
-        return self._ev.is_set()
+        return self._flag
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        return self._ev.wait(timeout)
+        if self._flag:
+            return True
+        lock = self._lock
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if deadline is None:
+                got = lock.acquire()
+            else:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return self._flag
+                got = lock.acquire(True, remaining)
+            if not got:
+                return self._flag
+            try:
+                lock.release()  # pass the wake-up on to other waiters
+            except RuntimeError:
+                pass
+            if self._flag:
+                return True
+            lock.acquire(False)  # woken with the flag down (see the class docstring)
+            if self._flag:
+                return True
 
 
 def write_lock() -> Any:
