@@ -115,7 +115,7 @@ async def test_ordered_consume_survives_consumer_deletion(nats_url):
         cc = await oc.consume(rec, max_messages=20, expires=2, error_cb=errors)
         assert await half.wait(10)
         first = oc.name
-        await js._api(f"CONSUMER.DELETE.{stream}.{first}")
+        await js.api_request(f"CONSUMER.DELETE.{stream}.{first}")
         await fill(js, f"{stream}.a", 200, start=200)
         assert await done.wait(20), (len(rec.seqs), errors.errors)
         assert oc.name != first

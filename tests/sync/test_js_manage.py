@@ -210,7 +210,7 @@ def test_listing_pages_follow_offset_and_total(nats_url):
             raise AssertionError(subject)
 
         Stream = type(env.stream())
-        js._api = fake_api
+        js.api_request = fake_api
         try:
             assert [n for n in js.stream_names(subject="s.>")] == items
             assert [c[1]["offset"] for c in calls] == [0, 3, 6]
@@ -229,7 +229,7 @@ def test_listing_pages_follow_offset_and_total(nats_url):
             assert all(c[1]["subjects_filter"] == ">" for c in calls)
             assert s.cached_info() is info
         finally:
-            del js._api
+            del js.api_request
 
 
 def test_stream_name_by_subject(nats_url):

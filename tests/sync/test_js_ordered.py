@@ -116,7 +116,7 @@ def test_ordered_consume_survives_consumer_deletion(nats_url):
         cc = oc.consume(rec, max_messages=20, expires=2, error_cb=errors)
         assert half.wait(10)
         first = oc.name
-        js._api(f"CONSUMER.DELETE.{stream}.{first}")
+        js.api_request(f"CONSUMER.DELETE.{stream}.{first}")
         fill(js, f"{stream}.a", 200, start=200)
         assert done.wait(20), (len(rec.seqs), errors.errors)
         assert oc.name != first

@@ -95,7 +95,7 @@ class OrderedConsumer(Consumer):
         cfg = ordered_config(name, self._cursor, self._filters, self._deliver_policy, self._opt_start_seq,
                              self._opt_start_time, self._replay_policy, self._inactive_threshold,
                              self._headers_only, metadata=self._metadata)
-        resp = self._js._api(f"CONSUMER.CREATE.{self._stream}.{name}",
+        resp = self._js.api_request(f"CONSUMER.CREATE.{self._stream}.{name}",
                                    {"stream_name": self._stream, "config": cfg, "action": "create"})
         resp.pop("type", None)
         info = ConsumerInfo.from_json(resp)
@@ -111,7 +111,7 @@ class OrderedConsumer(Consumer):
         if cur is None:
             return
         try:
-            self._js._api(f"CONSUMER.DELETE.{self._stream}.{cur._name}",
+            self._js.api_request(f"CONSUMER.DELETE.{self._stream}.{cur._name}",
                                 timeout=min(self._js._timeout, _DELETE_TIMEOUT))
         except Exception:
             pass  # best effort: it is ephemeral and goes away when inactive

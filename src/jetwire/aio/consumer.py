@@ -244,7 +244,7 @@ class Consumer:
 
     async def info(self) -> ConsumerInfo:
         """Fresh info from the server (``ConsumerNotFoundError`` when it is gone)."""
-        resp = await self._js._api(f"CONSUMER.INFO.{self._stream}.{self._name}")
+        resp = await self._js.api_request(f"CONSUMER.INFO.{self._stream}.{self._name}")
         resp.pop("type", None)
         self._info = ConsumerInfo.from_json(resp)
         return self._info

@@ -1,6 +1,6 @@
 """JetStream context (asyncio source; ``jetwire/_sync/jetstream.py`` is generated from it).
 
-Management (streams, consumers, account) goes through :meth:`JetStream._api`, one
+Management (streams, consumers, account) goes through :meth:`JetStream.api_request`, one
 ``$JS.API`` request per call. ``publish()`` is a request that waits for the ack.
 ``publish_async()`` resolves its acks through ONE wildcard reply subscription per
 connection, handled straight from the reader by the sans-IO
@@ -131,9 +131,12 @@ class JetStream:
     def domain(self) -> Optional[str]:
         return self._domain
 
-    async def _api(self, subject: str, payload: Union[dict, bytes, None] = None,
-                   timeout: Optional[float] = None) -> Dict[str, Any]:
-        """Request ``<prefix>.<subject>``; return the JSON answer or raise its typed error."""
+    async def api_request(self, subject: str, payload: Union[dict, bytes, None] = None,
+                          timeout: Optional[float] = None) -> Dict[str, Any]:
+        """One JetStream API request: ``subject`` is relative to the API prefix (``"STREAM.INFO.ORDERS"``;
+        the domain or ``api_prefix`` is applied), ``payload`` a dict (sent as JSON) or bytes.
+        Returns the JSON answer as a dict or raises its typed error (``JetStreamAPIError``
+        subclasses with the server's ``err_code``; ``JetStreamNotEnabledError`` when nothing answers)."""
         if payload is None:
             data = b""
         elif isinstance(payload, (bytes, bytearray)):
@@ -158,7 +161,7 @@ class JetStream:
 
     async def account_info(self) -> AccountInfo:
         """Usage and limits of the account (``JetStreamNotEnabledError`` without JetStream)."""
-        return AccountInfo.from_json(_clean(await self._api("INFO")))
+        return AccountInfo.from_json(_clean(await self.api_request("INFO")))
 
     # -- streams ---------------------------------------------------------------------
     async def create_stream(self, config: Any = None, **fields: Any) -> Stream:
@@ -167,14 +170,14 @@ class JetStream:
         config it raises ``StreamNameInUseError``."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         name = validate_stream_name(cfg.name)
-        resp = await self._api(f"STREAM.CREATE.{name}", cfg.to_json_dict())
+        resp = await self.api_request(f"STREAM.CREATE.{name}", cfg.to_json_dict())
         return Stream(self, _stream_info(resp))
 
     async def update_stream(self, config: Any = None, **fields: Any) -> Stream:
         """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         name = validate_stream_name(cfg.name)
-        resp = await self._api(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
+        resp = await self.api_request(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
         return Stream(self, _stream_info(resp))
 
     async def create_or_update_stream(self, config: Any = None, **fields: Any) -> Stream:
@@ -188,7 +191,7 @@ class JetStream:
     async def stream(self, name: str) -> Stream:
         """Look a stream up now (``StreamNotFoundError`` when it does not exist)."""
         validate_stream_name(name)
-        resp = await self._api(f"STREAM.INFO.{name}")
+        resp = await self.api_request(f"STREAM.INFO.{name}")
         return Stream(self, _stream_info(resp))
 
     async def stream_info(self, name: str, subjects_filter: Optional[str] = None,
@@ -201,7 +204,7 @@ class JetStream:
     async def delete_stream(self, name: str) -> bool:
         """Delete a stream and its consumers (``StreamNotFoundError`` when missing)."""
         validate_stream_name(name)
-        await self._api(f"STREAM.DELETE.{name}")
+        await self.api_request(f"STREAM.DELETE.{name}")
         return True
 
     async def list_streams(self, subject: Optional[str] = None) -> AsyncIterator[StreamInfo]:
@@ -212,7 +215,7 @@ class JetStream:
             req: Dict[str, Any] = {"offset": offset}
             if subject:
                 req["subject"] = subject
-            resp = await self._api("STREAM.LIST", req)
+            resp = await self.api_request("STREAM.LIST", req)
             page = resp.get("streams") or []
             for d in page:
                 yield StreamInfo.from_json(d)
@@ -228,7 +231,7 @@ class JetStream:
             req: Dict[str, Any] = {"offset": offset}
             if subject:
                 req["subject"] = subject
-            resp = await self._api("STREAM.NAMES", req)
+            resp = await self.api_request("STREAM.NAMES", req)
             page = resp.get("streams") or []
             for name in page:
                 yield name
@@ -239,7 +242,7 @@ class JetStream:
     async def stream_name_by_subject(self, subject: str) -> str:
         """The name of the stream that stores ``subject`` (``StreamNotFoundError`` when none)."""
         _impl.validate_subject(subject)
-        resp = await self._api("STREAM.NAMES", {"subject": subject})
+        resp = await self.api_request("STREAM.NAMES", {"subject": subject})
         names = resp.get("streams") or []
         if not names:
             raise StreamNotFoundError(code=404, err_code=10059, description=f"no stream matches subject {subject!r}")
@@ -273,7 +276,7 @@ class JetStream:
             name = generate_consumer_name(self._nuid)
         if cfg.filter_subject and not cfg.filter_subjects:
             _impl.validate_subject(cfg.filter_subject)
-        resp = await self._api(consumer_create_subject(stream, name, cfg), consumer_create_request(stream, cfg, action))
+        resp = await self.api_request(consumer_create_subject(stream, name, cfg), consumer_create_request(stream, cfg, action))
         info = ConsumerInfo.from_json(_clean(resp))
         if cfg.filter_subjects and not info.config.filter_subjects:
             raise JetStreamError("the server does not support multiple filter subjects")
@@ -283,7 +286,7 @@ class JetStream:
         """Look a consumer up now (``ConsumerNotFoundError`` when it does not exist)."""
         validate_stream_name(stream)
         validate_consumer_name(name)
-        resp = await self._api(f"CONSUMER.INFO.{stream}.{name}")
+        resp = await self.api_request(f"CONSUMER.INFO.{stream}.{name}")
         return _consumer(self, stream, ConsumerInfo.from_json(_clean(resp)))
 
     async def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
@@ -294,7 +297,7 @@ class JetStream:
         """Delete a consumer (``ConsumerNotFoundError`` when it does not exist)."""
         validate_stream_name(stream)
         validate_consumer_name(name)
-        await self._api(f"CONSUMER.DELETE.{stream}.{name}")
+        await self.api_request(f"CONSUMER.DELETE.{stream}.{name}")
         return True
 
     async def list_consumers(self, stream: str) -> AsyncIterator[ConsumerInfo]:
@@ -302,7 +305,7 @@ class JetStream:
         validate_stream_name(stream)
         offset = 0
         while True:
-            resp = await self._api(f"CONSUMER.LIST.{stream}", {"offset": offset})
+            resp = await self.api_request(f"CONSUMER.LIST.{stream}", {"offset": offset})
             page = resp.get("consumers") or []
             for d in page:
                 yield ConsumerInfo.from_json(d)
@@ -315,7 +318,7 @@ class JetStream:
         validate_stream_name(stream)
         offset = 0
         while True:
-            resp = await self._api(f"CONSUMER.NAMES.{stream}", {"offset": offset})
+            resp = await self.api_request(f"CONSUMER.NAMES.{stream}", {"offset": offset})
             page = resp.get("consumers") or []
             for name in page:
                 yield name
@@ -336,7 +339,7 @@ class JetStream:
     async def _pause(self, stream: str, name: str, until: Optional[datetime]) -> ConsumerPauseResponse:
         validate_stream_name(stream)
         validate_consumer_name(name)
-        resp = await self._api(f"CONSUMER.PAUSE.{stream}.{name}", pause_request(until))
+        resp = await self.api_request(f"CONSUMER.PAUSE.{stream}.{name}", pause_request(until))
         return ConsumerPauseResponse.from_json(_clean(resp))
 
     async def ordered_consumer(self, stream: str, **options: Any) -> Any:

@@ -158,7 +158,7 @@ class _PushConsumer:
         assert self._spec is not None
         cfg = push_consumer_config(self._sub.subject, state.cursor, name=name, heartbeat=self._heartbeat,
                                    **self._spec)
-        resp = await js._api(consumer_create_subject(self._stream, name, cfg),
+        resp = await js.api_request(consumer_create_subject(self._stream, name, cfg),
                              {"stream_name": self._stream, "config": cfg})
         self._consumer = name
         if self._closed or self._draining:  # stopped while the consumer was being made
@@ -542,7 +542,7 @@ class PushSubscription(_PushConsumer):
     async def _delete_if_created(self) -> None:
         if self._owned and self._consumer and not self._nc.is_closed:
             try:
-                await self._js._api(f"CONSUMER.DELETE.{self._stream}.{self._consumer}")
+                await self._js.api_request(f"CONSUMER.DELETE.{self._stream}.{self._consumer}")
             except Exception:
                 pass
 

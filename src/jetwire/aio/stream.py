@@ -59,7 +59,7 @@ class Stream:
         while True:
             if offset:
                 req["offset"] = offset
-            resp = await js._api(subject, req or None)
+            resp = await js.api_request(subject, req or None)
             total = resp.get("total") or 0
             info = _stream_info(resp)
             page = info.state.subjects
@@ -84,7 +84,7 @@ class Stream:
         """Remove messages: all, those on ``subject`` (wildcards allowed), those below
         ``sequence``, or all but the last ``keep``. Returns the number purged."""
         req = purge_request(subject, sequence, keep)
-        resp = await self._js._api(f"STREAM.PURGE.{self._name}", req or None)
+        resp = await self._js.api_request(f"STREAM.PURGE.{self._name}", req or None)
         return int(resp.get("purged", 0))
 
     # -- messages --------------------------------------------------------------------
@@ -114,17 +114,17 @@ class Stream:
                 raise APIError(code=503, err_code=None,
                                description="direct get: no responders (does the stream allow direct?)") from exc
             return direct_msg(msg)
-        resp = await js._api(f"STREAM.MSG.GET.{self._name}", req)
+        resp = await js.api_request(f"STREAM.MSG.GET.{self._name}", req)
         return RawStreamMsg.from_json(resp)
 
     async def delete_msg(self, seq: int) -> bool:
         """Mark the message at ``seq`` deleted (without overwriting its data)."""
-        await self._js._api(f"STREAM.MSG.DELETE.{self._name}", {"seq": seq, "no_erase": True})
+        await self._js.api_request(f"STREAM.MSG.DELETE.{self._name}", {"seq": seq, "no_erase": True})
         return True
 
     async def secure_delete_msg(self, seq: int) -> bool:
         """Delete the message at ``seq`` and overwrite its data on disk."""
-        await self._js._api(f"STREAM.MSG.DELETE.{self._name}", {"seq": seq})
+        await self._js.api_request(f"STREAM.MSG.DELETE.{self._name}", {"seq": seq})
         return True
 
     # -- consumers -------------------------------------------------------------------

@@ -211,7 +211,7 @@ def time_to_seq(nc: Any, js: Any, state: StreamState, when: Any) -> int:
             if h is not None and h.status == "404":
                 return state.next_seq
     try:
-        resp = js._api(f"STREAM.MSG.GET.{state.name}", {"start_time": stamp})
+        resp = js.api_request(f"STREAM.MSG.GET.{state.name}", {"start_time": stamp})
     except MsgNotFoundError:
         return state.next_seq
     return int(resp["message"]["seq"])
