@@ -8,6 +8,6 @@ from ._exports import *  # noqa: F401,F403
 from ._exports import __all__ as _shared_all
 from ._sync.client import Client, Subscription, connect
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["connect", "Client", "Subscription"] + list(_shared_all)

@@ -9,7 +9,7 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
-from tests.aio._helpers import uniq, wait_until
+from tests.aio._helpers import server_subscriptions, uniq, wait_until
 
 
 class Env:
@@ -311,15 +311,15 @@ async def test_publish_async_futures_fail_on_close(nats_url):
         await js.publish(subj, b"after close")
 
 
-async def test_publish_async_contexts_share_one_reply_subscription(nats_url):
+async def test_publish_async_contexts_share_one_reply_subscription(nats_server, nats_url):
     async with Env(nats_url) as env:
         nc = env.nc
         other = nc.jetstream(publish_async_max_pending=10)
-        subs_before = len(nc._core.subs)
+        subs_before = await server_subscriptions(nats_server, nc)
         fa = await env.js.publish_async(f"{env.p}.a", b"a")
-        subs_after_first = len(nc._core.subs)
+        subs_after_first = await server_subscriptions(nats_server, nc)
         fb = await other.publish_async(f"{env.p}.b", b"b")
-        assert len(nc._core.subs) == subs_after_first == subs_before + 1
+        assert await server_subscriptions(nats_server, nc) == subs_after_first == subs_before + 1
         await other.publish_async_complete(timeout=5)
         assert {(await result(fa)).seq, (await result(fb)).seq} == {1, 2}
 

@@ -16,7 +16,7 @@ async def no_ack_pending(sub, timeout: float = 5.0) -> None:
     """Auto-acks go out after each callback returns: wait until the server has them all."""
     deadline = time.monotonic() + timeout
     while True:
-        await sub._nc.flush()
+        await sub._js._nc.flush()
         info = await sub.consumer_info()
         if info.num_ack_pending == 0:
             return
@@ -80,27 +80,24 @@ async def test_push_flow_control_and_heartbeats(nats_url):
     nc = await jetwire.connect(nats_url)
     js, stream = await new_stream(nc)
     try:
-        fc_answers: list = []
-        real = nc._publish_nowait
-
-        def spy(subject, data, reply=None):
-            if subject.startswith("$JS.FC."):
-                fc_answers.append(subject)
-            return real(subject, data, reply)
-
-        nc._publish_nowait = spy
+        # the client's answers to flow-control requests, seen on the wire by another connection
+        watcher = await jetwire.connect(nats_url)
+        fc_answers = await watcher.subscribe("$JS.FC.>")
+        await watcher.flush()
         await fill(js, f"{stream}.a", 3000, b"p" * 1024)
         rec = Seqs()
         done = rec.at(3000)
         sub = await js.subscribe(f"{stream}.a", cb=rec, flow_control=True, idle_heartbeat=0.5)
         assert await done.wait(30), len(rec.seqs)
         assert rec.seqs == list(range(1, 3001))
-        assert fc_answers, "flow control requests were answered"
+        answer = await fc_answers.next_msg(5)
+        assert answer.subject.startswith("$JS.FC."), "flow control requests were answered"
         info = await sub.consumer_info()
         assert info.config.flow_control is True and info.config.idle_heartbeat == 0.5
         await no_ack_pending(sub)
         await sub.unsubscribe()
         assert len(rec.seqs) == 3000
+        await watcher.close()
     finally:
         await js.delete_stream(stream)
         await nc.close()

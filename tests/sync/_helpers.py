@@ -127,3 +127,11 @@ def drain_initial(w, timeout: float = 5.0) -> list:
         if e is None:
             return out
         out.append(e)
+
+
+def server_subscriptions(server, nc) -> int:
+    """How many subscriptions the server holds for connection ``nc`` (monitoring ``connz``)."""
+    nc.flush(5)
+    conns = server.monitor("connz", subs=1, cid=nc.client_id)["connections"]
+    assert len(conns) == 1, conns
+    return int(conns[0]["subscriptions"])

@@ -10,7 +10,7 @@ import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
-from tests.sync._helpers import uniq, wait_until
+from tests.sync._helpers import server_subscriptions, uniq, wait_until
 
 
 class Env:
@@ -312,15 +312,15 @@ def test_publish_async_futures_fail_on_close(nats_url):
         js.publish(subj, b"after close")
 
 
-def test_publish_async_contexts_share_one_reply_subscription(nats_url):
+def test_publish_async_contexts_share_one_reply_subscription(nats_server, nats_url):
     with Env(nats_url) as env:
         nc = env.nc
         other = nc.jetstream(publish_async_max_pending=10)
-        subs_before = len(nc._core.subs)
+        subs_before = server_subscriptions(nats_server, nc)
         fa = env.js.publish_async(f"{env.p}.a", b"a")
-        subs_after_first = len(nc._core.subs)
+        subs_after_first = server_subscriptions(nats_server, nc)
         fb = other.publish_async(f"{env.p}.b", b"b")
-        assert len(nc._core.subs) == subs_after_first == subs_before + 1
+        assert server_subscriptions(nats_server, nc) == subs_after_first == subs_before + 1
         other.publish_async_complete(timeout=5)
         assert {(result(fa)).seq, (result(fb)).seq} == {1, 2}
 

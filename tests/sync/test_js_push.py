@@ -17,7 +17,7 @@ def no_ack_pending(sub, timeout: float = 5.0) -> None:
     """Auto-acks go out after each callback returns: wait until the server has them all."""
     deadline = time.monotonic() + timeout
     while True:
-        sub._nc.flush()
+        sub._js._nc.flush()
         info = sub.consumer_info()
         if info.num_ack_pending == 0:
             return
@@ -81,27 +81,24 @@ def test_push_flow_control_and_heartbeats(nats_url):
     nc = jetwire.connect(nats_url)
     js, stream = new_stream(nc)
     try:
-        fc_answers: list = []
-        real = nc._publish_nowait
-
-        def spy(subject, data, reply=None):
-            if subject.startswith("$JS.FC."):
-                fc_answers.append(subject)
-            return real(subject, data, reply)
-
-        nc._publish_nowait = spy
+        # the client's answers to flow-control requests, seen on the wire by another connection
+        watcher = jetwire.connect(nats_url)
+        fc_answers = watcher.subscribe("$JS.FC.>")
+        watcher.flush()
         fill(js, f"{stream}.a", 3000, b"p" * 1024)
         rec = Seqs()
         done = rec.at(3000)
         sub = js.subscribe(f"{stream}.a", cb=rec, flow_control=True, idle_heartbeat=0.5)
         assert done.wait(30), len(rec.seqs)
         assert rec.seqs == list(range(1, 3001))
-        assert fc_answers, "flow control requests were answered"
+        answer = fc_answers.next_msg(5)
+        assert answer.subject.startswith("$JS.FC."), "flow control requests were answered"
         info = sub.consumer_info()
         assert info.config.flow_control is True and info.config.idle_heartbeat == 0.5
         no_ack_pending(sub)
         sub.unsubscribe()
         assert len(rec.seqs) == 3000
+        watcher.close()
     finally:
         js.delete_stream(stream)
         nc.close()

@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import concurrent.futures
+import heapq
+import logging
 import threading
 import time
-from typing import Any, Callable, Optional
+from collections import deque
+from typing import Any, Callable, Deque, List, Optional
 
 from ..errors import TimeoutError as NatsTimeoutError
+
+log = logging.getLogger("jetwire")
 
 IS_ASYNC = False
 Future = concurrent.futures.Future
@@ -152,6 +157,27 @@ def write_lock() -> Any:
     return threading.Lock()
 
 
+class NoLock:
+    """A lock that never waits: for state only one thread touches (the one no-op lock)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return True
+
+    def release(self) -> None:
+        return None
+
+
+NO_LOCK = NoLock()
+
+
 def sleep(seconds: float) -> None:
     time.sleep(seconds)
 
@@ -161,10 +187,6 @@ def spawn(fn: Callable[..., Any], *args: Any, name: Optional[str] = None) -> thr
     t = threading.Thread(target=fn, args=args, name=name or "jetwire", daemon=True)
     t.start()
     return t
-
-
-def spawn_soon(fn: Callable[..., Any], *args: Any) -> None:
-    spawn(fn, *args)
 
 
 def join(task: Any, timeout: Optional[float] = None) -> bool:
@@ -187,22 +209,125 @@ def monotonic() -> float:
     return time.monotonic()
 
 
-class Timer:
-    """Calls ``fn()`` every ``interval`` seconds on a daemon thread until cancelled."""
+class _Entry:
+    __slots__ = ("when", "seq", "fn", "args", "interval", "cancelled")
 
-    def __init__(self, interval: float, fn: Callable[[], Any]) -> None:
-        self._interval = interval
-        self._fn = fn
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="jetwire-timer", daemon=True)
-        self._thread.start()
+    def __init__(self, when: float, seq: int, fn: Callable[..., Any], args: Any, interval: float) -> None:
+        self.when = when
+        self.seq = seq
+        self.fn = fn
+        self.args = args
+        self.interval = interval
+        self.cancelled = False
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self._fn()
-            except Exception:  # pragma: no cover - a timer must not die
-                pass
+    def __lt__(self, other: "_Entry") -> bool:
+        return (self.when, self.seq) < (other.when, other.seq)
 
     def cancel(self) -> None:
-        self._stop.set()
+        self.cancelled = True
+
+
+class Scheduler:
+    """One connection's timers (one thread, a heap of deadlines) and user-callback
+    dispatcher (one thread, a queue), each started on first use.
+
+    Timer functions are plain and must not block (they run one after another on the
+    timer thread); an exception in one goes to ``on_error``. ``dispatch`` runs user
+    callbacks in order on the dispatcher thread; an exception in one goes to
+    ``on_error`` too (an exception while reporting is logged)."""
+
+    def __init__(self, on_error: Callable[[BaseException], None]) -> None:
+        self._on_error = on_error
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: List[_Entry] = []
+        self._seq = 0
+        self._timer: Optional[threading.Thread] = None
+        self._calls: Deque[Any] = deque()
+        self._calls_cond = threading.Condition(threading.Lock())
+        self._dispatcher: Optional[threading.Thread] = None
+        self._closed = False
+
+    # -- timers ------------------------------------------------------------------------
+    def _add(self, delay: float, fn: Callable[..., Any], args: Any, interval: float) -> _Entry:
+        with self._cond:
+            self._seq += 1
+            entry = _Entry(time.monotonic() + delay, self._seq, fn, args, interval)
+            if self._closed:
+                entry.cancelled = True
+                return entry
+            heapq.heappush(self._heap, entry)
+            if self._timer is None:
+                self._timer = threading.Thread(target=self._run_timers, name="jetwire-timer", daemon=True)
+                self._timer.start()
+            elif self._heap[0] is entry:
+                self._cond.notify()
+        return entry
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> _Entry:
+        return self._add(delay, fn, args, 0.0)
+
+    def call_every(self, interval: float, fn: Callable[[], Any]) -> _Entry:
+        return self._add(interval, fn, (), interval)
+
+    def _run_timers(self) -> None:
+        heap = self._heap
+        cond = self._cond
+        while True:
+            with cond:
+                while True:
+                    if self._closed:
+                        return
+                    while heap and heap[0].cancelled:
+                        heapq.heappop(heap)
+                    now = time.monotonic()
+                    if heap and heap[0].when <= now:
+                        entry = heapq.heappop(heap)
+                        if entry.interval:
+                            entry.when = max(entry.when + entry.interval, now)
+                            heapq.heappush(heap, entry)
+                        break
+                    cond.wait(heap[0].when - now if heap else None)
+            try:
+                entry.fn(*entry.args)
+            except Exception as exc:
+                self._report(exc)
+
+    # -- user callbacks ----------------------------------------------------------------
+    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+        with self._calls_cond:
+            self._calls.append((cb, args))
+            if self._dispatcher is None:
+                self._dispatcher = threading.Thread(target=self._run_calls, name="jetwire-callbacks", daemon=True)
+                self._dispatcher.start()
+            else:
+                self._calls_cond.notify()
+
+    def _run_calls(self) -> None:
+        calls = self._calls
+        cond = self._calls_cond
+        while True:
+            with cond:
+                while not calls:
+                    if self._closed:
+                        return
+                    cond.wait()
+                cb, args = calls.popleft()
+            try:
+                cb(*args)
+            except Exception as exc:
+                self._report(exc)
+
+    def _report(self, exc: BaseException) -> None:
+        try:
+            self._on_error(exc)
+        except Exception:  # pragma: no cover - the error hook itself failed
+            log.exception("jetwire: error while reporting %r", exc)
+
+    def close(self) -> None:
+        """Stop the timers; callbacks already dispatched still run, then the thread ends."""
+        with self._cond:
+            self._closed = True
+            self._heap.clear()
+            self._cond.notify()
+        with self._calls_cond:
+            self._calls_cond.notify()

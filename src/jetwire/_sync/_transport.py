@@ -266,6 +266,11 @@ class Writer:
     def drain(self) -> None:
         return None
 
+    def after_publish(self) -> None:
+        """What ``publish`` returns once its message is queued (the blocking flavour's
+        writes block, so there is nothing to wait for)."""
+        return None
+
     def close(self) -> None:
         self.tr = None
         self._closed = True

@@ -45,7 +45,7 @@ class OrderedConsumer(Consumer):
                  inactive_threshold: Optional[float] = 300.0, headers_only: bool = False,
                  max_reset_attempts: Optional[int] = None, metadata: Optional[Dict[str, str]] = None) -> None:
         self._js = js
-        self._nc = js._nc
+        self._link = js._link
         self._stream = stream
         self._cursor = OrderedCursor()
         self._prefix = _nuid.next()

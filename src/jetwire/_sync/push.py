@@ -30,7 +30,6 @@ import logging
 from collections import deque
 from typing import Any, Callable, Deque, Dict, Optional
 
-from ..core import CLOSED
 from ..errors import (
     ConnectionClosedError,
     ConsumerNotFoundError,
@@ -93,7 +92,7 @@ class _PushConsumer:
     def __init__(self, js: Any, stream: str, heartbeat: float = DEFAULT_PUSH_HEARTBEAT,
                  spec: Optional[Dict[str, Any]] = None, initial: bool = True, marker: bool = True) -> None:
         self._js = js
-        self._nc = js._nc
+        self._link = js._link
         self._stream = stream
         self._heartbeat = heartbeat
         self._spec = spec
@@ -111,6 +110,7 @@ class _PushConsumer:
         self._resetting = False
         self._seen = 0  # everything received (heartbeats included): the activity count
         self._timer: Any = None
+        self._unlisten: Optional[Callable[[], None]] = None
         self._monitor: Optional[HeartbeatMonitor] = None
         if self._state.take_marker():  # no initial values: the marker comes first
             self._queue.append(_MARKER)
@@ -118,9 +118,8 @@ class _PushConsumer:
     # -- life ------------------------------------------------------------------------
     def _listen(self, deliver_subject: str, queue: Optional[str], handler: Callable[[Msg], None]) -> None:
         """Subscribe the deliver subject (before the consumer exists, so nothing is missed)."""
-        sub = self._nc._subscribe(deliver_subject, queue, None, 0, -1, -1, direct=handler)
-        sub._signal = self._signal  # closing the subscription (or the connection) wakes the reader
-        self._sub = sub
+        # closing the subscription (or the connection) wakes the reader
+        self._sub = self._link.subscribe_direct(deliver_subject, handler, queue, wake=self._signal)
 
     def _begin(self) -> None:
         """The consumer exists: watch its heartbeats and the connection's reconnects."""
@@ -129,8 +128,8 @@ class _PushConsumer:
             mon = HeartbeatMonitor(self._heartbeat, now, MISSED_HEARTBEATS)
             mon.reset(now, self._seen)
             self._monitor = mon
-            self._timer = prims.Timer(self._heartbeat, self._check)
-        self._nc._reconnect_listeners.append(self._on_reconnect)
+            self._timer = self._link.call_every(self._heartbeat, self._check)
+        self._unlisten = self._link.on_reconnect(self._on_reconnect)
 
     def _start(self) -> None:
         """An ordered consumer: make the first one, then watch it."""
@@ -143,7 +142,6 @@ class _PushConsumer:
             self._begin()
 
     def _create(self, first: bool) -> None:
-        nc = self._nc
         js = self._js
         state = self._state
         with self._lock:
@@ -154,7 +152,7 @@ class _PushConsumer:
             if _serial == self._serial:  # not a straggler of a consumer already replaced
                 self._on_msg(msg)
 
-        self._listen(nc.new_inbox(), None, on_msg)
+        self._listen(self._link.new_inbox(), None, on_msg)
         name = generate_consumer_name(js._nuid)
         assert self._spec is not None
         cfg = push_consumer_config(self._sub.subject, state.cursor, name=name, heartbeat=self._heartbeat,
@@ -190,30 +188,26 @@ class _PushConsumer:
         if timer is not None:
             timer.cancel()
             self._timer = None
-        try:
-            self._nc._reconnect_listeners.remove(self._on_reconnect)
-        except ValueError:
-            pass
+        unlisten = self._unlisten
+        if unlisten is not None:
+            unlisten()
+            self._unlisten = None
         sub = self._sub
         if sub is not None:
-            self._nc._unsubscribe_nowait(sub)
+            self._link.unsubscribe(sub)
         self._signal.set()
 
     def _drop_consumer(self) -> None:
         """Unsubscribe and ask the server to delete a consumer made here (without waiting)."""
-        nc = self._nc
+        link = self._link
         sub = self._sub
         if sub is not None:
-            nc._unsubscribe_nowait(sub)
+            link.unsubscribe(sub)
         name = self._consumer
         if not name or not self._owned:
             return
         self._consumer = ""
-        core = nc._core
-        if core is not None and core.resp_prefix:
-            # the answer goes to a token nobody waits for
-            nc._publish_nowait(f"{self._js._prefix}.CONSUMER.DELETE.{self._stream}.{name}", b"",
-                               core.resp_prefix + "_")
+        link.request_nowait(f"{self._js._prefix}.CONSUMER.DELETE.{self._stream}.{name}")
 
     # -- from the reader (never blocks) ------------------------------------------------
     def _on_msg(self, msg: Msg) -> None:
@@ -237,7 +231,7 @@ class _PushConsumer:
             self._request_reset()
 
     def _on_status(self, h: Any, reply: Optional[str]) -> None:
-        nc = self._nc
+        link = self._link
         state = self._state
         answer = None
         with self._lock:
@@ -246,16 +240,16 @@ class _PushConsumer:
                 answer = state.fc_ready()
         if kind == PUSH_FLOW_CONTROL:
             if answer:
-                nc._publish_nowait(answer, b"")
+                link.try_publish(answer, None, b"")
             return
         if kind == PUSH_STATUS:  # consumer deleted, ...
             if self._report_status:
-                nc._report_error(JetStreamError(f"push consumer {self._consumer!r}: "
+                link.report_error(JetStreamError(f"push consumer {self._consumer!r}: "
                                                 f"{h.status} {h.description or ''}".rstrip()))
         else:  # an idle heartbeat (that may show a gap)
             stalled = state.stalled_reply(h)
             if stalled:
-                nc._publish_nowait(stalled, b"")
+                link.try_publish(stalled, None, b"")
             if kind != PUSH_GAP:
                 return
         if self._spec is not None:
@@ -266,14 +260,14 @@ class _PushConsumer:
         mon = self._monitor
         if mon is None or self._closed or self._resetting:
             return
-        nc = self._nc
-        if nc.is_closed:
+        link = self._link
+        if link.is_closed:
             return
-        if mon.check(prims.monotonic(), self._seen, nc.is_connected):
+        if mon.check(prims.monotonic(), self._seen, link.is_connected):
             if self._spec is not None:
                 self._request_reset()
             else:
-                nc._report_error(NoHeartbeatError(f"no heartbeat from push consumer {self._consumer!r}"))
+                link.report_error(NoHeartbeatError(f"no heartbeat from push consumer {self._consumer!r}"))
 
     def _on_reconnect(self) -> None:  # from the client's reconnect path: never blocks
         mon = self._monitor
@@ -289,13 +283,13 @@ class _PushConsumer:
             if self._closed or self._draining or self._resetting:
                 return
             self._resetting = True
-        prims.spawn_soon(self._reset)
+        self._link.spawn(self._reset)
 
     def _reset(self) -> None:
         wait = RESET_DELAY
         try:
             while not self._closed and not self._draining:
-                if self._nc.is_closed:
+                if self._link.is_closed:
                     self.stop()
                     return
                 self._drop_consumer()
@@ -334,13 +328,13 @@ class _PushConsumer:
                     with self._lock:
                         reply = self._state.consumed()
                     if reply:
-                        self._nc._publish_nowait(reply, b"")
+                        self._link.try_publish(reply, None, b"")
                 return item
             if self._closed or self._sub is None or (self._sub._closed and not self._resetting):
                 if self._error is not None:
                     err, self._error = self._error, None
                     raise err
-                if not self._closed and self._nc.is_closed:
+                if not self._closed and self._link.is_closed:
                     self.stop()
                 return _END
             if timeout is not None:
@@ -372,7 +366,7 @@ def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[C
                     idle_heartbeat: Optional[float] = None, flow_control: bool = False,
                     deliver_subject: Optional[str] = None) -> "PushSubscription":
     """Subscribe to ``subject`` through a push consumer (see :meth:`JetStream.subscribe`)."""
-    nc = js._nc
+    link = js._link
     cfg = config_from_kwargs(ConsumerConfig, config)
     queue = queue or None
     if ordered_consumer:
@@ -419,7 +413,7 @@ def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[C
             cfg.deliver_group = queue
         if not cfg.filter_subject and not cfg.filter_subjects:
             cfg.filter_subject = subject
-        dsubj = deliver_subject or cfg.deliver_subject or nc.new_inbox()
+        dsubj = deliver_subject or cfg.deliver_subject or link.new_inbox()
         cfg.deliver_subject = dsubj
         ack_none = cfg.ack_policy == AckPolicy.NONE
         ps = PushSubscription(js, stream, subject, queue, cb, manual_ack, ack_none, cfg.idle_heartbeat or 0.0)
@@ -508,8 +502,7 @@ class PushSubscription(_PushConsumer):
             raise NatsError("next_msg() is not available on a subscription with a callback")
         msg = self._next_raw(timeout)
         if msg is _END:
-            core = self._nc._core
-            if core is not None and core.status == CLOSED:
+            if self._link.is_closed:
                 raise ConnectionClosedError("connection closed")
             raise SubscriptionClosedError("subscription closed")
         return msg
@@ -525,7 +518,7 @@ class PushSubscription(_PushConsumer):
                 try:
                     msg = self._next_raw(None)
                 except Exception as exc:  # the consumer could not be recreated
-                    self._nc._report_error(exc)
+                    self._link.report_error(exc)
                     return
                 if msg is _END or self._closed:
                     return
@@ -534,12 +527,12 @@ class PushSubscription(_PushConsumer):
                     if self._auto_ack and not msg._ackd:
                         msg.ack()
                 except Exception as exc:  # a failing callback must not stop delivery
-                    self._nc._report_error(exc)
+                    self._link.report_error(exc)
         finally:
             self._halt()
 
     def _delete_if_created(self) -> None:
-        if self._owned and self._consumer and not self._nc.is_closed:
+        if self._owned and self._consumer and not self._link.is_closed:
             try:
                 self._js.api_request(f"CONSUMER.DELETE.{self._stream}.{self._consumer}")
             except Exception:
@@ -560,7 +553,7 @@ class PushSubscription(_PushConsumer):
         self._draining = True
         sub = self._sub
         if sub is not None:
-            self._nc._unsubscribe_nowait(sub)
+            self._link.unsubscribe(sub)
         self._signal.set()
         if self._task is not None:
             prims.join(self._task, timeout)

@@ -110,7 +110,7 @@ class Stream:
             else:
                 subject, data = f"{js._prefix}.DIRECT.GET.{self._name}", orjson.dumps(req)
             try:
-                msg = js._nc.request(subject, data, timeout=js._timeout)
+                msg = js._link.request_raw(subject, data, None, js._timeout)
             except NoRespondersError as exc:
                 raise APIError(code=503, err_code=None,
                                description="direct get: no responders (does the stream allow direct?)") from exc

@@ -80,7 +80,7 @@ def _false(fut: "asyncio.Future[Any]") -> None:
 
 
 class NoLock:
-    """The asyncio flavour runs on one thread: write-buffer locking is free."""
+    """The asyncio flavour runs on one thread: locking is free (the one no-op lock)."""
 
     __slots__ = ()
 
@@ -90,9 +90,18 @@ class NoLock:
     def __exit__(self, *exc: Any) -> None:
         return None
 
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return True
+
+    def release(self) -> None:
+        return None
+
+
+NO_LOCK = NoLock()
+
 
 def write_lock() -> NoLock:
-    return NoLock()
+    return NO_LOCK
 
 
 async def sleep(seconds: float) -> None:
@@ -102,12 +111,6 @@ async def sleep(seconds: float) -> None:
 def spawn(fn: Callable[..., Any], *args: Any, name: Optional[str] = None) -> "asyncio.Task[Any]":
     """Run ``fn(*args)`` (a coroutine function) concurrently."""
     return asyncio.get_running_loop().create_task(fn(*args), name=name)
-
-
-def spawn_soon(fn: Callable[..., Any], *args: Any) -> None:
-    """From a non-async context on the loop thread: start ``fn(*args)`` as a task."""
-    loop = asyncio.get_running_loop()
-    loop.create_task(fn(*args))
 
 
 async def join(task: Any, timeout: Optional[float] = None) -> bool:
@@ -144,14 +147,16 @@ def monotonic() -> float:
     return asyncio.get_running_loop().time()
 
 
-class Timer:
-    """Calls ``fn()`` every ``interval`` seconds on the loop until cancelled."""
+class _Repeat:
+    """``fn()`` every ``interval`` seconds on the loop until cancelled."""
 
-    def __init__(self, interval: float, fn: Callable[[], Any]) -> None:
+    __slots__ = ("_interval", "_fn", "_loop", "_handle")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, interval: float, fn: Callable[[], Any]) -> None:
         self._interval = interval
         self._fn = fn
-        self._loop = asyncio.get_running_loop()
-        self._handle = self._loop.call_later(interval, self._fire)
+        self._loop = loop
+        self._handle: Optional[asyncio.TimerHandle] = loop.call_later(interval, self._fire)
 
     def _fire(self) -> None:
         self._handle = self._loop.call_later(self._interval, self._fire)
@@ -161,3 +166,39 @@ class Timer:
         if self._handle is not None:
             self._handle.cancel()
             self._handle = None
+
+
+class Scheduler:
+    """One connection's timers and user-callback dispatcher, on the event loop.
+
+    Timer functions are plain and must not block; an exception in one goes to
+    ``on_error``. ``dispatch`` runs a user callback (plain or coroutine function) as a
+    task, in order; its exception goes to ``on_error`` too."""
+
+    def __init__(self, on_error: Callable[[BaseException], None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._on_error = on_error
+
+    def _guard(self, fn: Callable[..., Any], args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:
+            self._on_error(exc)
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any:
+        return self._loop.call_later(delay, self._guard, fn, args)
+
+    def call_every(self, interval: float, fn: Callable[[], Any]) -> Any:
+        return _Repeat(self._loop, interval, lambda: self._guard(fn, ()))
+
+    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+        self._loop.create_task(self._run(cb, args))
+
+    async def _run(self, cb: Callable[..., Any], args: Any) -> None:
+        try:
+            await call(cb, *args)
+        except Exception as exc:
+            self._on_error(exc)
+
+    def close(self) -> None:
+        return None

@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Optional
 
+from .. import _impl
 from ..errors import ProtocolError
+from ._prims import NO_LOCK
+
+_DONE = _impl.DONE  # an awaitable that is already done
 
 _INFO_LIMIT = 64 * 1024
 
@@ -121,11 +125,22 @@ class Transport:
             raise ConnectionError("not connected")
         tr.write(data)
 
+    def drained(self) -> "asyncio.Future[None]":
+        """A future done once writing resumes (at once when it is not paused)."""
+        proto = self._proto
+        fut = proto.resume_fut
+        if fut is None or fut.done():
+            fut = self._loop.create_future()
+            if proto.paused and not proto.lost:
+                proto.resume_fut = fut
+            else:
+                fut.set_result(None)
+        return fut
+
     async def drain(self) -> None:
         proto = self._proto
         if proto.paused and not proto.lost:
-            proto.resume_fut = self._loop.create_future()
-            await proto.resume_fut
+            await self.drained()
 
     @property
     def write_paused(self) -> bool:
@@ -171,7 +186,7 @@ class Writer:
         self.tr: Optional[Transport] = None
         self.pending = False
         self.loop = asyncio.get_running_loop()
-        self.lock = _NoLock()
+        self.lock = NO_LOCK
         outbox.threshold = FLUSH_THRESHOLD
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
@@ -227,15 +242,14 @@ class Writer:
         if tr is not None:
             await tr.drain()
 
+    def after_publish(self) -> Any:
+        """What ``publish`` returns once its message is queued: an awaitable that is
+        already done, or, while the transport is congested, one done when it drains
+        (the message is queued either way; awaiting it is back-pressure)."""
+        tr = self.tr
+        if tr is not None and tr.write_paused:
+            return tr.drained()
+        return _DONE
+
     def close(self) -> None:
         self.tr = None
-
-
-class _NoLock:
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None

@@ -1,21 +1,25 @@
-"""The NATS client. This asyncio source is also the blocking client: ``jetwire/_sync/client.py``
-is generated from it by ``tools/gen_sync.py`` (never edit the generated file)."""
+"""The NATS client: the connection's driver for asyncio. This source is also the blocking
+client: ``jetwire/_sync/client.py`` is generated from it by ``tools/gen_sync.py`` (never
+edit the generated file).
+
+The driver moves bytes between the flavour's transport and the sans-IO core
+(:mod:`jetwire.connection.core`): ``_on_data`` feeds the core and acts on the events it
+returns; publishing queues bytes in the core's outbox, which the writer sends. The layers
+above (JetStream, stores, consumers, services, Spark, the CLI) use :class:`Link`
+(``nc.link``), the narrow interface declared in :mod:`jetwire.connection.interface`.
+"""
 from __future__ import annotations
 
 import logging
 import random
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Sequence, TypeVar, Union
 
 import orjson
 
 from .. import _impl
-from ..core import (
-    ACT_DISCOVERED,
-    ACT_ERROR,
-    ACT_FATAL,
-    ACT_LDM,
-    ACT_PONG,
+from ..connection.core import (
     CLOSED,
     CONNECTED,
     CONNECTING,
@@ -26,19 +30,25 @@ from ..core import (
     PONG,
     RECONNECTING,
     ConnectionCore,
+    InfoReceived,
+    PingReceived,
+    PongReceived,
+    ServerError,
     SubscriptionBase,
+    SubscriptionError,
 )
 from ..errors import (
     AuthorizationError,
-    BadSubjectError,
     ConnectionClosedError,
     ConnectionLostError,
     DrainTimeoutError,
     MaxPayloadError,
     MsgAlreadyAckedError,
     NatsError,
+    NoRespondersError,
     NoServersError,
     NotJSMessageError,
+    ProtocolError,
     ReconnectBufferFullError,
     SubscriptionClosedError,
     TimeoutError,
@@ -48,12 +58,16 @@ from ..options import Options, Server, make_options
 from . import _prims as prims
 from ._transport import Transport, Writer
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+
 log = logging.getLogger("jetwire")
+
+T = TypeVar("T")
 
 _append_sub = _impl.append_sub
 _append_unsub = _impl.append_unsub
 _encode_headers = _impl.encode_headers
-_DONE = _impl.DONE  # what the asyncio publish fast path returns
 
 
 class Subscription(SubscriptionBase):
@@ -79,7 +93,7 @@ class Subscription(SubscriptionBase):
             if msg is not None:
                 return msg
             if self._closed:
-                if self._core.status == CLOSED:
+                if self._client.is_closed:
                     raise ConnectionClosedError("connection closed")
                 raise SubscriptionClosedError("subscription closed")
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -100,13 +114,14 @@ class Subscription(SubscriptionBase):
         cb = self._cb
         pending = self._pending
         signal = self._signal
-        client = self._core.client
-        outbox = self._core.outbox
+        client = self._client
+        writer = client._writer
+        outbox = client._core.outbox
         report = client._report_error  # a failing callback must not stop delivery
         deliver = self._deliver  # cb(msg) for each pending message, in compiled code
         while True:
             signal.clear()
-            # sync-only: client._writer.callback_thread(pending)
+            # sync-only: writer.callback_thread(pending)
             while True:
                 r = deliver(cb, report)
                 if r is None:
@@ -116,7 +131,7 @@ class Subscription(SubscriptionBase):
                 except Exception as exc:
                     report(exc)
             if outbox.buf:
-                client._writer.flush_now()  # the callbacks are done: send what they published
+                writer.flush_now()  # the callbacks are done: send what they published
             if self._slow and len(pending) < self._pmsgs_limit // 2:
                 self._slow = False
             if self._closed and not pending:
@@ -125,43 +140,32 @@ class Subscription(SubscriptionBase):
 
     async def unsubscribe(self, max_msgs: int = 0) -> None:
         """Stop now, or after ``max_msgs`` messages in total have been delivered."""
-        core = self._core
-        client = core.client
+        client = self._client
         if self._closed:
             return
-        if core.status == CLOSED:
+        if client.is_closed:
             raise ConnectionClosedError("connection closed")
         if max_msgs and self.delivered < max_msgs:
             self._max = max_msgs
-            with client._writer.lock:
-                _append_unsub(core.wbuf, self.sid, max_msgs)
-            client._writer.kick()
+            client._queue_unsub(self.sid, max_msgs)
             return
-        core.subs.pop(self.sid, None)
-        self._pending.clear()
-        self._pending_bytes = 0
-        self._mark_closed()
-        with client._writer.lock:
-            _append_unsub(core.wbuf, self.sid, 0)
-        client._writer.kick()
+        client._drop_sub(self)
 
     async def drain(self, timeout: Optional[float] = None) -> None:
         """Unsubscribe, let already-received messages be handled, then close."""
-        core = self._core
-        client = core.client
+        client = self._client
         if self._closed:
             return
-        with client._writer.lock:
-            _append_unsub(core.wbuf, self.sid, 0)
+        client._queue_unsub(self.sid, 0)
         self._draining = True
+        wait = timeout or client._core.opts.drain_timeout
         try:
-            await client.flush(timeout or core.opts.drain_timeout)
+            await client.flush(wait)
         except ConnectionClosedError:
             pass
-        core.subs.pop(self.sid, None)
-        self._mark_closed()
+        client._core.remove_sub(self, discard=False)
         if self._task is not None:
-            if not await prims.join(self._task, timeout or core.opts.drain_timeout):
+            if not await prims.join(self._task, wait):
                 raise DrainTimeoutError("subscription drain timed out")
 
 
@@ -173,23 +177,35 @@ class Client:
         self._writer: Any = None
         self._transport: Optional[Transport] = None
         self._ping_timer: Any = None
+        self._sched: Any = None
         self._close_signal = prims.Signal()
-        self._reconnect_task: Any = None
-        self._js_pub_mux: Any = None
-        # plain callables run (on the loop / reconnect thread) right after each reconnect;
-        # they must not block (JetStream consumers use them to re-pull)
-        self._reconnect_listeners: List[Callable[[], None]] = []
+        self._handshaking = False
+        # PING waiters, oldest first (None for the ping timer's PINGs)
+        self._pongs: Deque[Any] = deque()
+        # request/reply multiplexing over one wildcard inbox subscription
+        self._resp_sub: Optional[Subscription] = None
+        self._resp_prefix = ""
+        self._resp_prefix_len = 0
+        self._resp_map: Dict[str, Any] = {}
+        self._resp_n = 0
+        # what the layers above registered through the link
+        self._on_reconnect: List[Callable[[], None]] = []
+        self._on_lost_cbs: List[Callable[[BaseException], None]] = []
+        self._on_close_cbs: List[Callable[[BaseException], None]] = []
+        self._shared: Dict[str, Any] = {}
+        self.link = Link(self)
 
     # -- connecting ------------------------------------------------------------------
     async def _connect(self, opts: Options) -> None:
-        core = ConnectionCore(opts, self)
+        core = ConnectionCore(opts)
         self._core = core
+        self._sched = prims.Scheduler(self._report_error)
         self._writer = Writer(core)  # sets the outbox's threshold, on_first/on_full and lock
         outbox = core.outbox
         outbox.slow = self._publish_slow
         outbox.ret = _impl.DONE  # aio-only
         # the common publish is one call into the outbox (see Client.publish)
-        self.publish = outbox.publish
+        self.publish = outbox.publish  # type: ignore[method-assign]
         core.status = CONNECTING
         last: Optional[BaseException] = None
         auth_err: Optional[BaseException] = None
@@ -204,16 +220,17 @@ class Client:
                 continue
             break
         if core.status == CONNECTED:
-            self._ping_timer = prims.Timer(opts.ping_interval, self._on_ping_timer)
+            self._ping_timer = self._sched.call_every(opts.ping_interval, self._on_ping_timer)
             return
         core.last_error = auth_err or last
         if opts.retry_on_failed_connect and opts.allow_reconnect:
             core.status = RECONNECTING
-            self._ping_timer = prims.Timer(opts.ping_interval, self._on_ping_timer)
-            self._reconnect_task = prims.spawn(self._reconnect_loop, False)
+            self._ping_timer = self._sched.call_every(opts.ping_interval, self._on_ping_timer)
+            prims.spawn(self._reconnect_loop, False)
             return
         core.status = CLOSED
         self._writer.close()
+        self._sched.close()
         if auth_err is not None:
             raise auth_err
         raise NoServersError(f"could not connect to any server: {last}") from last
@@ -239,16 +256,14 @@ class Client:
             try:
                 info = orjson.loads(line[5:])
             except orjson.JSONDecodeError as exc:
-                from ..errors import ProtocolError
-
                 raise ProtocolError(f"bad INFO from server: {line[:64]!r}") from exc
             core.parser.reset()
             core.process_info(info, initial=True)
             if not core.headers_ok:
                 raise NatsError("server does not support headers")
-            core.handshaking = True
+            self._handshaking = True
             fut = prims.new_future()
-            core.pongs.appendleft(fut)
+            self._pongs.appendleft(fut)
             connect = core.connect_line(srv.user, srv.password)
             tr.start(self._on_data, lambda exc, _tr=tr: self._on_lost(_tr, exc), head[idx + 2:])
             tr.write(connect + PING)
@@ -257,23 +272,23 @@ class Client:
             except TimeoutError:
                 raise TimeoutError("timed out waiting for the server to accept CONNECT") from None
         except BaseException:
-            core.handshaking = False
+            self._handshaking = False
             if fut is not None:
                 try:
-                    core.pongs.remove(fut)
+                    self._pongs.remove(fut)
                 except ValueError:
                     pass
             tr.abort()
             raise
-        core.handshaking = False
+        self._handshaking = False
         srv.did_connect = True
         srv.reconnects = 0
         core.pool.current = srv
         self._transport = tr
-        self._connected_url = srv.url
+        outbox = core.outbox
         with self._writer.lock:
             # the subscriptions go first, then what was published while disconnected
-            core.wbuf[:0] = core.resubscribe_bytes()
+            outbox.buf[:0] = core.resubscribe_bytes()
         core.status = CONNECTED
         core.pings_out = 0
         self._writer.set_transport(tr)
@@ -294,68 +309,85 @@ class Client:
 
     # -- reading ---------------------------------------------------------------------
     def _on_data(self, data: bytes) -> None:
+        """The transport read ``data``: feed the core, then act on what it returns."""
         core = self._core
+        assert core is not None
         try:
-            core.feed(data)  # type: ignore[union-attr]
-        except Exception as exc:
-            core.last_error = exc  # type: ignore[union-attr]
-            tr = self._transport
-            if tr is not None:
-                self._report_error(exc)
-                self._on_lost(tr, exc)
+            events = core.receive_data(data)
+        except Exception as exc:  # the stream can no longer be framed
+            core.last_error = exc
+            self._report_error(exc)
+            if self._handshaking:
+                self._fail_pongs(exc)
             else:
-                core.fail_pongs(exc)  # type: ignore[union-attr]
+                tr = self._transport
+                if tr is not None:
+                    self._on_lost(tr, exc)
             return
-        if core.actions:  # type: ignore[union-attr]
-            self._handle_actions()
+        if events:
+            self._handle_events(events)
 
-    def _handle_actions(self) -> None:
+    def _handle_events(self, events: List[Any]) -> None:
         core = self._core
         assert core is not None
         opts = core.opts
-        for kind, arg in core.take_actions():
-            if kind == ACT_PONG:
+        for ev in events:
+            kind = ev.__class__
+            if kind is PingReceived:
                 with self._writer.lock:
-                    core.wbuf += PONG
+                    core.outbox.buf += PONG
                 self._writer.kick()
-            elif kind == ACT_ERROR:
-                self._report_error(arg)
-            elif kind == ACT_DISCOVERED:
-                if opts.discovered_servers_cb is not None:
-                    prims.spawn_soon(self._call_cb, opts.discovered_servers_cb)
-            elif kind == ACT_LDM:
-                if opts.lame_duck_mode_cb is not None:
-                    prims.spawn_soon(self._call_cb, opts.lame_duck_mode_cb)
-            elif kind == ACT_FATAL:
-                core.last_error = arg
-                self._report_error(arg)
-                tr = self._transport
-                if tr is not None:
-                    self._on_lost(tr, arg)
+            elif kind is PongReceived:
+                if self._pongs:
+                    fut = self._pongs.popleft()
+                    if fut is not None and not fut.done():
+                        fut.set_result(True)
+            elif kind is SubscriptionError:
+                self._report_error(ev.error)
+            elif kind is ServerError:
+                if self._handshaking and self._pongs:
+                    fut = self._pongs.popleft()
+                    if fut is not None and not fut.done():
+                        fut.set_exception(ev.error)
+                    continue
+                self._report_error(ev.error)
+                if ev.fatal:
+                    tr = self._transport
+                    if tr is not None:
+                        self._on_lost(tr, ev.error)
+            elif kind is InfoReceived:
+                if ev.discovered and opts.discovered_servers_cb is not None:
+                    self._sched.dispatch(opts.discovered_servers_cb)
+                if ev.lame_duck and opts.lame_duck_mode_cb is not None:
+                    self._sched.dispatch(opts.lame_duck_mode_cb)
 
     def _report_error(self, exc: BaseException) -> None:
+        """Hand ``exc`` to ``error_cb`` (on the callback dispatcher), or log it."""
         core = self._core
         if core is not None:
             core.last_error = exc
             cb = core.opts.error_cb
-            if cb is not None:
-                prims.spawn_soon(self._call_cb, cb, exc)
+            if cb is not None and self._sched is not None:
+                self._sched.dispatch(cb, exc)
                 return
         log.error("jetwire: %s", exc)
 
-    async def _call_cb(self, cb: Callable[..., Any], *args: Any) -> None:
-        try:
-            await prims.call(cb, *args)
-        except Exception:
-            log.exception("jetwire: callback %r failed", cb)
+    def _fail_pongs(self, exc: BaseException) -> None:
+        pongs = self._pongs
+        while pongs:
+            fut = pongs.popleft()
+            if fut is not None and not fut.done():
+                fut.set_exception(exc)
+        if self._core is not None:
+            self._core.pings_out = 0
 
     def _on_lost(self, tr: Transport, exc: Optional[BaseException]) -> None:
         """The transport died (socket error, EOF, protocol error, stale connection)."""
         core = self._core
         if core is None:
             return
-        if core.handshaking:
-            core.fail_pongs(exc or ConnectionClosedError("connection lost during handshake"))
+        if self._handshaking:
+            self._fail_pongs(exc or ConnectionClosedError("connection lost during handshake"))
             return
         if tr is not self._transport:
             return
@@ -364,18 +396,32 @@ class Client:
         tr.abort()
         if core.status == CLOSED:
             return
-        core.fail_pongs(ConnectionClosedError("connection lost"))
-        mux = self._js_pub_mux
-        if mux is not None:  # the acks of what went out on this connection are lost with it
-            mux.fail_sent(ConnectionLostError("connection lost before the JetStream publish ack arrived"))
+        self._fail_pongs(ConnectionClosedError("connection lost"))
+        lost = ConnectionLostError("connection lost")
+        for cb in list(self._on_lost_cbs):  # e.g. the acks of what went out are lost with it
+            try:
+                cb(lost)
+            except Exception as err:
+                self._report_error(err)
         if core.opts.allow_reconnect and core.status not in (DRAINING_SUBS, DRAINING_PUBS):
             core.status = RECONNECTING
-            prims.spawn_soon(self._reconnect_loop, True)
+            prims.spawn(self._reconnect_loop, True)
         else:
-            prims.spawn_soon(self._close_after_loss)
+            prims.spawn(self._close_after_loss)
 
     async def _close_after_loss(self) -> None:
         await self._close(flush=False)
+
+    async def _call_cb(self, cb: Callable[..., Any], *args: Any) -> None:
+        """Call a user callback now (plain or coroutine function); an exception goes to
+        ``error_cb`` (and is logged when it is ``error_cb`` that failed)."""
+        try:
+            await prims.call(cb, *args)
+        except Exception as exc:
+            if self._core is not None and cb is self._core.opts.error_cb:
+                log.exception("jetwire: error callback %r failed", cb)
+            else:
+                self._report_error(exc)
 
     async def _reconnect_loop(self, was_connected: bool) -> None:
         core = self._core
@@ -404,11 +450,11 @@ class Client:
                 continue
             if core.status == CONNECTED:
                 core.reconnects += 1
-                for listener in list(self._reconnect_listeners):
+                for listener in list(self._on_reconnect):
                     try:
                         listener()
-                    except Exception:
-                        log.exception("jetwire: reconnect listener %r failed", listener)
+                    except Exception as exc:
+                        self._report_error(exc)
                 if opts.reconnected_cb is not None:
                     await self._call_cb(opts.reconnected_cb)
                 return
@@ -421,7 +467,7 @@ class Client:
         core = self._core
         if core is None or core.status != CONNECTED:
             return
-        send, stale = core.ping_tick()
+        stale = core.ping_tick()
         if stale is not None:
             core.last_error = stale
             self._report_error(stale)
@@ -429,65 +475,67 @@ class Client:
             if tr is not None:
                 self._on_lost(tr, stale)
             return
-        if send:
-            with self._writer.lock:
-                core.wbuf += PING
-                core.pongs.append(None)
-            self._writer.flush_now()
+        with self._writer.lock:
+            core.outbox.buf += PING
+            self._pongs.append(None)
+        self._writer.flush_now()
 
     # -- publishing ------------------------------------------------------------------
-    def _check_publish(self, size: int) -> None:
-        core = self._core
-        st = core.status  # type: ignore[union-attr]
-        if st == CLOSED:
-            raise ConnectionClosedError("connection closed")
-        if st == RECONNECTING or st == CONNECTING:
-            limit = core.opts.reconnect_buffer_size  # type: ignore[union-attr]
-            if limit < 0 or len(core.wbuf) + size > limit:  # type: ignore[union-attr]
-                raise ReconnectBufferFullError("reconnect buffer is full")
-
-    async def publish(self, subject: str, data: bytes = b"", reply: Optional[str] = None,
-                      headers: Any = None) -> None:
+    def publish(self, subject: str, data: bytes = b"", reply: Optional[str] = None,
+                headers: Any = None) -> Any:
         """Publish ``data`` to ``subject`` (optionally with a reply subject and headers).
 
+        The message is queued when this is called, on every path; a bad subject, a
+        payload over ``max_payload``, a closed connection or a full reconnect buffer
+        raise here. In ``jetwire.aio`` the result is an awaitable: already done, or, while
+        the socket is congested, done once it drains (awaiting it is back-pressure;
+        not awaiting it loses nothing). In ``jetwire`` it returns None.
+
         A connected client answers ``publish`` with ``core.outbox.publish`` (an instance
-        attribute set on connect): while connected and not congested, a message without
-        headers of at most ``max_payload`` bytes is queued in one call into compiled code
-        (in ``jetwire.aio`` it returns an already-finished awaitable, so the message is
-        queued even if the result is never awaited). Everything else -- headers,
-        too-large payloads, disconnected, reconnecting, closed, a congested transport --
-        comes here: this method is that slow path.
-        """
+        attribute set on connect): a message without headers, within ``max_payload``, on
+        an uncongested connection is queued by one call into compiled code. Everything
+        else (headers, disconnected, reconnecting, closed, congested) comes here."""
         self._append(subject, data, reply, headers)
         writer = self._writer
         writer.kick()
-        if writer.congested:
-            await writer.drain()
+        return writer.after_publish()
 
     _publish_slow = publish
 
     def _append(self, subject: str, data: bytes, reply: Optional[str], headers: Any) -> None:
-        """Check and queue one PUB/HPUB in the write buffer (sent by the caller's kick/flush)."""
+        """Check and queue one PUB/HPUB (``headers``: a mapping, or None)."""
+        self._append_raw(subject, reply, None if headers is None else _encode_headers(headers), data)
+
+    def _append_raw(self, subject: str, reply: Optional[str], hdr: Optional[bytes], data: bytes) -> None:
+        """Check and queue one PUB (``hdr`` None) or HPUB (``hdr``: encoded headers)."""
         core = self._core
-        if core.status != CONNECTED:  # type: ignore[union-attr]
-            self._check_publish(len(data))
-        outbox = core.outbox  # type: ignore[union-attr]
-        if headers is None:
-            if len(data) > outbox.max_payload:
-                raise MaxPayloadError(f"message of {len(data)} bytes exceeds max_payload {outbox.max_payload}")
-            with self._writer.lock:
+        if core is None:
+            raise ConnectionClosedError("connection closed")
+        outbox = core.outbox
+        size = len(data) if hdr is None else len(hdr) + len(data)
+        if size > outbox.max_payload:
+            raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {outbox.max_payload}")
+        if core.status != CONNECTED:
+            self._check_buffering(size)
+        with self._writer.lock:
+            if hdr is None:
                 outbox.append_pub(subject, reply, data)
-        else:
-            hdr = _encode_headers(headers)
-            if len(hdr) + len(data) > outbox.max_payload:
-                raise MaxPayloadError(
-                    f"message of {len(hdr) + len(data)} bytes exceeds max_payload {outbox.max_payload}")
-            with self._writer.lock:
+            else:
                 outbox.append_hpub(subject, reply, hdr, data)
 
-    def _publish_nowait(self, subject: str, data: bytes, reply: Optional[str] = None) -> bool:
-        """Queue a PUB without waiting (safe from the reader and timers). Only while
-        connected: returns False (nothing queued) otherwise."""
+    def _check_buffering(self, size: int) -> None:
+        core = self._core
+        assert core is not None
+        st = core.status
+        if st == CLOSED:
+            raise ConnectionClosedError("connection closed")
+        if st == RECONNECTING or st == CONNECTING:
+            limit = core.opts.reconnect_buffer_size
+            if limit < 0 or len(core.outbox.buf) + size > limit:
+                raise ReconnectBufferFullError("reconnect buffer is full")
+
+    def _try_publish(self, subject: str, reply: Optional[str], data: bytes) -> bool:
+        """Queue a PUB only while connected (safe from the reader and timers)."""
         core = self._core
         if core is None or core.status != CONNECTED:
             return False
@@ -497,113 +545,137 @@ class Client:
         writer.kick()
         return True
 
-    async def publish_msg(self, msg: Msg) -> None:
-        await self.publish(msg.subject, msg.data, msg.reply, msg.headers)
+    def publish_msg(self, msg: Msg) -> Any:
+        """``publish(msg.subject, msg.data, msg.reply, msg.headers)``."""
+        return self.publish(msg.subject, msg.data, msg.reply, msg.headers)
 
     # -- subscribing -----------------------------------------------------------------
     async def subscribe(self, subject: str, queue: Optional[str] = None, cb: Optional[Callable[..., Any]] = None,
                         max_msgs: int = 0, pending_msgs_limit: Optional[int] = None,
                         pending_bytes_limit: Optional[int] = None) -> Subscription:
         """Subscribe to ``subject`` (wildcards allowed), optionally in a queue group."""
-        return self._subscribe(subject, queue, cb, max_msgs, pending_msgs_limit, pending_bytes_limit)
+        core = self._live_core()
+        opts = core.opts
+        return self._subscribe(subject, queue, cb, max_msgs,
+                               opts.pending_msgs_limit if pending_msgs_limit is None else pending_msgs_limit,
+                               opts.pending_bytes_limit if pending_bytes_limit is None else pending_bytes_limit,
+                               None, None)
 
-    def _subscribe(self, subject: str, queue: Optional[str], cb: Optional[Callable[..., Any]], max_msgs: int,
-                   pending_msgs_limit: Optional[int], pending_bytes_limit: Optional[int],
-                   direct: Optional[Callable[[Msg], None]] = None) -> Subscription:
+    def _live_core(self) -> ConnectionCore:
         core = self._core
-        assert core is not None
-        if core.status == CLOSED:
+        if core is None or core.status == CLOSED:
             raise ConnectionClosedError("connection closed")
         if core.status in (DRAINING_SUBS, DRAINING_PUBS):
             raise ConnectionClosedError("connection is draining")
+        return core
+
+    def _subscribe(self, subject: str, queue: Optional[str], cb: Optional[Callable[..., Any]], max_msgs: int,
+                   pmsgs: int, pbytes: int, direct: Optional[Callable[[Msg], None]], wake: Any) -> Subscription:
+        core = self._live_core()
         _impl.validate_subject(subject)
         if queue is not None and queue != "":
             _impl.validate_subject(queue)
         else:
             queue = None
-        opts = core.opts
         sid = core.next_sid()
-        sub = Subscription(core, sid, subject, queue, cb, prims.Signal(),
-                           opts.pending_msgs_limit if pending_msgs_limit is None else pending_msgs_limit,
-                           opts.pending_bytes_limit if pending_bytes_limit is None else pending_bytes_limit)
-        if sub._pmsgs_limit <= 0:
-            sub._pmsgs_limit = 1 << 62
-        if sub._pbytes_limit <= 0:
-            sub._pbytes_limit = 1 << 62
+        sub = Subscription(self, sid, subject, queue, cb, wake if wake is not None else prims.Signal(),
+                           pmsgs, pbytes)
         sub._direct = direct
         if max_msgs:
             sub._max = max_msgs
-        core.subs[sid] = sub
+        core.add_sub(sub)
         with self._writer.lock:
-            _append_sub(core.wbuf, subject, queue, sid)
+            buf = core.outbox.buf
+            _append_sub(buf, subject, queue, sid)
             if max_msgs:
-                _append_unsub(core.wbuf, sid, max_msgs)
+                _append_unsub(buf, sid, max_msgs)
         if cb is not None:
             sub._task = prims.spawn(sub._run_cb, name=f"jetwire-sub-{sid}")
         self._writer.kick()
         return sub
 
-    def _unsubscribe_nowait(self, sub: Subscription) -> None:
-        """Drop ``sub`` at once without waiting (safe from the reader and timers)."""
+    def _queue_unsub(self, sid: int, max_msgs: int) -> None:
         core = self._core
-        if core is None or sub._closed:
-            return
-        core.subs.pop(sub.sid, None)
-        sub._pending.clear()
-        sub._pending_bytes = 0
-        sub._mark_closed()
-        if core.status == CLOSED:
-            return
+        assert core is not None
         with self._writer.lock:
-            _append_unsub(core.wbuf, sub.sid, 0)
+            _append_unsub(core.outbox.buf, sid, max_msgs)
         self._writer.kick()
 
-    # -- request/reply ---------------------------------------------------------------
-    def _ensure_resp_mux(self) -> None:
+    def _drop_sub(self, sub: Subscription) -> None:
+        """Drop ``sub`` at once without waiting (safe from the reader and timers)."""
         core = self._core
-        assert core is not None
-        if core.resp_sub is not None:
+        if core is None or not core.remove_sub(sub):
             return
-        prefix = core.new_inbox() + "."
-        core.set_resp_prefix(prefix)
-        sub = self._subscribe(prefix + "*", None, None, 0, -1, -1)
-        core.setup_resp_mux(sub)
+        if core.status != CLOSED:
+            self._queue_unsub(sub.sid, 0)
 
-    async def request(self, subject: str, data: bytes = b"", timeout: float = 1.0, headers: Any = None) -> Msg:
-        """Send a request and wait for one reply (``NoRespondersError`` at once if nobody listens)."""
-        core = self._core
-        assert core is not None
-        if core.resp_sub is None:
-            self._ensure_resp_mux()
-        token = core.next_resp_token()
+    # -- request/reply ---------------------------------------------------------------
+    def _resp_mux(self) -> str:
+        """The shared inbox prefix of requests (its wildcard subscription made on first use)."""
+        if self._resp_sub is None:
+            core = self._live_core()
+            prefix = core.new_inbox() + "."
+            self._resp_prefix = prefix
+            self._resp_prefix_len = len(prefix)
+            self._resp_sub = self._subscribe(prefix + "*", None, None, 0, -1, -1, self._on_response, None)
+        return self._resp_prefix
+
+    def _on_response(self, msg: Msg) -> None:  # from the reader
+        fut = self._resp_map.pop(msg.subject[self._resp_prefix_len:], None)
+        if fut is None or fut.done():
+            return
+        h = msg.headers
+        if h is not None and h.status == "503" and not msg.data:
+            fut.set_exception(NoRespondersError("no responders for request"))
+        else:
+            fut.set_result(msg)
+
+    def _start_request(self, subject: str, data: bytes, hdr: Optional[bytes]) -> Any:
+        """Queue a request and send it now: (token, the future its reply resolves)."""
+        prefix = self._resp_prefix or self._resp_mux()
+        self._resp_n += 1
+        token = str(self._resp_n)
         fut = prims.new_waiter()
-        core.resp_map[token] = fut
+        self._resp_map[token] = fut
         try:
-            self._append(subject, data, core.resp_prefix + token, headers)
-            self._writer.flush_now()  # a request waits: send now, not on the next turn
+            self._append_raw(subject, prefix + token, hdr, data)
+        except BaseException:
+            self._resp_map.pop(token, None)
+            raise
+        self._writer.flush_now()  # a request waits: send now, not on the next turn
+        return token, fut
+
+    async def _wait_reply(self, subject: str, token: str, fut: Any, timeout: float) -> Msg:
+        try:
             return await prims.wait_future(fut, timeout)
         except TimeoutError:
             raise TimeoutError(f"request to {subject!r} timed out after {timeout}s") from None
         finally:
-            core.resp_map.pop(token, None)
+            self._resp_map.pop(token, None)
+
+    async def request(self, subject: str, data: bytes = b"", timeout: float = 1.0, headers: Any = None) -> Msg:
+        """Send a request and wait for one reply (``NoRespondersError`` at once if nobody listens)."""
+        token, fut = self._start_request(subject, data, None if headers is None else _encode_headers(headers))
+        return await self._wait_reply(subject, token, fut, timeout)
 
     def new_inbox(self) -> str:
         """A unique subject under the inbox prefix."""
-        return self._core.new_inbox()  # type: ignore[union-attr]
+        if self._core is None:
+            raise ConnectionClosedError("connection closed")
+        return self._core.new_inbox()
 
     # -- flush / rtt -----------------------------------------------------------------
     async def flush(self, timeout: Optional[float] = None) -> None:
         """Send everything buffered and wait for the server to confirm (PING/PONG)."""
         core = self._core
-        assert core is not None
-        if core.status == CLOSED:
+        if core is None or core.status == CLOSED:
             raise ConnectionClosedError("connection closed")
         if timeout is None:
             timeout = core.opts.flush_timeout
         fut = prims.new_future()
         with self._writer.lock:
-            core.wbuf += PING
-            core.pongs.append(fut)
+            core.outbox.buf += PING
+            self._pongs.append(fut)
         self._writer.flush_now()
         try:
             await prims.wait_future(fut, timeout)
@@ -618,31 +690,25 @@ class Client:
 
     # -- JetStream acks (used by Msg) --------------------------------------------------
     def _js_ack(self, msg: Msg, payload: bytes, terminal: bool, sync: bool, timeout: Optional[float]) -> Any:
-        """Send an ack (``sync``: and wait for the server's confirmation). Returns what an
-        asyncio caller awaits; a fire-and-forget ack queued by the publish fast path is
-        already done (no coroutine per ack)."""
+        """Send an ack when called. Fire and forget: what ``publish`` returns (in aio an
+        awaitable already done, or done once a congested socket drains). ``sync``: the
+        ack goes out now and the result waits for the server's confirmation."""
         if msg._ackd:
             raise MsgAlreadyAckedError("message was already acknowledged")
         reply = msg.reply
         if not reply or not reply.startswith("$JS.ACK."):
             raise NotJSMessageError("message is not a JetStream message")
         if sync:
-            return self._js_ack_confirmed(msg, reply, payload, terminal, timeout)
+            token, fut = self._start_request(reply, payload, None)
+            return self._js_ack_confirmed(msg, reply, token, fut, terminal, timeout or 5.0)
         r = self.publish(reply, payload)
-        if r is None or r is _DONE:  # queued (the blocking publish always returns None)
-            if terminal:
-                msg._ackd = True
-            return r
-        return self._js_ack_after(msg, r, terminal)  # the slow path: acked once it went through
-
-    async def _js_ack_confirmed(self, msg: Msg, reply: str, payload: bytes, terminal: bool,
-                                timeout: Optional[float]) -> None:
-        await self.request(reply, payload, timeout or 5.0)
         if terminal:
             msg._ackd = True
+        return r
 
-    async def _js_ack_after(self, msg: Msg, sending: Any, terminal: bool) -> None:
-        await sending
+    async def _js_ack_confirmed(self, msg: Msg, reply: str, token: str, fut: Any, terminal: bool,
+                                timeout: float) -> None:
+        await self._wait_reply(reply, token, fut, timeout)
         if terminal:
             msg._ackd = True
 
@@ -650,8 +716,7 @@ class Client:
     async def drain(self, timeout: Optional[float] = None) -> None:
         """Unsubscribe everything, let pending messages be handled, flush, close."""
         core = self._core
-        assert core is not None
-        if core.status == CLOSED:
+        if core is None or core.status == CLOSED:
             return
         if timeout is None:
             timeout = core.opts.drain_timeout
@@ -661,16 +726,15 @@ class Client:
             return
         deadline = time.monotonic() + timeout
         core.status = DRAINING_SUBS
-        subs = [s for s in core.subs.values() if s is not core.resp_sub]
+        subs = [s for s in core.subs.values() if s is not self._resp_sub]
         with self._writer.lock:
             for sub in subs:
-                _append_unsub(core.wbuf, sub.sid, 0)
+                _append_unsub(core.outbox.buf, sub.sid, 0)
         try:
             if self._transport is not None:
                 await self.flush(max(0.001, deadline - time.monotonic()))
             for sub in subs:
-                core.subs.pop(sub.sid, None)
-                sub._mark_closed()
+                core.remove_sub(sub, discard=False)
             for sub in subs:
                 if sub._task is not None:
                     if not await prims.join(sub._task, max(0.0, deadline - time.monotonic())):
@@ -709,19 +773,20 @@ class Client:
         if tr is not None:
             tr.close()
         err = ConnectionClosedError("connection closed")
-        core.fail_pongs(err)
-        for fut in list(core.resp_map.values()):
+        self._fail_pongs(err)
+        for fut in list(self._resp_map.values()):
             if not fut.done():
                 fut.set_exception(err)
-        core.resp_map.clear()
-        subs = list(core.subs.values())
-        core.subs.clear()
-        for sub in subs:
-            sub._mark_closed()
-        if self._js_pub_mux is not None:
-            self._js_pub_mux.fail_all(err)
+        self._resp_map.clear()
+        core.close_all_subs()
+        for cb in list(self._on_close_cbs):
+            try:
+                cb(err)
+            except Exception as exc:
+                self._report_error(exc)
         if core.opts.closed_cb is not None:
             await self._call_cb(core.opts.closed_cb)
+        self._sched.close()
 
     async def __aenter__(self) -> "Client":
         return self
@@ -786,12 +851,130 @@ class Client:
         return self._core.info.get("client_id") if self._core is not None else None
 
     def jetstream(self, domain: Optional[str] = None, api_prefix: Optional[str] = None, timeout: float = 5.0,
-                  publish_async_max_pending: int = 4000) -> Any:
+                  publish_async_max_pending: int = 4000) -> "JetStream":
         """A JetStream context over this connection."""
         from .jetstream import JetStream
 
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout,
                          publish_async_max_pending=publish_async_max_pending)
+
+
+class Link:
+    """The connection's narrow interface for the layers above it (``nc.link``); the
+    contract is :class:`jetwire.connection.interface.Link`."""
+
+    __slots__ = ("_nc",)
+
+    def __init__(self, nc: Client) -> None:
+        self._nc = nc
+
+    @property
+    def client(self) -> Client:
+        return self._nc
+
+    @property
+    def is_connected(self) -> bool:
+        return self._nc.is_connected
+
+    @property
+    def is_closed(self) -> bool:
+        return self._nc.is_closed
+
+    @property
+    def max_payload(self) -> int:
+        return self._nc.max_payload
+
+    def new_inbox(self) -> str:
+        return self._nc.new_inbox()
+
+    # -- sending -----------------------------------------------------------------------
+    def publish_raw(self, subject: str, reply: Optional[str], headers: Optional[bytes], payload: bytes) -> None:
+        nc = self._nc
+        if headers is None:
+            nc.publish(subject, payload, reply)  # connected: the outbox's compiled fast path
+            return
+        nc._append_raw(subject, reply, headers, payload)
+        nc._writer.kick()
+
+    def try_publish(self, subject: str, reply: Optional[str], payload: bytes) -> bool:
+        return self._nc._try_publish(subject, reply, payload)
+
+    def request_nowait(self, subject: str, payload: bytes = b"") -> bool:
+        nc = self._nc
+        if not nc.is_connected:
+            return False
+        # the answer goes to a token of the shared inbox that nobody waits for
+        return nc._try_publish(subject, nc._resp_mux() + "_", payload)
+
+    def send_now(self) -> None:
+        self._nc._writer.flush_now()
+
+    async def wait_writable(self) -> None:
+        writer = self._nc._writer
+        if writer is not None and writer.congested:
+            await writer.drain()
+
+    # -- receiving ---------------------------------------------------------------------
+    def subscribe_direct(self, subject: str, handler: Callable[[Msg], None], queue: Optional[str] = None,
+                         wake: Any = None) -> Subscription:
+        return self._nc._subscribe(subject, queue, None, 0, -1, -1, handler, wake)
+
+    def unsubscribe(self, sub: Any) -> None:
+        self._nc._drop_sub(sub)
+
+    # -- request / reply ---------------------------------------------------------------
+    async def request_raw(self, subject: str, payload: bytes, headers: Optional[bytes], timeout: float) -> Msg:
+        nc = self._nc
+        token, fut = nc._start_request(subject, payload, headers)
+        return await nc._wait_reply(subject, token, fut, timeout)
+
+    # -- connection events -------------------------------------------------------------
+    def on_reconnect(self, cb: Callable[[], None]) -> Callable[[], None]:
+        return _register(self._nc._on_reconnect, cb)
+
+    def on_lost(self, cb: Callable[[BaseException], None]) -> Callable[[], None]:
+        return _register(self._nc._on_lost_cbs, cb)
+
+    def on_close(self, cb: Callable[[BaseException], None]) -> Callable[[], None]:
+        return _register(self._nc._on_close_cbs, cb)
+
+    def shared(self, key: str, make: Callable[[], T]) -> T:
+        shared = self._nc._shared
+        obj = shared.get(key)
+        if obj is None:
+            obj = shared[key] = make()
+        return obj  # type: ignore[no-any-return]
+
+    # -- errors, timers, background work -----------------------------------------------
+    def report_error(self, exc: BaseException) -> None:
+        self._nc._report_error(exc)
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any:
+        return self._nc._sched.call_later(delay, fn, *args)
+
+    def call_every(self, interval: float, fn: Callable[[], Any]) -> Any:
+        return self._nc._sched.call_every(interval, fn)
+
+    def spawn(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return prims.spawn(self._guarded, fn, *args)
+
+    async def _guarded(self, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            await fn(*args)
+        except Exception as exc:
+            self._nc._report_error(exc)
+
+
+def _register(cbs: List[Any], cb: Any) -> Callable[[], None]:
+    cbs.append(cb)
+
+    def remove() -> None:
+        try:
+            cbs.remove(cb)
+        except ValueError:
+            pass
+
+    return remove
 
 
 async def connect(servers: Union[str, Sequence[str], None] = None, **options: Any) -> Client:

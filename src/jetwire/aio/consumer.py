@@ -64,12 +64,10 @@ class MsgIteratorClosedError(JetStreamError, SubscriptionClosedError):
     """``next()`` on a ``messages()`` context that was stopped, drained or ended."""
 
 
-def _reply_sub(nc: Any, handler: Callable[[Msg], None], signal: Any) -> Any:
+def _reply_sub(link: Any, handler: Callable[[Msg], None], signal: Any) -> Any:
     """A new inbox subscription whose messages go straight to ``handler`` (from the reader).
     The subscription wakes ``signal`` when it is closed (connection closed included)."""
-    sub = nc._subscribe(nc.new_inbox(), None, None, 0, -1, -1, direct=handler)
-    sub._signal = signal
-    return sub
+    return link.subscribe_direct(link.new_inbox(), handler, wake=signal)
 
 
 def _two_arg(cb: Any) -> bool:
@@ -99,12 +97,12 @@ class MessageBatch:
     then in :attr:`error` (``None`` when the batch simply ended).
     """
 
-    __slots__ = ("_nc", "_q", "_signal", "_sub", "_batch", "_max_bytes", "_count", "_bytes", "_done",
+    __slots__ = ("_link", "_q", "_signal", "_sub", "_batch", "_max_bytes", "_count", "_bytes", "_done",
                  "error", "_seen", "_deadline", "_hb", "_accept", "__weakref__")
 
-    def __init__(self, nc: Any, batch: int, max_bytes: int, timeout: float, heartbeat: float,
+    def __init__(self, link: Any, batch: int, max_bytes: int, timeout: float, heartbeat: float,
                  accept: Optional[Callable[[Msg], bool]] = None) -> None:
-        self._nc = nc
+        self._link = link
         self._q: Deque[Msg] = deque()
         self._signal = prims.Signal()
         self._sub: Any = None
@@ -161,7 +159,7 @@ class MessageBatch:
         self._done = True
         sub = self._sub
         if sub is not None:
-            self._nc._unsubscribe_nowait(sub)
+            self._link.unsubscribe(sub)
         self._signal.set()
 
     # -- user side -------------------------------------------------------------------
@@ -200,7 +198,7 @@ class MessageBatch:
             return
         hb = self._hb
         if hb is not None:
-            if hb.check(now, self._seen, self._nc.is_connected):
+            if hb.check(now, self._seen, self._link.is_connected):
                 self._finish(NoHeartbeatError("no heartbeat received for the pull request"))
                 return
             w = hb.wait_time(now)
@@ -227,7 +225,7 @@ class Consumer:
         self._stream = stream
         self._name = info.name
         self._info = info
-        self._nc = js._nc
+        self._link = js._link
         self._next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{self._name}"
 
     @property
@@ -290,15 +288,16 @@ class Consumer:
             hb = fetch_heartbeat(max_wait, heartbeat)
             body = pull_request(batch, max_wait, False, max_bytes, hb)
             timeout = max_wait + _FETCH_GRACE
-        nc = self._nc
-        mb = MessageBatch(nc, batch, max_bytes, timeout, hb, accept)
-        sub = _reply_sub(nc, mb._on_msg, mb._signal)
+        link = self._link
+        mb = MessageBatch(link, batch, max_bytes, timeout, hb, accept)
+        sub = _reply_sub(link, mb._on_msg, mb._signal)
         mb._sub = sub
         try:
-            await nc.publish(self._next_subject, body, sub.subject)
+            link.publish_raw(self._next_subject, sub.subject, None, body)
         except BaseException:
-            nc._unsubscribe_nowait(sub)
+            link.unsubscribe(sub)
             raise
+        await link.wait_writable()
         return mb
 
     async def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None) -> Msg:
@@ -366,7 +365,7 @@ class _Pulling:
     def __init__(self, owner: Any, opts: ConsumeOptions) -> None:
         self._owner = owner
         self._ordered = owner if owner._ordered_flag() else None
-        self._nc = owner._js._nc
+        self._link = owner._js._link
         self._opts = opts
         self._st = PullState(opts)
         self._q: Deque[Msg] = deque()
@@ -387,17 +386,14 @@ class _Pulling:
 
     # -- setup -----------------------------------------------------------------------
     def _begin(self) -> None:
-        listeners = getattr(self._nc, "_reconnect_listeners", None)
-        if listeners is not None:
-            self._listener = self._on_reconnect
-            listeners.append(self._listener)
+        self._listener = self._link.on_reconnect(self._on_reconnect)
         self._start_sub()
 
     def _start_sub(self) -> None:
         """Subscribe a fresh inbox and send a full pull (start, and after an ordered reset)."""
         target = self._owner._target()
         self._subject = target._next_subject
-        sub = _reply_sub(self._nc, self._on_msg, self._signal)
+        sub = _reply_sub(self._link, self._on_msg, self._signal)
         self._sub = sub
         self._inbox = sub.subject
         self._st.clear_pending()
@@ -426,11 +422,11 @@ class _Pulling:
         if r is None:
             return
         batch, nbytes = r
-        nc = self._nc
-        if nc._publish_nowait(self._subject, st.request(batch, nbytes), self._inbox):
+        link = self._link
+        if link.try_publish(self._subject, self._inbox, st.request(batch, nbytes)):
             # send it now: the caller goes on handing out buffered messages without yielding,
             # and the server should be refilling meanwhile
-            nc._writer.flush_now()
+            link.send_now()
         else:
             # not connected: the reconnect re-pulls; let a later check try again meanwhile
             st.pending_msgs -= batch
@@ -497,7 +493,7 @@ class _Pulling:
 
     def _check(self, now: float) -> None:
         """After a wake-up: reconnects, a closed connection, missed heartbeats."""
-        nc = self._nc
+        nc = self._link
         hb = self._hb
         if self._reconnected:
             self._reconnected = False
@@ -543,7 +539,7 @@ class _Pulling:
         self._need_reset = False
         sub = self._sub
         if sub is not None:
-            self._nc._unsubscribe_nowait(sub)
+            self._link.unsubscribe(sub)
         self._q.clear()
         try:
             await self._ordered._recreate(self._interruptible_sleep)
@@ -566,7 +562,7 @@ class _Pulling:
     def _close_sub(self) -> None:
         sub = self._sub
         if sub is not None:
-            self._nc._unsubscribe_nowait(sub)
+            self._link.unsubscribe(sub)
 
     def _finish(self) -> None:
         if self._finished:
@@ -574,12 +570,9 @@ class _Pulling:
         self._finished = True
         self._close_sub()
         self._q.clear()
-        listener = self._listener
-        if listener is not None:
-            try:
-                self._nc._reconnect_listeners.remove(listener)
-            except ValueError:
-                pass
+        remove = self._listener
+        if remove is not None:
+            remove()
             self._listener = None
         ordered = self._ordered
         if ordered is not None:

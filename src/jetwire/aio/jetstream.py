@@ -9,8 +9,6 @@ thread per message.
 """
 from __future__ import annotations
 
-import asyncio  # aio-only
-# sync-only: import threading
 from datetime import datetime
 from typing import Any, AsyncIterator, Callable, Dict, Optional, Union
 
@@ -18,7 +16,6 @@ import orjson
 
 from .. import _impl
 from .._nuid import NUID
-from ..core import CLOSED, CONNECTED
 from ..errors import (
     ConnectionClosedError,
     JetStreamError,
@@ -47,8 +44,6 @@ from ..msg import Msg
 from . import _prims as prims
 from .stream import Stream, _stream_info
 
-_append_pub = _impl.append_pub
-_append_hpub = _impl.append_hpub
 _encode_headers = _impl.encode_headers
 _from_ack = PubAck.from_json_bytes
 _new_future = prims.new_future  # aio-only
@@ -58,12 +53,8 @@ _new_future = prims.new_future  # aio-only
 _SWEEP_INTERVAL = 0.05
 
 
-def _later(delay: float, fn: Callable[..., Any], *args: Any) -> None:
-    """Run ``fn(*args)`` after ``delay`` seconds without blocking (called from the reader)."""
-    asyncio.get_running_loop().call_later(delay, fn, *args)  # aio-only
-    # sync-only: t = threading.Timer(delay, fn, args)
-    # sync-only: t.daemon = True
-    # sync-only: t.start()
+def _none() -> None:
+    return None
 
 
 def _clean(resp: Dict[str, Any]) -> Dict[str, Any]:
@@ -111,6 +102,7 @@ class JetStream:
         if publish_async_max_pending < 1:
             raise ValueError("publish_async_max_pending must be at least 1")
         self._nc = nc
+        self._link = nc.link
         self._prefix = prefix
         self._domain = domain
         self._timeout = timeout
@@ -144,7 +136,7 @@ class JetStream:
         else:
             data = orjson.dumps(payload)
         try:
-            msg = await self._nc.request(f"{self._prefix}.{subject}", data, timeout=timeout or self._timeout)
+            msg = await self._link.request_raw(f"{self._prefix}.{subject}", data, None, timeout or self._timeout)
         except NoRespondersError as exc:
             raise JetStreamNotEnabledError(code=503, err_code=None,
                                            description="JetStream not enabled (no responders)") from exc
@@ -384,13 +376,14 @@ class JetStream:
         bounds each attempt's wait for the ack."""
         hdrs = publish_headers(headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
                                expected_last_msg_id)
+        hdr = None if hdrs is None else _encode_headers(hdrs)
         if timeout is None:
             timeout = self._timeout
-        request = self._nc.request
+        request = self._link.request_raw
         attempt = 0
         while True:
             try:
-                msg = await request(subject, data, timeout, hdrs)
+                msg = await request(subject, data, hdr, timeout)
                 break
             except NoRespondersError:
                 if 0 <= retry_attempts <= attempt:
@@ -404,51 +397,39 @@ class JetStream:
         return await self.publish(msg.subject, msg.data, msg.headers, **options)
 
     def _pub_mux(self) -> PubAckMux:
-        """The connection's async-publish mux, made (with its reply subscription) on first use."""
-        nc = self._nc
-        mux = nc._js_pub_mux
-        if isinstance(mux, PubAckMux) and not mux.closed:
-            self._mux = mux
-            return mux
-        core = nc._core
-        if core is None or core.status == CLOSED:
+        """The connection's async-publish mux (one per connection, shared by every
+        context), made with its reply subscription on first use."""
+        link = self._link
+        if link.is_closed:
             raise ConnectionClosedError("connection closed")
-        mux = PubAckMux(core.new_inbox() + ".")
-        resend = self._resend
-
-        def on_retry(token: str, wait: float) -> None:  # from the reader: never blocks
-            _later(wait, resend, mux, token)
-
-        mux.on_retry = on_retry
-        mux.sub = nc._subscribe(mux.prefix + "*", None, None, 0, -1, -1, direct=mux.on_msg)
-        prev = nc._js_pub_mux
-        if prev is not None and not isinstance(prev, PubAckMux):
-            mux.chain = prev
-        nc._js_pub_mux = mux
+        mux = link.shared("jetstream.pubmux", self._new_mux)
+        if mux.closed:
+            raise ConnectionClosedError("connection closed")
         self._mux = mux
         return mux
 
-    def _resend(self, mux: PubAckMux, token: str) -> None:
-        """Publish a pending message again (after no responders)."""
-        entry = mux.pending.get(token)
-        if entry is None or mux.closed:
-            return
-        nc = self._nc
-        core = nc._core
-        subject, hdr, data = entry[1], entry[2], entry[3]
-        reply = mux.reply_of(token)
-        try:
-            if core.status != CONNECTED:
-                nc._check_publish(len(data) + (len(hdr) if hdr else 0))
-            with nc._writer.lock:
-                if hdr is None:
-                    _append_pub(core.wbuf, subject, reply, data)
-                else:
-                    _append_hpub(core.wbuf, subject, reply, hdr, data)
-        except Exception as exc:
-            mux.fail(token, exc)
-            return
-        nc._writer.kick()
+    def _new_mux(self) -> PubAckMux:
+        link = self._link
+        mux = PubAckMux(link.new_inbox() + ".")
+
+        def resend(token: str) -> None:
+            """Publish a pending message again (after no responders; on the timer)."""
+            entry = mux.pending.get(token)
+            if entry is None or mux.closed:
+                return
+            try:
+                link.publish_raw(entry[1], mux.reply_of(token), entry[2], entry[3])
+            except Exception as exc:
+                mux.fail(token, exc)
+
+        def on_retry(token: str, wait: float) -> None:  # from the reader: never blocks
+            link.call_later(wait, resend, token)
+
+        mux.on_retry = on_retry
+        mux.sub = link.subscribe_direct(mux.prefix + "*", mux.on_msg)
+        link.on_lost(mux.fail_sent)  # the acks of what went out are lost with the connection
+        link.on_close(mux.fail_all)
+        return mux
 
     async def _stall(self, mux: PubAckMux, stall_wait: float) -> None:
         """Wait up to ``stall_wait`` seconds for room in the window."""
@@ -503,47 +484,25 @@ class JetStream:
                 or expected_last_subject_seq is not None or expected_last_msg_id is not None:
             headers = publish_headers(headers, msg_id, expected_stream, expected_last_seq,
                                       expected_last_subject_seq, expected_last_msg_id)
-        nc = self._nc
-        core = nc._core
-        outbox = core.outbox
         if headers is None:
             hdr = None
             size = len(data)
         else:
             hdr = _encode_headers(headers)
             size = len(hdr) + len(data)
-        if size > outbox.max_payload:
-            raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {outbox.max_payload}")
-        if not outbox.connected:
-            nc._check_publish(size)
+        link = self._link
+        if size > link.max_payload:
+            raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {link.max_payload}")
         fut = _new_future()
         token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait)
-        if hdr is None:
-            # the outbox's fast path (one compiled call, no lock; it wakes the writer) or,
-            # disconnected or congested, the client's slow publish path (which drains)
-            try:
-                await outbox.publish(subject, data, mux.prefix + token)
-            except BaseException:
-                mux.discard(token)
-                raise
-            if timeout is not None:
-                self._arm_deadline(mux, token, timeout)
-            return fut
-        writer = nc._writer
-        # (the asyncio writer's lock is a no-op: only the blocking flavour takes it)
-        # sync-only: writer.lock.acquire()
         try:
-            outbox.append_hpub(subject, mux.prefix + token, hdr, data)
+            link.publish_raw(subject, mux.prefix + token, hdr, data)
         except BaseException:
             mux.discard(token)
             raise
-        # sync-only: finally:
-        # sync-only:     writer.lock.release()
-        writer.kick()
         if timeout is not None:
             self._arm_deadline(mux, token, timeout)
-        if writer.congested:
-            await writer.drain()
+        await link.wait_writable()
         return fut
 
     async def publish_msg_async(self, msg: Msg, **options: Any) -> Any:
@@ -554,7 +513,7 @@ class JetStream:
         with self._sweep_lock:
             mux.add_deadline(prims.monotonic() + timeout, token)
             if self._sweeper is None:
-                self._sweeper = prims.Timer(_SWEEP_INTERVAL, self._sweep)
+                self._sweeper = self._link.call_every(_SWEEP_INTERVAL, self._sweep)
 
     def _sweep(self) -> None:
         mux = self._mux
@@ -568,9 +527,7 @@ class JetStream:
     def _current_mux(self) -> Optional[PubAckMux]:
         mux = self._mux
         if mux is None:
-            mux = self._nc._js_pub_mux
-            if not isinstance(mux, PubAckMux):
-                return None
+            mux = self._link.shared("jetstream.pubmux", _none)
         return mux
 
     def publish_async_pending(self) -> int:

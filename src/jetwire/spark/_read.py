@@ -275,7 +275,7 @@ class _Pump:
         self._ready: Deque[_Fetch] = deque()
         self._finished = False
         self._cv = threading.Condition(threading.Lock())
-        self._sub = nc._subscribe(self.inbox + ".*", None, None, 0, -1, -1, direct=self._on_msg)
+        self._sub = nc.link.subscribe_direct(self.inbox + ".*", self._on_msg)
         self._plen = len(self.inbox) + 1
 
     # reader side --------------------------------------------------------------------
@@ -302,7 +302,7 @@ class _Pump:
         self._cur = f
         try:
             subject, payload = self._request(f)
-            ok = self.nc._publish_nowait(subject, payload, self.inbox + "." + f.token)
+            ok = self.nc.link.try_publish(subject, self.inbox + "." + f.token, payload)
         except Exception as exc:  # pragma: no cover - defensive
             ok = False
             f.error = exc
@@ -345,7 +345,7 @@ class _Pump:
             self._finished = True
             self._cur = None
         try:
-            self.nc._unsubscribe_nowait(self._sub)
+            self.nc.link.unsubscribe(self._sub)
         except Exception:
             pass
 

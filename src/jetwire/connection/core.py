@@ -1,0 +1,361 @@
+"""The sans-IO connection core: protocol state shared by the blocking and asyncio clients.
+
+Nothing here touches a socket, a thread, an event loop, a future or the client. The
+driver (each flavour's ``client.py``) feeds received bytes to
+:meth:`ConnectionCore.receive_data`, which routes every message to its subscription
+(compiled ``Router``, or its pure twin) and returns the connection-level events of that
+read (:class:`PingReceived`, :class:`PongReceived`, :class:`InfoReceived`,
+:class:`ServerError`, :class:`SubscriptionError`); the driver acts on them (send a PONG,
+resolve the flush waiters, call ``error_cb``, drop the connection). Bytes to send are
+queued in ``outbox`` (an ``_impl.Outbox``: the compiled publish fast path and its twin)
+and taken by the driver's writer.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional
+
+import orjson
+
+from .. import _impl
+from .._nuid import NUID
+from .._version import __version__
+from ..auth import Credentials
+from ..errors import (
+    AuthorizationError,
+    PermissionsError,
+    ProtocolError,
+    SlowConsumerError,
+    StaleConnectionError,
+)
+from ..msg import Msg
+from ..options import Options, ServerPool
+
+OP_INFO = _impl.OP_INFO
+OP_PING = _impl.OP_PING
+OP_PONG = _impl.OP_PONG
+OP_OK = _impl.OP_OK
+OP_ERR = _impl.OP_ERR
+OP_FRAME_ERROR = getattr(_impl, "OP_FRAME_ERROR", -1)
+PING = _impl.PING
+PONG = _impl.PONG
+
+LANG = "python3"
+
+# connection states
+CONNECTING = "CONNECTING"
+CONNECTED = "CONNECTED"
+RECONNECTING = "RECONNECTING"
+DRAINING_SUBS = "DRAINING_SUBS"
+DRAINING_PUBS = "DRAINING_PUBS"
+CLOSED = "CLOSED"
+DISCONNECTED = "DISCONNECTED"
+
+
+# -- events returned by receive_data ---------------------------------------------------
+class Event:
+    """Something the connection (not one subscription) has to act on."""
+
+    __slots__ = ()
+
+
+class PingReceived(Event):
+    """The server pinged: answer with a PONG."""
+
+    __slots__ = ()
+
+
+class PongReceived(Event):
+    """The server answered our oldest outstanding PING."""
+
+    __slots__ = ()
+
+
+class InfoReceived(Event):
+    """An asynchronous INFO: ``discovered`` URLs new to the pool, ``lame_duck`` mode."""
+
+    __slots__ = ("info", "discovered", "lame_duck")
+
+    def __init__(self, info: Dict[str, Any], discovered: List[str], lame_duck: bool) -> None:
+        self.info = info
+        self.discovered = discovered
+        self.lame_duck = lame_duck
+
+
+class ServerError(Event):
+    """A ``-ERR``: ``fatal`` ones end the connection (the server closes it)."""
+
+    __slots__ = ("error", "fatal")
+
+    def __init__(self, error: BaseException, fatal: bool) -> None:
+        self.error = error
+        self.fatal = fatal
+
+
+class SubscriptionError(Event):
+    """A problem with one subscription or one message (slow consumer, a malformed frame):
+    reported, the connection goes on."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_PING_RECEIVED = PingReceived()
+_PONG_RECEIVED = PongReceived()
+_NO_EVENTS: List[Event] = []
+
+
+class SubscriptionBase(_impl.SubState):
+    """Per-subscription state the core routes to: pending queue, limits, counters.
+
+    The fields the receive path touches for every message (``_direct``, ``_pending``,
+    ``_pending_bytes``, the limits, ``delivered``, ``_max``, ``_dropped``, ``_slow``,
+    ``_signal``, ``_client``: what messages handed out are bound to) live in the base
+    ``_impl.SubState`` (compiled, or its pure twin). The driver makes subscriptions
+    (its ``Subscription`` subclass) and registers them with :meth:`ConnectionCore.add_sub`.
+    """
+
+    __slots__ = ("sid", "subject", "queue", "_cb", "_closed", "_task", "_draining", "__weakref__")
+
+    def __init__(self, owner: Any, sid: int, subject: str, queue: Optional[str],
+                 cb: Optional[Callable[..., Any]], signal: Any, pending_msgs_limit: int,
+                 pending_bytes_limit: int) -> None:
+        self._client = owner  # what messages handed out are bound to (msg.respond, acks)
+        self.sid = sid
+        self.subject = subject
+        self.queue = queue
+        self._cb = cb
+        self._direct: Optional[Callable[[Msg], None]] = None
+        self._pending: Deque[Msg] = deque()
+        self._pending_bytes = 0
+        self._pmsgs_limit = pending_msgs_limit if pending_msgs_limit > 0 else 1 << 62
+        self._pbytes_limit = pending_bytes_limit if pending_bytes_limit > 0 else 1 << 62
+        self._dropped = 0
+        self._slow = False
+        self.delivered = 0
+        self._max = 0
+        self._closed = False
+        self._signal = signal
+        self._task: Any = None
+        self._draining = False
+
+    @property
+    def pending_msgs(self) -> int:
+        return len(self._pending)
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._pending_bytes
+
+    @property
+    def dropped(self) -> int:
+        return self._dropped
+
+    @property
+    def is_valid(self) -> bool:
+        return not self._closed
+
+    def _take(self) -> Optional[Msg]:
+        """Pop the next pending message (or None)."""
+        msg = self._next()
+        if msg is not None and self._slow and len(self._pending) < self._pmsgs_limit // 2:
+            self._slow = False
+        return msg
+
+    def _mark_closed(self) -> None:
+        self._closed = True
+        self._signal.set()
+
+
+class ConnectionCore:
+    """Protocol state of one client connection, free of I/O."""
+
+    def __init__(self, opts: Options) -> None:
+        self.opts = opts
+        self.parser = _impl.Parser(Msg, opts.max_control_line)
+        self.outbox = _impl.Outbox(max_payload=1024 * 1024)
+        self.subs: Dict[int, SubscriptionBase] = {}
+        self.router = _impl.Router(self.parser, self.subs, self._control, self._auto_unsub_done,
+                                   self._slow_consumer)
+        self._events: List[Event] = []
+        self._next_sid = 0
+        self.pings_out = 0
+        self.pool = ServerPool(opts.servers, randomize=not opts.dont_randomize)
+        self.creds = Credentials(opts.user, opts.password, opts.token, opts.nkey_seed, opts.creds)
+        self.info: Dict[str, Any] = {}
+        self.headers_ok = True
+        self._status = DISCONNECTED
+        self.reconnects = 0
+        self.last_error: Optional[BaseException] = None
+        self._nuid = NUID()
+
+    # -- state kept in the outbox -------------------------------------------------------
+    @property
+    def status(self) -> str:
+        return self._status
+
+    @status.setter
+    def status(self, value: str) -> None:
+        self._status = value
+        self.outbox.connected = value == CONNECTED  # the publish fast path runs only then
+
+    @property
+    def max_payload(self) -> int:
+        return int(self.outbox.max_payload)
+
+    @max_payload.setter
+    def max_payload(self, value: int) -> None:
+        self.outbox.max_payload = min(int(value), 1 << 62)
+
+    def stats(self) -> Dict[str, int]:
+        router = self.router
+        outbox = self.outbox
+        return {
+            "in_msgs": router.in_msgs,
+            "out_msgs": outbox.out_msgs,
+            "in_bytes": router.in_bytes,
+            "out_bytes": outbox.out_bytes,
+            "reconnects": self.reconnects,
+        }
+
+    # -- ids and subscriptions ---------------------------------------------------------
+    def new_inbox(self) -> str:
+        return f"{self.opts.inbox_prefix}.{self._nuid.next()}"
+
+    def next_sid(self) -> int:
+        self._next_sid += 1
+        return self._next_sid
+
+    def add_sub(self, sub: SubscriptionBase) -> None:
+        """Route messages for ``sub.sid`` to ``sub`` (the caller queues the SUB)."""
+        self.subs[sub.sid] = sub
+
+    def remove_sub(self, sub: SubscriptionBase, discard: bool = True) -> bool:
+        """Stop routing to ``sub`` and mark it closed, dropping what it still holds unless
+        ``discard`` is False (a drain lets it be handled); False when it was closed already."""
+        self.subs.pop(sub.sid, None)
+        if sub._closed:
+            return False
+        if discard:
+            sub._pending.clear()
+            sub._pending_bytes = 0
+        sub._mark_closed()
+        return True
+
+    def close_all_subs(self) -> None:
+        subs = list(self.subs.values())
+        self.subs.clear()
+        for sub in subs:
+            sub._mark_closed()
+
+    # -- handshake -------------------------------------------------------------------
+    def process_info(self, info: Dict[str, Any], initial: bool) -> Optional[InfoReceived]:
+        """Take an INFO; for an asynchronous one (not ``initial``) the event to act on."""
+        self.info = info
+        self.max_payload = int(info.get("max_payload", self.max_payload))
+        self.headers_ok = bool(info.get("headers", False))
+        urls = info.get("connect_urls") or []
+        added: List[str] = []
+        if urls:
+            added = self.pool.add_discovered(urls, tls=bool(info.get("tls_required")))
+        ldm = bool(info.get("ldm"))
+        if initial or not (added or ldm):
+            return None
+        return InfoReceived(info, added, ldm)
+
+    def connect_line(self, url_user: Optional[str], url_password: Optional[str]) -> bytes:
+        o = self.opts
+        fields: Dict[str, Any] = {
+            "verbose": o.verbose,
+            "pedantic": o.pedantic,
+            "lang": LANG,
+            "version": __version__,
+            "protocol": 1,
+            "headers": True,
+            "no_responders": True,
+            "tls_required": bool(o.tls),
+        }
+        if o.name:
+            fields["name"] = o.name
+        if o.no_echo:
+            fields["echo"] = False
+        fields.update(self.creds.connect_fields(self.info, url_user, url_password))
+        return b"CONNECT " + orjson.dumps(fields) + b"\r\n"
+
+    def resubscribe_bytes(self) -> bytes:
+        """SUB (and UNSUB for auto-unsubscribe remainders) of every live subscription."""
+        buf = bytearray()
+        for sub in list(self.subs.values()):
+            if sub._closed:
+                continue
+            _impl.append_sub(buf, sub.subject, sub.queue, sub.sid)
+            if sub._max:
+                left = sub._max - sub.delivered
+                if left <= 0:
+                    continue
+                _impl.append_unsub(buf, sub.sid, left)
+        return bytes(buf)
+
+    # -- receiving -------------------------------------------------------------------
+    def receive_data(self, data: Any) -> List[Event]:
+        """Parse ``data``, route every message to its subscription, and return the
+        connection-level events of this read (usually none).
+
+        Raises ProtocolError when the byte stream can no longer be framed."""
+        self.router.feed(data)
+        events = self._events
+        if not events:
+            return _NO_EVENTS
+        self._events = []
+        return events
+
+    def _slow_consumer(self, sub: SubscriptionBase) -> None:
+        self._events.append(SubscriptionError(SlowConsumerError(
+            f"slow consumer on subject {sub.subject!r}, messages dropped", subject=sub.subject, sid=sub.sid)))
+
+    def _auto_unsub_done(self, sub: SubscriptionBase) -> None:
+        self.subs.pop(sub.sid, None)
+        sub._closed = True
+        sub._signal.set()
+
+    def _control(self, ev: Any) -> None:
+        op = ev[0]
+        if op == OP_PING:
+            self._events.append(_PING_RECEIVED)
+        elif op == OP_PONG:
+            self.pings_out = 0
+            self._events.append(_PONG_RECEIVED)
+        elif op == OP_INFO:
+            got = self.process_info(ev[1], initial=False)
+            if got is not None:
+                self._events.append(got)
+        elif op == OP_ERR:
+            self._events.append(self.server_error(ev[1]))
+        elif op == OP_FRAME_ERROR:
+            self._events.append(SubscriptionError(ev[1]))
+        # +OK needs nothing
+
+    def server_error(self, text: str) -> ServerError:
+        """Classify a ``-ERR`` text: a typed error, and whether it ends the connection."""
+        low = text.lower()
+        if low.startswith("permissions violation"):
+            return ServerError(PermissionsError(text), fatal=False)
+        if "authorization violation" in low or "authentication" in low:
+            err: BaseException = AuthorizationError(text)
+        elif "stale connection" in low:
+            err = StaleConnectionError(text)
+        else:
+            err = ProtocolError(f"server error: {text}")
+        self.last_error = err
+        return ServerError(err, fatal=True)
+
+    # -- pings -----------------------------------------------------------------------
+    def ping_tick(self) -> Optional[BaseException]:
+        """Called every ping_interval while connected: count a PING to send (None), or
+        the stale-connection error once too many went unanswered."""
+        self.pings_out += 1
+        if self.pings_out > self.opts.max_pings_outstanding:
+            return StaleConnectionError("stale connection: server did not answer pings")
+        return None

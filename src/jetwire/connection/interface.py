@@ -1,0 +1,234 @@
+"""The connection's interfaces, declared once.
+
+``Link`` is the one narrow interface that every layer above the connection uses
+(JetStream, key-value and object stores, push and pull consumers, services, Spark, the
+CLI): ``nc.link``. Nothing above the connection touches the core, the writer or its
+buffers. ``TransportAPI``, ``WriterAPI`` and ``PrimsAPI`` are what each flavour's
+hand-written ``_transport.py`` and ``_prims.py`` implement (``jetwire.aio`` with asyncio,
+``jetwire`` with threads and blocking sockets); the client is written once against them.
+
+Methods shown as ``async`` here are coroutines in ``jetwire.aio`` and blocking calls in
+``jetwire``. Handlers and callbacks marked "from the reader" run on the connection's
+reader (the event loop, or the blocking flavour's reader thread): they must never block
+or wait.
+"""
+from __future__ import annotations
+
+import ssl
+from typing import Any, Callable, Optional, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class Cancellable(Protocol):
+    """A scheduled call or timer: ``cancel()`` stops it (safe to repeat)."""
+
+    def cancel(self) -> None: ...
+
+
+class WakeSignal(Protocol):
+    """A level-triggered wake-up flag (``prims.Signal``)."""
+
+    def set(self) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+
+class DirectSub(Protocol):
+    """A subscription whose messages go straight to a handler (see ``Link.subscribe_direct``)."""
+
+    sid: int
+    subject: str
+
+    @property
+    def is_valid(self) -> bool: ...
+
+
+class Link(Protocol):
+    """What the layers above the connection may use of it.
+
+    Sending never blocks: ``publish_raw`` queues bytes in the connection's write buffer
+    (sent at the end of the loop turn, by the blocking flavour's flusher, or at once with
+    ``send_now``). Receiving goes through direct subscriptions whose handler is called
+    from the reader for every message. Errors go to the user's ``error_cb`` through
+    ``report_error``; timers and background jobs are the connection's own (one timer and
+    one callback dispatcher per connection in the blocking flavour), and an exception in
+    one of them goes to ``error_cb`` too.
+    """
+
+    # -- state -------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        """The public client (``request``, ``flush``, ``subscribe``, ...)."""
+
+    @property
+    def is_connected(self) -> bool: ...
+
+    @property
+    def is_closed(self) -> bool: ...
+
+    @property
+    def max_payload(self) -> int: ...
+
+    def new_inbox(self) -> str:
+        """A unique subject under the connection's inbox prefix."""
+
+    # -- sending -----------------------------------------------------------------------
+    def publish_raw(self, subject: str, reply: Optional[str], headers: Optional[bytes], payload: bytes) -> None:
+        """Queue one PUB (``headers`` None) or HPUB (``headers``: an encoded header block).
+
+        While reconnecting the message waits in the reconnect buffer. Raises
+        ``ConnectionClosedError``, ``ReconnectBufferFullError`` or ``MaxPayloadError``
+        (nothing queued then). Never blocks; safe from the reader."""
+
+    def try_publish(self, subject: str, reply: Optional[str], payload: bytes) -> bool:
+        """Queue a PUB only while connected (pull requests, flow-control answers): False,
+        and nothing queued, otherwise. Never blocks; safe from the reader."""
+
+    def request_nowait(self, subject: str, payload: bytes = b"") -> bool:
+        """Send a request whose answer nobody waits for (e.g. delete a consumer on the
+        way out). Only while connected; never blocks."""
+
+    def send_now(self) -> None:
+        """Hand what is queued to the socket now rather than at the end of the turn."""
+
+    async def wait_writable(self) -> None:
+        """Return once the transport takes more bytes (asyncio back-pressure; at once in
+        the blocking flavour, whose writes block)."""
+
+    # -- receiving ---------------------------------------------------------------------
+    def subscribe_direct(self, subject: str, handler: Callable[[Any], None], queue: Optional[str] = None,
+                         wake: Optional[WakeSignal] = None) -> DirectSub:
+        """Subscribe ``subject``; ``handler(msg)`` is called from the reader for every
+        message (no queue, no pending limits). ``wake`` is set when the subscription is
+        closed (by ``unsubscribe`` or the connection closing). Re-subscribed on reconnect."""
+
+    def unsubscribe(self, sub: DirectSub) -> None:
+        """Stop ``sub`` at once (UNSUB queued). Never blocks; safe from the reader."""
+
+    # -- request / reply ---------------------------------------------------------------
+    async def request_raw(self, subject: str, payload: bytes, headers: Optional[bytes],
+                          timeout: float) -> Any:
+        """One request over the connection's shared inbox: the reply ``Msg``;
+        ``NoRespondersError`` or ``TimeoutError``."""
+
+    # -- connection events -------------------------------------------------------------
+    def on_reconnect(self, cb: Callable[[], None]) -> Callable[[], None]:
+        """``cb()`` after every reconnect (before ``reconnected_cb``; never blocks).
+        Returns a function that removes it."""
+
+    def on_lost(self, cb: Callable[[BaseException], None]) -> Callable[[], None]:
+        """``cb(exc)`` when the connection is lost (it will try to reconnect)."""
+
+    def on_close(self, cb: Callable[[BaseException], None]) -> Callable[[], None]:
+        """``cb(exc)`` once, when the connection closes for good."""
+
+    def shared(self, key: str, make: Callable[[], T]) -> T:
+        """One object per connection and ``key`` (made by ``make()`` on first use), e.g.
+        the asynchronous-publish ack mux that every JetStream context shares."""
+
+    # -- errors, timers, background work -----------------------------------------------
+    def report_error(self, exc: BaseException) -> None:
+        """Hand ``exc`` to the user's ``error_cb`` (on the callback dispatcher)."""
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Cancellable:
+        """Call plain ``fn(*args)`` once after ``delay`` seconds on the connection's timer."""
+
+    def call_every(self, interval: float, fn: Callable[[], Any]) -> Cancellable:
+        """Call plain ``fn()`` every ``interval`` seconds on the connection's timer."""
+
+    def spawn(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` (a coroutine function in aio) in the background: a task, or
+        a thread in the blocking flavour (for rare, long jobs such as recreating a
+        consumer). An exception goes to ``error_cb``."""
+
+
+class TransportAPI(Protocol):
+    """One connection to one server: each flavour's ``_transport.Transport``."""
+
+    closed: bool
+
+    async def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
+                   tls_first: bool, tls_hostname: Optional[str],
+                   need_tls: Callable[[bytes], bool]) -> bytes:
+        """Connect (TLS as asked or as the server requires) and return the first bytes read
+        (the INFO line and anything after it)."""
+
+    def start(self, on_data: Callable[[Any], None], on_lost: Callable[[Optional[BaseException]], None],
+              rest: bytes) -> None:
+        """Start reading: ``on_data(bytes)`` for every read, ``on_lost(exc)`` once at the end."""
+
+    def write(self, data: Any) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    @property
+    def write_paused(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class WriterAPI(Protocol):
+    """Moves the core's write buffer to the transport: each flavour's ``_transport.Writer``."""
+
+    lock: Any
+
+    def set_transport(self, tr: Optional[TransportAPI]) -> None: ...
+
+    def kick(self) -> None:
+        """Bytes were queued: send them soon (end of turn / flusher), or now when many."""
+
+    def flush_now(self) -> None: ...
+
+    @property
+    def congested(self) -> bool: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class SchedulerAPI(Protocol):
+    """One connection's timers and callback dispatcher (``prims.Scheduler``)."""
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Cancellable: ...
+
+    def call_every(self, interval: float, fn: Callable[[], Any]) -> Cancellable: ...
+
+    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+        """Run user callback ``cb(*args)`` (plain, or a coroutine function in aio) in order
+        with the connection's other callbacks; errors go to the scheduler's error hook."""
+
+    def close(self) -> None: ...
+
+
+class PrimsAPI(Protocol):
+    """The waiting primitives of one flavour (module ``_prims``)."""
+
+    IS_ASYNC: bool
+
+    def new_future(self) -> Any: ...
+
+    def new_waiter(self) -> Any: ...
+
+    async def wait_future(self, fut: Any, timeout: Optional[float]) -> Any: ...
+
+    def Signal(self) -> WakeSignal: ...  # noqa: N802 - a class in the modules
+
+    def Scheduler(self, on_error: Callable[[BaseException], None]) -> SchedulerAPI: ...  # noqa: N802
+
+    def write_lock(self) -> Any: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+    def spawn(self, fn: Callable[..., Any], *args: Any, name: Optional[str] = None) -> Any: ...
+
+    async def join(self, task: Any, timeout: Optional[float] = None) -> bool: ...
+
+    async def call(self, cb: Callable[..., Any], *args: Any) -> Any: ...
+
+    def monotonic(self) -> float: ...
