@@ -174,6 +174,28 @@ class ConsumerDeletedError(JetStreamError):
     """The consumer was deleted while in use."""
 
 
+class PullStatusError(JetStreamError):
+    """A status message a pull request ended with (the server's code and description)."""
+
+    def __init__(self, status: str, description: str) -> None:
+        self.status = status
+        self.description = description
+        super().__init__(f"nats: {status} {description}".rstrip())
+
+
+class ConsumerIsPushBasedError(PullStatusError):
+    """The consumer has a deliver subject: it cannot be pulled from (409)."""
+
+
+class MsgIteratorClosedError(JetStreamError, SubscriptionClosedError):
+    """``next()`` on a ``messages()`` context that was stopped, drained or ended."""
+
+
+class DataLossError(JetStreamError):
+    """Messages a reader still had to read were removed from the stream (retention,
+    purge or deletion): the Spark reader raises it when ``failOnDataLoss`` is true."""
+
+
 class OrderedConsumerResetError(JetStreamError):
     """The ordered consumer could not be recreated."""
 

@@ -8,6 +8,7 @@ import pytest
 from jetwire import Headers, Msg
 from jetwire.errors import BadRequestError, ConsumerDeletedError, NoRespondersError
 from jetwire.jetstream import pull
+from jetwire.errors import ConsumerIsPushBasedError, PullStatusError
 from jetwire.jetstream.pull import (
     S_END,
     S_FLOW_CONTROL,
@@ -18,11 +19,9 @@ from jetwire.jetstream.pull import (
     S_TERMINAL,
     S_USER,
     S_WARN,
-    ConsumerIsPushBasedError,
     HeartbeatMonitor,
     OrderedCursor,
     PullState,
-    PullStatusError,
     classify_status,
     consume_options,
     fetch_heartbeat,
@@ -155,15 +154,23 @@ def test_status_errors():
 
 
 # -- pending accounting ---------------------------------------------------------------
+def delivered(st, size: int = 0) -> None:
+    """What the consumer's delivery loop does for each message it hands out."""
+    st.pending_msgs -= 1
+    if st.max_bytes:
+        st.pending_bytes -= size
+    st.delivered += 1
+
+
 def test_pull_state_refills_below_threshold():
     st = PullState(consume_options(max_messages=100))
     assert st.next_pull() == (100, 0)
     assert st.pending_msgs == 100
     assert st.next_pull() is None
     for _ in range(50):
-        st.on_delivered()
+        delivered(st)
     assert st.next_pull() is None  # 50 is not below 50
-    st.on_delivered()
+    delivered(st)
     assert st.next_pull() == (51, 0)
     assert st.pending_msgs == 100
     assert st.delivered == 51
@@ -182,9 +189,9 @@ def test_pull_state_status_gives_back_pending():
 def test_pull_state_bytes_mode():
     st = PullState(consume_options(max_bytes=1000))
     assert st.next_pull() == (pull.BATCH_BYTES_ONLY, 1000)
-    st.on_delivered(400)
+    delivered(st, 400)
     assert st.next_pull() is None
-    st.on_delivered(200)
+    delivered(st, 200)
     assert st.pending_bytes == 400
     assert st.next_pull() == (pull.BATCH_BYTES_ONLY, 600)
     assert st.pending_bytes == 1000
@@ -196,11 +203,10 @@ def test_pull_state_stop_after_limits_batches():
     st = PullState(consume_options(max_messages=100, stop_after=30))
     assert st.next_pull() == (30, 0)
     for _ in range(29):
-        st.on_delivered()
+        delivered(st)
     assert st.next_pull() is None
-    assert not st.finished
-    st.on_delivered()
-    assert st.finished
+    delivered(st)
+    assert st.delivered == st.stop_after
 
 
 def test_pull_state_clear_pending_repulls_full():

@@ -23,6 +23,7 @@ from ..errors import (
     ConnectionClosedError,
     ConsumerDeletedError,
     JetStreamError,
+    MsgIteratorClosedError,
     NoHeartbeatError,
     SubscriptionClosedError,
     TimeoutError,
@@ -59,10 +60,6 @@ _isawaitable = inspect.isawaitable
 # a one-off pull that the server never ends (frozen or gone) is given up this long after
 # its expiry
 _FETCH_GRACE = 1.0
-
-
-class MsgIteratorClosedError(JetStreamError, SubscriptionClosedError):
-    """``next()`` on a ``messages()`` context that was stopped, drained or ended."""
 
 
 def _reply_sub(link: Any, handler: Callable[[Msg], None], signal: Any) -> Any:

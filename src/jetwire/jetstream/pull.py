@@ -25,12 +25,11 @@ import orjson
 
 from .. import _impl
 from ..errors import (
-    APIError,
     BadRequestError,
     ConsumerDeletedError,
-    ConsumerNotFoundError,
-    JetStreamError,
+    ConsumerIsPushBasedError,
     NoRespondersError,
+    PullStatusError,
 )
 
 __all__ = [
@@ -84,21 +83,7 @@ RESET_DELAY_MAX = 2.0
 HDR_PENDING_MSGS = "Nats-Pending-Messages"
 HDR_PENDING_BYTES = "Nats-Pending-Bytes"
 HDR_LAST_CONSUMER = "Nats-Last-Consumer"
-HDR_LAST_STREAM = "Nats-Last-Stream"
 HDR_CONSUMER_STALLED = "Nats-Consumer-Stalled"
-
-
-class PullStatusError(JetStreamError):
-    """A status message a pull request ended with (the server's code and description)."""
-
-    def __init__(self, status: str, description: str) -> None:
-        self.status = status
-        self.description = description
-        super().__init__(f"nats: {status} {description}".rstrip())
-
-
-class ConsumerIsPushBasedError(PullStatusError):
-    """The consumer has a deliver subject: it cannot be pulled from (409)."""
 
 
 # ---------------------------------------------------------------------------------
@@ -314,7 +299,8 @@ class PullState:
     """Pending message/byte accounting of a continuous pull (ADR-37).
 
     ``pending_msgs``/``pending_bytes`` count what was asked for and not yet handed to
-    the user. Every delivered message decrements them (:meth:`on_delivered`); a status
+    the user. The consumer's delivery loop decrements them for every message it hands
+out (inline: it is the per-message path); a status
     carrying ``Nats-Pending-Messages``/``-Bytes`` gives back what a pull will not
     deliver (:meth:`on_status_pending`). When a count falls below its threshold,
     :meth:`next_pull` asks for the difference and counts it pending again.
@@ -336,13 +322,6 @@ class PullState:
         self.delivered = 0
 
     # -- counting --------------------------------------------------------------------
-    def on_delivered(self, size: int = 0) -> None:
-        """One message went to the user (``size`` matters only when pulling by bytes)."""
-        self.pending_msgs -= 1
-        if self.max_bytes:
-            self.pending_bytes -= size
-        self.delivered += 1
-
     def on_status_pending(self, msgs: int, nbytes: int) -> None:
         """A pull ended with ``msgs``/``nbytes`` it will never deliver."""
         self.pending_msgs -= msgs
@@ -357,11 +336,6 @@ class PullState:
         """Forget every outstanding pull (missed heartbeats, reconnect, leadership change)."""
         self.pending_msgs = 0
         self.pending_bytes = 0
-
-    @property
-    def finished(self) -> bool:
-        """``stop_after`` messages were delivered."""
-        return 0 < self.stop_after <= self.delivered
 
     # -- refills ---------------------------------------------------------------------
     def needs_pull(self) -> bool:
@@ -596,9 +570,3 @@ def ordered_config(name: str, cursor: OrderedCursor, filter_subjects: Union[str,
     if policy == "last_per_subject" and not subjects:
         cfg["filter_subjects"] = [">"]
     return cfg
-
-
-def is_consumer_gone(exc: BaseException) -> bool:
-    """The error says the consumer no longer exists (an ordered consumer recreates it)."""
-    return isinstance(exc, (ConsumerDeletedError, ConsumerNotFoundError)) or (
-        isinstance(exc, APIError) and exc.err_code == 10014)

@@ -19,7 +19,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from . import source as _source
 from ._options import OptionError
-from ._read import DataLossError
+from ..errors import DataLossError
 from .source import *  # noqa: F403 - the data source classes, listed once in ``source.__all__``
 from .source import JetStreamDataSource
 

@@ -39,6 +39,7 @@ from .._nuid import NUID
 from ..errors import (
     APIError,
     ConnectionClosedError,
+    DataLossError,
     JetStreamError,
     MsgNotFoundError,
     NoRespondersError,
@@ -73,11 +74,6 @@ K_LAST = "Nats-Last-Sequence"
 # headers a batched direct get adds to every message; what remains is what was published
 DIRECT_KEYS = frozenset((K_STREAM, K_SUBJECT, K_SEQ, K_TIME, K_PENDING, K_LAST))
 _N_DIRECT = len(DIRECT_KEYS)
-
-
-class DataLossError(JetStreamError):
-    """Messages the query still had to read were removed from the stream (retention,
-    purge or deletion) -- raised when ``failOnDataLoss`` is true."""
 
 
 @dataclass(frozen=True)
