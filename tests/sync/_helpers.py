@@ -16,13 +16,14 @@ def uniq(prefix: str = "T") -> str:
 
 
 def wait_until(pred, timeout: float = 5.0) -> bool:
-    """Poll ``pred()`` until it is true or ``timeout`` seconds have passed; its last value."""
+    """Poll ``pred()`` (plain, or a coroutine function in aio) until it is true or
+    ``timeout`` seconds have passed; its last value."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if pred():
+        if prims.call(pred):
             return True
         prims.sleep(0.02)
-    return pred()
+    return bool(prims.call(pred))
 
 
 class Collector:
