@@ -22,6 +22,11 @@ PAIRS = [
     (ROOT / "src" / "jetwire" / "aio", ROOT / "src" / "jetwire" / "_sync"),
     (ROOT / "tests" / "aio", ROOT / "tests" / "sync"),
 ]
+# single files outside those folders: (asyncio source, generated blocking twin)
+FILES = [
+    (ROOT / "src" / "jetwire" / "connection" / "interface.py",
+     ROOT / "src" / "jetwire" / "connection" / "interface_sync.py"),
+]
 HAND_WRITTEN = {"_prims.py", "_transport.py", "__init__.py", "conftest.py"}
 
 NAMES = {
@@ -44,6 +49,7 @@ _sync_only_re = re.compile(r"^(\s*)# sync-only: (.*)$")
 
 
 LITERALS = [
+    ("from ..connection import interface as", "from ..connection import interface_sync as"),
     ("from jetwire.aio import _prims", "from jetwire._sync import _prims"),
 ]
 
@@ -105,6 +111,12 @@ def main() -> int:
                     dst_dir.mkdir(parents=True, exist_ok=True)
                     dst.write_text(new)
         orphans += [p for p in dst_dir.glob("*.py") if p.name not in expected and p.name not in HAND_WRITTEN]
+    for src, dst in FILES:
+        new = convert(src.read_text(), str(src.relative_to(ROOT)))
+        if (dst.read_text() if dst.exists() else None) != new:
+            stale.append(dst)
+            if not args.check:
+                dst.write_text(new)
     if args.check:
         unused = unused_rules()
         for kind, rule in unused:

@@ -265,7 +265,7 @@ class Client:
             fut = prims.new_future()
             self._pongs.appendleft(fut)
             connect = core.connect_line(srv.user, srv.password)
-            tr.start(self._on_data, lambda exc, _tr=tr: self._on_lost(_tr, exc), head[idx + 2:])
+            tr.start(self._on_data, self._lost_handler(tr), head[idx + 2:])
             tr.write(connect + PING)
             try:
                 await prims.wait_future(fut, opts.connect_timeout)
@@ -380,6 +380,12 @@ class Client:
                 fut.set_exception(exc)
         if self._core is not None:
             self._core.pings_out = 0
+
+    def _lost_handler(self, tr: Transport) -> Callable[[Optional[BaseException]], None]:
+        def lost(exc: Optional[BaseException]) -> None:
+            self._on_lost(tr, exc)
+
+        return lost
 
     def _on_lost(self, tr: Transport, exc: Optional[BaseException]) -> None:
         """The transport died (socket error, EOF, protocol error, stale connection)."""
@@ -983,3 +989,15 @@ async def connect(servers: Union[str, Sequence[str], None] = None, **options: An
     nc = Client()
     await nc._connect(opts)
     return nc
+
+
+if TYPE_CHECKING:  # this flavour implements the interfaces declared once (mypy checks it)
+    from ..connection import interface as _api
+
+    _prims_api: _api.PrimsAPI = prims
+
+    def _conforms(tr: Transport, writer: Writer, link: Link, sched: prims.Scheduler) -> None:
+        _tr: _api.TransportAPI = tr
+        _writer: _api.WriterAPI = writer
+        _link: _api.Link = link
+        _sched: _api.SchedulerAPI = sched

@@ -1,4 +1,6 @@
-"""The connection's interfaces, declared once.
+"""The connection's interfaces, declared once (this is the asyncio source;
+``interface_sync.py`` is generated from it by ``tools/gen_sync.py`` for the blocking
+flavour: never edit that file).
 
 ``Link`` is the one narrow interface that every layer above the connection uses
 (JetStream, key-value and object stores, push and pull consumers, services, Spark, the
@@ -7,8 +9,8 @@ buffers. ``TransportAPI``, ``WriterAPI`` and ``PrimsAPI`` are what each flavour'
 hand-written ``_transport.py`` and ``_prims.py`` implement (``jetwire.aio`` with asyncio,
 ``jetwire`` with threads and blocking sockets); the client is written once against them.
 
-Methods shown as ``async`` here are coroutines in ``jetwire.aio`` and blocking calls in
-``jetwire``. Handlers and callbacks marked "from the reader" run on the connection's
+Methods that are ``async`` here are coroutines in ``jetwire.aio`` and blocking calls in
+``jetwire`` (``interface_sync.py``). Handlers and callbacks marked "from the reader" run on the connection's
 reader (the event loop, or the blocking flavour's reader thread): they must never block
 or wait.
 """
@@ -177,7 +179,8 @@ class WriterAPI(Protocol):
 
     lock: Any
 
-    def set_transport(self, tr: Optional[TransportAPI]) -> None: ...
+    def set_transport(self, tr: Any) -> None:
+        """The transport to write to (its own flavour's), or None while disconnected."""
 
     def kick(self) -> None:
         """Bytes were queued: send them soon (end of turn / flusher), or now when many."""
