@@ -22,17 +22,21 @@ from .. import _impl
 from ..errors import (
     ConnectionClosedError,
     ConsumerDeletedError,
+    ConsumerNotFoundError,
     JetStreamError,
     MsgIteratorClosedError,
     NoHeartbeatError,
+    NoRespondersError,
     SubscriptionClosedError,
     TimeoutError,
 )
 from ..jetstream.models import ConsumerInfo
 from ..jetstream.pull import (
     BATCH_BYTES_ONLY,
+    RESET_DELAY,
     S_END,
     S_FLOW_CONTROL,
+    S_NO_RESPONDERS,
     S_HEARTBEAT,
     S_PENDING,
     S_RESET,
@@ -96,7 +100,7 @@ class MessageBatch:
     """
 
     __slots__ = ("_link", "_q", "_signal", "_sub", "_batch", "_max_bytes", "_count", "_bytes", "_done",
-                 "error", "_seen", "_deadline", "_hb", "_accept", "__weakref__")
+                 "error", "_seen", "_deadline", "_hb", "_accept", "_explain", "__weakref__")
 
     def __init__(self, link: Any, batch: int, max_bytes: int, timeout: float, heartbeat: float,
                  accept: Optional[Callable[[Msg], bool]] = None) -> None:
@@ -115,6 +119,8 @@ class MessageBatch:
         self._deadline = now + timeout
         self._hb = HeartbeatMonitor(heartbeat, now) if heartbeat else None
         self._accept = accept
+        # after a 503 (nobody took the pull): tells a deleted consumer from JetStream being away
+        self._explain: Optional[Callable[[BaseException], Any]] = None
 
     def __repr__(self) -> str:
         return f"<MessageBatch received={self._count} done={self._done} error={self.error!r}>"
@@ -177,6 +183,10 @@ class MessageBatch:
                 q.clear()
                 raise StopIteration
             if self._done:
+                explain = self._explain
+                if explain is not None and isinstance(self.error, NoRespondersError):
+                    self._explain = None
+                    self.error = explain(self.error)
                 raise StopIteration
             self._wait()
 
@@ -288,6 +298,8 @@ class Consumer:
             timeout = max_wait + _FETCH_GRACE
         link = self._link
         mb = MessageBatch(link, batch, max_bytes, timeout, hb, accept)
+        if accept is None:  # (an ordered consumer recreates its consumer instead)
+            mb._explain = self._explain_no_responders
         sub = _reply_sub(link, mb._on_msg, mb._signal)
         mb._sub = sub
         try:
@@ -297,6 +309,17 @@ class Consumer:
             raise
         link.wait_writable()
         return mb
+
+    def _explain_no_responders(self, err: BaseException) -> BaseException:
+        """Nobody took a pull (503): ``ConsumerDeletedError`` when the consumer is gone
+        (ADR-37), else ``err`` (JetStream is not answering)."""
+        try:
+            self.info()
+        except ConsumerNotFoundError:
+            return ConsumerDeletedError(f"nats: consumer {self._name!r} was deleted")
+        except Exception:
+            return err
+        return err
 
     def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None) -> Msg:
         """The next message; ``TimeoutError`` when none arrives within ``timeout`` seconds."""
@@ -376,7 +399,8 @@ class _Pulling:
         self._draining = False
         self._finished = False
         self._reconnected = False
-        self._need_reset = False
+        self._need_reset = False  # ordered: recreate the consumer; others: check it after a 503
+        self._no_responders: Optional[BaseException] = None
         self._terminal: Optional[BaseException] = None
         self._errors: List[BaseException] = []
         self._hb = HeartbeatMonitor(opts.heartbeat, _monotonic())
@@ -467,6 +491,14 @@ class _Pulling:
         err = status_error(h.status, h.description)
         if err is None:
             return
+        if kind == S_NO_RESPONDERS:
+            # nobody took the pull: the consumer was deleted, or JetStream is away. An
+            # ordered consumer recreates its consumer at once; a durable one is checked
+            # (ConsumerDeletedError, or a warning and a new pull after a pause)
+            st.clear_pending()
+            self._need_reset = True
+            self._no_responders = err
+            return
         if kind == S_TERMINAL:
             if self._ordered is not None and isinstance(err, ConsumerDeletedError):
                 self._warn(err)
@@ -533,8 +565,12 @@ class _Pulling:
         self._check(_monotonic())
 
     def _reset(self) -> None:
-        """Ordered consumers: drop the current consumer and pull from a new one."""
+        """Ordered consumers: drop the current consumer and pull from a new one. Others
+        (after a 503): find out whether the consumer is gone."""
         self._need_reset = False
+        if self._ordered is None:
+            self._recheck()
+            return
         sub = self._sub
         if sub is not None:
             self._link.unsubscribe(sub)
@@ -548,6 +584,18 @@ class _Pulling:
         if self._stopped or self._draining or self._finished:
             return
         self._start_sub()
+
+    def _recheck(self) -> None:
+        err = self._no_responders or NoRespondersError("no responders for the pull")
+        self._no_responders = None
+        target = self._owner._target()
+        err = target._explain_no_responders(err)
+        if isinstance(err, ConsumerDeletedError):
+            self._terminal = err
+            return
+        self._warn(err)
+        if self._interruptible_sleep(RESET_DELAY) and not self._draining:
+            self._pull()
 
     def _interruptible_sleep(self, seconds: float) -> bool:
         """Backoff between reset attempts; False when stopped meanwhile."""

@@ -21,17 +21,21 @@ from .. import _impl
 from ..errors import (
     ConnectionClosedError,
     ConsumerDeletedError,
+    ConsumerNotFoundError,
     JetStreamError,
     MsgIteratorClosedError,
     NoHeartbeatError,
+    NoRespondersError,
     SubscriptionClosedError,
     TimeoutError,
 )
 from ..jetstream.models import ConsumerInfo
 from ..jetstream.pull import (
     BATCH_BYTES_ONLY,
+    RESET_DELAY,
     S_END,
     S_FLOW_CONTROL,
+    S_NO_RESPONDERS,
     S_HEARTBEAT,
     S_PENDING,
     S_RESET,
@@ -95,7 +99,7 @@ class MessageBatch:
     """
 
     __slots__ = ("_link", "_q", "_signal", "_sub", "_batch", "_max_bytes", "_count", "_bytes", "_done",
-                 "error", "_seen", "_deadline", "_hb", "_accept", "__weakref__")
+                 "error", "_seen", "_deadline", "_hb", "_accept", "_explain", "__weakref__")
 
     def __init__(self, link: Any, batch: int, max_bytes: int, timeout: float, heartbeat: float,
                  accept: Optional[Callable[[Msg], bool]] = None) -> None:
@@ -114,6 +118,8 @@ class MessageBatch:
         self._deadline = now + timeout
         self._hb = HeartbeatMonitor(heartbeat, now) if heartbeat else None
         self._accept = accept
+        # after a 503 (nobody took the pull): tells a deleted consumer from JetStream being away
+        self._explain: Optional[Callable[[BaseException], Any]] = None
 
     def __repr__(self) -> str:
         return f"<MessageBatch received={self._count} done={self._done} error={self.error!r}>"
@@ -176,6 +182,10 @@ class MessageBatch:
                 q.clear()
                 raise StopAsyncIteration
             if self._done:
+                explain = self._explain
+                if explain is not None and isinstance(self.error, NoRespondersError):
+                    self._explain = None
+                    self.error = await explain(self.error)
                 raise StopAsyncIteration
             await self._wait()
 
@@ -287,6 +297,8 @@ class Consumer:
             timeout = max_wait + _FETCH_GRACE
         link = self._link
         mb = MessageBatch(link, batch, max_bytes, timeout, hb, accept)
+        if accept is None:  # (an ordered consumer recreates its consumer instead)
+            mb._explain = self._explain_no_responders
         sub = _reply_sub(link, mb._on_msg, mb._signal)
         mb._sub = sub
         try:
@@ -296,6 +308,17 @@ class Consumer:
             raise
         await link.wait_writable()
         return mb
+
+    async def _explain_no_responders(self, err: BaseException) -> BaseException:
+        """Nobody took a pull (503): ``ConsumerDeletedError`` when the consumer is gone
+        (ADR-37), else ``err`` (JetStream is not answering)."""
+        try:
+            await self.info()
+        except ConsumerNotFoundError:
+            return ConsumerDeletedError(f"nats: consumer {self._name!r} was deleted")
+        except Exception:
+            return err
+        return err
 
     async def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None) -> Msg:
         """The next message; ``TimeoutError`` when none arrives within ``timeout`` seconds."""
@@ -375,7 +398,8 @@ class _Pulling:
         self._draining = False
         self._finished = False
         self._reconnected = False
-        self._need_reset = False
+        self._need_reset = False  # ordered: recreate the consumer; others: check it after a 503
+        self._no_responders: Optional[BaseException] = None
         self._terminal: Optional[BaseException] = None
         self._errors: List[BaseException] = []
         self._hb = HeartbeatMonitor(opts.heartbeat, _monotonic())
@@ -466,6 +490,14 @@ class _Pulling:
         err = status_error(h.status, h.description)
         if err is None:
             return
+        if kind == S_NO_RESPONDERS:
+            # nobody took the pull: the consumer was deleted, or JetStream is away. An
+            # ordered consumer recreates its consumer at once; a durable one is checked
+            # (ConsumerDeletedError, or a warning and a new pull after a pause)
+            st.clear_pending()
+            self._need_reset = True
+            self._no_responders = err
+            return
         if kind == S_TERMINAL:
             if self._ordered is not None and isinstance(err, ConsumerDeletedError):
                 self._warn(err)
@@ -532,8 +564,12 @@ class _Pulling:
         self._check(_monotonic())
 
     async def _reset(self) -> None:
-        """Ordered consumers: drop the current consumer and pull from a new one."""
+        """Ordered consumers: drop the current consumer and pull from a new one. Others
+        (after a 503): find out whether the consumer is gone."""
         self._need_reset = False
+        if self._ordered is None:
+            await self._recheck()
+            return
         sub = self._sub
         if sub is not None:
             self._link.unsubscribe(sub)
@@ -547,6 +583,18 @@ class _Pulling:
         if self._stopped or self._draining or self._finished:
             return
         self._start_sub()
+
+    async def _recheck(self) -> None:
+        err = self._no_responders or NoRespondersError("no responders for the pull")
+        self._no_responders = None
+        target = self._owner._target()
+        err = await target._explain_no_responders(err)
+        if isinstance(err, ConsumerDeletedError):
+            self._terminal = err
+            return
+        self._warn(err)
+        if await self._interruptible_sleep(RESET_DELAY) and not self._draining:
+            self._pull()
 
     async def _interruptible_sleep(self, seconds: float) -> bool:
         """Backoff between reset attempts; False when stopped meanwhile."""
