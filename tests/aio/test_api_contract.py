@@ -25,6 +25,11 @@ from jetwire.aio import _prims as prims
 from tests.aio._helpers import uniq, wait_until
 
 
+async def _waiting(consumer) -> bool:
+    """The server holds at least one pull request of ``consumer``."""
+    return (await consumer.info()).num_waiting >= 1
+
+
 # both flavours, named so that the blocking twin keeps them apart
 BLOCKING = importlib.import_module("jetwire")
 ASYNCIO = importlib.import_module("jetwire." + "aio")
@@ -439,8 +444,7 @@ async def test_error_cb_may_be_a_coroutine_function(nats_url):
                 js_errs(err)
 
             ctx = await c.consume(lambda m: None, error_cb=on_consume_error, expires=5)
-            await nc.flush()
-            await prims.sleep(0.1)
+            assert await wait_until(lambda: _waiting(c), 5)  # the pull is registered
             await s.delete_consumer("gone")
             assert await js_errs.wait_for(lambda c: any(isinstance(a[0], nats.ConsumerDeletedError) for a in c))
             assert await ctx.closed(5)
@@ -930,8 +934,7 @@ async def test_fetch_error_when_the_consumer_is_deleted(nats_url):
     try:
         c = await s.create_consumer(durable_name="gone")
         batch = await c.fetch(5, max_wait=10)
-        await nc.flush()
-        await prims.sleep(0.1)
+        assert await wait_until(lambda: _waiting(c), 5)  # the pull is registered
         start = time.monotonic()
         await s.delete_consumer("gone")
         got = [m async for m in batch]
@@ -1163,7 +1166,7 @@ async def test_concurrent_drains_both_return_once_closed(nats_url):
     await nc.publish("drain.twice", b"x")
     assert await started.wait(5)
     first = prims.spawn(nc.drain)
-    await prims.sleep(0.1)
+    assert await wait_until(lambda: nc.is_draining, 5)
     assert not nc.is_closed
     await nc.drain()
     assert nc.is_closed
@@ -1214,11 +1217,10 @@ async def test_nested_config_types_round_trip(nats_url):
         sub = await nc.subscribe(f"repub.{p}.>")
         await js.publish(f"{p}.in.x", b"transformed")
         assert (await sub.next_msg(timeout=5)).subject == f"repub.{p}.x"
-        for _ in range(100):
-            if (await s.info()).state.messages == 3:
-                break
-            await prims.sleep(0.05)
-        assert (await s.info()).state.messages == 3  # 2 sourced + 1 published
+        async def stored() -> bool:
+            return (await s.info()).state.messages == 3  # 2 sourced + 1 published
+
+        assert await wait_until(stored, 5)
         assert (await s.get_last_msg_for_subject(f"{p}.stored.x")).data == b"transformed"
     finally:
         try:

@@ -5,7 +5,7 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
-from tests.aio._helpers import drain_initial, uniq
+from tests.aio._helpers import drain_initial, uniq, wait_until
 
 
 async def assert_quiet(w, timeout: float = 0.3) -> None:
@@ -660,10 +660,10 @@ async def test_mirror_and_sources(nats_url):
         m = await js.create_key_value(bucket=mirror, mirror=jetwire.StreamSource(name=origin))
         assert (await m.status()).stream_info.config.mirror.name == f"KV_{origin}"
         s = await js.create_key_value(bucket=merged, sources=[jetwire.StreamSource(name=origin)])
-        for _ in range(50):
-            if (await s.status()).values == 2 and (await m.status()).values == 2:
-                break
-            await prims.sleep(0.1)
+        async def copied() -> bool:
+            return (await s.status()).values == 2 and (await m.status()).values == 2
+
+        assert await wait_until(copied, 5)
         assert (await s.get("a")).value == b"1"  # sourced keys land under the new bucket
         assert await s.keys() == ["a", "b"]
         assert (await m.get("b")).value == b"2"
@@ -742,10 +742,7 @@ async def test_watcher_survives_server_restart(nats_server_factory):
         w = await kv.watch_all()
         assert [e.key for e in await drain_initial(w)] == ["a"]
         server.restart()
-        for _ in range(100):
-            if nc.is_connected:
-                break
-            await prims.sleep(0.1)
+        assert await wait_until(lambda: nc.is_connected, 10)
         for _ in range(50):  # JetStream may need a moment after the restart
             try:
                 await kv.put("b", b"2")

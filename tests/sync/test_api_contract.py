@@ -25,6 +25,11 @@ from jetwire._sync import _prims as prims
 from tests.sync._helpers import uniq, wait_until
 
 
+def _waiting(consumer) -> bool:
+    """The server holds at least one pull request of ``consumer``."""
+    return (consumer.info()).num_waiting >= 1
+
+
 # both flavours, named so that the blocking twin keeps them apart
 BLOCKING = importlib.import_module("jetwire")
 ASYNCIO = importlib.import_module("jetwire." + "aio")
@@ -430,8 +435,7 @@ def test_error_cb_may_be_a_coroutine_function(nats_url):
                 js_errs(err)
 
             ctx = c.consume(lambda m: None, error_cb=on_consume_error, expires=5)
-            nc.flush()
-            prims.sleep(0.1)
+            assert wait_until(lambda: _waiting(c), 5)  # the pull is registered
             s.delete_consumer("gone")
             assert js_errs.wait_for(lambda c: any(isinstance(a[0], nats.ConsumerDeletedError) for a in c))
             assert ctx.closed(5)
@@ -921,8 +925,7 @@ def test_fetch_error_when_the_consumer_is_deleted(nats_url):
     try:
         c = s.create_consumer(durable_name="gone")
         batch = c.fetch(5, max_wait=10)
-        nc.flush()
-        prims.sleep(0.1)
+        assert wait_until(lambda: _waiting(c), 5)  # the pull is registered
         start = time.monotonic()
         s.delete_consumer("gone")
         got = [m for m in batch]
@@ -1154,7 +1157,7 @@ def test_concurrent_drains_both_return_once_closed(nats_url):
     nc.publish("drain.twice", b"x")
     assert started.wait(5)
     first = prims.spawn(nc.drain)
-    prims.sleep(0.1)
+    assert wait_until(lambda: nc.is_draining, 5)
     assert not nc.is_closed
     nc.drain()
     assert nc.is_closed
@@ -1205,11 +1208,10 @@ def test_nested_config_types_round_trip(nats_url):
         sub = nc.subscribe(f"repub.{p}.>")
         js.publish(f"{p}.in.x", b"transformed")
         assert (sub.next_msg(timeout=5)).subject == f"repub.{p}.x"
-        for _ in range(100):
-            if (s.info()).state.messages == 3:
-                break
-            prims.sleep(0.05)
-        assert (s.info()).state.messages == 3  # 2 sourced + 1 published
+        def stored() -> bool:
+            return (s.info()).state.messages == 3  # 2 sourced + 1 published
+
+        assert wait_until(stored, 5)
         assert (s.get_last_msg_for_subject(f"{p}.stored.x")).data == b"transformed"
     finally:
         try:

@@ -6,7 +6,7 @@ import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
-from tests.sync._helpers import drain_initial, uniq
+from tests.sync._helpers import drain_initial, uniq, wait_until
 
 
 def assert_quiet(w, timeout: float = 0.3) -> None:
@@ -661,10 +661,10 @@ def test_mirror_and_sources(nats_url):
         m = js.create_key_value(bucket=mirror, mirror=jetwire.StreamSource(name=origin))
         assert (m.status()).stream_info.config.mirror.name == f"KV_{origin}"
         s = js.create_key_value(bucket=merged, sources=[jetwire.StreamSource(name=origin)])
-        for _ in range(50):
-            if (s.status()).values == 2 and (m.status()).values == 2:
-                break
-            prims.sleep(0.1)
+        def copied() -> bool:
+            return (s.status()).values == 2 and (m.status()).values == 2
+
+        assert wait_until(copied, 5)
         assert (s.get("a")).value == b"1"  # sourced keys land under the new bucket
         assert s.keys() == ["a", "b"]
         assert (m.get("b")).value == b"2"
@@ -743,10 +743,7 @@ def test_watcher_survives_server_restart(nats_server_factory):
         w = kv.watch_all()
         assert [e.key for e in drain_initial(w)] == ["a"]
         server.restart()
-        for _ in range(100):
-            if nc.is_connected:
-                break
-            prims.sleep(0.1)
+        assert wait_until(lambda: nc.is_connected, 10)
         for _ in range(50):  # JetStream may need a moment after the restart
             try:
                 kv.put("b", b"2")
