@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Iterator, Dict, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Dict, Optional
 
 import orjson
 
 from ..errors import APIError, NoRespondersError
 from ..jetstream.manage import ConsumerPauseResponse, direct_msg, purge_request
 from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .ordered import OrderedConsumer
 
 _PAGE_KEYS = ("type", "total", "offset", "limit")
 
@@ -129,19 +133,19 @@ class Stream:
         return True
 
     # -- consumers -------------------------------------------------------------------
-    def create_consumer(self, config: Any = None, **fields: Any) -> Any:
+    def create_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
         """Create a consumer (see ``JetStream.create_consumer``)."""
         return self._js.create_consumer(self._name, config, **fields)
 
-    def update_consumer(self, config: Any = None, **fields: Any) -> Any:
+    def update_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
         """Update an existing consumer (``ConsumerDoesNotExistError`` when missing)."""
         return self._js.update_consumer(self._name, config, **fields)
 
-    def create_or_update_consumer(self, config: Any = None, **fields: Any) -> Any:
+    def create_or_update_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
         """Create the consumer, or update it when it exists."""
         return self._js.create_or_update_consumer(self._name, config, **fields)
 
-    def consumer(self, name: str) -> Any:
+    def consumer(self, name: str) -> "Consumer":
         """Look the consumer up (``ConsumerNotFoundError`` when missing)."""
         return self._js.consumer(self._name, name)
 
@@ -164,6 +168,6 @@ class Stream:
     def resume_consumer(self, name: str) -> ConsumerPauseResponse:
         return self._js.resume_consumer(self._name, name)
 
-    def ordered_consumer(self, **options: Any) -> Any:
+    def ordered_consumer(self, **options: Any) -> "OrderedConsumer":
         """An ordered consumer on this stream (see ``JetStream.ordered_consumer``)."""
         return self._js.ordered_consumer(self._name, **options)

@@ -10,7 +10,7 @@ thread per message.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, AsyncIterator, Callable, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Optional, Union
 
 import orjson
 
@@ -44,6 +44,13 @@ from ..msg import Msg
 from . import _prims as prims
 from .stream import Stream, _stream_info
 
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .kv import KeyValue
+    from .objects import ObjectStore
+    from .ordered import OrderedConsumer
+    from .push import PushSubscription
+
 _encode_headers = _impl.encode_headers
 _from_ack = PubAck.from_json_bytes
 _new_future = prims.new_future  # aio-only
@@ -62,7 +69,7 @@ def _clean(resp: Dict[str, Any]) -> Dict[str, Any]:
     return resp
 
 
-def _consumer(js: "JetStream", stream: str, info: ConsumerInfo) -> Any:
+def _consumer(js: "JetStream", stream: str, info: ConsumerInfo) -> "Consumer":
     from .consumer import Consumer  # imported late: consumer.py builds on this module
 
     return Consumer(js, stream, info)
@@ -241,18 +248,18 @@ class JetStream:
         return names[0]
 
     # -- consumers -------------------------------------------------------------------
-    async def create_consumer(self, stream: str, config: Any = None, **fields: Any) -> Any:
+    async def create_consumer(self, stream: str, config: Any = None, **fields: Any) -> "Consumer":
         """Create a consumer on ``stream`` from a ``ConsumerConfig`` (or a dict) and/or its
         fields. Without ``name``/``durable_name`` it is ephemeral. Creating it again with
         the same config returns it; with another config raises ``ConsumerExistsError``.
         ``ack_policy`` defaults to ``AckPolicy.EXPLICIT``."""
         return await self._upsert_consumer(stream, config, fields, "create")
 
-    async def update_consumer(self, stream: str, config: Any = None, **fields: Any) -> Any:
+    async def update_consumer(self, stream: str, config: Any = None, **fields: Any) -> "Consumer":
         """Update a consumer (``ConsumerDoesNotExistError`` when it does not exist)."""
         return await self._upsert_consumer(stream, config, fields, "update")
 
-    async def create_or_update_consumer(self, stream: str, config: Any = None, **fields: Any) -> Any:
+    async def create_or_update_consumer(self, stream: str, config: Any = None, **fields: Any) -> "Consumer":
         """Create the consumer, or update it when it exists."""
         return await self._upsert_consumer(stream, config, fields, "")
 
@@ -274,7 +281,7 @@ class JetStream:
             raise JetStreamError("the server does not support multiple filter subjects")
         return _consumer(self, stream, info)
 
-    async def consumer(self, stream: str, name: str) -> Any:
+    async def consumer(self, stream: str, name: str) -> "Consumer":
         """Look a consumer up now (``ConsumerNotFoundError`` when it does not exist)."""
         validate_stream_name(stream)
         validate_consumer_name(name)
@@ -334,7 +341,7 @@ class JetStream:
         resp = await self.api_request(f"CONSUMER.PAUSE.{stream}.{name}", pause_request(until))
         return ConsumerPauseResponse.from_json(_clean(resp))
 
-    async def ordered_consumer(self, stream: str, **options: Any) -> Any:
+    async def ordered_consumer(self, stream: str, **options: Any) -> "OrderedConsumer":
         """An ordered consumer on ``stream`` (options as ``OrderedConsumer`` takes them)."""
         from .ordered import OrderedConsumer
 
@@ -345,7 +352,7 @@ class JetStream:
 
     # -- push consumers (nats.go legacy style; implemented in push.py) ---------------
     async def subscribe(self, subject: str, queue: Optional[str] = None, cb: Optional[Callable[..., Any]] = None,
-                        **options: Any) -> Any:
+                        **options: Any) -> "PushSubscription":
         """Subscribe to ``subject`` through a push consumer: ``durable=``, ``stream=``,
         ``config=``, ``manual_ack=``, ``ordered_consumer=``, ``idle_heartbeat=``,
         ``flow_control=``, ``deliver_subject=``. Returns a ``PushSubscription``."""
@@ -354,7 +361,7 @@ class JetStream:
         return await subscribe(self, subject, queue, cb, **options)
 
     async def subscribe_bind(self, stream: str, consumer: str, cb: Optional[Callable[..., Any]] = None,
-                             **options: Any) -> Any:
+                             **options: Any) -> "PushSubscription":
         """Bind to an existing push consumer (``queue=``, ``manual_ack=``)."""
         from .push import subscribe_bind
 
@@ -558,7 +565,7 @@ class JetStream:
                 pass
 
     # -- key-value stores (jetwire/aio/kv.py) ----------------------------------------
-    async def create_key_value(self, config: Any = None, **fields: Any) -> Any:
+    async def create_key_value(self, config: Any = None, **fields: Any) -> "KeyValue":
         """Create a key-value bucket from a ``KeyValueConfig`` (or a dict) and/or its
         fields (``bucket``, ``history``, ``ttl``, ...). The same bucket again with the same
         config returns it; with another config raises ``StreamNameInUseError``.
@@ -567,19 +574,19 @@ class JetStream:
 
         return await create_key_value(self, config, **fields)
 
-    async def update_key_value(self, config: Any = None, **fields: Any) -> Any:
+    async def update_key_value(self, config: Any = None, **fields: Any) -> "KeyValue":
         """Update a bucket's config (``BucketNotFoundError`` when it does not exist)."""
         from .kv import update_key_value
 
         return await update_key_value(self, config, **fields)
 
-    async def create_or_update_key_value(self, config: Any = None, **fields: Any) -> Any:
+    async def create_or_update_key_value(self, config: Any = None, **fields: Any) -> "KeyValue":
         """Create the bucket, or update it when it exists."""
         from .kv import create_or_update_key_value
 
         return await create_or_update_key_value(self, config, **fields)
 
-    async def key_value(self, bucket: str) -> Any:
+    async def key_value(self, bucket: str) -> "KeyValue":
         """Bind to an existing bucket (``BucketNotFoundError`` when it does not exist)."""
         from .kv import key_value
 
@@ -606,26 +613,26 @@ class JetStream:
             yield status
 
     # -- object stores (jetwire/aio/objects.py) --------------------------------------
-    async def create_object_store(self, config: Any = None, **fields: Any) -> Any:
+    async def create_object_store(self, config: Any = None, **fields: Any) -> "ObjectStore":
         """Create an object store bucket from an ``ObjectStoreConfig`` (or a dict) and/or
         its fields (``InvalidBucketNameError`` before anything is sent)."""
         from .objects import create_object_store
 
         return await create_object_store(self, config, **fields)
 
-    async def update_object_store(self, config: Any = None, **fields: Any) -> Any:
+    async def update_object_store(self, config: Any = None, **fields: Any) -> "ObjectStore":
         """Update an object store's config (``BucketNotFoundError`` when missing)."""
         from .objects import update_object_store
 
         return await update_object_store(self, config, **fields)
 
-    async def create_or_update_object_store(self, config: Any = None, **fields: Any) -> Any:
+    async def create_or_update_object_store(self, config: Any = None, **fields: Any) -> "ObjectStore":
         """Create the object store, or update it when it exists."""
         from .objects import create_or_update_object_store
 
         return await create_or_update_object_store(self, config, **fields)
 
-    async def object_store(self, bucket: str) -> Any:
+    async def object_store(self, bucket: str) -> "ObjectStore":
         """Bind to an existing object store (``BucketNotFoundError`` when missing)."""
         from .objects import object_store
 

@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, AsyncIterator, Dict, Optional
+from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Optional
 
 import orjson
 
 from ..errors import APIError, NoRespondersError
 from ..jetstream.manage import ConsumerPauseResponse, direct_msg, purge_request
 from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
+
+if TYPE_CHECKING:
+    from .consumer import Consumer
+    from .ordered import OrderedConsumer
 
 _PAGE_KEYS = ("type", "total", "offset", "limit")
 
@@ -128,19 +132,19 @@ class Stream:
         return True
 
     # -- consumers -------------------------------------------------------------------
-    async def create_consumer(self, config: Any = None, **fields: Any) -> Any:
+    async def create_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
         """Create a consumer (see ``JetStream.create_consumer``)."""
         return await self._js.create_consumer(self._name, config, **fields)
 
-    async def update_consumer(self, config: Any = None, **fields: Any) -> Any:
+    async def update_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
         """Update an existing consumer (``ConsumerDoesNotExistError`` when missing)."""
         return await self._js.update_consumer(self._name, config, **fields)
 
-    async def create_or_update_consumer(self, config: Any = None, **fields: Any) -> Any:
+    async def create_or_update_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
         """Create the consumer, or update it when it exists."""
         return await self._js.create_or_update_consumer(self._name, config, **fields)
 
-    async def consumer(self, name: str) -> Any:
+    async def consumer(self, name: str) -> "Consumer":
         """Look the consumer up (``ConsumerNotFoundError`` when missing)."""
         return await self._js.consumer(self._name, name)
 
@@ -163,6 +167,6 @@ class Stream:
     async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
         return await self._js.resume_consumer(self._name, name)
 
-    async def ordered_consumer(self, **options: Any) -> Any:
+    async def ordered_consumer(self, **options: Any) -> "OrderedConsumer":
         """An ordered consumer on this stream (see ``JetStream.ordered_consumer``)."""
         return await self._js.ordered_consumer(self._name, **options)
