@@ -4,13 +4,9 @@ from __future__ import annotations
 import base64
 import os
 import re
-from typing import Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .errors import AuthorizationError
-
-_CREDS_BLOCK = re.compile(
-    r"\s*(?:(?:[-]{3,}[^\n]*[-]{3,}\n))(.+?)(?:\n\s*[-]{3,}[^\n]*[-]{3,}\n?)", re.DOTALL
-)
 
 
 def _read_text(value: str) -> str:
@@ -20,77 +16,180 @@ def _read_text(value: str) -> str:
     return value
 
 
-def parse_creds(path: str) -> Tuple[str, bytes]:
-    """Return (jwt, seed) from a .creds file."""
+def _read_bytes(path: str, what: str) -> bytearray:
     try:
-        text = open(path, "r", encoding="utf-8").read()
+        with open(path, "rb") as fh:
+            return bytearray(fh.read())
     except OSError as exc:
-        raise AuthorizationError(f"cannot read credentials file {path!r}: {exc}") from exc
-    blocks = [b.strip() for b in _CREDS_BLOCK.findall(text)]
+        raise AuthorizationError(f"cannot read {what} file {path!r}: {exc}") from exc
+
+
+def _wipe(buf: bytearray) -> None:
+    for i in range(len(buf)):
+        buf[i] = 0
+
+
+def _blocks(text: bytearray) -> list:
+    """The ``-----BEGIN ...-----`` delimited blocks of a credentials file (or the whole
+    text, stripped, when it has none)."""
+    found = [text[m.start(1):m.end(1)].strip() for m in _CREDS_BLOCK_B.finditer(text)]
+    return found or [text.strip()]
+
+
+_CREDS_BLOCK_B = re.compile(
+    rb"\s*(?:(?:[-]{3,}[^\n]*[-]{3,}\n))(.+?)(?:\n\s*[-]{3,}[^\n]*[-]{3,}\n?)", re.DOTALL
+)
+
+
+def parse_creds(path: str) -> Tuple[str, bytearray]:
+    """Return (jwt, seed) from a .creds file; wipe the seed once used."""
+    raw = _read_bytes(path, "credentials")
+    try:
+        blocks = _blocks(raw)
+    finally:
+        _wipe(raw)
     if len(blocks) < 2:
         raise AuthorizationError(f"credentials file {path!r} has no JWT and seed blocks")
-    jwt, seed = blocks[0], blocks[1]
-    return jwt, seed.encode()
+    return blocks[0].decode(), blocks[1]
 
 
-def load_seed(nkey_seed: str) -> bytes:
+def parse_creds_pair(jwt_file: str, seed_file: str) -> Tuple[str, bytearray]:
+    """(jwt, seed) from a JWT file and a seed file (either may be in .creds format)."""
+    raw = _read_bytes(jwt_file, "JWT")
+    jwt = _blocks(raw)[0].decode()
+    _wipe(raw)
+    raw = _read_bytes(seed_file, "seed")
+    try:
+        seed = next((b for b in _blocks(raw) if b.startswith(b"S")), None)
+    finally:
+        _wipe(raw)
+    if seed is None:
+        raise AuthorizationError(f"no nkey seed in {seed_file!r}")
+    return jwt, seed
+
+
+def load_seed(nkey_seed: str) -> bytearray:
     """A seed given inline (``SU...``) or as a path to a file holding it."""
     text = _read_text(nkey_seed).strip()
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("S") and len(line) >= 56:
-            return line.encode()
+            return bytearray(line.encode())
     raise AuthorizationError("no nkey seed found")
 
 
-def sign_nonce(seed: bytes, nonce: str) -> Tuple[str, str]:
-    """Sign the server nonce; returns (signature b64url without padding, public key)."""
+def sign_nonce(seed: bytearray, nonce: str) -> Tuple[str, str]:
+    """Sign the server nonce, then wipe ``seed``; returns (signature b64url without
+    padding, public key)."""
     try:
         import nkeys
     except ImportError as exc:  # pragma: no cover
         raise AuthorizationError("nkey authentication needs the 'nkeys' package") from exc
     try:
-        kp = nkeys.from_seed(bytearray(seed))
-    except Exception as exc:
-        raise AuthorizationError(f"invalid nkey seed: {exc}") from exc
-    sig = kp.sign(nonce.encode())
-    pub = kp.public_key.decode()
-    kp.wipe()
-    return base64.urlsafe_b64encode(sig).decode().rstrip("="), pub
+        try:
+            kp = nkeys.from_seed(seed)
+        except Exception as exc:
+            raise AuthorizationError(f"invalid nkey seed: {exc}") from exc
+        sig = kp.sign(nonce.encode())
+        pub = kp.public_key.decode()
+        kp.wipe()
+    finally:
+        _wipe(seed)
+    return b64url(sig), pub
+
+
+def b64url(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 class Credentials:
-    """What goes into CONNECT for the configured auth method."""
+    """What goes into CONNECT for the configured auth method.
 
-    def __init__(self, user: Optional[str] = None, password: Optional[str] = None, token: Optional[str] = None,
-                 nkey_seed: Optional[str] = None, creds: Optional[str] = None) -> None:
-        self.user = user
-        self.password = password
-        self.token = token
-        self.nkey_seed = nkey_seed
-        self.creds = creds
+    Callbacks (``token_cb``, ``user_cb``, ``user_jwt_cb``, ``signature_cb``) are not
+    called here: :meth:`callbacks` says which to call for a server's INFO, the driver
+    calls them (plain or coroutine functions), and :meth:`connect_fields` takes their
+    answers."""
 
-    def connect_fields(self, info: dict, url_user: Optional[str], url_password: Optional[str]) -> dict:
+    def __init__(self, opts: Any) -> None:
+        self.opts = opts
+
+    def callbacks(self, info: dict) -> List[Tuple[str, Callable[..., Any], tuple]]:
+        o = self.opts
+        nonce = info.get("nonce")
+        out: List[Tuple[str, Callable[..., Any], tuple]] = []
+        if o.token_cb is not None:
+            out.append(("token", o.token_cb, ()))
+        if o.user_cb is not None:
+            out.append(("user", o.user_cb, ()))
+        if o.user_jwt_cb is not None:
+            out.append(("jwt", o.user_jwt_cb, ()))
+        if o.signature_cb is not None and nonce and (o.user_jwt_cb is not None or o.nkey is not None):
+            out.append(("sig", o.signature_cb, (nonce.encode(),)))
+        return out
+
+    def connect_fields(self, info: dict, url_user: Optional[str], url_password: Optional[str],
+                       answers: Optional[Dict[str, Any]] = None) -> dict:
+        o = self.opts
+        answers = answers or {}
         out: dict = {}
         nonce = info.get("nonce")
-        if self.creds:
-            jwt, seed = parse_creds(self.creds)
+        if "jwt" in answers:  # UserJWT: the callbacks sign, the client never sees the seed
+            out["jwt"] = _text(answers["jwt"], "user_jwt_cb")
+            if "sig" in answers:
+                out["sig"] = _signature(answers["sig"])
+        elif o.nkey is not None and o.signature_cb is not None:
+            if not nonce:
+                raise AuthorizationError("server sent no nonce for nkey authentication")
+            out["nkey"] = o.nkey
+            out["sig"] = _signature(answers.get("sig"))
+        elif o.creds or o.user_jwt is not None:
+            if o.user_jwt is not None:
+                jwt, seed = o.user_jwt, load_seed(o.nkey_seed)
+            elif isinstance(o.creds, tuple):
+                jwt, seed = parse_creds_pair(*o.creds)
+            else:
+                jwt, seed = parse_creds(o.creds)
             out["jwt"] = jwt
             if nonce:
                 out["sig"], _ = sign_nonce(seed, nonce)
-        elif self.nkey_seed:
-            seed = load_seed(self.nkey_seed)
+            else:
+                _wipe(seed)
+        elif o.nkey_seed:
+            seed = load_seed(o.nkey_seed)
             if not nonce:
+                _wipe(seed)
                 raise AuthorizationError("server sent no nonce for nkey authentication")
             out["sig"], out["nkey"] = sign_nonce(seed, nonce)
-        user = url_user if url_user is not None else self.user
-        password = url_password if url_password is not None else self.password
-        if user is not None and password is None and url_user is not None and self.token is None:
+        user = url_user if url_user is not None else o.user
+        password = url_password if url_password is not None else o.password
+        if "user" in answers:
+            try:
+                user, password = answers["user"]
+            except (TypeError, ValueError):
+                raise AuthorizationError("user_cb must return (user, password)") from None
+        token = o.token
+        if "token" in answers:
+            token = _text(answers["token"], "token_cb")
+        if user is not None and password is None and url_user is not None and token is None:
             # nats://token@host
             out["auth_token"] = user
         elif user is not None:
             out["user"] = user
             out["pass"] = password or ""
-        if self.token is not None:
-            out["auth_token"] = self.token
+        if token is not None:
+            out["auth_token"] = token
         return out
+
+
+def _text(value: Any, what: str) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode()
+    if not isinstance(value, str) or not value:
+        raise AuthorizationError(f"{what} returned {type(value).__name__}, not a non-empty str")
+    return value
+
+
+def _signature(sig: Any) -> str:
+    if not isinstance(sig, (bytes, bytearray)) or not sig:
+        raise AuthorizationError("signature_cb must return the raw signature bytes of the nonce")
+    return b64url(bytes(sig))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 import ssl
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urlparse
 
 from .errors import NoServersError
@@ -20,10 +20,21 @@ class Options:
     password: Optional[str] = None
     token: Optional[str] = None
     nkey_seed: Optional[str] = None
-    creds: Optional[str] = None
+    creds: Union[str, Tuple[str, str], None] = None
+    # auth callbacks (plain, or coroutine functions in jetwire.aio), asked on every (re)connect
+    token_cb: Optional[Callable[[], Any]] = None
+    user_cb: Optional[Callable[[], Any]] = None
+    user_jwt_cb: Optional[Callable[[], Any]] = None
+    signature_cb: Optional[Callable[[bytes], Any]] = None
+    nkey: Optional[str] = None
+    user_jwt: Optional[str] = None
     tls: Union[ssl.SSLContext, bool, None] = None
     tls_hostname: Optional[str] = None
     tls_handshake_first: bool = False
+    tls_ca_file: Optional[str] = None
+    tls_cert_file: Optional[str] = None
+    tls_key_file: Optional[str] = None
+    tls_context_cb: Optional[Callable[[], Any]] = None
     no_echo: bool = False
     verbose: bool = False
     pedantic: bool = False
@@ -37,6 +48,10 @@ class Options:
     reconnect_jitter: float = 0.1
     reconnect_jitter_tls: float = 1.0
     reconnect_buffer_size: int = 8 * 1024 * 1024
+    reconnect_delay_cb: Optional[Callable[[int], Any]] = None
+    ignore_auth_error_abort: bool = False
+    no_callbacks_after_close: bool = False
+    socket_factory: Optional[Callable[..., Any]] = None
     dont_randomize: bool = False
     inbox_prefix: str = "_INBOX"
     pending_msgs_limit: int = 512 * 1024
@@ -48,15 +63,27 @@ class Options:
     disconnected_cb: Optional[Callable[..., Any]] = None
     reconnected_cb: Optional[Callable[..., Any]] = None
     closed_cb: Optional[Callable[..., Any]] = None
+    connected_cb: Optional[Callable[..., Any]] = None
     discovered_servers_cb: Optional[Callable[..., Any]] = None
     lame_duck_mode_cb: Optional[Callable[..., Any]] = None
 
+    @property
+    def wants_tls(self) -> bool:
+        return bool(self.tls) or self.tls_context_cb is not None or bool(
+            self.tls_ca_file or self.tls_cert_file)
+
     def ssl_context(self) -> Optional[ssl.SSLContext]:
+        """The TLS context of ``tls=`` and the ``tls_*_file`` options (``tls_context_cb``
+        is asked by the client itself, on every connect)."""
         if isinstance(self.tls, ssl.SSLContext):
-            return self.tls
-        if self.tls:
-            return ssl.create_default_context()
-        return None
+            ctx = self.tls
+        elif self.tls or self.tls_ca_file or self.tls_cert_file:
+            ctx = ssl.create_default_context(cafile=self.tls_ca_file)
+        else:
+            return None
+        if self.tls_cert_file:
+            ctx.load_cert_chain(self.tls_cert_file, self.tls_key_file)
+        return ctx
 
 
 def make_options(servers: Union[str, Sequence[str], None], kwargs: dict) -> Options:
@@ -80,14 +107,38 @@ def make_options(servers: Union[str, Sequence[str], None], kwargs: dict) -> Opti
     opts = Options(servers=urls, **kwargs)
     if opts.max_pings_outstanding < 1:
         raise ValueError("max_pings_outstanding must be at least 1")
+    _check_auth(opts)
     return opts
+
+
+def _check_auth(o: Options) -> None:
+    """Combinations of auth options that cannot work raise before anything is sent."""
+    if o.user_jwt_cb is not None and o.signature_cb is None:
+        raise ValueError("user_jwt_cb needs signature_cb (the client never sees the seed)")
+    if o.nkey is not None and o.signature_cb is None and o.nkey_seed is None:
+        raise ValueError("nkey (a public key) needs signature_cb or nkey_seed")
+    if o.signature_cb is not None and o.user_jwt_cb is None and o.nkey is None:
+        raise ValueError("signature_cb is used with user_jwt_cb or nkey")
+    if o.user_jwt is not None and o.nkey_seed is None:
+        raise ValueError("user_jwt needs nkey_seed to sign the server's nonce")
+    jwt_ways = [o.creds is not None, o.user_jwt_cb is not None, o.user_jwt is not None]
+    if sum(jwt_ways) > 1:
+        raise ValueError("give one of creds, user_jwt_cb and user_jwt")
+    if o.token is not None and o.token_cb is not None:
+        raise ValueError("give token or token_cb, not both")
+    if o.user is not None and o.user_cb is not None:
+        raise ValueError("give user/password or user_cb, not both")
+    if isinstance(o.creds, tuple) and len(o.creds) != 2:
+        raise ValueError("creds is a path or a (jwt file, seed file) pair")
+    if o.tls_key_file and not o.tls_cert_file:
+        raise ValueError("tls_key_file needs tls_cert_file")
 
 
 class Server:
     """One entry of the server pool."""
 
     __slots__ = ("url", "scheme", "host", "port", "user", "password", "discovered", "reconnects",
-                 "last_attempt", "did_connect", "tls_name")
+                 "last_attempt", "did_connect", "tls_name", "last_auth_error")
 
     def __init__(self, url: str, discovered: bool = False) -> None:
         if "://" not in url:
@@ -111,6 +162,7 @@ class Server:
         self.reconnects = 0
         self.last_attempt = 0.0
         self.did_connect = False
+        self.last_auth_error: Optional[str] = None  # what the server said when it last refused us
         self.tls_name: Optional[str] = None
 
     @property

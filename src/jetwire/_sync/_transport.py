@@ -4,19 +4,26 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+import struct
 import threading
+import time
 from typing import Any, Callable, Optional
 
 from ..errors import ProtocolError
+from ..errors import TimeoutError as NatsTimeoutError
 
 _INFO_LIMIT = 64 * 1024
 _READ_SIZE = 256 * 1024
 
 
 class Transport:
-    """One TCP (optionally TLS) connection to a server."""
+    """One TCP (optionally TLS) connection to a server. ``socket_factory(host, port,
+    timeout)`` dials instead of the default: it returns a connected socket (e.g. through
+    a proxy)."""
 
-    def __init__(self) -> None:
+    def __init__(self, socket_factory: Optional[Callable[..., Any]] = None) -> None:
+        self._socket_factory = socket_factory
+        self.write_timeout: Optional[float] = None  # set by the Writer: a write deadline
         self._sock: Optional[socket.socket] = None
         self._send_lock = threading.Lock()
         self._reader: Optional[threading.Thread] = None
@@ -28,7 +35,10 @@ class Transport:
 
     def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
              tls_first: bool, tls_hostname: Optional[str], need_tls: Callable[[bytes], bool]) -> bytes:
-        sock = socket.create_connection((host, port), timeout=timeout)
+        if self._socket_factory is not None:
+            sock = self._socket_factory(host, port, timeout)
+        else:
+            sock = socket.create_connection((host, port), timeout=timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.settimeout(timeout)
@@ -128,16 +138,30 @@ class Transport:
                 pass
             on_lost(err)
 
+    def set_write_timeout(self, seconds: Optional[float]) -> None:
+        """A write that cannot hand its bytes to the kernel for ``seconds`` fails with
+        ``TimeoutError`` (the server reads nothing: the connection is stuck)."""
+        self.write_timeout = seconds
+        sock = self._sock
+        if sock is not None and not self._tls and seconds:
+            sec = int(seconds)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                            struct.pack("ll", sec, int((seconds - sec) * 1e6)))
+
     def write(self, data: Any) -> None:
         sock = self._sock
         if sock is None or self.closed:
             raise ConnectionError("not connected")
         with self._send_lock:
             if not self._tls:
-                sock.sendall(data)
+                try:
+                    sock.sendall(data)
+                except BlockingIOError as exc:  # SO_SNDTIMEO ran out
+                    raise NatsTimeoutError(f"write stalled for {self.write_timeout}s") from exc
                 return
             view = memoryview(data).cast("B")
             lock = self._ssl_lock
+            deadline = None if not self.write_timeout else time.monotonic() + self.write_timeout
             while view:
                 if self.closed:
                     raise ConnectionError("not connected")
@@ -148,7 +172,11 @@ class Transport:
                         n = 0
                 if n:
                     view = view[n:]
+                    if deadline is not None:
+                        deadline = time.monotonic() + self.write_timeout  # type: ignore[operator]
                 else:
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise NatsTimeoutError(f"write stalled for {self.write_timeout}s")
                     select.select([], [sock], [], 1.0)
 
     def drain(self) -> None:
@@ -195,7 +223,10 @@ class Writer:
     the compiled one needs no lock (each of its operations is atomic under the GIL).
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: Any, write_timeout: Optional[float] = None,
+                 on_stuck: Optional[Callable[[BaseException], None]] = None) -> None:
+        self.write_timeout = write_timeout  # a write stuck this long fails the connection
+        self.on_stuck = on_stuck
         self.core = core
         self.outbox = outbox = core.outbox
         self.tr: Optional[Transport] = None
@@ -212,6 +243,8 @@ class Writer:
         self._thread.start()
 
     def set_transport(self, tr: Optional[Transport]) -> None:
+        if tr is not None and self.write_timeout:
+            tr.set_write_timeout(self.write_timeout)
         self.tr = tr
 
     def kick(self) -> None:
@@ -249,6 +282,9 @@ class Writer:
                 return
             try:
                 tr.write(buf)
+            except NatsTimeoutError as exc:  # stuck: fail the connection (it reconnects)
+                if self.on_stuck is not None:
+                    self.on_stuck(exc)
             except (OSError, ConnectionError, ValueError):
                 pass  # the reader thread sees the loss and reconnects
 

@@ -181,6 +181,8 @@ class Client:
         self._sched: Any = None
         self._close_signal = prims.Signal()
         self._handshaking = False
+        self._ever_connected = False
+        self._user_closed = False  # close()/drain() was called (no_callbacks_after_close)
         # PING waiters, oldest first (None for the ping timer's PINGs)
         self._pongs: Deque[Any] = deque()
         # request/reply multiplexing over one wildcard inbox subscription
@@ -201,7 +203,9 @@ class Client:
         core = ConnectionCore(opts)
         self._core = core
         self._sched = prims.Scheduler(self._report_error)
-        self._writer = Writer(core)  # sets the outbox's threshold, on_first/on_full and lock
+        # sets the outbox's threshold, on_first/on_full and lock; flush_timeout is also the
+        # write deadline (a stuck write fails the connection, as nats.go's FlusherTimeout)
+        self._writer = Writer(core, opts.flush_timeout, self._on_stuck)
         outbox = core.outbox
         outbox.slow = self._publish_slow
         # the common publish is one call into the outbox (see Client.publish)
@@ -220,7 +224,10 @@ class Client:
                 continue
             break
         if core.status == CONNECTED:
+            self._ever_connected = True
             self._ping_timer = self._sched.call_every(opts.ping_interval, self._on_ping_timer)
+            if opts.connected_cb is not None:
+                self._sched.dispatch(opts.connected_cb)
             return
         core.last_error = auth_err or last
         if opts.retry_on_failed_connect and opts.allow_reconnect:
@@ -239,12 +246,15 @@ class Client:
         core = self._core
         assert core is not None
         opts = core.opts
-        ctx = opts.ssl_context()
+        if opts.tls_context_cb is not None:  # asked on every connect: rotated certificates apply
+            ctx = prims.call(opts.tls_context_cb)
+        else:
+            ctx = opts.ssl_context()
         if ctx is None and (srv.scheme == "tls"):
             import ssl
 
             ctx = ssl.create_default_context()
-        tr = Transport()
+        tr = Transport(opts.socket_factory)
         fut: Any = None
         head = tr.open(srv.host, srv.port, opts.connect_timeout, ctx, opts.tls_handshake_first,
                              opts.tls_hostname, self._need_tls_for(srv, ctx))
@@ -264,7 +274,10 @@ class Client:
             self._handshaking = True
             fut = prims.new_future()
             self._pongs.appendleft(fut)
-            connect = core.connect_line(srv.user, srv.password)
+            answers = {}
+            for key, cb, args in core.creds.callbacks(info):
+                answers[key] = prims.call(cb, *args)
+            connect = core.connect_line(srv.user, srv.password, answers)
             tr.start(self._on_data, self._lost_handler(tr), head[idx + 2:])
             tr.write(connect + PING)
             try:
@@ -367,6 +380,8 @@ class Client:
         if core is not None:
             core.last_error = exc
             cb = core.opts.error_cb
+            if self._quiet():
+                return
             if cb is not None and self._sched is not None:
                 self._sched.dispatch(cb, exc)
                 return
@@ -380,6 +395,13 @@ class Client:
                 fut.set_exception(exc)
         if self._core is not None:
             self._core.pings_out = 0
+
+    def _on_stuck(self, exc: BaseException) -> None:
+        """A write did not go through within ``flush_timeout``: drop the connection."""
+        tr = self._transport
+        if tr is not None:
+            self._report_error(exc)
+            self._on_lost(tr, exc)
 
     def _lost_handler(self, tr: Transport) -> Callable[[Optional[BaseException]], None]:
         def lost(exc: Optional[BaseException]) -> None:
@@ -418,9 +440,16 @@ class Client:
     def _close_after_loss(self) -> None:
         self._close(flush=False)
 
+    def _quiet(self) -> bool:
+        """No more user callbacks: the user closed the connection and asked for that."""
+        core = self._core
+        return self._user_closed and core is not None and core.opts.no_callbacks_after_close
+
     def _call_cb(self, cb: Callable[..., Any], *args: Any) -> None:
         """Call a user callback now (plain or coroutine function); an exception goes to
         ``error_cb`` (and is logged when it is ``error_cb`` that failed)."""
+        if self._quiet():
+            return
         try:
             prims.call(cb, *args)
         except Exception as exc:
@@ -435,16 +464,26 @@ class Client:
         opts = core.opts
         if was_connected and opts.disconnected_cb is not None:
             self._call_cb(opts.disconnected_cb)
+        tries = 0
+        passes = 0
         while core.status == RECONNECTING:
             srv = core.pool.next_server(opts.max_reconnect_attempts)
             if srv is None:
                 break
-            jitter = opts.reconnect_jitter_tls if srv.scheme == "tls" or opts.tls else opts.reconnect_jitter
-            wait = srv.last_attempt + opts.reconnect_time_wait - time.monotonic()
-            if srv.last_attempt and wait > 0:
-                self._close_signal.wait(wait + random.uniform(0, jitter))
-                if core.status != RECONNECTING:
-                    return
+            if opts.reconnect_delay_cb is not None:
+                if tries % max(1, len(core.pool)) == 0:  # a pass over the pool begins
+                    passes += 1
+                    delay = float(prims.call(opts.reconnect_delay_cb, passes))
+                    if delay > 0:
+                        self._close_signal.wait(delay)
+            else:
+                jitter = opts.reconnect_jitter_tls if srv.scheme == "tls" or opts.wants_tls else opts.reconnect_jitter
+                wait = srv.last_attempt + opts.reconnect_time_wait - time.monotonic()
+                if srv.last_attempt and wait > 0:
+                    self._close_signal.wait(wait + random.uniform(0, jitter))
+            if core.status != RECONNECTING:
+                return
+            tries += 1
             srv.reconnects += 1
             srv.last_attempt = time.monotonic()
             try:
@@ -453,8 +492,22 @@ class Client:
                 core.last_error = exc
                 if isinstance(exc, AuthorizationError):
                     self._report_error(exc)
+                    if srv.last_auth_error == str(exc) and not opts.ignore_auth_error_abort:
+                        # the same refusal twice in a row: retrying will not help (nats.go)
+                        self._close(flush=False)
+                        core.last_error = exc
+                        return
+                    srv.last_auth_error = str(exc)
+                else:
+                    srv.last_auth_error = None
                 continue
+            srv.last_auth_error = None
             if core.status == CONNECTED:
+                if not was_connected and not self._ever_connected:  # retry_on_failed_connect
+                    self._ever_connected = True
+                    if opts.connected_cb is not None:
+                        self._call_cb(opts.connected_cb)
+                    return
                 core.reconnects += 1
                 for listener in list(self._on_reconnect):
                     try:
@@ -726,6 +779,7 @@ class Client:
             return
         if timeout is None:
             timeout = core.opts.drain_timeout
+        self._user_closed = True
         if core.status in (DRAINING_SUBS, DRAINING_PUBS):  # drained by another caller: wait for the close
             if not self._close_signal.wait(timeout):
                 raise DrainTimeoutError("drain timed out")
@@ -760,6 +814,7 @@ class Client:
 
     def close(self) -> None:
         """Flush what is buffered (best effort) and close the connection."""
+        self._user_closed = True
         self._close(flush=True)
 
     def _close(self, flush: bool) -> None:

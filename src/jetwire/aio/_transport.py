@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import ssl
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 from .. import _impl
 from ..errors import ProtocolError
@@ -67,9 +68,12 @@ class _Proto(asyncio.Protocol):
 
 
 class Transport:
-    """One TCP (optionally TLS) connection to a server."""
+    """One TCP (optionally TLS) connection to a server. ``socket_factory(host, port,
+    timeout)`` (plain or coroutine function) dials instead of the default: it returns a
+    connected socket (e.g. through a proxy)."""
 
-    def __init__(self) -> None:
+    def __init__(self, socket_factory: Optional[Callable[..., Any]] = None) -> None:
+        self._socket_factory = socket_factory
         self._proto = _Proto()
         self._tr: Optional[asyncio.Transport] = None
         self._loop = asyncio.get_running_loop()
@@ -84,11 +88,17 @@ class Transport:
         proto.head_fut = loop.create_future()
 
         async def go() -> bytes:
+            where: Dict[str, Any] = {"host": host, "port": port}
+            if self._socket_factory is not None:
+                r = self._socket_factory(host, port, timeout)
+                sock = await r if inspect.isawaitable(r) else r
+                sock.setblocking(False)
+                where = {"sock": sock}
             if tls is not None and tls_first:
-                tr, _ = await loop.create_connection(lambda: proto, host, port, ssl=tls,
-                                                     server_hostname=tls_hostname or host)
+                tr, _ = await loop.create_connection(lambda: proto, ssl=tls,
+                                                     server_hostname=tls_hostname or host, **where)
             else:
-                tr, _ = await loop.create_connection(lambda: proto, host, port)
+                tr, _ = await loop.create_connection(lambda: proto, **where)
             self._tr = tr  # type: ignore[assignment]
             await proto.head_fut  # type: ignore[misc]
             head = bytes(proto.head)
@@ -180,13 +190,18 @@ class Writer:
     into a full transport takes the slow path (which waits for the drain).
     """
 
-    def __init__(self, core: Any) -> None:
+    def __init__(self, core: Any, write_timeout: Optional[float] = None,
+                 on_stuck: Optional[Callable[[BaseException], None]] = None) -> None:
         self.core = core
         self.outbox = outbox = core.outbox
         self.tr: Optional[Transport] = None
         self.pending = False
         self.loop = asyncio.get_running_loop()
         self.lock = NO_LOCK
+        # a transport that stays paused (the peer reads nothing) this long fails the connection
+        self.write_timeout = write_timeout
+        self.on_stuck = on_stuck
+        self._stuck_timer: Optional[asyncio.TimerHandle] = None
         outbox.threshold = FLUSH_THRESHOLD
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
@@ -196,6 +211,9 @@ class Writer:
         old = self.tr
         if old is not None and old is not tr:
             old.set_flow_cb(None)
+            if self._stuck_timer is not None:
+                self._stuck_timer.cancel()
+                self._stuck_timer = None
         self.tr = tr
         if tr is None:
             self.outbox.congested = False
@@ -205,6 +223,19 @@ class Writer:
 
     def _on_flow(self, paused: bool) -> None:
         self.outbox.congested = paused
+        timer = self._stuck_timer
+        if timer is not None:
+            timer.cancel()
+            self._stuck_timer = None
+        if paused and self.write_timeout and self.on_stuck is not None:
+            self._stuck_timer = self.loop.call_later(self.write_timeout, self._stuck, self.tr)
+
+    def _stuck(self, tr: Optional[Transport]) -> None:
+        self._stuck_timer = None
+        if tr is not None and tr is self.tr and tr.write_paused and self.on_stuck is not None:
+            from ..errors import TimeoutError as NatsTimeoutError
+
+            self.on_stuck(NatsTimeoutError(f"write stalled for {self.write_timeout}s: the server reads nothing"))
 
     def kick(self) -> None:
         """Bytes were appended: send them when the caller yields, or now if many."""

@@ -183,7 +183,7 @@ class ConnectionCore:
         self._next_sid = 0
         self.pings_out = 0
         self.pool = ServerPool(opts.servers, randomize=not opts.dont_randomize)
-        self.creds = Credentials(opts.user, opts.password, opts.token, opts.nkey_seed, opts.creds)
+        self.creds = Credentials(opts)
         self.info: Dict[str, Any] = {}
         self.headers_ok = True
         self._status = DISCONNECTED
@@ -265,7 +265,10 @@ class ConnectionCore:
             return None
         return InfoReceived(info, added, ldm)
 
-    def connect_line(self, url_user: Optional[str], url_password: Optional[str]) -> bytes:
+    def connect_line(self, url_user: Optional[str], url_password: Optional[str],
+                     answers: Optional[Dict[str, Any]] = None) -> bytes:
+        """The CONNECT line (``answers``: what the auth callbacks returned, see
+        ``Credentials.callbacks``)."""
         o = self.opts
         fields: Dict[str, Any] = {
             "verbose": o.verbose,
@@ -275,13 +278,13 @@ class ConnectionCore:
             "protocol": 1,
             "headers": True,
             "no_responders": True,
-            "tls_required": bool(o.tls),
+            "tls_required": o.wants_tls,
         }
         if o.name:
             fields["name"] = o.name
         if o.no_echo:
             fields["echo"] = False
-        fields.update(self.creds.connect_fields(self.info, url_user, url_password))
+        fields.update(self.creds.connect_fields(self.info, url_user, url_password, answers))
         return b"CONNECT " + orjson.dumps(fields) + b"\r\n"
 
     def resubscribe_bytes(self) -> bytes:
