@@ -7,7 +7,6 @@ from __future__ import annotations
 from ._exports import *  # noqa: F401,F403
 from ._exports import __all__ as _shared_all
 from ._sync.client import Client, Subscription, connect
-
-from ._version import __version__
+from ._version import __version__ as __version__
 
 __all__ = ["connect", "Client", "Subscription"] + list(_shared_all)

@@ -50,7 +50,8 @@ class MaxPayloadError(NatsError):
 class SlowConsumerError(NatsError):
     """A subscription's pending limits were exceeded and messages were dropped."""
 
-    def __init__(self, message: str = "slow consumer, messages dropped", subject: str = "", sid: int = 0, dropped: int = 0):
+    def __init__(self, message: str = "slow consumer, messages dropped", subject: str = "", sid: int = 0,
+                 dropped: int = 0):
         super().__init__(message)
         self.subject = subject
         self.sid = sid
@@ -285,4 +286,5 @@ def api_error(error: dict) -> APIError:
     return cls(code=error.get("code"), err_code=err_code, description=error.get("description", ""))
 
 
-__all__ = [n for n, v in list(globals().items()) if isinstance(v, type) and issubclass(v, Exception)] + ["api_error", "ERR_CODES"]
+__all__ = [n for n, v in list(globals().items()) if isinstance(v, type) and issubclass(v, Exception)]
+__all__ += ["api_error", "ERR_CODES"]

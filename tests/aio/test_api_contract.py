@@ -6,6 +6,7 @@ cover (asyncio source; the blocking twin is generated).
 from __future__ import annotations
 
 import asyncio  # aio-only
+
 # sync-only: import concurrent.futures
 import builtins
 import importlib

@@ -9,7 +9,6 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
-from jetwire.testing import NatsServer
 from jetwire.testing.auth import make_operator_auth, new_nkey, nkey_user_auth
 from jetwire.testing.certs import client_ssl_context, make_tls_files, server_tls_config
 from tests.aio._helpers import Collector, Errors

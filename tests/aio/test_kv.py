@@ -143,7 +143,8 @@ async def test_put_get_and_revisions(nats_url):
         assert (r1, r2, r3) == (1, 2, 3)
         e = await kv.get("color")
         assert isinstance(e, jetwire.KeyValueEntry)
-        assert (e.bucket, e.key, e.value, e.revision, e.operation) == (bucket, "color", b"blue", 3, jetwire.KeyValueOp.PUT)
+        assert (e.bucket, e.key, e.value, e.revision, e.operation) == (
+            bucket, "color", b"blue", 3, jetwire.KeyValueOp.PUT)
         assert e.created is not None and e.created.tzinfo is not None
         assert e.delta == 0
         old = await kv.get("color", revision=1)

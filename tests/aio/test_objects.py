@@ -13,7 +13,6 @@ import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
 from tests.aio._helpers import drain_initial, uniq
 
-
 CHUNK = 128 * 1024
 
 

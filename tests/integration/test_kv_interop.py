@@ -7,11 +7,10 @@ import hashlib
 import os
 import uuid
 
+import nats  # noqa: E402 - nats-py is the interop peer of these tests (a test dependency)
 import pytest
 
 import jetwire.aio as jetwire
-
-import nats  # noqa: E402 - nats-py is the interop peer of these tests (a test dependency)
 
 
 def uniq(prefix: str) -> str:

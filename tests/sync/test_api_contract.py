@@ -6,6 +6,7 @@ cover (asyncio source; the blocking twin is generated).
 """
 from __future__ import annotations
 
+
 import concurrent.futures
 import builtins
 import importlib

@@ -10,7 +10,6 @@ import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
-from jetwire.testing import NatsServer
 from jetwire.testing.auth import make_operator_auth, new_nkey, nkey_user_auth
 from jetwire.testing.certs import client_ssl_context, make_tls_files, server_tls_config
 from tests.sync._helpers import Collector, Errors

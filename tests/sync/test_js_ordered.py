@@ -4,8 +4,6 @@ from consumer deletion and server restarts with no gaps or duplicates (asyncio s
 the blocking twin is generated)."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 import jetwire as jetwire

@@ -14,7 +14,6 @@ import jetwire as jetwire
 from jetwire._sync import _prims as prims
 from tests.sync._helpers import drain_initial, uniq
 
-
 CHUNK = 128 * 1024
 
 

@@ -6,9 +6,14 @@ import orjson
 import pytest
 
 from jetwire import Headers, Msg
-from jetwire.errors import BadRequestError, ConsumerDeletedError, NoRespondersError
+from jetwire.errors import (
+    BadRequestError,
+    ConsumerDeletedError,
+    ConsumerIsPushBasedError,
+    NoRespondersError,
+    PullStatusError,
+)
 from jetwire.jetstream import pull
-from jetwire.errors import ConsumerIsPushBasedError, PullStatusError
 from jetwire.jetstream.pull import (
     S_END,
     S_FLOW_CONTROL,

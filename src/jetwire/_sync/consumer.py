@@ -23,11 +23,9 @@ from ..errors import (
     ConnectionClosedError,
     ConsumerDeletedError,
     ConsumerNotFoundError,
-    JetStreamError,
     MsgIteratorClosedError,
     NoHeartbeatError,
     NoRespondersError,
-    SubscriptionClosedError,
     TimeoutError,
 )
 from ..jetstream.models import ConsumerInfo
@@ -36,8 +34,8 @@ from ..jetstream.pull import (
     RESET_DELAY,
     S_END,
     S_FLOW_CONTROL,
-    S_NO_RESPONDERS,
     S_HEARTBEAT,
+    S_NO_RESPONDERS,
     S_PENDING,
     S_RESET,
     S_TERMINAL,

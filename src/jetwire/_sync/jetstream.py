@@ -275,7 +275,8 @@ class JetStream:
             name = generate_consumer_name(self._nuid)
         if cfg.filter_subject and not cfg.filter_subjects:
             _impl.validate_subject(cfg.filter_subject)
-        resp = self.api_request(consumer_create_subject(stream, name, cfg), consumer_create_request(stream, cfg, action))
+        resp = self.api_request(consumer_create_subject(stream, name, cfg),
+                                      consumer_create_request(stream, cfg, action))
         info = ConsumerInfo.from_json(_clean(resp))
         if cfg.filter_subjects and not info.config.filter_subjects:
             raise JetStreamError("the server does not support multiple filter subjects")

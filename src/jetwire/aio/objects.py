@@ -21,11 +21,11 @@ from .._nuid import NUID
 from ..errors import (
     BadObjectMetaError,
     BucketNotFoundError,
+    JetStreamError,
     LinkNotAllowedError,
     MsgNotFoundError,
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
-    JetStreamError,
     StreamNotFoundError,
 )
 from ..jetstream._json import config_from_kwargs

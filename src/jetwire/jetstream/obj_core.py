@@ -78,7 +78,8 @@ def publish_window(chunk_size: int) -> int:
     return max(2, PUT_WINDOW_BYTES // max(1, chunk_size))
 
 
-def new_object_info(meta: ObjectMeta, bucket: str, nuid: str, size: int, chunks: int, digest: Optional[str]) -> ObjectInfo:
+def new_object_info(meta: ObjectMeta, bucket: str, nuid: str, size: int, chunks: int,
+                    digest: Optional[str]) -> ObjectInfo:
     return ObjectInfo(name=meta.name, description=meta.description, headers=meta.headers, metadata=meta.metadata,
                       max_chunk_size=meta.max_chunk_size, bucket=bucket, nuid=nuid, size=size, chunks=chunks,
                       digest=digest)

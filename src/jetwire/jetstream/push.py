@@ -17,7 +17,14 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from .. import _impl
-from .pull import HDR_CONSUMER_STALLED, ORDERED_DEFAULT_HB, S_FLOW_CONTROL, OrderedCursor, classify_status, ordered_config
+from .pull import (
+    HDR_CONSUMER_STALLED,
+    ORDERED_DEFAULT_HB,
+    S_FLOW_CONTROL,
+    OrderedCursor,
+    classify_status,
+    ordered_config,
+)
 
 __all__ = [
     "DEFAULT_PUSH_HEARTBEAT",
