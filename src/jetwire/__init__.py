@@ -12,7 +12,9 @@ from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from ._exports import *  # noqa: F403
-    from ._sync.client import Client, Subscription, connect
+    from ._sync.client import Client as Client
+    from ._sync.client import Subscription as Subscription
+    from ._sync.client import connect as connect
 
 
 def _load() -> None:
