@@ -46,8 +46,9 @@ def _spark(master: str) -> Any:
              .config("spark.sql.shuffle.partitions", "2").config("spark.driver.memory", "1g")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    import jetwire.spark
     from spark_natspy_reference import NatsPyDataSource
+
+    import jetwire.spark
 
     jetwire.spark.register(spark)
     spark.dataSource.register(NatsPyDataSource)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 from jetwire.protocol import _pure
 
@@ -48,27 +48,55 @@ def implementations() -> Dict[str, ModuleType]:
     return found
 
 
-OP_INFO = _mod.OP_INFO
-OP_PING = _mod.OP_PING
-OP_PONG = _mod.OP_PONG
-OP_OK = _mod.OP_OK
-OP_ERR = _mod.OP_ERR
-PING = _mod.PING
-PONG = _mod.PONG
-DEFAULT_MAX_PAYLOAD = _mod.DEFAULT_MAX_PAYLOAD
-MsgBase = _mod.MsgBase
-Parser = _mod.Parser
-decode_headers = _mod.decode_headers
-encode_headers = _mod.encode_headers
-parse_metadata_fields = _mod.parse_metadata_fields
-validate_subject = _mod.validate_subject
-append_pub = _mod.append_pub
-append_hpub = _mod.append_hpub
-append_sub = _mod.append_sub
-append_unsub = _mod.append_unsub
-connect_line = _mod.connect_line
-Outbox = _mod.Outbox
-DONE = _mod.DONE
-SubState = _mod.SubState
-Router = _mod.Router
-AckMux = _mod.AckMux
+if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones match them)
+    from jetwire.protocol._pure import (
+        DEFAULT_MAX_PAYLOAD,
+        DONE,
+        OP_ERR,
+        OP_INFO,
+        OP_OK,
+        OP_PING,
+        OP_PONG,
+        PING,
+        PONG,
+        AckMux,
+        MsgBase,
+        Outbox,
+        Parser,
+        Router,
+        SubState,
+        append_hpub,
+        append_pub,
+        append_sub,
+        append_unsub,
+        connect_line,
+        decode_headers,
+        encode_headers,
+        parse_metadata_fields,
+        validate_subject,
+    )
+else:
+    OP_INFO = _mod.OP_INFO
+    OP_PING = _mod.OP_PING
+    OP_PONG = _mod.OP_PONG
+    OP_OK = _mod.OP_OK
+    OP_ERR = _mod.OP_ERR
+    PING = _mod.PING
+    PONG = _mod.PONG
+    DEFAULT_MAX_PAYLOAD = _mod.DEFAULT_MAX_PAYLOAD
+    MsgBase = _mod.MsgBase
+    Parser = _mod.Parser
+    decode_headers = _mod.decode_headers
+    encode_headers = _mod.encode_headers
+    parse_metadata_fields = _mod.parse_metadata_fields
+    validate_subject = _mod.validate_subject
+    append_pub = _mod.append_pub
+    append_hpub = _mod.append_hpub
+    append_sub = _mod.append_sub
+    append_unsub = _mod.append_unsub
+    connect_line = _mod.connect_line
+    Outbox = _mod.Outbox
+    DONE = _mod.DONE
+    SubState = _mod.SubState
+    Router = _mod.Router
+    AckMux = _mod.AckMux

@@ -42,7 +42,7 @@ class Msg(_impl.MsgBase):
     @property
     def metadata(self) -> Any:
         """JetStream metadata parsed from the ack subject (``NotJSMessageError`` otherwise)."""
-        meta = self._meta
+        meta: Any = self._meta
         if meta is None:
             if not self.reply:
                 raise NotJSMessageError("message has no JetStream ack subject")

@@ -16,10 +16,7 @@ from pathlib import Path
 from typing import Any, List
 
 import pytest
-
-import click  # noqa: E402
 import rich  # noqa: E402,F401
-
 from click.testing import CliRunner  # noqa: E402
 
 import jetwire  # noqa: E402

@@ -129,7 +129,7 @@ class Raw:
             if line.startswith(b"MSG "):
                 size = int(line.split()[-1])
                 body = self.exact(size + 2)[:-2]
-                self.send(f"UNSUB 1\r\n".encode())
+                self.send("UNSUB 1\r\n".encode())
                 return json.loads(body)
             if line in (b"PING",):
                 self.send(b"PONG\r\n")

@@ -68,7 +68,7 @@ class Transport:
                 pass
             raise
 
-    def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[Optional[BaseException]], None],
+    def start(self, on_data: Callable[[Any], None], on_lost: Callable[[Optional[BaseException]], None],
               rest: bytes) -> None:
         sock = self._sock
         assert sock is not None
@@ -84,7 +84,7 @@ class Transport:
                                         name="jetwire-reader", daemon=True)
         self._reader.start()
 
-    def _read_loop(self, sock: socket.socket, on_data: Callable[[bytes], None],
+    def _read_loop(self, sock: socket.socket, on_data: Callable[[Any], None],
                    on_lost: Callable[[Optional[BaseException]], None]) -> None:
         err: Optional[BaseException] = None
         buf = bytearray(_READ_SIZE)  # one buffer for every read: no allocation per recv
@@ -102,7 +102,7 @@ class Transport:
             err = exc
         self._lost(sock, on_lost, err)
 
-    def _read_loop_tls(self, sock: ssl.SSLSocket, on_data: Callable[[bytes], None],
+    def _read_loop_tls(self, sock: ssl.SSLSocket, on_data: Callable[[Any], None],
                        on_lost: Callable[[Optional[BaseException]], None]) -> None:
         """Like ``_read_loop`` for TLS: wait for readability outside the lock, read inside it."""
         err: Optional[BaseException] = None

@@ -1004,7 +1004,7 @@ class Link:
         obj = shared.get(key)
         if obj is None:
             obj = shared[key] = make()
-        return obj  # type: ignore[no-any-return]
+        return obj
 
     # -- errors, timers, background work -----------------------------------------------
     def report_error(self, exc: BaseException) -> None:

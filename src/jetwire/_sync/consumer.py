@@ -692,11 +692,12 @@ class ConsumeContext(_Pulling):
                         if st.pending_msgs < st.threshold_messages:
                             pull()
                     else:
-                        msg = process(msg)
-                        if msg is None:
+                        taken = process(msg)
+                        if taken is None:
                             if self._errors or self._terminal is not None or self._need_reset:
                                 break
                             continue
+                        msg = taken
                     try:
                         r = cb(msg)
                     except Exception as exc:  # a failing callback must not stop consuming

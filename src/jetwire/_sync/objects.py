@@ -495,10 +495,15 @@ def _obj_config(config: Any, fields: Any) -> ObjectStoreConfig:
     return config_from_kwargs(ObjectStoreConfig, config, **fields)
 
 
+def _bucket(cfg: Any) -> str:
+    assert cfg.bucket, "validated by _obj_config"
+    return str(cfg.bucket)
+
+
 def create_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectStore:
     cfg = _obj_config(config, fields)
     stream = js.create_stream(obj_stream_config(cfg))
-    return ObjectStore(js, stream, cfg.bucket)
+    return ObjectStore(js, stream, _bucket(cfg))
 
 
 def update_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectStore:
@@ -508,13 +513,13 @@ def update_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectSto
         stream = js.update_stream(scfg)
     except StreamNotFoundError:
         raise BucketNotFoundError(f"bucket {cfg.bucket!r} not found") from None
-    return ObjectStore(js, stream, cfg.bucket)
+    return ObjectStore(js, stream, _bucket(cfg))
 
 
 def create_or_update_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectStore:
     cfg = _obj_config(config, fields)
     stream = js.create_or_update_stream(obj_stream_config(cfg))
-    return ObjectStore(js, stream, cfg.bucket)
+    return ObjectStore(js, stream, _bucket(cfg))
 
 
 def object_store(js: Any, bucket: str) -> ObjectStore:

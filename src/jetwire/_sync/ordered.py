@@ -206,7 +206,7 @@ class OrderedConsumer(Consumer):
                 raise TimeoutError(f"no message from ordered consumer within {timeout}s")
 
     # -- continuous pulls ------------------------------------------------------------
-    def consume(self, cb: Callable[[Msg], Any], **kwargs: Any) -> Any:
+    def consume(self, cb: Callable[[Msg], Any], **kwargs: Any) -> Any:  # type: ignore[override]
         """Like :meth:`Consumer.consume`; consumer deletion and missed heartbeats are reported
         to ``error_cb`` and repaired by recreating the consumer."""
         self._prepare(fetch=False)
@@ -214,7 +214,7 @@ class OrderedConsumer(Consumer):
         self._active = ctx
         return ctx
 
-    def messages(self, **kwargs: Any) -> Any:
+    def messages(self, **kwargs: Any) -> Any:  # type: ignore[override]
         """Like :meth:`Consumer.messages`; gaps, deletion and missed heartbeats are repaired
         quietly by recreating the consumer."""
         self._prepare(fetch=False)

@@ -99,7 +99,7 @@ class Transport:
                                                      server_hostname=tls_hostname or host, **where)
             else:
                 tr, _ = await loop.create_connection(lambda: proto, **where)
-            self._tr = tr  # type: ignore[assignment]
+            self._tr = tr
             await proto.head_fut  # type: ignore[misc]
             head = bytes(proto.head)
             if b"\r\n" not in head:
@@ -110,7 +110,7 @@ class Transport:
                 proto.head.clear()
                 newtr = await loop.start_tls(tr, proto, tls, server_hostname=tls_hostname or host)
                 proto.transport = newtr
-                self._tr = newtr  # type: ignore[assignment]
+                self._tr = newtr
             return head
 
         try:

@@ -691,11 +691,12 @@ class ConsumeContext(_Pulling):
                         if st.pending_msgs < st.threshold_messages:
                             pull()
                     else:
-                        msg = process(msg)
-                        if msg is None:
+                        taken = process(msg)
+                        if taken is None:
                             if self._errors or self._terminal is not None or self._need_reset:
                                 break
                             continue
+                        msg = taken
                     try:
                         r = cb(msg)
                         if r is not None and _isawaitable(r):  # aio-only

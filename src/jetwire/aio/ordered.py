@@ -205,7 +205,7 @@ class OrderedConsumer(Consumer):
                 raise TimeoutError(f"no message from ordered consumer within {timeout}s")
 
     # -- continuous pulls ------------------------------------------------------------
-    async def consume(self, cb: Callable[[Msg], Any], **kwargs: Any) -> Any:
+    async def consume(self, cb: Callable[[Msg], Any], **kwargs: Any) -> Any:  # type: ignore[override]
         """Like :meth:`Consumer.consume`; consumer deletion and missed heartbeats are reported
         to ``error_cb`` and repaired by recreating the consumer."""
         await self._prepare(fetch=False)
@@ -213,7 +213,7 @@ class OrderedConsumer(Consumer):
         self._active = ctx
         return ctx
 
-    async def messages(self, **kwargs: Any) -> Any:
+    async def messages(self, **kwargs: Any) -> Any:  # type: ignore[override]
         """Like :meth:`Consumer.messages`; gaps, deletion and missed heartbeats are repaired
         quietly by recreating the consumer."""
         await self._prepare(fetch=False)

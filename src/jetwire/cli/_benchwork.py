@@ -71,7 +71,7 @@ class Worker:
     def _waiter(self, reached: Callable[[], bool], count: Callable[[], int]) -> Callable[[], Any]:
         """A step function for waiting until ``reached()``; returns True (reached),
         False (gave up: the producers are done and nothing arrived for ``grace`` s) or None."""
-        state = {"last": count(), "changed": now(), "stop_seen": None}
+        state: Dict[str, Any] = {"last": count(), "changed": now(), "stop_seen": None}
 
         def step() -> Any:
             if reached():
@@ -147,7 +147,7 @@ def pub_sync(w: Worker) -> Dict[str, Any]:
 
 def sub_sync(w: Worker) -> Dict[str, Any]:
     exp, size, counters, idx = w.expected, w.size, w.counters, w.idx
-    st = [0, 0.0, 0.0, 0]  # count, first, last, bad
+    st: List[Any] = [0, 0.0, 0.0, 0]  # count, first, last, bad
 
     def cb(msg: Any) -> None:
         c = st[0] + 1
@@ -200,7 +200,7 @@ def req_sync(w: Worker) -> Dict[str, Any]:
 
 def rep_sync(w: Worker) -> Dict[str, Any]:
     counters, idx = w.counters, w.idx
-    st = [0, 0.0, 0.0]
+    st: List[Any] = [0, 0.0, 0.0]
 
     def cb(m: Any) -> None:
         m.respond(m.data)
@@ -331,7 +331,7 @@ def jsconsume_sync(w: Worker) -> Dict[str, Any]:
     js = nc.jetstream(timeout=w.timeout)
     counters, idx, size = w.counters, w.idx, w.size
     acks = _ack_mode(w)
-    st = [0, 0.0, 0.0, 0]
+    st: List[Any] = [0, 0.0, 0.0, 0]
     last: List[Any] = [None]
 
     def cb(m: Any) -> None:
@@ -460,7 +460,7 @@ async def pub_aio(w: Worker) -> Dict[str, Any]:
 
 async def sub_aio(w: Worker) -> Dict[str, Any]:
     exp, size, counters, idx = w.expected, w.size, w.counters, w.idx
-    st = [0, 0.0, 0.0, 0]
+    st: List[Any] = [0, 0.0, 0.0, 0]
 
     def cb(msg: Any) -> None:
         c = st[0] + 1
@@ -515,7 +515,7 @@ async def rep_aio(w: Worker) -> Dict[str, Any]:
     import asyncio
 
     counters, idx = w.counters, w.idx
-    st = [0, 0.0, 0.0]
+    st: List[Any] = [0, 0.0, 0.0]
 
     def cb(m: Any) -> Any:
         c = st[0] + 1
@@ -642,7 +642,7 @@ async def jsconsume_aio(w: Worker) -> Dict[str, Any]:
     js = nc.jetstream(timeout=w.timeout)
     counters, idx, size = w.counters, w.idx, w.size
     acks = _ack_mode(w)
-    st = [0, 0.0, 0.0, 0]
+    st: List[Any] = [0, 0.0, 0.0, 0]
     last: List[Any] = [None]
 
     def count(m: Any) -> int:

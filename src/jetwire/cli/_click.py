@@ -8,7 +8,7 @@ import traceback
 from contextlib import contextmanager
 from datetime import datetime
 from enum import Enum
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import click
 
@@ -125,7 +125,7 @@ DURATION = DurationType()
 
 def split_list(values: Any) -> list:
     """``--subjects a,b --subjects c`` -> ``["a", "b", "c"]``."""
-    out = []
+    out: List[str] = []
     for v in values or ():
         out.extend(p.strip() for p in str(v).split(",") if p.strip())
     return out

@@ -91,7 +91,6 @@ def run_groups(groups: List[Group], flavour: str, base: Dict[str, Any], show_pro
                wait_external: bool = False, on_started: Any = None) -> Dict[str, List[Dict[str, Any]]]:
     """Start one process per worker, wait until all are ready, start them together,
     show progress, and return each group's worker results (errors raise BenchFailed)."""
-    import multiprocessing as mp
 
     from ._benchwork import worker_main
 
@@ -182,7 +181,7 @@ def _mp_context() -> Any:
             ctx = mp.get_context("forkserver")
             ctx.set_forkserver_preload(["jetwire.cli._benchwork", "jetwire", "jetwire.aio"])
         except ValueError:
-            ctx = mp.get_context("spawn")
+            ctx = mp.get_context("spawn")  # type: ignore[assignment]
         _CTX = ctx
     return _CTX
 
@@ -453,7 +452,7 @@ class Bench:
                     self.check(got >= g.expected, f"{g.name}: received {comma(got)} of {comma(g.expected)}")
         if m == "pub":
             if "in_msgs" in self.state:
-                got = _varz(self.monitor)["in_msgs"] - self.state["in_msgs"]
+                got = _varz(self.monitor or "")["in_msgs"] - self.state["in_msgs"]
                 self.check(got >= msgs, f"server counted {comma(got)} of {comma(msgs)} messages in")
             else:
                 self.check(True, "every publisher's flush round trip returned (server read every message)")

@@ -143,7 +143,8 @@ class NanoDatetime(datetime):
             return f"{base}{self.nanosecond:03d}"
         return self._plain().isoformat(sep, timespec)
 
-    __str__ = lambda self: self.isoformat(" ")  # noqa: E731
+    def __str__(self) -> str:
+        return self.isoformat(" ")
 
 
 def datetime_to_ns(dt: datetime) -> int:
@@ -272,7 +273,7 @@ def enum_value(v: Any) -> Any:
 
 
 def _enum_parser(tp: type) -> Callable[[Any], Any]:
-    lookup = tp._value2member_map_
+    lookup = tp._value2member_map_  # type: ignore[attr-defined]
 
     def conv(v: Any) -> Any:
         m = lookup.get(v)

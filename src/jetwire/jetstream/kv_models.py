@@ -178,7 +178,7 @@ class KeyValueStatus(BucketStatus):
 
     __slots__ = ()
 
-    _bucket_from_stream = staticmethod(kv_bucket_from_stream)
+    _bucket_from_stream = staticmethod(kv_bucket_from_stream)  # type: ignore[assignment]
 
     @property
     def values(self) -> int:

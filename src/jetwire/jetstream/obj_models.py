@@ -183,7 +183,7 @@ class ObjectStoreStatus(BucketStatus):
 
     __slots__ = ()
 
-    _bucket_from_stream = staticmethod(obj_bucket_from_stream)
+    _bucket_from_stream = staticmethod(obj_bucket_from_stream)  # type: ignore[assignment]
 
     @property
     def sealed(self) -> bool:

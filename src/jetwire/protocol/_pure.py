@@ -751,6 +751,17 @@ class SubState:
 
     __slots__ = ("_client", "_direct", "_pending", "_signal", "delivered", "_max", "_pending_bytes",
                  "_pmsgs_limit", "_pbytes_limit", "_dropped", "_slow")
+    _client: Any
+    _direct: Any
+    _pending: Any
+    _signal: Any
+    delivered: int
+    _max: int
+    _pending_bytes: int
+    _pmsgs_limit: int
+    _pbytes_limit: int
+    _dropped: int
+    _slow: bool
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "SubState":
         self = object.__new__(cls)

@@ -17,9 +17,9 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         "jetwire.spark needs pyspark>=4.0 and pyarrow: pip install 'jetwire[spark]'"
     ) from exc
 
+from ..errors import DataLossError as DataLossError
 from . import source as _source
-from ._options import OptionError
-from ..errors import DataLossError
+from ._options import OptionError as OptionError
 from .source import *  # noqa: F403 - the data source classes, listed once in ``source.__all__``
 from .source import JetStreamDataSource
 

@@ -53,8 +53,8 @@ def ts_from_strings(values: List[str]) -> pa.Array:
 
 def _parse_rfc3339_us(value: str) -> Optional[int]:
     """Fallback for odd timestamp strings: microseconds since the epoch (truncated)."""
-    from datetime import datetime, timezone
     import re
+    from datetime import datetime, timezone
 
     if not value:
         return None

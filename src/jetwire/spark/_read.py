@@ -40,7 +40,6 @@ from ..errors import (
     APIError,
     ConnectionClosedError,
     DataLossError,
-    JetStreamError,
     MsgNotFoundError,
     NoRespondersError,
     StreamNotFoundError,

@@ -186,7 +186,7 @@ class JetStreamReader(DataSourceReader):
             parts = [JetStreamPartition(0, lo, lo, mode)]
         return parts
 
-    def read(self, partition: JetStreamPartition) -> Iterator[Any]:
+    def read(self, partition: JetStreamPartition) -> Iterator[Any]:  # type: ignore[override]
         o = self.opts
         return read_range(o.conn, o.stream, partition.to_range(), o.subject, o.fetch_batch, o.fetch_timeout)
 
@@ -304,7 +304,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         mode = self._mode or "direct"
         return [JetStreamPartition.of(r) for r in plan_ranges(lo, hi, o.num_partitions, o.max_per_partition, mode)]
 
-    def read(self, partition: JetStreamPartition) -> Iterator[Any]:
+    def read(self, partition: JetStreamPartition) -> Iterator[Any]:  # type: ignore[override]
         o = self.opts
         return read_range(o.conn, o.stream, partition.to_range(), o.subject, o.fetch_batch, o.fetch_timeout,
                           check_loss=o.fail_on_data_loss)
@@ -322,7 +322,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
 
 # --------------------------------------------------------------------------- writers
-class JetStreamWriter(_BatchWriterBase):  # type: ignore[misc,valid-type]
+class JetStreamWriter(_BatchWriterBase):
     """Batch writer: each task publishes its rows and waits for every ack."""
 
     def __init__(self, opts: WriteOptions) -> None:
@@ -343,7 +343,7 @@ class JetStreamWriter(_BatchWriterBase):  # type: ignore[misc,valid-type]
                     _summarise(messages))
 
 
-class JetStreamStreamWriter(_StreamWriterBase):  # type: ignore[misc,valid-type]
+class JetStreamStreamWriter(_StreamWriterBase):
     """Streaming writer: like the batch writer, per micro-batch. With ``msgIdPrefix``
     the ids are ``<prefix>:<batchId>:<partition>:<row>``."""
 

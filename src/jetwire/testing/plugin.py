@@ -134,7 +134,12 @@ def _servers_of(item: pytest.Item) -> list[NatsServer]:
         elif isinstance(value, _Started):
             out.extend(value.servers())
     seen: set[int] = set()
-    return [s for s in out if not (id(s) in seen or seen.add(id(s)))]
+    unique: list[NatsServer] = []
+    for s in out:
+        if id(s) not in seen:
+            seen.add(id(s))
+            unique.append(s)
+    return unique
 
 
 @pytest.hookimpl(hookwrapper=True)

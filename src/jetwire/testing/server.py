@@ -316,7 +316,8 @@ class NatsServer:
     @property
     def pid(self) -> int | None:
         """The process id while running, else ``None``."""
-        return self._proc.pid if self.running else None
+        proc = self._proc
+        return proc.pid if proc is not None and self.running else None
 
     @property
     def running(self) -> bool:
@@ -671,7 +672,7 @@ class NatsCluster(Sequence[NatsServer]):
         ]
 
     # Sequence protocol
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         return self.servers[i]
 
     def __len__(self) -> int:
