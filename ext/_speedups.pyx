@@ -21,7 +21,7 @@ import inspect
 import orjson
 
 from jetwire.errors import BadHeaderError, BadSubjectError, NotJSMessageError, ProtocolError
-from jetwire.protocol.headers import Headers, check_key, check_value
+from jetwire.protocol.headers import Headers, as_text, check_key, check_value
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
@@ -49,13 +49,14 @@ cdef extern from *:
         return c == ' ' || c == '\\t' || c == '\\n' || c == '\\r' || c == '\\v' || c == '\\f';
     }
 
-    /* A str from bytes that may be non-ASCII (strict UTF-8); NULL with an exception set on error. */
+    /* A str from bytes that may be non-ASCII: UTF-8, bytes-faithful (what is not UTF-8 is kept
+       as surrogate escapes); NULL with an exception set on error (memory only). */
     static inline PyObject* jw_str(const unsigned char* p, Py_ssize_t n) {
         Py_ssize_t i;
         unsigned char acc = 0;
         PyObject* s;
         for (i = 0; i < n; i++) acc |= p[i];
-        if (acc & 0x80) return PyUnicode_DecodeUTF8((const char*)p, n, NULL);
+        if (acc & 0x80) return PyUnicode_DecodeUTF8((const char*)p, n, "surrogateescape");
         s = PyUnicode_New(n, 127);
         if (s == NULL) return NULL;
         memcpy(PyUnicode_DATA(s), p, (size_t)n);
@@ -77,7 +78,7 @@ cdef extern from *:
             return s;
         }
         for (i = 0; i < n; i++) { acc |= p[i]; h = (h ^ p[i]) * 16777619u; }
-        if (acc & 0x80) return PyUnicode_DecodeUTF8((const char*)p, n, NULL);
+        if (acc & 0x80) return PyUnicode_DecodeUTF8((const char*)p, n, "surrogateescape");
         slot = &table[(h ^ (h >> 15)) & (JW_CACHE - 1)];
         s = *slot;
         if (s == NULL || PyUnicode_GET_LENGTH(s) != n || memcmp(PyUnicode_DATA(s), p, (size_t)n) != 0) {
@@ -249,6 +250,7 @@ OP_PING = 2
 OP_PONG = 3
 OP_OK = 4
 OP_ERR = 5
+OP_FRAME_ERROR = 6  # (OP_FRAME_ERROR, ProtocolError): one malformed message skipped, the stream goes on
 
 PING = b"PING\r\n"
 PONG = b"PONG\r\n"
@@ -426,6 +428,7 @@ cdef class Parser:
     cdef bint _busy
     cdef long long _sid_val
     cdef object _sid_obj
+    cdef list _partial
     cdef PyObject* _subjects[JW_CACHE + 1]
 
     def __cinit__(self):
@@ -509,6 +512,7 @@ cdef class Parser:
             raise RuntimeError("Parser.feed() is not re-entrant")
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         self._busy = True
+        self._partial = None
         try:
             if self._pos == self._len:
                 # Nothing buffered: parse straight from the caller's memory, keep the tail.
@@ -530,8 +534,12 @@ cdef class Parser:
                         free(self._buf)
                         self._buf = NULL
                         self._cap = 0
+        except ProtocolError as exc:  # the stream cannot be framed: keep what came before
+            exc.events = self._partial if self._partial is not None else []
+            raise
         finally:
             self._busy = False
+            self._partial = None
             PyBuffer_Release(&view)
         return events
 
@@ -554,7 +562,8 @@ cdef class Parser:
         cdef MsgBase m
         cdef object cls = self._cls
         cdef bint untrack = self._untrack
-        cdef object subject, reply, text
+        cdef object subject, reply, text, headers
+        self._partial = events  # what a framing error leaves behind (see feed)
         while pos < n:
             avail = n - pos
             lim = avail if avail < max_line + 2 else max_line + 2
@@ -658,20 +667,25 @@ cdef class Parser:
                     "missing CRLF after HMSG payload" if hmsg else "missing CRLF after MSG payload",
                     p + stop, 64 if n - stop > 64 else n - stop,
                 )
-            try:
-                subject = jw_cached_str(self._subjects, line + ts[0], te[0] - ts[0])
-                if nt == 5 or (nt == 4 and not hmsg):
-                    reply = jw_str(line + ts[2], te[2] - ts[2])
-                else:
-                    reply = None
-            except UnicodeDecodeError:
-                raise _perr("invalid UTF-8 in protocol line", line, L) from None
+            subject = jw_cached_str(self._subjects, line + ts[0], te[0] - ts[0])
+            if nt == 5 or (nt == 4 and not hmsg):
+                reply = jw_str(line + ts[2], te[2] - ts[2])
+            else:
+                reply = None
+            if hmsg:
+                try:
+                    headers = _decode_headers(p + start, <Py_ssize_t>hlen)
+                except ProtocolError as exc:  # this frame only: report it, go on
+                    events.append((OP_FRAME_ERROR, ProtocolError(
+                        f"{exc} in a message on subject {subject!r} (message skipped)", subject=subject)))
+                    pos = stop + 2
+                    continue
             m = <MsgBase>jw_new_msg(cls, _EMPTY)
             m.c_subject = subject
             m.c_reply = reply
             m.c_sid = self._sid(sid)
             if hmsg:
-                m.c_headers = _decode_headers(p + start, <Py_ssize_t>hlen)
+                m.c_headers = headers
                 m.c_data = PyBytes_FromStringAndSize(<const char*>p + start + hlen, <Py_ssize_t>(size - hlen))
             else:
                 m.c_data = PyBytes_FromStringAndSize(<const char*>p + start, <Py_ssize_t>size)
@@ -750,10 +764,7 @@ cdef object _decode_headers(const unsigned char* p, Py_ssize_t n):
         while b > a and (p[b - 1] == 32 or p[b - 1] == 9):
             b -= 1
         if b > a:
-            try:
-                text = PyUnicode_DecodeUTF8(<const char*>p + a, b - a, NULL)
-            except UnicodeDecodeError:
-                raise _perr("invalid UTF-8 in header status", p, n) from None
+            text = PyUnicode_DecodeUTF8(<const char*>p + a, b - a, "surrogateescape")
             status = text[:3]
             description = text[3:].strip(" \t") or None
     pos = eol + 2
@@ -769,7 +780,7 @@ cdef object _decode_headers(const unsigned char* p, Py_ssize_t n):
             raise _perr("invalid header line", line, L)
         for i in range(colon):
             c = line[i]
-            if c < 33 or c > 126:
+            if c < 33 or c == 127:
                 raise _perr("invalid header key", line, L)
         a = colon + 1
         b = L
@@ -782,10 +793,7 @@ cdef object _decode_headers(const unsigned char* p, Py_ssize_t n):
             if c == 13 or c == 10:
                 raise _perr("CR or LF inside a header value", line, L)
         key = jw_cached_str(jw_key_table(), line, colon)
-        try:
-            value = jw_str(line + a, b - a)
-        except UnicodeDecodeError:
-            raise _perr("invalid UTF-8 in header value", line, L) from None
+        value = jw_str(line + a, b - a)
         values = d.get(key)
         if values is None:
             d[key] = [value]
@@ -832,21 +840,22 @@ def encode_headers(headers):
     elif isinstance(headers, dict):
         parts = ["NATS/1.0\r\n"]
         for k, v in (<dict>headers).items():
+            k = as_text(k)
             check_key(k)
-            if isinstance(v, str):
+            if isinstance(v, (str, bytes, bytearray)):
                 check_value(v)
-                parts += (k, ": ", v, "\r\n")
+                parts += (k, ": ", as_text(v), "\r\n")
             elif isinstance(v, (list, tuple)):
                 for x in v:
                     check_value(x)
-                    parts += (k, ": ", x, "\r\n")
+                    parts += (k, ": ", as_text(x), "\r\n")
             else:
                 raise BadHeaderError(f"header {k!r}: value must be a str or a list of str, not {type(v).__name__}")
     else:
         raise TypeError(f"headers must be Headers, dict or None, not {type(headers).__name__}")
     parts.append("\r\n")
-    try:
-        return "".join(parts).encode()
+    try:  # surrogate escapes (bytes that were not UTF-8 when received) go out as those bytes
+        return "".join(parts).encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         raise BadHeaderError("header value is not encodable as UTF-8") from None
 
@@ -936,13 +945,49 @@ def parse_metadata_fields(subject):
 cdef object _last_subject = None  # the last subject that passed validation (str is immutable)
 
 
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
+
+
+class _EscapedBytes(bytes):
+    """The wire bytes of a subject whose str holds surrogate escapes (bytes that were not
+    UTF-8 when received): encoded once, sent exactly as they came."""
+
+    __slots__ = ()
+
+
+cdef inline object _esc(object x):
+    """A subject (or reply) as the encoder takes it: the str itself, or, when it holds
+    surrogate escapes, its ``_EscapedBytes``."""
+    if type(x) is str and not PyUnicode_IS_ASCII(x):
+        try:
+            PyUnicode_AsUTF8AndSize(x, <Py_ssize_t*>NULL)
+        except UnicodeEncodeError:
+            try:
+                return _EscapedBytes((<str>x).encode("utf-8", "surrogateescape"))
+            except UnicodeEncodeError:
+                return x  # lone surrogates that are not escapes: _subject_utf8 rejects them
+    return x
+
+
 cdef const char* _subject_utf8(object subject, Py_ssize_t* n, str what) except NULL:
     """Validate a subject (or reply) and return its UTF-8 bytes."""
     global _last_subject
     cdef const char* s
     cdef int r
-    if type(subject) is not str and not isinstance(subject, str):
-        raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
+    if type(subject) is not str:
+        if type(subject) is _EscapedBytes:
+            s = PyBytes_AS_STRING(subject)
+            n[0] = PyBytes_GET_SIZE(subject)
+            r = jw_check_subject(<const unsigned char*>s, n[0], 1)
+            if r:
+                text = (<bytes>subject).decode("utf-8", "surrogateescape")
+                if r == 1:
+                    raise BadSubjectError(f"{what} {text!r} contains whitespace or control characters")
+                raise BadSubjectError(f"{what} {text!r} has an empty token")
+            return s
+        if not isinstance(subject, str):
+            raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
     try:
         s = PyUnicode_AsUTF8AndSize(subject, n)
     except UnicodeEncodeError:
@@ -990,7 +1035,7 @@ def validate_subject(subject):
     character, lone surrogates, and empty tokens (leading/trailing '.' or '..').
     """
     cdef Py_ssize_t n
-    _subject_utf8(subject, &n, "subject")
+    _subject_utf8(_esc(subject), &n, "subject")
 
 
 cdef inline char* _grow(object buf, Py_ssize_t extra) except NULL:
@@ -1046,8 +1091,10 @@ def append_pub(buf, subject, reply, data):
     cdef const char* s
     cdef const char* r = NULL
     cdef Py_buffer view
+    subject = _esc(subject)  # a local keeps the escaped bytes alive while s points into them
     s = _subject_utf8(subject, &sn, "subject")
     if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+        reply = _esc(reply)
         r = _subject_utf8(reply, &rn, "reply")
     if type(data) is bytes:
         _put_pub(buf, s, sn, r, rn, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
@@ -1103,8 +1150,10 @@ def append_hpub(buf, subject, reply, hdr, data):
     cdef const char* r = NULL
     cdef Py_buffer hview
     cdef Py_buffer dview
+    subject = _esc(subject)  # a local keeps the escaped bytes alive while s points into them
     s = _subject_utf8(subject, &sn, "subject")
     if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+        reply = _esc(reply)
         r = _subject_utf8(reply, &rn, "reply")
     PyObject_GetBuffer(hdr, &hview, PyBUF_SIMPLE)
     try:
@@ -1133,6 +1182,7 @@ def append_sub(buf, subject, queue, sid):
     cdef unsigned long long v
     cdef int nd
     cdef char* w
+    subject = _esc(subject)
     s = _subject_utf8(subject, &sn, "subject")
     v = _uint_arg(sid, "sid")
     if queue is not None and not (type(queue) is str and len(<str>queue) == 0):
@@ -1329,8 +1379,10 @@ cdef class Outbox:
         else:
             return self.slow(subject, data, reply, headers)
         try:
+            subject = _esc(subject)
             s = _subject_utf8(subject, &sn, "subject")
             if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+                reply = _esc(reply)
                 r = _subject_utf8(reply, &rn, "reply")
             # from here to the end of _put_pub no Python code runs (see the class docstring)
             buf = self._buf
@@ -1355,8 +1407,10 @@ cdef class Outbox:
         cdef const char* s
         cdef const char* r = NULL
         cdef Py_buffer view
+        subject = _esc(subject)  # a local keeps the escaped bytes alive while s points into them
         s = _subject_utf8(subject, &sn, "subject")
         if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+            reply = _esc(reply)
             r = _subject_utf8(reply, &rn, "reply")
         if data is self._buf:
             raise BufferError("cannot publish the outbox's own buffer")
@@ -1375,8 +1429,10 @@ cdef class Outbox:
         cdef const char* r = NULL
         cdef Py_buffer hview
         cdef Py_buffer dview
+        subject = _esc(subject)  # a local keeps the escaped bytes alive while s points into them
         s = _subject_utf8(subject, &sn, "subject")
         if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
+            reply = _esc(reply)
             r = _subject_utf8(reply, &rn, "reply")
         if data is self._buf or hdr is self._buf:
             raise BufferError("cannot publish the outbox's own buffer")
@@ -1504,7 +1560,13 @@ cdef class Router:
 
     def feed(self, data):
         """Parse ``data`` and route the events. Raises ProtocolError on garbage."""
-        cdef object events = self.parser.feed(data)
+        cdef object events
+        try:
+            events = self.parser.feed(data)
+        except ProtocolError as exc:  # route what came before the bad frame, then fail
+            if exc.events:
+                self._route(<list?>exc.events)
+            raise
         if events:
             self._route(<list?>events)
 

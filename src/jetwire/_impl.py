@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         DEFAULT_MAX_PAYLOAD,
         DONE,
         OP_ERR,
+        OP_FRAME_ERROR,
         OP_INFO,
         OP_OK,
         OP_PING,
@@ -81,6 +82,7 @@ else:
     OP_PONG = _mod.OP_PONG
     OP_OK = _mod.OP_OK
     OP_ERR = _mod.OP_ERR
+    OP_FRAME_ERROR = _mod.OP_FRAME_ERROR
     PING = _mod.PING
     PONG = _mod.PONG
     DEFAULT_MAX_PAYLOAD = _mod.DEFAULT_MAX_PAYLOAD

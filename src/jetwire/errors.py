@@ -32,7 +32,16 @@ class NoRespondersError(NatsError):
 
 
 class ProtocolError(NatsError):
-    """The peer sent bytes that are not valid NATS protocol."""
+    """The peer sent bytes that are not valid NATS protocol.
+
+    ``subject`` names the message a malformed frame carried (that one frame was skipped;
+    the connection goes on); ``events`` holds what was parsed before a framing error
+    that ends the connection (those messages are still delivered)."""
+
+    def __init__(self, message: str = "", subject: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.subject = subject
+        self.events: list = []
 
 
 class AuthorizationError(NatsError):

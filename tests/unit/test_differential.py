@@ -115,7 +115,7 @@ def frames(draw):
     reply = draw(st.one_of(st.none(), subjects))
     payload = draw(payloads)
     sid_text = (b"0" * draw(st.integers(0, 2)) + str(sid).encode())[-18:] if sid < 10**17 else str(sid).encode()
-    args = [subject.encode(), sid_text] + ([] if reply is None else [reply.encode()])
+    args = [_wire(subject), sid_text] + ([] if reply is None else [_wire(reply)])
     if kind == "MSG":
         args.append(str(len(payload)).encode())
         head = op + sep() + b"".join(a + sep() for a in args[:-1]) + args[-1] + draw(TRAIL) + b"\r\n"
@@ -132,9 +132,17 @@ _POOL = (
     [chr(c) for c in range(33, 127)]
     + list("éüßñøÅΩжπ日本語한글€😀\u0301\x1c\x1f\x85\xa0\u2028\u3000\x7f\x00\x01")
 )
-_SUBJ_POOL = [c for c in _POOL if c not in ASCII_WS]
-_VALUE_POOL = [c for c in _POOL + [" ", "\t", ":", "\x0b"] if c not in "\r\n"]
-_KEY_POOL = list(key_chars)
+# bytes that are not UTF-8 (another client may send them): kept as surrogate escapes. Only
+# bytes that can never join a neighbour into a valid sequence, so the text round-trips.
+_ESCAPES = ["\udc80", "\udca9", "\udcbf", "\udcc0", "\udcfe", "\udcff"]
+_SUBJ_POOL = [c for c in _POOL if c not in ASCII_WS] + _ESCAPES
+_VALUE_POOL = [c for c in _POOL + [" ", "\t", ":", "\x0b"] if c not in "\r\n"] + _ESCAPES
+_KEY_POOL = list(key_chars) + _ESCAPES
+
+
+def _wire(text: str) -> bytes:
+    """What another client puts on the wire for ``text`` (escapes back to their bytes)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _rtext(rnd, pool, lo, hi):
@@ -147,7 +155,7 @@ def _rsubject(rnd):
         return ".".join(_rtext(rnd, "abcxyz0123-_*>$", 1, 6) for _ in range(rnd.randint(1, 4)))
     if r < 0.9:
         return _rtext(rnd, _SUBJ_POOL, 1, 12)
-    return rnd.choice(["foo.bar", "_INBOX.abc.1", "日本.語", "é"])
+    return rnd.choice(["foo.bar", "_INBOX.abc.1", "日本.語", "é", "caf\udce9", "\udcff\udcfe.x"])
 
 
 def _rpayload(rnd):
@@ -189,7 +197,7 @@ def _rheaders(rnd):
     for k, v in pairs:
         d.setdefault(k, []).append(_strip(v))
     items = [(k, v) for k, vs in d.items() for v in vs]
-    return raw.encode(), (d, items, status, desc)
+    return _wire(raw), (d, items, status, desc)
 
 
 def random_frame(rnd):
@@ -197,8 +205,8 @@ def random_frame(rnd):
     op = _rcase(rnd, kind)
     if kind in ("PING", "PONG", "+OK"):
         return op + _rtrail(rnd) + b"\r\n", ({"PING": 2, "PONG": 3, "+OK": 4}[kind], None)
-    if kind == "-ERR":
-        text = _rtext(rnd, _VALUE_POOL, 0, 20)
+    if kind == "-ERR":  # (an error text is shown, not kept: no escapes here)
+        text = _rtext(rnd, [c for c in _VALUE_POOL if c not in _ESCAPES], 0, 20)
         return op + _rsep(rnd) + b"'" + text.encode() + b"'" + _rtrail(rnd) + b"\r\n", (5, text)
     if kind == "INFO":
         info = {_rtext(rnd, _POOL, 0, 5): rnd.choice([rnd.randint(-(2**40), 2**40), _rtext(rnd, _POOL, 0, 5), True, None, [1, "x"]])
@@ -211,7 +219,7 @@ def random_frame(rnd):
     sid_text = str(sid).encode()
     if sid < 10**16:
         sid_text = b"0" * rnd.randint(0, 2) + sid_text
-    args = [subject.encode(), sid_text] + ([] if reply is None else [reply.encode()])
+    args = [_wire(subject), sid_text] + ([] if reply is None else [_wire(reply)])
     hexp = None
     if kind == "HMSG":
         raw, hexp = _rheaders(rnd)

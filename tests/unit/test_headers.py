@@ -105,12 +105,9 @@ def test_decode_status_with_non_ascii_description(impl):
         b"NATS/1.0\r\n Lead: v\r\n\r\n",
         b"NATS/1.0\r\nK\x01: v\r\n\r\n",
         b"NATS/1.0\r\nK\x7f: v\r\n\r\n",
-        b"NATS/1.0\r\nK\xc3\xa9: v\r\n\r\n",
         b"NATS/1.0\r\nA: b\r\n\r\nC: d\r\n\r\n",
         b"NATS/1.0\r\nA: b\rc\r\n\r\n",
         b"NATS/1.0\r\nA: b\nc\r\n\r\n",
-        b"NATS/1.0\r\nA: \xff\r\n\r\n",
-        b"NATS/1.0 \xff\xfe\r\n\r\n",
         b"NATS/1.0 5\r03\r\n\r\n",
     ],
 )
@@ -153,7 +150,6 @@ def test_encode_status(impl):
         {"Bad Key": "v"},
         {"K:": "v"},
         {"": "v"},
-        {"K\u00e9": "v"},
         {"K": "a\r\nb"},
         {"K": ["ok", "b\n"]},
         {"K": 1},
@@ -245,7 +241,7 @@ def test_setters(impl):
         h.pop("C")
 
 
-@pytest.mark.parametrize("key", ["", "a b", "a:b", "é", "a\tb", "a\x00", "a\x7f", 5, None, b"K", ("K",)])
+@pytest.mark.parametrize("key", ["", "a b", "a:b", "a\u2028b", "a\tb", "a\x00", "a\x7f", 5, None, b"K:", ("K",)])
 def test_invalid_keys(impl, key):
     h = impl.decode_headers(b"NATS/1.0\r\n\r\n")
     with pytest.raises(BadHeaderError):
@@ -256,7 +252,7 @@ def test_invalid_keys(impl, key):
         Headers({key: "v"})
 
 
-@pytest.mark.parametrize("value", ["a\rb", "a\nb", "\r\n", 5, None, b"v"])
+@pytest.mark.parametrize("value", ["a\rb", "a\nb", "\r\n", 5, None, b"v\r\n"])
 def test_invalid_values(impl, value):
     h = impl.decode_headers(b"NATS/1.0\r\n\r\n")
     with pytest.raises(BadHeaderError):
@@ -316,3 +312,40 @@ def test_repr(impl):
 def test_unhashable(impl):
     with pytest.raises(TypeError):
         hash(impl.decode_headers(b"NATS/1.0\r\n\r\n"))
+
+
+@pytest.mark.parametrize(
+    "raw, key, value",
+    [
+        (b"NATS/1.0\r\nK\xc3\xa9: v\r\n\r\n", "K\u00e9", "v"),  # UTF-8 in a name
+        (b"NATS/1.0\r\nA: \xff\r\n\r\n", "A", "\udcff"),  # not UTF-8: a surrogate escape
+        (b"NATS/1.0\r\nX-Latin1: caf\xe9\r\n\r\n", "X-Latin1", "caf\udce9"),
+        (b"NATS/1.0\r\nK\xe9: v\r\n\r\n", "K\udce9", "v"),
+    ],
+)
+def test_content_that_is_not_utf8_is_kept_exactly(impl, raw, key, value):
+    h = impl.decode_headers(raw)
+    assert h.get_all(key) == [value]
+    assert impl.encode_headers(h) == raw  # the original bytes, re-encoded
+    assert value.encode("utf-8", "surrogateescape") == raw.split(b": ")[1].split(b"\r\n")[0]
+
+
+def test_status_that_is_not_utf8_is_kept(impl):
+    h = impl.decode_headers(b"NATS/1.0 503 \xff\xfe\r\n\r\n")
+    assert h.status == "503" and h.description.encode("utf-8", "surrogateescape") == b"\xff\xfe"
+
+
+def test_header_values_given_as_bytes_are_sent_unchanged(impl):
+    raw = impl.encode_headers({"K": b"caf\xe9", "L": [b"\xff", "ok"]})
+    assert raw == b"NATS/1.0\r\nK: caf\xe9\r\nL: \xff\r\nL: ok\r\n\r\n"
+    with pytest.raises(BadHeaderError):
+        impl.encode_headers({"K": b"a\r\nInjected: yes"})
+
+
+def test_names_and_values_may_be_bytes_or_hold_escapes(impl):
+    h = impl.decode_headers(b"NATS/1.0\r\n\r\n")
+    h[b"K\xe9"] = b"caf\xe9"
+    h.add("L", "\u00e9t\u00e9")
+    assert h["K\udce9"] == "caf\udce9"
+    assert impl.encode_headers(h) == "NATS/1.0\r\nK\udce9: caf\udce9\r\nL: \u00e9t\u00e9\r\n\r\n".encode(
+        "utf-8", "surrogateescape")

@@ -95,9 +95,14 @@ def test_non_ascii_subject_and_reply(impl, msg_cls):
     assert m.subject == "café.ü" and m.reply == "rép.ñ"
 
 
-def test_invalid_utf8_subject(impl, msg_cls):
-    with pytest.raises(ProtocolError):
-        parse_all(impl, msg_cls, b"MSG \xff\xfe 1 1\r\nx\r\n")
+def test_subject_and_reply_that_are_not_utf8_are_kept_exactly(impl, msg_cls):
+    m = one(impl, msg_cls, b"MSG \xff\xfe.caf\xe9 1 r.\xe9 1\r\nx\r\n")
+    assert m.subject.encode("utf-8", "surrogateescape") == b"\xff\xfe.caf\xe9"
+    assert m.reply.encode("utf-8", "surrogateescape") == b"r.\xe9"
+    buf = bytearray()
+    impl.append_pub(buf, m.reply, m.subject, b"y")  # answering sends the exact bytes back
+    assert bytes(buf) == b"PUB r.\xe9 \xff\xfe.caf\xe9 1\r\ny\r\n"
+    impl.validate_subject(m.subject)
 
 
 def test_many_subjects_cached_correctly(impl, msg_cls):
@@ -156,18 +161,29 @@ def test_hmsg_header_len_exceeds_total(impl, msg_cls):
         parse_all(impl, msg_cls, b"HMSG a 1 20 10\r\n")
 
 
-def test_hmsg_bad_header_block(impl, msg_cls):
-    h = b"HTTP/1.1\r\nA: b\r\n\r\n"
-    with pytest.raises(ProtocolError):
-        parse_all(impl, msg_cls, b"HMSG a 1 %d %d\r\n%s\r\n" % (len(h), len(h), h))
-    h = b"NATS/1.0\r\nno colon here\r\n\r\n"
-    with pytest.raises(ProtocolError):
-        parse_all(impl, msg_cls, b"HMSG a 1 %d %d\r\n%s\r\n" % (len(h), len(h), h))
+def test_hmsg_bad_header_block_skips_that_message_only(impl, msg_cls):
+    for h in (b"HTTP/1.1\r\nA: b\r\n\r\n", b"NATS/1.0\r\nno colon here\r\n\r\n"):
+        data = (b"MSG before 1 1\r\na\r\n" + b"HMSG bad.%s 1 %d %d\r\n%s\r\n" % (b"x", len(h), len(h), h)
+                + b"MSG after 1 1\r\nb\r\n")
+        events = parse_all(impl, msg_cls, data)
+        msgs = [e for e in events if type(e) is not tuple]
+        assert [m.subject for m in msgs] == ["before", "after"]
+        errs = [e for e in events if type(e) is tuple]
+        assert [e[0] for e in errs] == [impl.OP_FRAME_ERROR]
+        assert isinstance(errs[0][1], ProtocolError) and errs[0][1].subject == "bad.x"
 
 
-def test_hmsg_zero_header_len_is_error(impl, msg_cls):
-    with pytest.raises(ProtocolError):
-        parse_all(impl, msg_cls, b"HMSG a 1 0 2\r\nhi\r\n")
+def test_hmsg_zero_header_len_skips_that_message(impl, msg_cls):
+    events = parse_all(impl, msg_cls, b"HMSG a 1 0 2\r\nhi\r\nMSG b 1 1\r\nx\r\n")
+    assert events[0][0] == impl.OP_FRAME_ERROR and events[1].subject == "b"
+
+
+def test_framing_error_keeps_what_was_parsed_before_it(impl, msg_cls):
+    p = impl.Parser(msg_cls, 4096)
+    with pytest.raises(ProtocolError) as ei:
+        p.feed(b"MSG a 1 1\r\nx\r\nPING\r\nMSG b 1 5\r\nxy\r\nGARBAGE\r\n")
+    got = ei.value.events
+    assert got[0].subject == "a" and got[1] == (impl.OP_PING, None) and len(got) == 2
 
 
 def test_hmsg_headers_stay_usable_and_collectable(impl, msg_cls):

@@ -36,7 +36,7 @@ OP_PING = _impl.OP_PING
 OP_PONG = _impl.OP_PONG
 OP_OK = _impl.OP_OK
 OP_ERR = _impl.OP_ERR
-OP_FRAME_ERROR = getattr(_impl, "OP_FRAME_ERROR", -1)
+OP_FRAME_ERROR = _impl.OP_FRAME_ERROR
 PING = _impl.PING
 PONG = _impl.PONG
 

@@ -26,7 +26,7 @@ from typing import Any, List, Optional, Tuple
 import orjson
 
 from ..errors import BadHeaderError, BadSubjectError, NotJSMessageError, ProtocolError
-from .headers import Headers, _make, check_key, check_value
+from .headers import Headers, _make, as_text, check_key, check_value
 
 __all__ = [
     "OP_INFO",
@@ -34,6 +34,7 @@ __all__ = [
     "OP_PONG",
     "OP_OK",
     "OP_ERR",
+    "OP_FRAME_ERROR",
     "PING",
     "PONG",
     "DEFAULT_MAX_PAYLOAD",
@@ -60,6 +61,7 @@ OP_PING = 2
 OP_PONG = 3
 OP_OK = 4
 OP_ERR = 5
+OP_FRAME_ERROR = 6  # (OP_FRAME_ERROR, ProtocolError): one malformed message skipped, the stream goes on
 
 PING = b"PING\r\n"
 PONG = b"PONG\r\n"
@@ -79,6 +81,11 @@ def _summary(raw: Any) -> str:
 
 def _perr(what: str, raw: Any) -> ProtocolError:
     return ProtocolError(f"{what}: {_summary(raw)}")
+
+
+def _frame_error(exc: ProtocolError, subject: str) -> ProtocolError:
+    """The error of one malformed message, naming its subject."""
+    return ProtocolError(f"{exc} in a message on subject {subject!r} (message skipped)", subject=subject)
 
 
 class MsgBase:
@@ -120,11 +127,9 @@ def _uint(tok: Any, raw: Any) -> int:
     raise _perr("invalid number in protocol line", raw)
 
 
-def _decode(tok: Any, raw: Any) -> str:
-    try:
-        return tok.decode()
-    except UnicodeDecodeError:
-        raise _perr("invalid UTF-8 in protocol line", raw) from None
+def _decode(tok: Any) -> str:
+    """Subject/reply text, bytes-faithful: what is not UTF-8 is kept as surrogate escapes."""
+    return tok.decode("utf-8", "surrogateescape")
 
 
 class Parser:
@@ -162,11 +167,21 @@ class Parser:
         self._pos = 0
 
     def feed(self, data: Any) -> List[Any]:
+        """Parse ``data``: the events (messages and control tuples) it completes.
+
+        A framing error raises ``ProtocolError`` whose ``events`` are those parsed before it."""
+        events: List[Any] = []
+        try:
+            return self._feed(data, events)
+        except ProtocolError as exc:
+            exc.events = events
+            raise
+
+    def _feed(self, data: Any, events: List[Any]) -> List[Any]:
         buf = self._buf
         buf += data
         pos = self._pos
         n = len(buf)
-        events: List[Any] = []
         append = events.append
         find = buf.find
         max_line = self._max_line
@@ -203,8 +218,8 @@ class Parser:
                     if buf[stop] != 13 or buf[stop + 1] != 10:
                         raise _perr("missing CRLF after MSG payload", buf[stop : stop + 64])
                     m = _new(cls)
-                    m.subject = _decode(args[1], line)
-                    m.reply = None if reply_tok is None else _decode(reply_tok, line)
+                    m.subject = _decode(args[1])
+                    m.reply = None if reply_tok is None else _decode(reply_tok)
                     m.data = bytes(buf[start:stop])
                     m.headers = None
                     m.sid = sid
@@ -234,17 +249,22 @@ class Parser:
                         break
                     if buf[stop] != 13 or buf[stop + 1] != 10:
                         raise _perr("missing CRLF after HMSG payload", buf[stop : stop + 64])
+                    pos = stop + 2
+                    try:
+                        headers = decode_headers(buf[start : start + hlen])
+                    except ProtocolError as exc:  # this frame only: report it, go on
+                        append((OP_FRAME_ERROR, _frame_error(exc, _decode(args[1]))))
+                        continue
                     m = _new(cls)
-                    m.subject = _decode(args[1], line)
-                    m.reply = None if reply_tok is None else _decode(reply_tok, line)
-                    m.headers = decode_headers(buf[start : start + hlen])
+                    m.subject = _decode(args[1])
+                    m.reply = None if reply_tok is None else _decode(reply_tok)
+                    m.headers = headers
                     m.data = bytes(buf[start + hlen : stop])
                     m.sid = sid
                     m._client = None
                     m._ackd = False
                     m._meta = None
                     append(m)
-                    pos = stop + 2
                     continue
                 raise _perr("unknown protocol operation", line)
             if c == 80 or c == 112:  # P p
@@ -320,10 +340,7 @@ def decode_headers(raw: Any) -> Headers:
             raise _perr("invalid header version line", raw)
         rest = rest.strip(b" \t")
         if rest:
-            try:
-                text = rest.decode()
-            except UnicodeDecodeError:
-                raise _perr("invalid UTF-8 in header status", raw) from None
+            text = rest.decode("utf-8", "surrogateescape")
             status = text[:3]
             description = text[3:].strip(" \t") or None
     d: dict = {}
@@ -338,16 +355,13 @@ def decode_headers(raw: Any) -> Headers:
         kb = line[:colon]
         if not kb.isascii() or not kb.isalnum():
             for c in kb:
-                if c < 33 or c > 126:
+                if c < 33 or c == 127:
                     raise _perr("invalid header key", line)
         vb = line[colon + 1 :].strip(b" \t")
         if b"\r" in vb or b"\n" in vb:
             raise _perr("CR or LF inside a header value", line)
-        key = kb.decode("ascii")
-        try:
-            value = vb.decode()
-        except UnicodeDecodeError:
-            raise _perr("invalid UTF-8 in header value", line) from None
+        key = kb.decode("utf-8", "surrogateescape")
+        value = vb.decode("utf-8", "surrogateescape")
         values = d.get(key)
         if values is None:
             d[key] = [value]
@@ -382,21 +396,22 @@ def encode_headers(headers: Any) -> bytes:
     elif isinstance(headers, dict):
         parts = ["NATS/1.0\r\n"]
         for k, v in headers.items():
+            k = as_text(k)
             check_key(k)
-            if isinstance(v, str):
+            if isinstance(v, (str, bytes, bytearray)):
                 check_value(v)
-                parts += (k, ": ", v, "\r\n")
+                parts += (k, ": ", as_text(v), "\r\n")
             elif isinstance(v, (list, tuple)):
                 for x in v:
                     check_value(x)
-                    parts += (k, ": ", x, "\r\n")
+                    parts += (k, ": ", as_text(x), "\r\n")
             else:
                 raise BadHeaderError(f"header {k!r}: value must be a str or a list of str, not {type(v).__name__}")
     else:
         raise TypeError(f"headers must be Headers, dict or None, not {type(headers).__name__}")
     parts.append("\r\n")
-    try:
-        return "".join(parts).encode()
+    try:  # surrogate escapes (bytes that were not UTF-8 when received) go out as those bytes
+        return "".join(parts).encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         raise BadHeaderError("header value is not encodable as UTF-8") from None
 
@@ -477,7 +492,7 @@ def _subject_bytes(subject: Any, what: str = "subject") -> bytes:
         if not _BAD_CHARS.isdisjoint(subject):
             raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
         try:
-            b = subject.encode()
+            b = subject.encode("utf-8", "surrogateescape")  # non-UTF-8 bytes received stay as they were
         except UnicodeEncodeError:
             raise BadSubjectError(f"{what} {subject!r} is not encodable as UTF-8") from None
     if b[0] == 46 or b[-1] == 46 or b".." in b:
@@ -499,7 +514,7 @@ def _queue_bytes(queue: Any) -> bytes:
     if not _BAD_CHARS.isdisjoint(queue):
         raise BadSubjectError(f"queue {queue!r} contains whitespace or control characters")
     try:
-        return queue.encode()
+        return queue.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         raise BadSubjectError(f"queue {queue!r} is not encodable as UTF-8") from None
 
@@ -833,8 +848,14 @@ class Router:
         self.touched: List[Any] = []
 
     def feed(self, data: Any) -> None:
-        """Parse ``data`` and route the events. Raises ProtocolError on garbage."""
-        events = self.parser.feed(data)
+        """Parse ``data`` and route the events. Raises ProtocolError when the stream can no
+        longer be framed, after routing what was parsed before the bad frame."""
+        try:
+            events = self.parser.feed(data)
+        except ProtocolError as exc:
+            if exc.events:
+                self.route(exc.events)
+            raise
         if events:
             self.route(events)
 

@@ -5,6 +5,11 @@ case-sensitive, a key may carry several values (one wire line each, order kept),
 the ``NATS/1.0 <status> <description>`` line of a status message is exposed as
 ``status`` / ``description``.
 
+Text is bytes-faithful: header names and values are ``str``; bytes that are not UTF-8
+are kept as surrogate escapes, so ``value.encode("utf-8", "surrogateescape")`` gives back
+exactly what was received (and is what goes on the wire when it is published again).
+Values (and names) may also be given as ``bytes``: they are sent unchanged.
+
 Internals: ``_d`` is a plain ``dict[str, list[str]]`` in insertion order and never holds
 an empty list; ``status`` and ``description`` are plain attributes (``None`` when
 absent). The decoders (compiled and pure) build instances with :func:`_make`, which
@@ -18,7 +23,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from ..errors import BadHeaderError
 
-__all__ = ["Headers", "HeadersInit", "check_key", "check_value"]
+__all__ = ["Headers", "HeadersInit", "as_text", "check_key", "check_value"]
 
 HeadersInit = Union["Headers", Mapping[str, Union[str, List[str], Tuple[str, ...]]], Iterable[Tuple[str, str]]]
 
@@ -27,19 +32,26 @@ _valid_keys: set = set()
 _VALID_KEYS_MAX = 1024
 
 
+def as_text(value: Any) -> Any:
+    """``bytes`` as ``str`` with surrogate escapes (lossless); anything else unchanged."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "surrogateescape")
+    return value
+
+
 def check_key(key: Any) -> None:
-    """Raise ``BadHeaderError`` unless ``key`` is a header name (printable ASCII 33-126, no ':')."""
+    """Raise ``BadHeaderError`` unless ``key`` is a header name: no ':', no whitespace or
+    control characters (bytes that are not UTF-8, kept as surrogate escapes, are allowed)."""
     if type(key) is str and key in _valid_keys:
         return
     if (
         not isinstance(key, str)
         or not key
-        or not key.isascii()
-        or not key.isprintable()
-        or " " in key
         or ":" in key
+        or not (key.isascii() and key.isprintable() and " " not in key)
+        and any(c.isspace() or ord(c) < 33 or ord(c) == 127 for c in key)
     ):
-        raise BadHeaderError(f"invalid header key {key!r}: use printable ASCII without ':' or spaces")
+        raise BadHeaderError(f"invalid header key {key!r}: no ':', whitespace or control characters")
     if type(key) is str:
         if len(_valid_keys) >= _VALID_KEYS_MAX:
             _valid_keys.clear()
@@ -47,21 +59,25 @@ def check_key(key: Any) -> None:
 
 
 def check_value(value: Any) -> None:
-    """Raise ``BadHeaderError`` unless ``value`` is a str without CR or LF."""
+    """Raise ``BadHeaderError`` unless ``value`` is a str (or bytes) without CR or LF."""
     if not isinstance(value, str):
-        raise BadHeaderError(f"header values must be str, not {type(value).__name__}")
+        if isinstance(value, (bytes, bytearray)):
+            if b"\r" in value or b"\n" in value:
+                raise BadHeaderError(f"header value {value!r} contains CR or LF")
+            return
+        raise BadHeaderError(f"header values must be str or bytes, not {type(value).__name__}")
     if "\r" in value or "\n" in value:
         raise BadHeaderError(f"header value {value!r} contains CR or LF")
 
 
 def _values_of(key: str, value: Any) -> List[str]:
-    if isinstance(value, str):
+    if isinstance(value, (str, bytes, bytearray)):
         check_value(value)
-        return [value]
+        return [as_text(value)]
     if isinstance(value, (list, tuple)):
         for v in value:
             check_value(v)
-        return list(value)
+        return [as_text(v) for v in value]
     raise BadHeaderError(f"header {key!r}: value must be a str or a list of str, not {type(value).__name__}")
 
 
@@ -95,6 +111,7 @@ class Headers:
         d = self._d
         if isinstance(init, Mapping):
             for k, v in init.items():
+                k = as_text(k)
                 check_key(k)
                 values = _values_of(k, v)
                 if values:
@@ -159,8 +176,10 @@ class Headers:
     # -- writing ---------------------------------------------------------------------
     def add(self, key: str, value: str) -> None:
         """Append ``value`` to the values of ``key``."""
+        key = as_text(key)
         check_key(key)
         check_value(value)
+        value = as_text(value)
         values = self._d.get(key)
         if values is None:
             self._d[key] = [value]
@@ -168,6 +187,7 @@ class Headers:
             values.append(value)
 
     def __setitem__(self, key: str, value: Union[str, List[str]]) -> None:
+        key = as_text(key)
         check_key(key)
         values = _values_of(key, value)
         if values:
