@@ -75,12 +75,29 @@ def ts_from_ns(values: Sequence[int]) -> pa.Array:
     return pa.array(values, pa.int64()).cast(_TS_NS).cast(TS_TYPE, safe=False)
 
 
+def _utf8(text: str) -> str:
+    """Text for an Arrow string column: bytes another client sent that are not UTF-8
+    (kept by jetwire as surrogate escapes) become U+FFFD; the binary ``data`` column is exact."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _strings(values: List[str]) -> pa.Array:
+    try:
+        return pa.array(values, pa.string())
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        return pa.array([_utf8(v) for v in values], pa.string())
+
+
 def headers_array(rows: Optional[List[Any]], n: int) -> pa.Array:
     """The headers column: ``rows`` is None (no message had headers) or one entry per
     row, None or a list of ``(key, [values])``."""
     if rows is None:
         return pa.nulls(n, HEADERS_TYPE)
-    return pa.array(rows, HEADERS_TYPE)
+    try:
+        return pa.array(rows, HEADERS_TYPE)
+    except (UnicodeEncodeError, pa.ArrowInvalid):
+        return pa.array([None if r is None else [(_utf8(k), [_utf8(v) for v in vs]) for k, vs in r]
+                         for r in rows], HEADERS_TYPE)
 
 
 class BatchBuilder:
@@ -103,7 +120,7 @@ class BatchBuilder:
               headers: Optional[List[Any]]) -> pa.RecordBatch:
         n = len(subjects)
         return pa.RecordBatch.from_arrays(
-            [self.stream_column(n), pa.array(subjects, pa.string()), seqs, ts, pa.array(data, pa.binary()),
+            [self.stream_column(n), _strings(subjects), seqs, ts, pa.array(data, pa.binary()),
              headers_array(headers, n)],
             schema=READ_SCHEMA,
         )

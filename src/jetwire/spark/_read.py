@@ -22,7 +22,6 @@ Arrow record batch.
 """
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from collections import deque
@@ -34,7 +33,6 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _impl
 from .._nuid import NUID
 from ..errors import (
     APIError,
@@ -62,7 +60,6 @@ __all__ = [
 ]
 
 _nuid = NUID()
-_parse_meta = _impl.parse_metadata_fields
 
 K_STREAM = "Nats-Stream"
 K_SUBJECT = "Nats-Subject"
@@ -369,14 +366,13 @@ class _DirectPump(_Pump):
             f.msgs.append(m)
             return
         if status == "204":  # EOB
-            d = h._d
-            last = d.get(K_LAST)
-            pend = d.get(K_PENDING)
+            last = h.get(K_LAST)
+            pend = h.get(K_PENDING)
             if last:
-                f.last_seq = int(last[0])
+                f.last_seq = int(last)
             elif f.msgs:  # (a server that leaves the header out of the EOB)
-                f.last_seq = int(f.msgs[-1].headers._d[K_SEQ][0])
-            f.pending = int(pend[0]) if pend else -1
+                f.last_seq = int(f.msgs[-1].headers[K_SEQ])
+            f.pending = int(pend) if pend else -1
             if not f.msgs or f.pending == 0 or f.last_seq + 1 >= self.hi:
                 f.end = True
             else:
@@ -387,71 +383,6 @@ class _DirectPump(_Pump):
             desc = h.description or "direct get failed"
             f.error = APIError(code=int(status) if status.isdigit() else None, err_code=None,
                                description=f"direct get of {self.get_subject}: {desc}")
-        self._complete(f)
-
-
-class _ConsumerPump(_Pump):
-    def __init__(self, nc: Any, api_prefix: str, stream: str, consumer: str, lo: int, hi: int, batch: int,
-                 timeout: float, pending: int) -> None:
-        self.next_subject = f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
-        self.expires = int(max(0.5, timeout * 0.8) * 1e9)
-        super().__init__(nc, lo, hi, batch, timeout)
-        self._want = 0
-        if pending == 0:
-            self._finished = True
-            f = _Fetch("0")
-            f.end = True
-            self._ready.append(f)
-
-    def _request(self, f: _Fetch) -> Tuple[str, bytes]:
-        n = max(1, min(self.batch, self.hi - self.next_seq))
-        self._want = n
-        return self.next_subject, orjson.dumps({"batch": n, "expires": self.expires})
-
-    def _on_msg(self, m: Any) -> None:
-        # Deliveries carry the stored message's subject (the sid routes them here); only
-        # status messages come on the pull's reply subject. Pulls are sequential and a
-        # completed one never delivers more, so deliveries belong to the current pull.
-        f = self._cur
-        if f is None:
-            return  # the range already ended: late deliveries of the last pull
-        reply = m.reply
-        if reply is not None:
-            meta = _parse_meta(reply)
-            sseq = meta[5]
-            pending = meta[8]
-            if sseq >= self.hi:
-                f.end = True
-                self._complete(f)
-                return
-            f.msgs.append(m)
-            f.seqs.append(sseq)
-            f.times.append(meta[7])
-            f.last_seq = sseq
-            f.pending = pending
-            if pending == 0 or sseq + 1 >= self.hi:
-                f.end = True
-                self._complete(f)
-            elif len(f.msgs) >= self._want:
-                self.next_seq = sseq + 1
-                self._complete(f)
-            return
-        if m.subject[self._plen:] != f.token:
-            return  # a status for an earlier pull
-        h = m.headers
-        status = h.status if h is not None else None
-        if status is None or status == "100":
-            return  # heartbeat / flow control: not requested, ignore
-        if status in ("404", "408"):  # the pull ended (no messages / expired)
-            if f.msgs:
-                self.next_seq = f.last_seq + 1
-                f.partial = True
-            else:
-                f.error = TimeoutError(f"consumer delivered nothing within fetchTimeout "
-                                       f"({h.description or status}) although messages are pending")
-        else:
-            f.error = APIError(code=int(status) if status.isdigit() else None, err_code=None,
-                               description=f"pull from {self.next_subject}: {h.description or status}")
         self._complete(f)
 
 
@@ -468,13 +399,13 @@ def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa.R
     sa, qa, ta, da = subjects.append, seqs.append, times.append, data.append
     n_direct = _N_DIRECT
     for i, m in enumerate(msgs):
-        d = m.headers._d
-        sa(d[K_SUBJECT][0])
-        qa(d[K_SEQ][0])
-        ta(d[K_TIME][0])
+        h = m.headers
+        sa(h[K_SUBJECT])
+        qa(h[K_SEQ])
+        ta(h[K_TIME])
         da(m.data)
-        if len(d) != n_direct:
-            row = [(k, v) for k, v in d.items() if k not in DIRECT_KEYS] or None
+        if len(h) != n_direct:
+            row = [(k, h.get_all(k)) for k in h if k not in DIRECT_KEYS] or None
             if headers is None:
                 if row is None:
                     continue
@@ -487,8 +418,8 @@ def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa.R
     return _trim(batch, seq_arr, hi)
 
 
-def _consumer_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa.RecordBatch]:
-    msgs = f.msgs
+def _consumer_to_batch(builder: BatchBuilder, msgs: List[Any], seqs: List[int], times: List[int],
+                       hi: int) -> Optional[pa.RecordBatch]:
     if not msgs:
         return None
     subjects = [m.subject for m in msgs]
@@ -496,12 +427,12 @@ def _consumer_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa
     headers: Optional[List[Any]] = None
     for i, m in enumerate(msgs):
         h = m.headers
-        if h is not None and len(h._d):
+        if h is not None and len(h):
             if headers is None:
                 headers = [None] * len(msgs)
-            headers[i] = list(h._d.items())
-    seq_arr = pa.array(f.seqs, pa.int64())
-    batch = builder.build(subjects, seq_arr, ts_from_ns(f.times), data, headers)
+            headers[i] = list(h.to_dict().items())
+    seq_arr = pa.array(seqs, pa.int64())
+    batch = builder.build(subjects, seq_arr, ts_from_ns(times), data, headers)
     return _trim(batch, seq_arr, hi)
 
 
@@ -516,25 +447,6 @@ def _trim(batch: pa.RecordBatch, seqs: pa.Array, hi: int) -> Optional[pa.RecordB
     return batch
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while messages are parsed and converted.
-
-    A fetch creates thousands of short-lived, acyclic objects per batch (messages, header
-    dicts and lists); with the collector on, the generation-2 collections they trigger
-    walk the whole worker heap again and again, which measured as about half the
-    client-side cost of a read. Reference counting frees these objects; the collector is
-    restored (and was not needed) when the partition ends."""
-    was = gc.isenabled()
-    if was:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def read_range(conn: Dict[str, Any], stream: str, part: RangePartition, subject: Optional[str], batch: int,
                timeout: float, check_loss: bool = False) -> Iterator[pa.RecordBatch]:
     """Arrow record batches of the messages in ``[part.lo, part.hi)`` (matching
@@ -543,7 +455,7 @@ def read_range(conn: Dict[str, Any], stream: str, part: RangePartition, subject:
     if part.hi <= part.lo:
         return
     builder = BatchBuilder(stream)
-    with _gc_paused(), open_js(conn) as (nc, js):
+    with open_js(conn) as (nc, js):
         if check_loss:
             st = stream_state(nc, js, stream)
             if part.lo < st.first_available:
@@ -587,18 +499,51 @@ def _read_consumer(nc: Any, js: Any, stream: str, part: RangePartition, subject:
     if subject:
         fields["filter_subject"] = subject
     cons = js.create_consumer(stream, **fields)
-    pump: Optional[_ConsumerPump] = None
     try:
-        pending = int(cons.cached_info().num_pending or 0)
-        pump = _ConsumerPump(nc, js.api_prefix, stream, name, part.lo, part.hi, batch, timeout, pending)
-        yield from _pumped(pump, _consumer_to_batch, builder, part.hi)
+        if int(cons.cached_info().num_pending or 0) == 0:
+            return
+        yield from _pulled(cons, part.hi, batch, timeout, builder)
     finally:
-        if pump is not None:
-            pump.close()
         try:
             js.delete_consumer(stream, name)
         except Exception:
             pass  # ephemeral: the server removes it after inactive_threshold anyway
+
+
+def _pulled(cons: Any, hi: int, batch: int, timeout: float, builder: BatchBuilder) -> Iterator[pa.RecordBatch]:
+    """Record batches of ``cons`` up to stream sequence ``hi``, through the consumer's own
+    ``fetch`` (jetwire's one pull implementation). The next pull is sent before a batch
+    is converted, so the server prepares it meanwhile."""
+    pending = cons.fetch(batch, max_wait=timeout)
+    while True:
+        msgs: List[Any] = []
+        seqs: List[int] = []
+        times: List[int] = []
+        end = False
+        for m in pending:
+            meta = m.metadata
+            sseq = meta.sequence.stream
+            if sseq >= hi:
+                end = True
+                break
+            msgs.append(m)
+            seqs.append(sseq)
+            times.append(meta.timestamp_ns)
+            if meta.num_pending == 0 or sseq + 1 >= hi:
+                end = True
+                break
+        if pending.error is not None:
+            raise pending.error
+        if not msgs and not end:
+            raise TimeoutError(f"consumer delivered nothing within fetchTimeout={timeout}s "
+                               "although messages are pending")
+        nxt = None if end else cons.fetch(batch, max_wait=timeout)
+        rb = _consumer_to_batch(builder, msgs, seqs, times, hi)
+        if rb is not None and rb.num_rows:
+            yield rb
+        if nxt is None:
+            return
+        pending = nxt
 
 
 def direct_get_batch(nc: Any, stream: str, seq: int, batch: int, subject: Optional[str] = None,

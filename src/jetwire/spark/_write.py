@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional
 
 from ._options import OptionError, WriteOptions
-from ._read import _gc_paused, open_js
+from ._read import open_js
 
 __all__ = ["WriteResult", "write_partition"]
 
@@ -146,7 +146,7 @@ def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: i
     prefix = opts.msg_id_prefix
     id_base = f"{prefix}:{batch_id if batch_id is not None else 0}:{partition_id}:" if prefix else None
     stall = opts.ack_timeout
-    with _gc_paused(), open_js(opts.conn, publish_async_max_pending=opts.max_pending) as (nc, js):
+    with open_js(opts.conn, publish_async_max_pending=opts.max_pending) as (nc, js):
         publish = js.publish_async
         futs: Deque[Any] = deque()
         add = result.add_ack
