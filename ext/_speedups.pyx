@@ -11,6 +11,15 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyBy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromLongLong
+from cpython.pythread cimport (
+    NOWAIT_LOCK,
+    WAIT_LOCK,
+    PyThread_acquire_lock,
+    PyThread_allocate_lock,
+    PyThread_free_lock,
+    PyThread_release_lock,
+    PyThread_type_lock,
+)
 from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
@@ -93,10 +102,11 @@ cdef extern from *:
         return s;
     }
 
-    /* Header names repeat from message to message: keep recent ones (their hash is cached). */
-    static PyObject* jw_key_cache[JW_CACHE + 1];
-
-    static inline PyObject** jw_key_table(void) { return jw_key_cache; }
+    /* Header names repeat from message to message: each parser keeps its recent ones (their
+       hash is cached); a NULL table (decode_headers() outside a parser) caches nothing. */
+    static inline PyObject* jw_key_str(PyObject** table, const unsigned char* p, Py_ssize_t n) {
+        return table == NULL ? jw_str(p, n) : jw_cached_str(table, p, n);
+    }
 
     static inline void jw_cache_clear(PyObject** table) {
         int i;
@@ -227,7 +237,7 @@ cdef extern from *:
     object jw_str(const unsigned char* p, Py_ssize_t n)
     object jw_cached_str(PyObject** table, const unsigned char* p, Py_ssize_t n)
     void jw_cache_clear(PyObject** table)
-    PyObject** jw_key_table()
+    object jw_key_str(PyObject** table, const unsigned char* p, Py_ssize_t n)
     long long jw_uint(const unsigned char* p, Py_ssize_t n) nogil
     int jw_ndigits(unsigned long long v) nogil
     char* jw_write_uint(char* p, unsigned long long v, int nd) nogil
@@ -267,7 +277,6 @@ cdef tuple _EV_PONG = (OP_PONG, None)
 cdef tuple _EV_OK = (OP_OK, None)
 cdef object _isawaitable = inspect.isawaitable
 cdef object _loads = orjson.loads
-cdef object _dumps = orjson.dumps
 cdef object _JSONDecodeError = orjson.JSONDecodeError
 cdef object _Headers = Headers
 if type(Headers) is not type or Headers.__base__ is not object:
@@ -430,6 +439,7 @@ cdef class Parser:
     cdef object _sid_obj
     cdef list _partial
     cdef PyObject* _subjects[JW_CACHE + 1]
+    cdef PyObject* _keys[JW_CACHE + 1]
 
     def __cinit__(self):
         self._buf = NULL
@@ -443,6 +453,7 @@ cdef class Parser:
         self._sid_obj = None
         for i in range(JW_CACHE + 1):
             self._subjects[i] = NULL
+            self._keys[i] = NULL
 
     def __init__(self, msg_cls=None, max_control_line=4096, max_payload=DEFAULT_MAX_PAYLOAD):
         if msg_cls is None:
@@ -458,6 +469,7 @@ cdef class Parser:
 
     def __dealloc__(self):
         jw_cache_clear(self._subjects)
+        jw_cache_clear(self._keys)
         if self._buf != NULL:
             free(self._buf)
             self._buf = NULL
@@ -477,6 +489,7 @@ cdef class Parser:
             self._buf = NULL
             self._cap = 0
         jw_cache_clear(self._subjects)
+        jw_cache_clear(self._keys)
         self._sid_val = -1
         self._sid_obj = None
 
@@ -674,7 +687,7 @@ cdef class Parser:
                 reply = None
             if hmsg:
                 try:
-                    headers = _decode_headers(p + start, <Py_ssize_t>hlen)
+                    headers = _decode_headers(p + start, <Py_ssize_t>hlen, self._keys)
                 except ProtocolError as exc:  # this frame only: report it, go on
                     events.append((OP_FRAME_ERROR, ProtocolError(
                         f"{exc} in a message on subject {subject!r} (message skipped)", subject=subject)))
@@ -739,7 +752,7 @@ cdef object _make_headers(dict d, object status, object description):
     return h
 
 
-cdef object _decode_headers(const unsigned char* p, Py_ssize_t n):
+cdef object _decode_headers(const unsigned char* p, Py_ssize_t n, PyObject** keys):
     cdef Py_ssize_t eol, pos, last, a, b, colon, i, L
     cdef const unsigned char* line
     cdef dict d = {}
@@ -792,7 +805,7 @@ cdef object _decode_headers(const unsigned char* p, Py_ssize_t n):
             c = line[i]
             if c == 13 or c == 10:
                 raise _perr("CR or LF inside a header value", line, L)
-        key = jw_cached_str(jw_key_table(), line, colon)
+        key = jw_key_str(keys, line, colon)
         value = jw_str(line + a, b - a)
         values = d.get(key)
         if values is None:
@@ -808,7 +821,7 @@ def decode_headers(raw):
     cdef Py_buffer view
     PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE)
     try:
-        return _decode_headers(<const unsigned char*>view.buf, view.len)
+        return _decode_headers(<const unsigned char*>view.buf, view.len, NULL)
     finally:
         PyBuffer_Release(&view)
 
@@ -942,7 +955,6 @@ def parse_metadata_fields(subject):
 
 
 # ------------------------------------------------------------------------------- encoder
-cdef object _last_subject = None  # the last subject that passed validation (str is immutable)
 
 
 cdef extern from "Python.h":
@@ -972,7 +984,6 @@ cdef inline object _esc(object x):
 
 cdef const char* _subject_utf8(object subject, Py_ssize_t* n, str what) except NULL:
     """Validate a subject (or reply) and return its UTF-8 bytes."""
-    global _last_subject
     cdef const char* s
     cdef int r
     if type(subject) is not str:
@@ -992,8 +1003,6 @@ cdef const char* _subject_utf8(object subject, Py_ssize_t* n, str what) except N
         s = PyUnicode_AsUTF8AndSize(subject, n)
     except UnicodeEncodeError:
         s = NULL
-    if subject is _last_subject:
-        return s
     if n[0] == 0:
         raise BadSubjectError(f"{what} is empty")
     if s == NULL:
@@ -1007,8 +1016,6 @@ cdef const char* _subject_utf8(object subject, Py_ssize_t* n, str what) except N
         raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
     if r == 2:
         raise BadSubjectError(f"{what} {subject!r} has an empty token")
-    if type(subject) is str:
-        _last_subject = subject
     return s
 
 
@@ -1230,11 +1237,6 @@ def append_unsub(buf, sid, max_msgs=0):
     w[1] = 10
 
 
-def connect_line(opts):
-    """``CONNECT {json}\\r\\n``."""
-    return b"CONNECT " + _dumps(opts) + b"\r\n"
-
-
 # -------------------------------------------------------------------------------- outbox
 cdef extern from *:
     """
@@ -1277,6 +1279,61 @@ DONE = jw_make_done()
 
 
 @cython.final
+cdef class WriteLock:
+    """The blocking writer's lock (``acquire``/``release``, a context manager, like
+    ``threading.Lock``): a raw lock the compiled ``Outbox.publish`` takes without a
+    Python call. Waiting for it releases the GIL."""
+
+    cdef PyThread_type_lock _lk
+    cdef bint _held
+
+    def __cinit__(self):
+        self._lk = PyThread_allocate_lock()
+        if self._lk == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        if self._lk != NULL:
+            PyThread_free_lock(self._lk)
+
+    cdef inline void _acquire(self):
+        if not PyThread_acquire_lock(self._lk, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self._lk, WAIT_LOCK)
+        self._held = True
+
+    cdef inline void _release(self):
+        self._held = False
+        PyThread_release_lock(self._lk)
+
+    def acquire(self, blocking=True, timeout=-1):
+        if blocking and timeout == -1:
+            self._acquire()
+            return True
+        if not blocking:
+            if PyThread_acquire_lock(self._lk, NOWAIT_LOCK):
+                self._held = True
+                return True
+            return False
+        raise NotImplementedError("WriteLock.acquire() takes no timeout")
+
+    def release(self):
+        if not self._held:
+            raise RuntimeError("release unlocked lock")
+        self._release()
+
+    def locked(self):
+        return self._held
+
+    def __enter__(self):
+        self._acquire()
+        return True
+
+    def __exit__(self, *exc):
+        self._release()
+        return False
+
+
 cdef class Outbox:
     """A connection's write buffer and its ``publish`` fast path.
 
@@ -1290,15 +1347,12 @@ cdef class Outbox:
     subjects raise ``BadSubjectError`` (bad buffers ``TypeError``/``BufferError``)
     before ``buf`` is touched. ``take()`` hands over the buffered bytes.
 
-    Threads: the compiled ``publish``, ``append_pub``, ``append_hpub`` and ``take``
-    each read ``buf`` and change it (or swap it) without running any Python code in
-    between, so under the GIL each is atomic with respect to the others and to any
-    other thread; the compiled fast path therefore takes no lock (``lock`` is kept for
-    parity with the pure twin, whose ``publish`` holds it while appending). Python code
-    that appends to ``buf`` itself reads the attribute and appends in two steps, so it
-    must hold the writer's lock, and so must every caller of ``take()``: then no take
-    can fall between reading ``buf`` and appending to it. ``on_first`` / ``on_full``
-    run after the append, outside any lock.
+    Threads: ``publish`` holds ``lock`` (when not None: the blocking writer's lock, a
+    ``WriteLock`` taken without a Python call) while it reads ``buf``, appends and
+    counts; ``append_pub``, ``append_hpub`` and ``take`` take no lock: their callers
+    hold the writer's lock, as does any Python code appending to ``buf`` itself. Thread
+    safety never rests on the GIL. ``on_first`` / ``on_full`` run after the append,
+    outside the lock.
     """
 
     cdef bytearray _buf
@@ -1350,13 +1404,13 @@ cdef class Outbox:
 
     def publish(self, subject, data=b"", reply=None, headers=None):
         """Queue ``PUB``; the fast path returns ``ret``, anything else goes to ``slow``."""
-        cdef Py_ssize_t sn, rn = 0, dn, before
+        cdef Py_ssize_t sn, rn = 0, dn, before, after
         cdef const char* s
         cdef const char* r = NULL
         cdef const char* d
         cdef Py_buffer view
         cdef bint has_view = False
-        cdef object t
+        cdef object t, lk
         cdef bytearray buf
         if not self.connected or headers is not None or self.congested:
             return self.slow(subject, data, reply, headers)
@@ -1378,22 +1432,35 @@ cdef class Outbox:
             dn = view.len
         else:
             return self.slow(subject, data, reply, headers)
+        lk = self.lock
         try:
             subject = _esc(subject)
             s = _subject_utf8(subject, &sn, "subject")
             if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
                 reply = _esc(reply)
                 r = _subject_utf8(reply, &rn, "reply")
-            # from here to the end of _put_pub no Python code runs (see the class docstring)
-            buf = self._buf
-            before = PyByteArray_GET_SIZE(buf)
-            _put_pub(buf, s, sn, r, rn, d, dn)
-            self.out_msgs += 1
-            self.out_bytes += dn
+            if lk is not None:
+                if type(lk) is WriteLock:
+                    (<WriteLock>lk)._acquire()
+                else:
+                    lk.__enter__()
+            try:
+                buf = self._buf
+                before = PyByteArray_GET_SIZE(buf)
+                _put_pub(buf, s, sn, r, rn, d, dn)
+                self.out_msgs += 1
+                self.out_bytes += dn
+                after = PyByteArray_GET_SIZE(buf)
+            finally:
+                if lk is not None:
+                    if type(lk) is WriteLock:
+                        (<WriteLock>lk)._release()
+                    else:
+                        lk.__exit__(None, None, None)
         finally:
             if has_view:
                 PyBuffer_Release(&view)
-        if PyByteArray_GET_SIZE(buf) >= self.threshold:
+        if after >= self.threshold:
             if self.on_full is not None:
                 self.on_full()
         elif before == 0:
@@ -1633,12 +1700,6 @@ cdef class Router:
 
 
 # ------------------------------------------------------------------------ publish-ack mux
-from concurrent.futures._base import FINISHED as _FUT_FINISHED, PENDING as _FUT_PENDING
-
-cdef object _object_new = object.__new__
-cdef object _S_CONDITION = "_condition"
-cdef object _S_STATE = "_state"
-cdef object _S_RESULT = "_result"
 
 
 cdef object _plain_ack(object data, long long* seq):
@@ -1693,20 +1754,12 @@ cdef class AckMux:
     retries_left, retry_wait)``; ``add()`` registers a publish under the next token
     (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one reply on
     ``<prefix><token>``: an unknown token is ignored; the usual answer
-    ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes an ``ack_type``
-    instance whose ``__dict__`` is ``{"stream", "seq", "duplicate": False, "domain": None,
-    "batch": None, "count": None, "val": None, "_extra": {}}``, resolves the entry's
-    future (unless it is done already; an error from ``set_result`` is ignored) and then,
-    when ``stall_waiters`` or ``complete_waiters`` is non-empty, calls
-    ``self._after_pop()``. Any other reply (or ``ack_type`` None) goes to
-    ``self._other(msg, token, entry)`` after the entry was popped.
-
-    ``lazy_type``: a future of exactly this type (``pubmux.AckFuture``) whose condition
-    nobody made yet (no waiter, no callback can exist) and whose state is PENDING is
-    resolved here by storing ``_result`` and ``_state`` in its ``__dict__``: no Python
-    code runs between the check and the stores, so under the GIL this is atomic with
-    respect to the future's own lazily-locked methods (the pure twin calls
-    ``set_result``, which does the same under the future's lock).
+    ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, seq)``
+    (the ack type's constructor), resolves the entry's future with its ``set_result``
+    (unless it is done already; an error from ``set_result`` is ignored) and then, when
+    ``stall_waiters`` or ``complete_waiters`` is non-empty, calls ``self._after_pop()``.
+    Any other reply (or ``make_ack`` None) goes to ``self._other(msg, token, entry)``
+    after the entry was popped.
     """
 
     cdef public str prefix
@@ -1716,10 +1769,9 @@ cdef class AckMux:
     cdef public list stall_waiters
     cdef public list complete_waiters
     cdef public long long wake_at
-    cdef public object ack_type
-    cdef public object lazy_type
+    cdef public object make_ack
 
-    def __init__(self, prefix, ack_type=None, lazy_type=None):
+    def __init__(self, prefix, make_ack=None):
         if type(prefix) is not str:
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
         self.prefix = prefix
@@ -1729,8 +1781,7 @@ cdef class AckMux:
         self.stall_waiters = []
         self.complete_waiters = []
         self.wake_at = 0
-        self.ack_type = ack_type
-        self.lazy_type = lazy_type
+        self.make_ack = make_ack
 
     def add(self, fut, subject, hdr, data, retries, retry_wait):
         """Register a publish; returns its token (the reply subject is ``prefix + token``)."""
@@ -1741,7 +1792,7 @@ cdef class AckMux:
 
     def on_msg(self, msg):
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
-        cdef object subject, data, token, entry, cls, name, fut, ack, d
+        cdef object subject, data, token, entry, make, name, fut, ack
         cdef long long seq = 0
         cdef MsgBase m
         if isinstance(msg, MsgBase):
@@ -1755,27 +1806,18 @@ cdef class AckMux:
         entry = self.pending.pop(token, None)
         if entry is None:
             return
-        cls = self.ack_type
-        name = _plain_ack(data, &seq) if cls is not None else None
+        make = self.make_ack
+        name = _plain_ack(data, &seq) if make is not None else None
         if name is None:
             self._other(msg, token, entry)
             return
-        ack = _object_new(cls)
-        ack.__dict__ = {"stream": name, "seq": seq, "duplicate": False, "domain": None,
-                        "batch": None, "count": None, "val": None, "_extra": {}}
+        ack = make(name, seq)
         fut = (<tuple?>entry)[0]
-        if self.lazy_type is not None and type(fut) is self.lazy_type:
-            d = fut.__dict__
-            if _S_CONDITION not in d and d.get(_S_STATE) is _FUT_PENDING:
-                d[_S_RESULT] = ack
-                d[_S_STATE] = _FUT_FINISHED
-                fut = None
-        if fut is not None:
-            try:
-                if not fut.done():
-                    fut.set_result(ack)
-            except Exception:  # cancelled / resolved concurrently by another thread
-                pass
+        try:
+            if not fut.done():
+                fut.set_result(ack)
+        except Exception:  # cancelled / resolved concurrently by another thread
+            pass
         if self.stall_waiters or self.complete_waiters:
             self._after_pop()
 

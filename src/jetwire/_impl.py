@@ -66,11 +66,11 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         Parser,
         Router,
         SubState,
+        WriteLock,
         append_hpub,
         append_pub,
         append_sub,
         append_unsub,
-        connect_line,
         decode_headers,
         encode_headers,
         parse_metadata_fields,
@@ -96,8 +96,8 @@ else:
     append_hpub = _mod.append_hpub
     append_sub = _mod.append_sub
     append_unsub = _mod.append_unsub
-    connect_line = _mod.connect_line
     Outbox = _mod.Outbox
+    WriteLock = _mod.WriteLock
     DONE = _mod.DONE
     SubState = _mod.SubState
     Router = _mod.Router

@@ -17,12 +17,12 @@ from jetwire.msg import Msg
 PREFIX = "_INBOX.mux."
 
 
-def make(impl, ack_type=PubAck, lazy_type=AckFuture):
+def make(impl, ack_type=PubAck):
     class Mux(impl.AckMux):
         __slots__ = ("others", "pops")
 
         def __init__(self) -> None:
-            super().__init__(PREFIX, ack_type, lazy_type)
+            super().__init__(PREFIX, None if ack_type is None else ack_type.plain)
             self.others: list = []
             self.pops = 0
 

@@ -345,19 +345,39 @@ def test_pure_publish_holds_the_lock_and_calls_back_outside_it():
     assert lock.entered == 4
 
 
-@pytest.mark.compiled_only
-def test_compiled_publish_ignores_the_lock(all_impls):
-    assert "compiled" in all_impls, "the compiled extension is not importable"
+def test_publish_holds_any_lock_and_calls_back_outside_it(impl):
     lock = CountingLock()
-    ob = all_impls["compiled"].Outbox(lock=lock)
+    held = []
+    ob = impl.Outbox(threshold=30, lock=lock)
+    ob.on_first = lambda: held.append(("first", lock.locked()))
+    ob.on_full = lambda: held.append(("full", lock.locked()))
+    ob.connected = True
+    for _ in range(3):
+        ob.publish("a", b"x")
+    assert lock.entered == 3 and ob.lock is lock
+    assert held == [("first", False), ("full", False)]
+    with pytest.raises(BadSubjectError):
+        ob.publish("a b", b"x")
+    assert not lock.locked()
+
+
+def test_write_lock_is_a_lock(impl):
+    lock = impl.WriteLock()
+    with lock:
+        assert lock.locked()
+        assert lock.acquire(False) is False
+    assert not lock.locked()
+    assert lock.acquire() is True
+    lock.release()
+    ob = impl.Outbox(lock=lock)
     ob.connected = True
     ob.publish("a", b"x")
-    assert lock.entered == 0 and ob.lock is lock
+    assert not lock.locked() and ob.buf == b"PUB a 1\r\nx\r\n"
 
 
 def test_threads_lose_nothing(impl):
     """Publishers on several threads, a taker holding the writer's lock: every frame arrives once."""
-    writer_lock = threading.Lock()
+    writer_lock = impl.WriteLock()
     ob = impl.Outbox(threshold=4096, lock=writer_lock)
     ob.connected = True
     taken = []

@@ -515,7 +515,7 @@ def test_selected_implementation(impl):
         assert _impl.IMPLEMENTATION == "compiled" and _impl.speedups_enabled()
         assert _impl.Parser is mods["compiled"].Parser
     for name in ("Parser", "MsgBase", "decode_headers", "encode_headers", "parse_metadata_fields", "append_pub",
-                 "append_hpub", "append_sub", "append_unsub", "validate_subject", "connect_line", "PING", "PONG",
+                 "append_hpub", "append_sub", "append_unsub", "validate_subject", "PING", "PONG",
                  "OP_INFO", "OP_PING", "OP_PONG", "OP_OK", "OP_ERR"):
         assert getattr(protocol, name) is getattr(_impl, name)
         assert hasattr(impl, name)

@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any, Callable, Optional
 
+from .. import _impl
 from ..errors import ProtocolError
 from ..errors import TimeoutError as NatsTimeoutError
 
@@ -230,7 +231,7 @@ class Writer:
         self.core = core
         self.outbox = outbox = core.outbox
         self.tr: Optional[Transport] = None
-        self.lock = threading.Lock()  # guards Python-level core.wbuf appends and outbox.take()
+        self.lock = _impl.WriteLock()  # guards every append to the outbox's buffer and outbox.take()
         self._send_lock = threading.Lock()  # keeps buffers in order on the wire
         self._ev = threading.Event()
         self._local = _Local()

@@ -501,6 +501,15 @@ class PubAck(Model):
         return obj
 
     @classmethod
+    def plain(cls, stream: str, seq: int) -> "PubAck":
+        """The ack of the usual answer ``{"stream": ..., "seq": ...}`` (the async-publish
+        mux's constructor: no JSON to decode, no other field set)."""
+        obj = _new(cls)
+        obj.__dict__.update(stream=stream, seq=seq, duplicate=False, domain=None, batch=None, count=None,
+                            val=None, _extra={})
+        return obj
+
+    @classmethod
     def _json_in(cls, data: dict) -> dict:
         if data.get("domain") == "":
             data = {k: v for k, v in data.items() if k != "domain"}

@@ -142,7 +142,7 @@ class PubAckMux(_impl.AckMux):
     __slots__ = ("closed", "close_error", "deadlines", "sub", "chain", "on_retry", "__weakref__")
 
     def __init__(self, prefix: str) -> None:
-        super().__init__(prefix, PubAck, AckFuture)  # prefix ends with "."
+        super().__init__(prefix, PubAck.plain)  # prefix ends with "."
         self.closed = False
         self.close_error: Optional[BaseException] = None
         self.deadlines: List[Tuple[float, str]] = []
@@ -214,10 +214,7 @@ class PubAckMux(_impl.AckMux):
                 stream = d.get("stream")
                 if stream and type(stream) is str:
                     # {"seq":..,"stream":..} or spaced: build the PubAck directly
-                    ack = _new(PubAck)
-                    ack.__dict__ = {"stream": stream, "seq": d["seq"], "duplicate": False, "domain": None,
-                                    "batch": None, "count": None, "val": None, "_extra": {}}
-                    _resolve(fut, ack)
+                    _resolve(fut, PubAck.plain(stream, d["seq"]))
                     if self.stall_waiters or self.complete_waiters:
                         self._after_pop()
                     return

@@ -20,6 +20,7 @@ Wire rules shared by both implementations:
 from __future__ import annotations
 
 import re
+import threading
 from inspect import isawaitable as _isawaitable
 from typing import Any, List, Optional, Tuple
 
@@ -48,9 +49,9 @@ __all__ = [
     "append_hpub",
     "append_sub",
     "append_unsub",
-    "connect_line",
     "DONE",
     "Outbox",
+    "WriteLock",
     "SubState",
     "Router",
     "AckMux",
@@ -470,17 +471,9 @@ _WHITESPACE = (
 )
 _BAD_CHARS = frozenset(_WHITESPACE) | frozenset(map(chr, range(0x20))) | {"\x7f"}
 
-_subject_cache: dict = {}
-_SUBJECT_CACHE_MAX = 4096
-
-
 def _subject_bytes(subject: Any, what: str = "subject") -> bytes:
-    """Validate a subject and return its UTF-8 bytes (cached for recent subjects)."""
-    if type(subject) is str:
-        b = _subject_cache.get(subject)
-        if b is not None:
-            return b
-    elif not isinstance(subject, str):
+    """Validate a subject and return its UTF-8 bytes."""
+    if not isinstance(subject, str):
         raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
     if not subject:
         raise BadSubjectError(f"{what} is empty")
@@ -497,10 +490,6 @@ def _subject_bytes(subject: Any, what: str = "subject") -> bytes:
             raise BadSubjectError(f"{what} {subject!r} is not encodable as UTF-8") from None
     if b[0] == 46 or b[-1] == 46 or b".." in b:
         raise BadSubjectError(f"{what} {subject!r} has an empty token")
-    if type(subject) is str:
-        if len(_subject_cache) >= _SUBJECT_CACHE_MAX:
-            _subject_cache.clear()
-        _subject_cache[subject] = b
     return b
 
 
@@ -612,11 +601,6 @@ def append_unsub(buf: bytearray, sid: int, max_msgs: int = 0) -> None:
         buf += b"UNSUB %d\r\n" % sid
 
 
-def connect_line(opts: dict) -> bytes:
-    """``CONNECT {json}\\r\\n``."""
-    return b"CONNECT " + orjson.dumps(opts) + b"\r\n"
-
-
 # ---------------------------------------------------------------------------- outbox
 class _Done:
     """An awaitable that is already done (its result is None)."""
@@ -631,6 +615,11 @@ class _Done:
 
 
 DONE = _Done()
+
+
+def WriteLock() -> Any:  # noqa: N802 - a class in the compiled module
+    """The blocking writer's lock (the compiled module's is taken without a Python call)."""
+    return threading.Lock()
 
 
 class Outbox:
@@ -650,8 +639,7 @@ class Outbox:
     writer's lock) while it reads ``buf``, appends and counts. ``append_pub``,
     ``append_hpub`` and ``take`` take no lock: their callers hold the writer's lock,
     as does any Python code appending to ``buf`` itself. ``on_first`` / ``on_full``
-    run after the append, outside the lock. (The compiled ``Outbox`` needs no lock in
-    ``publish``: there each operation runs no Python code and is atomic under the GIL.)
+    run after the append, outside the lock (the compiled ``Outbox`` does the same).
     """
 
     __slots__ = ("_buf", "connected", "congested", "max_payload", "out_msgs", "out_bytes", "threshold",
@@ -942,24 +930,18 @@ class AckMux:
     retries_left, retry_wait)``; ``add()`` registers a publish under the next token
     (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one reply on
     ``<prefix><token>``: an unknown token is ignored; the usual answer
-    ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes an ``ack_type``
-    instance whose ``__dict__`` is ``{"stream", "seq", "duplicate": False, "domain": None,
-    "batch": None, "count": None, "val": None, "_extra": {}}``, resolves the entry's
-    future (unless it is done already; an error from ``set_result`` is ignored) and then,
-    when ``stall_waiters`` or ``complete_waiters`` is non-empty, calls
-    ``self._after_pop()``. Any other reply (or ``ack_type`` None) goes to
-    ``self._other(msg, token, entry)`` after the entry was popped.
-
-    ``lazy_type``: futures of exactly this type (``pubmux.AckFuture``) may be resolved
-    by the compiled mux by storing ``_result``/``_state`` directly while nobody made
-    their condition yet (atomic under the GIL there); this twin calls ``set_result``,
-    which does the same under the future's lock.
+    ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, seq)``
+    (the ack type's constructor), resolves the entry's future with its ``set_result``
+    (unless it is done already; an error from ``set_result`` is ignored) and then, when
+    ``stall_waiters`` or ``complete_waiters`` is non-empty, calls ``self._after_pop()``.
+    Any other reply (or ``make_ack`` None) goes to ``self._other(msg, token, entry)``
+    after the entry was popped.
     """
 
     __slots__ = ("prefix", "_plen", "pending", "_n", "stall_waiters", "complete_waiters", "wake_at",
-                 "ack_type", "lazy_type")
+                 "make_ack")
 
-    def __init__(self, prefix: str, ack_type: Any = None, lazy_type: Any = None) -> None:
+    def __init__(self, prefix: str, make_ack: Any = None) -> None:
         if type(prefix) is not str:
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
         self.prefix = prefix
@@ -969,8 +951,7 @@ class AckMux:
         self.stall_waiters: List[Any] = []
         self.complete_waiters: List[Any] = []
         self.wake_at = 0
-        self.ack_type = ack_type
-        self.lazy_type = lazy_type
+        self.make_ack = make_ack
 
     def add(self, fut: Any, subject: str, hdr: Any, data: Any, retries: int, retry_wait: float) -> str:
         """Register a publish; returns its token (the reply subject is ``prefix + token``)."""
@@ -986,14 +967,12 @@ class AckMux:
         entry = self.pending.pop(token, None)
         if entry is None:
             return
-        cls = self.ack_type
-        plain = _plain_ack(msg.data) if cls is not None else None
+        make = self.make_ack
+        plain = _plain_ack(msg.data) if make is not None else None
         if plain is None:
             self._other(msg, token, entry)
             return
-        ack = object.__new__(cls)
-        ack.__dict__ = {"stream": plain[0], "seq": plain[1], "duplicate": False, "domain": None,
-                        "batch": None, "count": None, "val": None, "_extra": {}}
+        ack = make(plain[0], plain[1])
         fut = entry[0]
         try:
             if not fut.done():

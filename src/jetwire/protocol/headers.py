@@ -27,11 +27,6 @@ __all__ = ["Headers", "HeadersInit", "as_text", "check_key", "check_value"]
 
 HeadersInit = Union["Headers", Mapping[str, Union[str, List[str], Tuple[str, ...]]], Iterable[Tuple[str, str]]]
 
-# Keys that passed validation; bounded so that hostile input cannot grow it forever.
-_valid_keys: set = set()
-_VALID_KEYS_MAX = 1024
-
-
 def as_text(value: Any) -> Any:
     """``bytes`` as ``str`` with surrogate escapes (lossless); anything else unchanged."""
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -42,8 +37,6 @@ def as_text(value: Any) -> Any:
 def check_key(key: Any) -> None:
     """Raise ``BadHeaderError`` unless ``key`` is a header name: no ':', no whitespace or
     control characters (bytes that are not UTF-8, kept as surrogate escapes, are allowed)."""
-    if type(key) is str and key in _valid_keys:
-        return
     if (
         not isinstance(key, str)
         or not key
@@ -52,10 +45,6 @@ def check_key(key: Any) -> None:
         and any(c.isspace() or ord(c) < 33 or ord(c) == 127 for c in key)
     ):
         raise BadHeaderError(f"invalid header key {key!r}: no ':', whitespace or control characters")
-    if type(key) is str:
-        if len(_valid_keys) >= _VALID_KEYS_MAX:
-            _valid_keys.clear()
-        _valid_keys.add(key)
 
 
 def check_value(value: Any) -> None:
