@@ -1367,6 +1367,7 @@ cdef class Outbox:
     cdef public object slow
     cdef public object ret
     cdef public object lock
+    cdef str _last  # the subject the fast path validated last (a str is immutable)
 
     def __init__(self, slow=None, max_payload=DEFAULT_MAX_PAYLOAD, threshold=65536, on_first=None,
                  on_full=None, ret=None, lock=None):
@@ -1434,8 +1435,13 @@ cdef class Outbox:
             return self.slow(subject, data, reply, headers)
         lk = self.lock
         try:
-            subject = _esc(subject)
-            s = _subject_utf8(subject, &sn, "subject")
+            if subject is self._last:  # validated already: its UTF-8 is cached in the str
+                s = PyUnicode_AsUTF8AndSize(subject, &sn)
+            else:
+                subject = _esc(subject)
+                s = _subject_utf8(subject, &sn, "subject")
+                if type(subject) is str:
+                    self._last = subject
             if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
                 reply = _esc(reply)
                 r = _subject_utf8(reply, &rn, "reply")

@@ -505,8 +505,8 @@ class PubAck(Model):
         """The ack of the usual answer ``{"stream": ..., "seq": ...}`` (the async-publish
         mux's constructor: no JSON to decode, no other field set)."""
         obj = _new(cls)
-        obj.__dict__.update(stream=stream, seq=seq, duplicate=False, domain=None, batch=None, count=None,
-                            val=None, _extra={})
+        obj.__dict__ = {"stream": stream, "seq": seq, "duplicate": False, "domain": None, "batch": None,
+                        "count": None, "val": None, "_extra": {}}
         return obj
 
     @classmethod
