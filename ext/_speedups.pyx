@@ -1435,7 +1435,7 @@ cdef class Outbox:
             return self.slow(subject, data, reply, headers)
         lk = self.lock
         try:
-            if subject is self._last:  # validated already: its UTF-8 is cached in the str
+            if subject is self._last and subject is not None:  # validated already (UTF-8 cached in the str)
                 s = PyUnicode_AsUTF8AndSize(subject, &sn)
             else:
                 subject = _esc(subject)
