@@ -811,8 +811,10 @@ def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], se
     if "nats-py" in client_list and not cmp.have_nats_py():
         client_list.remove("nats-py")
         if clients:
-            raise CliError("nats-py is not installed")
-        click.echo("nats-py is not installed: comparing jetwire flavours only", err=True)
+            raise CliError("nats-py rows unavailable: install nats-py and run from a checkout "
+                           "(benchmarks/natspy_rows.py), or set JETWIRE_BENCH_PEERS")
+        click.echo("nats-py rows unavailable (nats-py not installed, or no benchmarks/ checkout; "
+                   "set JETWIRE_BENCH_PEERS): comparing jetwire flavours only", err=True)
     err = console(stderr=True)
     quiet = as_json
     status = None

@@ -28,7 +28,21 @@ from .rows import ROW_ORDER, ROWS, supported
 CLIENTS = ["jetwire", "jetwire.aio", "nats-py"]
 
 
+def peers_dir() -> Optional[str]:
+    """Where the peers' rows are: ``$JETWIRE_BENCH_PEERS``, else the ``benchmarks/``
+    folder of the source checkout jetwire runs from (None when neither exists)."""
+    env = os.environ.get("JETWIRE_BENCH_PEERS")
+    if env:
+        return env if os.path.isfile(os.path.join(env, "natspy_rows.py")) else None
+    here = os.path.dirname(os.path.abspath(__file__))
+    cand = os.path.normpath(os.path.join(here, "..", "..", "..", "benchmarks"))
+    return cand if os.path.isfile(os.path.join(cand, "natspy_rows.py")) else None
+
+
 def have_nats_py() -> bool:
+    """nats-py is installed and its rows (benchmarks/natspy_rows.py) are at hand."""
+    if peers_dir() is None:
+        return False
     try:
         import importlib.util
 
@@ -57,7 +71,14 @@ def parse_clients(text: Optional[str]) -> List[str]:
 
 def run_worker(row: str, client: str, url: str, monitor: str, scale: float, timeout: float = 600) -> Dict[str, Any]:
     """One row for one client in a fresh process; ``{"error": ...}`` when it failed."""
-    cmd = [sys.executable, "-m", "jetwire.cli.rows", row, client, url, monitor or "", repr(scale)]
+    if client == "nats-py":
+        peers = peers_dir()
+        if peers is None:
+            return {"error": "the nats-py rows (benchmarks/natspy_rows.py) are not at hand"}
+        cmd = [sys.executable, os.path.join(peers, "natspy_rows.py")]
+    else:
+        cmd = [sys.executable, "-m", "jetwire.cli.rows"]
+    cmd += [row, client, url, monitor or "", repr(scale)]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
     except subprocess.TimeoutExpired:
@@ -190,7 +211,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.rounds < 1 or args.scale <= 0:
         ap.error("--rounds must be >= 1 and --scale > 0")
     if "nats-py" in clients and not have_nats_py():
-        print("nats-py is not installed: comparing jetwire flavours only", file=sys.stderr)
+        print("nats-py rows unavailable (nats-py not installed, or no benchmarks/ checkout; "
+              "set JETWIRE_BENCH_PEERS): comparing jetwire flavours only", file=sys.stderr)
         clients.remove("nats-py")
 
     def on_result(rnd: int, r: str, c: str, res: Dict[str, Any]) -> None:

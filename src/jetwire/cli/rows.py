@@ -1,6 +1,7 @@
 """The benchmark rows of BENCHMARKS.md, for each client. One row runs in a fresh process:
 
-    python -m jetwire.cli.rows <row> <jetwire|jetwire.aio|nats-py> <url> <monitor-url> [scale]
+    python -m jetwire.cli.rows <row> <jetwire|jetwire.aio> <url> <monitor-url> [scale]
+    python benchmarks/natspy_rows.py <row> nats-py <url> <monitor-url> [scale]   (the peer)
 
 and prints one JSON line with the measurement (or exits non-zero with a one-line
 reason). :mod:`jetwire.cli.compare` runs these processes in turns and prints medians.
@@ -11,15 +12,14 @@ consumer's pending / ack-pending counts (f, f2, g) after the timed part.
 
 The JetStream set-up around the timed part (stream, stored messages, accounting) uses
 the blocking jetwire API in the same process, before and after the client under test
-runs, so every client is timed on exactly the same work. nats-py code paths live only
-here and import ``nats`` lazily: nothing imports it unless nats-py rows are asked for.
+runs, so every client is timed on exactly the same work. The library never imports
+nats-py: the peer's rows are in the checkout's ``benchmarks/natspy_rows.py``.
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
-import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -38,34 +38,6 @@ class RowFailed(Exception):
 
 
 IDLE = 5.0  # seconds without a new delivery after which missing messages count as lost
-
-
-def wait_count(done: threading.Event, count: list) -> bool:
-    """Wait for ``done`` while deliveries keep coming; False once they stall for IDLE s."""
-    last, since = count[0], time.monotonic()
-    while not done.wait(0.05):
-        if count[0] != last:
-            last, since = count[0], time.monotonic()
-        elif time.monotonic() - since > IDLE:
-            return False
-    return True
-
-
-async def await_count(done: Any, count: list) -> bool:
-    """asyncio twin of :func:`wait_count`."""
-    import asyncio
-
-    last, since = count[0], time.monotonic()
-    while not done.is_set():
-        try:
-            await asyncio.wait_for(done.wait(), 0.05)
-        except asyncio.TimeoutError:
-            pass
-        if count[0] != last:
-            last, since = count[0], time.monotonic()
-        elif not done.is_set() and time.monotonic() - since > IDLE:
-            return False
-    return True
 
 
 @dataclass
@@ -119,457 +91,31 @@ FETCH = 1000  # rows f, f2: fetch batch
 WAIT = 10.0  # seconds a pull may come back empty before the row fails
 
 
-# ================================================================== jetwire (blocking)
-def a_sync(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import jetwire
-
-    nc = jetwire.connect(url)
-    pub = nc.publish
-    t0 = now()
-    for _ in range(n):
-        pub("bench.a", PAYLOAD)
-    nc.flush(timeout=60)
-    dt = now() - t0
-    nc.close()
-    return dt
-
-
-def b_sync(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import jetwire
-
-    sub_nc = jetwire.connect(url, pending_msgs_limit=n + 1, pending_bytes_limit=-1)
-    pub_nc = jetwire.connect(url)
-    done = threading.Event()
-    count = [0]
-
-    def cb(msg: Any) -> None:
-        count[0] += 1
-        if count[0] == n:
-            done.set()
-
-    sub_nc.subscribe("bench.b", cb=cb)
-    sub_nc.flush()
-    pub = pub_nc.publish
-    t0 = now()
-    for _ in range(n):
-        pub("bench.b", PAYLOAD)
-    pub_nc.flush(timeout=60)
-    if not wait_count(done, count):
-        raise RowFailed(f"lost messages: {count[0]} of {n}")
-    dt = now() - t0
-    pub_nc.close()
-    sub_nc.close()
-    return dt
-
-
-def c_sync(url: str, n: int, ctx: Dict[str, Any]) -> list:
-    import jetwire
-
-    srv = jetwire.connect(url)
-    srv.subscribe("bench.c", cb=lambda m: m.respond(m.data))
-    srv.flush()
-    nc = jetwire.connect(url)
-    lat = []
-    for _ in range(n):
-        t0 = now()
-        nc.request("bench.c", PAYLOAD, timeout=5)
-        lat.append(now() - t0)
-    nc.close()
-    srv.close()
-    return lat
-
-
-def d_sync(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import jetwire
-
-    nc = jetwire.connect(url)
-    js = nc.jetstream()
-    pub, subj = js.publish, ctx["subject"]
-    t0 = now()
-    for _ in range(n):
-        pub(subj, PAYLOAD)
-    dt = now() - t0
-    nc.close()
-    return dt
-
-
-def e_sync(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import jetwire
-
-    nc = jetwire.connect(url)
-    js = nc.jetstream(publish_async_max_pending=WINDOW)
-    pub, subj = js.publish_async, ctx["subject"]
-    t0 = now()
-    for _ in range(n):
-        pub(subj, PAYLOAD)
-    js.publish_async_complete(timeout=60)
-    dt = now() - t0
-    nc.close()
-    return dt
-
-
-def _fetch_sync(url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
-    import jetwire
-
-    nc = jetwire.connect(url)
-    js = nc.jetstream()
-    c = js.consumer(ctx["stream"], ctx["consumer"])
-    got = 0
-    t0 = now()
-    while got < n:
-        k = 0
-        for m in c.fetch(FETCH, max_wait=WAIT):
-            k += 1
-            if ack:
-                m.ack()
-        if not k:
-            raise RowFailed(f"lost messages: fetched {got} of {n}")
-        got += k
-    if ack:
-        nc.flush(timeout=60)
-    dt = now() - t0
-    ctx["received"] = got
-    nc.close()
-    return dt
-
-
-def f_sync(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    return _fetch_sync(url, n, ctx, ack=False)
-
-
-def f2_sync(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    return _fetch_sync(url, n, ctx, ack=True)
-
-
-def g_sync(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import jetwire
-
-    nc = jetwire.connect(url)
-    js = nc.jetstream()
-    c = js.consumer(ctx["stream"], ctx["consumer"])
-    done = threading.Event()
-    count = [0]
-
-    def cb(msg: Any) -> None:
-        count[0] += 1
-        if count[0] == n:
-            done.set()
-
-    t0 = now()
-    cc = c.consume(cb)
-    ok = wait_count(done, count)
-    dt = now() - t0
-    cc.stop()
-    ctx["received"] = count[0]
-    nc.close()
-    if not ok:
-        raise RowFailed(f"lost messages: consumed {count[0]} of {n}")
-    return dt
-
-
-# ================================================================== jetwire.aio
-async def a_aio(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import jetwire.aio
-
-    nc = await jetwire.aio.connect(url)
-    pub = nc.publish
-    t0 = now()
-    for _ in range(n):
-        await pub("bench.a", PAYLOAD)
-    await nc.flush(timeout=60)
-    dt = now() - t0
-    await nc.close()
-    return dt
-
-
-async def b_aio(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import asyncio
-
-    import jetwire.aio
-
-    sub_nc = await jetwire.aio.connect(url, pending_msgs_limit=n + 1, pending_bytes_limit=-1)
-    pub_nc = await jetwire.aio.connect(url)
-    done = asyncio.Event()
-    count = [0]
-
-    def cb(msg: Any) -> None:
-        count[0] += 1
-        if count[0] == n:
-            done.set()
-
-    await sub_nc.subscribe("bench.b", cb=cb)
-    await sub_nc.flush()
-    pub = pub_nc.publish
-    t0 = now()
-    for i in range(n):
-        await pub("bench.b", PAYLOAD)
-        if i & 1023 == 0:
-            await asyncio.sleep(0)
-    await pub_nc.flush(timeout=60)
-    if not await await_count(done, count):
-        raise RowFailed(f"lost messages: {count[0]} of {n}")
-    dt = now() - t0
-    await pub_nc.close()
-    await sub_nc.close()
-    return dt
-
-
-async def c_aio(url: str, n: int, ctx: Dict[str, Any]) -> list:
-    import jetwire.aio
-
-    srv = await jetwire.aio.connect(url)
-
-    async def handler(m: Any) -> None:
-        await m.respond(m.data)
-
-    await srv.subscribe("bench.c", cb=handler)
-    await srv.flush()
-    nc = await jetwire.aio.connect(url)
-    lat = []
-    for _ in range(n):
-        t0 = now()
-        await nc.request("bench.c", PAYLOAD, timeout=5)
-        lat.append(now() - t0)
-    await nc.close()
-    await srv.close()
-    return lat
-
-
-async def d_aio(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import jetwire.aio
-
-    nc = await jetwire.aio.connect(url)
-    js = nc.jetstream()
-    pub, subj = js.publish, ctx["subject"]
-    t0 = now()
-    for _ in range(n):
-        await pub(subj, PAYLOAD)
-    dt = now() - t0
-    await nc.close()
-    return dt
-
-
-async def e_aio(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import jetwire.aio
-
-    nc = await jetwire.aio.connect(url)
-    js = nc.jetstream(publish_async_max_pending=WINDOW)
-    pub, subj = js.publish_async, ctx["subject"]
-    t0 = now()
-    for _ in range(n):
-        await pub(subj, PAYLOAD)
-    await js.publish_async_complete(timeout=60)
-    dt = now() - t0
-    await nc.close()
-    return dt
-
-
-async def _fetch_aio(url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
-    import jetwire.aio
-
-    nc = await jetwire.aio.connect(url)
-    js = nc.jetstream()
-    c = await js.consumer(ctx["stream"], ctx["consumer"])
-    got = 0
-    t0 = now()
-    while got < n:
-        k = 0
-        async for m in await c.fetch(FETCH, max_wait=WAIT):
-            k += 1
-            if ack:
-                await m.ack()
-        if not k:
-            raise RowFailed(f"lost messages: fetched {got} of {n}")
-        got += k
-    if ack:
-        await nc.flush(timeout=60)
-    dt = now() - t0
-    ctx["received"] = got
-    await nc.close()
-    return dt
-
-
-async def f_aio(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    return await _fetch_aio(url, n, ctx, ack=False)
-
-
-async def f2_aio(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    return await _fetch_aio(url, n, ctx, ack=True)
-
-
-async def g_aio(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import asyncio
-
-    import jetwire.aio
-
-    nc = await jetwire.aio.connect(url)
-    js = nc.jetstream()
-    c = await js.consumer(ctx["stream"], ctx["consumer"])
-    done = asyncio.Event()
-    count = [0]
-
-    def cb(msg: Any) -> None:
-        count[0] += 1
-        if count[0] == n:
-            done.set()
-
-    t0 = now()
-    cc = await c.consume(cb)
-    await await_count(done, count)
-    dt = now() - t0
-    cc.stop()
-    ctx["received"] = count[0]
-    await nc.close()
-    if count[0] < n:
-        raise RowFailed(f"lost messages: consumed {count[0]} of {n}")
-    return dt
-
-
-# ================================================================== nats-py (peer)
-async def a_natspy(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import nats
-
-    nc = await nats.connect(url, pending_size=64 * 1024 * 1024)
-    pub = nc.publish
-    t0 = now()
-    for _ in range(n):
-        await pub("bench.a", PAYLOAD)
-    await nc.flush(timeout=60)
-    dt = now() - t0
-    await nc.close()
-    return dt
-
-
-async def b_natspy(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import asyncio
-
-    import nats
-
-    sub_nc = await nats.connect(url)
-    pub_nc = await nats.connect(url, pending_size=64 * 1024 * 1024)
-    done = asyncio.Event()
-    count = [0]
-
-    async def cb(msg: Any) -> None:
-        count[0] += 1
-        if count[0] == n:
-            done.set()
-
-    await sub_nc.subscribe("bench.b", cb=cb, pending_msgs_limit=n + 1, pending_bytes_limit=-1)
-    await sub_nc.flush()
-    t0 = now()
-    for i in range(n):
-        await pub_nc.publish("bench.b", PAYLOAD)
-        if i & 1023 == 0:
-            await asyncio.sleep(0)
-    await pub_nc.flush(timeout=60)
-    if not await await_count(done, count):
-        raise RowFailed(f"lost messages: {count[0]} of {n}")
-    dt = now() - t0
-    await pub_nc.close()
-    await sub_nc.close()
-    return dt
-
-
-async def c_natspy(url: str, n: int, ctx: Dict[str, Any]) -> list:
-    import nats
-
-    srv = await nats.connect(url)
-
-    async def handler(m: Any) -> None:
-        await m.respond(m.data)
-
-    await srv.subscribe("bench.c", cb=handler)
-    await srv.flush()
-    nc = await nats.connect(url)
-    lat = []
-    for _ in range(n):
-        t0 = now()
-        await nc.request("bench.c", PAYLOAD, timeout=5)
-        lat.append(now() - t0)
-    await nc.close()
-    await srv.close()
-    return lat
-
-
-async def d_natspy(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import nats
-
-    nc = await nats.connect(url)
-    js = nc.jetstream()
-    pub, subj = js.publish, ctx["subject"]
-    t0 = now()
-    for _ in range(n):
-        await pub(subj, PAYLOAD)
-    dt = now() - t0
-    await nc.close()
-    return dt
-
-
-async def e_natspy(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    import asyncio
-
-    import nats
-
-    nc = await nats.connect(url, pending_size=64 * 1024 * 1024)
-    js = nc.jetstream(publish_async_max_pending=WINDOW)
-    pub, subj = js.publish_async, ctx["subject"]
-    t0 = now()
-    for _ in range(n):
-        await pub(subj, PAYLOAD)
-    await asyncio.wait_for(js.publish_async_completed(), 60)
-    dt = now() - t0
-    await nc.close()
-    return dt
-
-
-async def _fetch_natspy(url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
-    import nats
-    from nats.errors import TimeoutError as NatsTimeout
-
-    nc = await nats.connect(url)
-    js = nc.jetstream()
-    psub = await js.pull_subscribe_bind(ctx["consumer"], stream=ctx["stream"])
-    got = 0
-    t0 = now()
-    while got < n:
-        try:
-            msgs = await psub.fetch(FETCH, timeout=WAIT)
-        except NatsTimeout:
-            raise RowFailed(f"lost messages: fetched {got} of {n}") from None
-        if ack:
-            for m in msgs:
-                await m.ack()
-        got += len(msgs)
-    if ack:
-        await nc.flush(timeout=60)
-    dt = now() - t0
-    ctx["received"] = got
-    await nc.close()
-    return dt
-
-
-async def f_natspy(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    return await _fetch_natspy(url, n, ctx, ack=False)
-
-
-async def f2_natspy(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    return await _fetch_natspy(url, n, ctx, ack=True)
-
-
-IMPLS: Dict[str, Dict[str, Callable[..., Any]]] = {
-    "jetwire": {"a": a_sync, "b": b_sync, "c": c_sync, "d": d_sync, "e": e_sync,
-                "f": f_sync, "f2": f2_sync, "g": g_sync},
-    "jetwire.aio": {"a": a_aio, "b": b_aio, "c": c_aio, "d": d_aio, "e": e_aio,
-                    "f": f_aio, "f2": f2_aio, "g": g_aio},
-    # nats-py has no continuous-pull API: no row g
-    "nats-py": {"a": a_natspy, "b": b_natspy, "c": c_natspy, "d": d_natspy, "e": e_natspy,
-                "f": f_natspy, "f2": f2_natspy},
+# The clients' rows: jetwire's in rows_aio.py (and the generated rows_sync.py); the
+# peers' (nats-py) live in the checkout's benchmarks/ folder, not in the package, and run
+# through this module's harness there (benchmarks/natspy_rows.py).
+CLIENT_ROWS: Dict[str, list] = {
+    "jetwire": ROW_ORDER,
+    "jetwire.aio": ROW_ORDER,
+    "nats-py": [r for r in ROW_ORDER if r != "g"],  # nats-py has no continuous-pull API: no row g
 }
 
 
+def implementations(client: str) -> Dict[str, Callable[..., Any]]:
+    """The row functions of a jetwire flavour."""
+    if client == "jetwire":
+        from . import rows_sync
+
+        return rows_sync.ROWS
+    if client == "jetwire.aio":
+        from . import rows_aio
+
+        return rows_aio.ROWS
+    raise KeyError(f"{client} rows are not part of jetwire (see benchmarks/)")
+
+
 def supported(row: str, client: str) -> bool:
-    return row in IMPLS.get(client, {})
+    return row in CLIENT_ROWS.get(client, ())
 
 
 # ================================================================== JetStream set-up and accounting
@@ -660,11 +206,13 @@ def _run(fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
-def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1.0) -> Dict[str, Any]:
-    """Run one row for one client in this process; the measurement as a dict."""
+def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1.0,
+            impls: Optional[Dict[str, Callable[..., Any]]] = None) -> Dict[str, Any]:
+    """Run one row for one client in this process; the measurement as a dict
+    (``impls``: the client's row functions when it is not a jetwire flavour)."""
     spec = ROWS[row]
     n = max(1, int(spec.count * scale))
-    fn = IMPLS[client][row]
+    fn = (impls or implementations(client))[row]
     ctx: Dict[str, Any] = {}
     if spec.js:
         ctx = _js_setup(url, row, n)
@@ -693,7 +241,7 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
     return {"rate": n / dt, "n": n, "seconds": dt}
 
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: Optional[list] = None, impls: Optional[Dict[str, Callable[..., Any]]] = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 3:
         print(__doc__, file=sys.stderr)
@@ -708,7 +256,7 @@ def main(argv: Optional[list] = None) -> int:
         print(f"row {row} has no {client} implementation", file=sys.stderr)
         return 2
     try:
-        res = run_row(row, client, url, monitor, scale)
+        res = run_row(row, client, url, monitor, scale, impls)
     except RowFailed as exc:
         print(f"FAILED: {exc}", file=sys.stderr)
         return 1
