@@ -55,22 +55,31 @@ def pub(w: Worker) -> Dict[str, Any]:
     return w.result(n, t0, t1)
 
 
-def sub(w: Worker) -> Dict[str, Any]:
-    exp, size, counters, idx = w.expected, w.size, w.counters, w.idx
-    st: List[Any] = [0, 0.0, 0.0, 0]
+def tally(w: Worker, st: List[Any]) -> Any:
+    """A callback counting deliveries in ``st`` (count, first, last, wrong sizes) and
+    publishing progress; it returns the count."""
+    size, counters, idx = w.size, w.counters, w.idx
 
-    def cb(msg: Any) -> None:
+    def count(m: Any) -> int:
         c = st[0] + 1
         st[0] = c
         t = now()
         if c == 1:
             st[1] = t
         st[2] = t
-        if len(msg.data) != size:
+        if len(m.data) != size:
             st[3] += 1
         if not c & 1023:
             counters[idx] = c
+        return c
 
+    return count
+
+
+def sub(w: Worker) -> Dict[str, Any]:
+    exp, counters, idx = w.expected, w.counters, w.idx
+    st: List[Any] = [0, 0.0, 0.0, 0]
+    cb = tally(w, st)
     nc = _connect(w, pending_msgs_limit=max(65536, exp + 1), pending_bytes_limit=-1)
     nc.subscribe(w.subject, queue=w.spec.get("queue"), cb=cb)
     nc.flush()
@@ -235,23 +244,11 @@ def jsfetch(w: Worker) -> Dict[str, Any]:
 def jsconsume(w: Worker) -> Dict[str, Any]:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
-    counters, idx, size = w.counters, w.idx, w.size
+    counters, idx = w.counters, w.idx
     acks = _ack_mode(w)
     st: List[Any] = [0, 0.0, 0.0, 0]
     last: List[Any] = [None]
-
-    def count(m: Any) -> int:
-        c = st[0] + 1
-        st[0] = c
-        t = now()
-        if c == 1:
-            st[1] = t
-        st[2] = t
-        if len(m.data) != size:
-            st[3] += 1
-        if not c & 1023:
-            counters[idx] = c
-        return c
+    count = tally(w, st)
 
     def acking(m: Any) -> None:
         c = count(m)
