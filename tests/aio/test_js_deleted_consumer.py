@@ -7,6 +7,8 @@ its consumer right then and goes on from the next stream sequence; a durable con
 """
 from __future__ import annotations
 
+import pytest
+
 import jetwire.aio as jetwire
 from tests.aio._helpers import Errors, fill, new_stream, wait_until
 
@@ -89,12 +91,8 @@ async def test_durable_fetch_and_next_report_consumer_deleted(nats_url):
         batch = await c.fetch(5, max_wait=2)
         assert [m async for m in batch] == []
         assert isinstance(batch.error, jetwire.ConsumerDeletedError), batch.error
-        try:
+        with pytest.raises(jetwire.ConsumerDeletedError):
             await c.next(timeout=2)
-        except jetwire.ConsumerDeletedError:
-            pass
-        else:
-            raise AssertionError("next() on a deleted consumer returned a message")
     finally:
         await js.delete_stream(stream)
         await other.close()
@@ -112,12 +110,8 @@ async def test_durable_messages_raise_consumer_deleted_between_pulls(nats_url):
         await other.jetstream().delete_consumer(stream, "gone")
         seqs = [(await ctx.next(timeout=5)).metadata.sequence.stream for _ in range(10)]
         assert seqs == list(range(1, 11))
-        try:
+        with pytest.raises(jetwire.ConsumerDeletedError):
             await ctx.next(timeout=2)
-        except jetwire.ConsumerDeletedError:
-            pass
-        else:
-            raise AssertionError("messages() on a deleted consumer returned a message")
     finally:
         await js.delete_stream(stream)
         await other.close()

@@ -8,6 +8,8 @@ its consumer right then and goes on from the next stream sequence; a durable con
 """
 from __future__ import annotations
 
+import pytest
+
 import jetwire as jetwire
 from tests.sync._helpers import Errors, fill, new_stream, wait_until
 
@@ -90,12 +92,8 @@ def test_durable_fetch_and_next_report_consumer_deleted(nats_url):
         batch = c.fetch(5, max_wait=2)
         assert [m for m in batch] == []
         assert isinstance(batch.error, jetwire.ConsumerDeletedError), batch.error
-        try:
+        with pytest.raises(jetwire.ConsumerDeletedError):
             c.next(timeout=2)
-        except jetwire.ConsumerDeletedError:
-            pass
-        else:
-            raise AssertionError("next() on a deleted consumer returned a message")
     finally:
         js.delete_stream(stream)
         other.close()
@@ -113,12 +111,8 @@ def test_durable_messages_raise_consumer_deleted_between_pulls(nats_url):
         other.jetstream().delete_consumer(stream, "gone")
         seqs = [(ctx.next(timeout=5)).metadata.sequence.stream for _ in range(10)]
         assert seqs == list(range(1, 11))
-        try:
+        with pytest.raises(jetwire.ConsumerDeletedError):
             ctx.next(timeout=2)
-        except jetwire.ConsumerDeletedError:
-            pass
-        else:
-            raise AssertionError("messages() on a deleted consumer returned a message")
     finally:
         js.delete_stream(stream)
         other.close()
