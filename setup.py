@@ -32,11 +32,14 @@ def extensions():
     try:
         from setuptools import Extension
 
+        concepts = ["msg", "headers", "metadata", "parser", "encoder", "router", "ackmux"]
         mods = [
-            Extension("jetwire._speedups", ["ext/_speedups.pyx"], extra_compile_args=["-O3"]),
+            Extension(f"jetwire._c.{name}", [f"ext/jetwire/_c/{name}.pyx"], extra_compile_args=["-O3"])
+            for name in concepts
         ]
         return cythonize(
             mods,
+            include_path=["ext"],
             compiler_directives={
                 "language_level": 3,
                 "boundscheck": False,

@@ -34,7 +34,7 @@ ACK = "$JS.ACK.hub.ACCHASH.ORDERS.worker.1.123456.7890.1700000000123456789.42.to
 def get(name):
     mods = _impl.implementations()
     if name not in mods:
-        pytest.fail("jetwire._speedups is not built (set JETWIRE_PURE=1 for a pure-only run)")
+        pytest.fail("jetwire._c is not built (set JETWIRE_PURE=1 for a pure-only run)")
     return mods[name]
 
 

@@ -50,7 +50,7 @@ def impls():
 
     mods = _impl.implementations()
     if "compiled" not in mods:
-        sys.exit("jetwire._speedups is not built: run `python setup.py build_ext --inplace` first")
+        sys.exit("jetwire._c is not built: run `python setup.py build_ext --inplace` first")
     return mods
 
 

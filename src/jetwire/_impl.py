@@ -1,4 +1,4 @@
-"""Selects the protocol implementation: compiled ``jetwire._speedups`` or the pure twin.
+"""Selects the protocol implementation: compiled ``jetwire._c`` or the pure twin.
 
 The compiled module is used unless ``JETWIRE_PURE=1`` is set or it cannot be imported;
 ``jetwire.protocol._pure`` is the fallback. Both expose the same names, re-exported
@@ -23,10 +23,10 @@ def force_pure() -> bool:
 
 def _load_compiled() -> Optional[ModuleType]:
     try:
-        from jetwire import _speedups
+        from jetwire import _c
     except ImportError:
         return None
-    return _speedups
+    return _c
 
 
 _compiled = _load_compiled()

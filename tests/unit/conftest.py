@@ -1,6 +1,6 @@
 """Fixtures for the protocol unit tests: every test runs against both implementations.
 
-``impl`` yields the pure-Python twin and the compiled ``jetwire._speedups`` module. The
+``impl`` yields the pure-Python twin and the compiled ``jetwire._c`` package. The
 compiled one must be importable: a missing extension FAILS the tests rather than
 skipping them, unless ``JETWIRE_PURE=1`` asks for a pure-only run.
 
@@ -32,7 +32,7 @@ def get_impl(name: str):
     mods = _impl.implementations()
     if name not in mods:
         pytest.fail(
-            "the compiled extension jetwire._speedups is not importable: build it with "
+            "the compiled extension jetwire._c is not importable: build it with "
             "`python setup.py build_ext --inplace` (or run with JETWIRE_PURE=1 for a pure-only run)",
             pytrace=False,
         )
@@ -41,7 +41,7 @@ def get_impl(name: str):
 
 @pytest.fixture(params=IMPL_NAMES)
 def impl(request):
-    """The implementation module under test (``jetwire.protocol._pure`` or ``jetwire._speedups``)."""
+    """The implementation module under test (``jetwire.protocol._pure`` or ``jetwire._c``)."""
     return get_impl(request.param)
 
 

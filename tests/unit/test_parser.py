@@ -511,7 +511,7 @@ def test_selected_implementation(impl):
         assert _impl.Parser is mods["pure"].Parser
     else:
         # without JETWIRE_PURE=1 the compiled module must be built and selected
-        assert "compiled" in mods, "jetwire._speedups is not built"
+        assert "compiled" in mods, "jetwire._c is not built"
         assert _impl.IMPLEMENTATION == "compiled" and _impl.speedups_enabled()
         assert _impl.Parser is mods["compiled"].Parser
     for name in ("Parser", "MsgBase", "decode_headers", "encode_headers", "parse_metadata_fields", "append_pub",

@@ -2,7 +2,7 @@
 
 ``Headers`` and the metadata dataclasses are shared by both implementations. Every
 other name resolves (lazily, to avoid an import cycle with ``jetwire._impl``) to the
-selected implementation: compiled ``jetwire._speedups`` or ``jetwire.protocol._pure``.
+selected implementation: compiled ``jetwire._c`` or ``jetwire.protocol._pure``.
 """
 from __future__ import annotations
 

@@ -1,0 +1,116 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""``MsgBase``: the fields of a message, shared by the parser, the router and the ack mux."""
+include "common.pxi"
+
+from jetwire.protocol.headers import Headers
+
+cdef object _Headers = Headers
+
+# ------------------------------------------------------------------------------- MsgBase
+cdef class MsgBase:
+    """Base of ``jetwire.Msg``: the fields of a delivered or to-be-published message.
+
+    The parser creates instances without calling ``__init__``; ``__init__`` is for
+    users building a message by hand.
+
+    Garbage collection: a message whose fields are all atomic (None, str, bytes, int)
+    or a ``Headers`` (which only holds str) cannot be part of a reference cycle, so the
+    parser untracks the messages it builds from the cycle collector (as CPython does
+    for tuples and dicts of atomic values). Every setter re-tracks the message as soon
+    as any other value is stored (``_client``, ``_meta``, ...), and so does the C code
+    that binds ``_client`` (``Router`` for direct handlers, ``SubState._next``): a
+    message waiting in a subscription's queue is not bound yet, so it stays untracked.
+    """
+
+
+    def __init__(self, subject="", data=b"", reply=None, headers=None, sid=0):
+        self.c_subject = subject
+        self.c_data = data if type(data) is bytes else bytes(data)
+        self.c_reply = reply
+        if headers is not None and not isinstance(headers, _Headers):
+            headers = _Headers(headers)
+        self.c_headers = headers
+        self.c_sid = sid
+        self.c_client = None
+        self._ackd = False
+        self.c_meta = None
+        jw_track_if(self, subject)
+        jw_track_if(self, reply)
+        jw_track_if(self, headers)
+        jw_track_if(self, sid)
+
+    @property
+    def subject(self):
+        return self.c_subject
+
+    @subject.setter
+    def subject(self, value):
+        self.c_subject = value
+        jw_track_if(self, value)
+
+    @property
+    def reply(self):
+        return self.c_reply
+
+    @reply.setter
+    def reply(self, value):
+        self.c_reply = value
+        jw_track_if(self, value)
+
+    @property
+    def data(self):
+        return self.c_data
+
+    @data.setter
+    def data(self, value):
+        self.c_data = value
+        jw_track_if(self, value)
+
+    @property
+    def headers(self):
+        return self.c_headers
+
+    @headers.setter
+    def headers(self, value):
+        self.c_headers = value
+        jw_track_if(self, value)
+
+    @property
+    def sid(self):
+        return self.c_sid
+
+    @sid.setter
+    def sid(self, value):
+        self.c_sid = value
+        jw_track_if(self, value)
+
+    @property
+    def _client(self):
+        return self.c_client
+
+    @_client.setter
+    def _client(self, value):
+        self.c_client = value
+        jw_track_if(self, value)
+
+    @property
+    def _meta(self):
+        return self.c_meta
+
+    @_meta.setter
+    def _meta(self, value):
+        self.c_meta = value
+        jw_track_if(self, value)
+
+    def __repr__(self):
+        data = self.data
+        shown = data[:32] + (b"..." if len(data) > 32 else b"")
+        return (
+            f"<{type(self).__name__} subject={self.subject!r} sid={self.sid!r} reply={self.reply!r} "
+            f"data={shown!r} headers={self.headers!r}>"
+        )
+
+
+jw_set_msgbase(MsgBase)
+
+

@@ -1,0 +1,59 @@
+"""Pure-Python twin of the compiled ``jetwire._c`` package, one module per concept like it
+(``msg``, ``parser``, ``headers``, ``metadata``, ``encoder``, ``router``, ``ackmux``).
+
+Every function and class here behaves exactly like its compiled counterpart in
+``ext/jetwire/_c/``; the differential tests in ``tests/unit`` hold both to that. When
+changing a rule, change both files and the tests together.
+
+Wire rules shared by both implementations:
+
+* A control line ends with CRLF and may be at most ``max_control_line`` bytes long
+  (CRLF excluded). Arguments are separated by runs of ASCII whitespace (space, tab,
+  and also VT, FF, CR and LF inside the line). Operation names are case-insensitive
+  and must start the line.
+* ``MSG <subject> <sid> [reply] <size>`` and
+  ``HMSG <subject> <sid> [reply] <hdr_len> <total_len>``: sid and sizes are 1-18
+  ASCII digits, ``hdr_len <= total_len <= max_payload``. The frame must end in CRLF.
+* Errors are checked in this order: control line, operation, arguments; then the
+  parser waits for the whole frame; then the trailing CRLF, subject/reply UTF-8 and
+  the header block are checked.
+"""
+from __future__ import annotations
+
+from .ackmux import AckMux
+from .common import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG
+from .encoder import DONE, Outbox, WriteLock, append_hpub, append_pub, append_sub, append_unsub, validate_subject
+from .headers import decode_headers, encode_headers
+from .metadata import parse_metadata_fields
+from .msg import MsgBase
+from .parser import Parser
+from .router import Router, SubState
+
+__all__ = [
+    "OP_INFO",
+    "OP_PING",
+    "OP_PONG",
+    "OP_OK",
+    "OP_ERR",
+    "OP_FRAME_ERROR",
+    "PING",
+    "PONG",
+    "DEFAULT_MAX_PAYLOAD",
+    "MsgBase",
+    "Parser",
+    "decode_headers",
+    "encode_headers",
+    "parse_metadata_fields",
+    "validate_subject",
+    "append_pub",
+    "append_hpub",
+    "append_sub",
+    "append_unsub",
+    "DONE",
+    "Outbox",
+    "WriteLock",
+    "SubState",
+    "Router",
+    "AckMux",
+]
+
