@@ -157,27 +157,6 @@ def write_lock() -> Any:
     return threading.Lock()
 
 
-class NoLock:
-    """A lock that never waits: for state only one thread touches (the one no-op lock)."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        return True
-
-    def release(self) -> None:
-        return None
-
-
-NO_LOCK = NoLock()
-
-
 def sleep(seconds: float) -> None:
     time.sleep(seconds)
 
