@@ -334,40 +334,45 @@ cdef extern from *:
 DONE = jw_make_done()
 
 
+cdef extern from *:
+    """
+    #include <sched.h>
+    /* An atomic flag: taken with one exchange, released with one store (holders keep it
+       for a buffer append or swap, so a waiter yields the CPU rather than sleeping). */
+    static inline int jw_flag_try(int* f) { return !__atomic_test_and_set(f, __ATOMIC_ACQUIRE); }
+    static inline void jw_flag_wait(int* f) { while (__atomic_test_and_set(f, __ATOMIC_ACQUIRE)) sched_yield(); }
+    static inline void jw_flag_clear(int* f) { __atomic_clear(f, __ATOMIC_RELEASE); }
+    """
+    bint jw_flag_try(int* f) nogil
+    void jw_flag_wait(int* f) nogil
+    void jw_flag_clear(int* f) nogil
+
+
 @cython.final
 cdef class WriteLock:
     """The blocking writer's lock (``acquire``/``release``, a context manager, like
-    ``threading.Lock``): a raw lock the compiled ``Outbox.publish`` takes without a
+    ``threading.Lock``): an atomic flag the compiled ``Outbox.publish`` takes without a
     Python call. Waiting for it releases the GIL."""
 
-    cdef PyThread_type_lock _lk
+    cdef int _flag
     cdef bint _held
 
-    def __cinit__(self):
-        self._lk = PyThread_allocate_lock()
-        if self._lk == NULL:
-            raise MemoryError()
-
-    def __dealloc__(self):
-        if self._lk != NULL:
-            PyThread_free_lock(self._lk)
-
     cdef inline void _acquire(self):
-        if not PyThread_acquire_lock(self._lk, NOWAIT_LOCK):
+        if not jw_flag_try(&self._flag):
             with nogil:
-                PyThread_acquire_lock(self._lk, WAIT_LOCK)
+                jw_flag_wait(&self._flag)
         self._held = True
 
     cdef inline void _release(self):
         self._held = False
-        PyThread_release_lock(self._lk)
+        jw_flag_clear(&self._flag)
 
     def acquire(self, blocking=True, timeout=-1):
         if blocking and timeout == -1:
             self._acquire()
             return True
         if not blocking:
-            if PyThread_acquire_lock(self._lk, NOWAIT_LOCK):
+            if jw_flag_try(&self._flag):
                 self._held = True
                 return True
             return False
