@@ -60,7 +60,9 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         OP_PONG,
         PING,
         PONG,
+        AckFuture,
         AckMux,
+        Lock,
         MsgBase,
         Outbox,
         Parser,
@@ -102,3 +104,5 @@ else:
     SubState = _mod.SubState
     Router = _mod.Router
     AckMux = _mod.AckMux
+    AckFuture = _mod.AckFuture
+    Lock = _mod.Lock

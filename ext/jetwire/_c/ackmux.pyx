@@ -1,13 +1,97 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The per-ack part of the JetStream async-publish mux."""
+"""The per-ack part of the JetStream async-publish mux, ``AckMux``, and the blocking
+flavour's future, ``AckFuture`` (pure twin: ``jetwire.protocol._pure.ackmux``)."""
 include "common.pxi"
 
+from jetwire._c.lock cimport Lock, acquire_any, lock_acquire, lock_release, release_any
 from jetwire._c.msg cimport MsgBase
 
-jw_set_msgbase(MsgBase)
+import threading
+from concurrent.futures import Future as _CFuture
+from concurrent.futures import InvalidStateError
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
+
+cdef frozenset _DONE = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
+cdef object _FINISHED = FINISHED
+cdef object _Condition = threading.Condition
+cdef object _base_set_result = _CFuture.set_result
+cdef object _base_set_exception = _CFuture.set_exception
+cdef object _getattribute = object.__getattribute__
+cdef Lock _lazy = Lock()  # makes a future's condition, and resolves a future that has none
 
 
-# ------------------------------------------------------------------------ publish-ack mux
+class AckFuture(_CFuture):
+    """The ``concurrent.futures.Future`` that blocking ``publish_async`` returns.
+
+    A plain ``Future`` builds a ``Condition`` (and an ``RLock``) when it is made and
+    takes it to resolve; per message that costs more than the rest of an async publish.
+    This one makes its condition only when someone first needs it (to wait, add a
+    callback, cancel, ...), under one module lock; ``set_result`` / ``set_exception`` on
+    a future that has no condition yet store its outcome under that same lock (nobody
+    can be waiting or have callbacks then). Every inherited method works unchanged, so
+    it is a ``concurrent.futures.Future`` in every respect (``result()``,
+    ``concurrent.futures.wait``/``as_completed``, callbacks, cancellation).
+    """
+
+    _has_condition = False  # set (under the module lock) once _condition exists
+
+    def __init__(self):  # no Condition until needed; see __getattr__
+        self._state = PENDING
+        self._result = None
+        self._exception = None
+
+    def __getattr__(self, name):
+        if name == "_condition":
+            lock_acquire(_lazy)
+            try:
+                try:
+                    return _getattribute(self, "_condition")  # made meanwhile by another thread
+                except AttributeError:
+                    pass
+                cond = _Condition()
+                self._condition = cond
+                self._has_condition = True
+            finally:
+                lock_release(_lazy)
+            return cond
+        if name == "_waiters" or name == "_done_callbacks":
+            # only touched under the condition (or after the state is final)
+            return self.__dict__.setdefault(name, [])
+        raise AttributeError(name)
+
+    def done(self):
+        return self._state in _DONE
+
+    def set_result(self, result):
+        if not _set_fast(self, 0, result):
+            _base_set_result(self, result)
+
+    def set_exception(self, exception):
+        if not _set_fast(self, 1, exception):
+            _base_set_exception(self, exception)
+
+
+cdef bint _set_fast(object fut, int exception, object value) except -1:
+    """Resolve ``fut`` when it has no condition yet (True), else False (the caller goes
+    through the condition). Raises InvalidStateError when it is done already."""
+    cdef object state
+    if fut._has_condition:
+        return False
+    lock_acquire(_lazy)
+    try:
+        if fut._has_condition:
+            return False
+        state = fut._state
+        if state not in _DONE:
+            if exception:
+                fut._exception = value
+            else:
+                fut._result = value
+            fut._state = _FINISHED
+            return True
+    finally:
+        lock_release(_lazy)
+    raise InvalidStateError(f"{state}: {fut!r}")  # outside the lock: repr() takes the condition
 
 
 cdef object _plain_ack(object data, long long* seq):
@@ -62,12 +146,16 @@ cdef class AckMux:
     retries_left, retry_wait)``; ``add()`` registers a publish under the next token
     (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one reply on
     ``<prefix><token>``: an unknown token is ignored; the usual answer
-    ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, seq)``
-    (the ack type's constructor), resolves the entry's future with its ``set_result``
-    (unless it is done already; an error from ``set_result`` is ignored) and then, when
-    ``stall_waiters`` or ``complete_waiters`` is non-empty, calls ``self._after_pop()``.
-    Any other reply (or ``make_ack`` None) goes to ``self._other(msg, token, entry)``
-    after the entry was popped.
+    ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, n)``
+    (the ack type's constructor, such as ``PubAck.plain``), which resolves the
+    entry's future through its ``set_result`` (an error from it -- a future done or
+    cancelled already -- is ignored); then, when stall or completion waiters were
+    registered, ``self._after_pop()`` runs. Any other reply (or ``make_ack`` None) goes
+    to ``self._other(msg, token, entry)`` after the entry was popped.
+
+    Threads: ``lock`` (None: a single thread) guards ``_n`` and ``pending``'s entries
+    (``add`` from publishing threads, ``on_msg`` from the reader); the subclass takes
+    it for its own state too. Futures are resolved and callbacks run outside it.
     """
 
     cdef public str prefix
@@ -78,8 +166,9 @@ cdef class AckMux:
     cdef public list complete_waiters
     cdef public long long wake_at
     cdef public object make_ack
+    cdef public object lock
 
-    def __init__(self, prefix, make_ack=None):
+    def __init__(self, prefix, make_ack=None, lock=None):
         if type(prefix) is not str:
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
         self.prefix = prefix
@@ -90,43 +179,57 @@ cdef class AckMux:
         self.complete_waiters = []
         self.wake_at = 0
         self.make_ack = make_ack
+        self.lock = lock
 
     def add(self, fut, subject, hdr, data, retries, retry_wait):
         """Register a publish; returns its token (the reply subject is ``prefix + token``)."""
-        self._n += 1
-        token = str(self._n)
-        self.pending[token] = (fut, subject, hdr, data, retries, retry_wait)
+        cdef object entry = (fut, subject, hdr, data, retries, retry_wait)
+        cdef object lock = self.lock
+        cdef object token
+        if lock is not None:
+            acquire_any(lock)
+        try:
+            self._n += 1
+            token = str(self._n)
+            self.pending[token] = entry
+        finally:
+            if lock is not None:
+                release_any(lock)
         return token
 
     def on_msg(self, msg):
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
-        cdef object subject, data, token, entry, make, name, fut, ack
+        cdef object subject, data, token, entry, name, ack, lock
         cdef long long seq = 0
-        cdef MsgBase m
+        cdef bint wake
         if isinstance(msg, MsgBase):
-            m = <MsgBase>msg
-            subject = m.c_subject
-            data = m.c_data
+            subject = (<MsgBase>msg).c_subject
+            data = (<MsgBase>msg).c_data
         else:
             subject = msg.subject
             data = msg.data
         token = subject[self._plen:]
-        entry = self.pending.pop(token, None)
+        lock = self.lock
+        if lock is not None:
+            acquire_any(lock)
+        try:
+            entry = self.pending.pop(token, None)
+            wake = bool(self.stall_waiters) or bool(self.complete_waiters)
+        finally:
+            if lock is not None:
+                release_any(lock)
         if entry is None:
             return
-        make = self.make_ack
-        name = _plain_ack(data, &seq) if make is not None else None
+        name = _plain_ack(data, &seq) if self.make_ack is not None else None
         if name is None:
             self._other(msg, token, entry)
             return
-        ack = make(name, seq)
-        fut = (<tuple?>entry)[0]
+        ack = self.make_ack(name, seq)
         try:
-            if not fut.done():
-                fut.set_result(ack)
-        except Exception:  # cancelled / resolved concurrently by another thread
+            (<tuple?>entry)[0].set_result(ack)
+        except Exception:  # done or cancelled already (another thread, a timeout)
             pass
-        if self.stall_waiters or self.complete_waiters:
+        if wake:
             self._after_pop()
 
     def _other(self, msg, token, entry):

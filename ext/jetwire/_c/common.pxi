@@ -6,15 +6,6 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyBy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsUnsignedLongLong, PyLong_FromLongLong
-from cpython.pythread cimport (
-    NOWAIT_LOCK,
-    WAIT_LOCK,
-    PyThread_acquire_lock,
-    PyThread_allocate_lock,
-    PyThread_free_lock,
-    PyThread_release_lock,
-    PyThread_type_lock,
-)
 from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdlib cimport free, malloc, realloc
@@ -128,7 +119,9 @@ cdef extern from *:
         return e;
     }
 
-    /* 0 when the UTF-8 subject is publishable, else 1 (bad char) or 2 (empty token). */
+    /* 0 when the subject's wire bytes are publishable, else 1 (whitespace or a control
+       character, ASCII or the UTF-8 of Unicode whitespace) or 2 (an empty token).
+       p[n] must be readable (a NUL terminator). */
     static inline int jw_check_subject(const unsigned char* p, Py_ssize_t n, int tokens) {
         Py_ssize_t i;
         unsigned char c, c1, c2;
@@ -146,9 +139,11 @@ cdef extern from *:
             } else if (c == 0xE1) {
                 if (c1 == 0x9A && p[i + 2] == 0x80) return 1;
             } else if (c == 0xE2) {
-                c2 = p[i + 2];
-                if (c1 == 0x80 && ((c2 >= 0x80 && c2 <= 0x8A) || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF)) return 1;
-                if (c1 == 0x81 && c2 == 0x9F) return 1;
+                if (c1 == 0x80 || c1 == 0x81) {  /* then p[i + 2] is at most the terminator */
+                    c2 = p[i + 2];
+                    if (c1 == 0x80 && ((c2 >= 0x80 && c2 <= 0x8A) || c2 == 0xA8 || c2 == 0xA9 || c2 == 0xAF)) return 1;
+                    if (c1 == 0x81 && c2 == 0x9F) return 1;
+                }
             } else if (c == 0xE3) {
                 if (c1 == 0x80 && p[i + 2] == 0x80) return 1;
             }
@@ -156,7 +151,8 @@ cdef extern from *:
         return empty_token ? 2 : 0;
     }
 
-    /* The shared Headers class; set once at import. */
+    /* The shared Headers class (set once at import by the modules that need it): a Headers
+       value cannot lead back to a message, and the decoder fills its slots. */
     static PyTypeObject* jw_headers_type = NULL;
     /* Byte offsets of Headers' __slots__ (_d, status, description), or -1 to use setattr. */
     static Py_ssize_t jw_off_d = -1, jw_off_status = -1, jw_off_desc = -1;

@@ -1,104 +1,77 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The encoder (PUB/HPUB/SUB/UNSUB), the outbox (a connection's write buffer and its
-publish fast path) and the blocking writer's lock."""
+"""The encoder (PUB/HPUB/SUB/UNSUB) and the outbox (a connection's write buffer and its
+publish fast path) (pure twin: ``jetwire.protocol._pure.encoder``).
+
+Subjects, replies and queues are ``str``; surrogate escapes (bytes that were not UTF-8
+when received) go out as the bytes they stand for, so a ``respond()``, an ack or a
+re-publish sends exactly what was received. Validation looks at those wire bytes: no
+whitespace (ASCII or Unicode) or control character, no empty token.
+"""
 include "common.pxi"
 
-import inspect
+from jetwire._c.lock cimport acquire_any, release_any
 
+from jetwire._c.lock import WriteLock  # noqa: F401 - the blocking writer's lock, also here
 from jetwire.errors import BadSubjectError
 
-cdef object _isawaitable = inspect.isawaitable
+cdef object _NO_SUBJECT = object()  # what the outbox's subject cache holds at first
 
 
 # ------------------------------------------------------------------------------- encoder
-
-
-cdef extern from "Python.h":
-    bint PyUnicode_IS_ASCII(object o)
-
-
-class _EscapedBytes(bytes):
-    """The wire bytes of a subject whose str holds surrogate escapes (bytes that were not
-    UTF-8 when received): encoded once, sent exactly as they came."""
-
-    __slots__ = ()
-
-
-cdef inline object _esc(object x):
-    """A subject (or reply) as the encoder takes it: the str itself, or, when it holds
-    surrogate escapes, its ``_EscapedBytes``."""
-    if type(x) is str and not PyUnicode_IS_ASCII(x):
-        try:
-            PyUnicode_AsUTF8AndSize(x, <Py_ssize_t*>NULL)
-        except UnicodeEncodeError:
-            try:
-                return _EscapedBytes((<str>x).encode("utf-8", "surrogateescape"))
-            except UnicodeEncodeError:
-                return x  # lone surrogates that are not escapes: _subject_utf8 rejects them
-    return x
-
-
-cdef const char* _subject_utf8(object subject, Py_ssize_t* n, str what) except NULL:
-    """Validate a subject (or reply) and return its UTF-8 bytes."""
+cdef object _wire(object subject, str what, int tokens):
+    """Validate a subject (``tokens``: no empty token either), reply or queue; return what
+    holds its wire bytes: the str itself (its UTF-8), or the bytes its surrogate escapes
+    stand for. ``what`` names it in the ``BadSubjectError``."""
+    cdef Py_ssize_t n
     cdef const char* s
     cdef int r
-    if type(subject) is not str:
-        if type(subject) is _EscapedBytes:
-            s = PyBytes_AS_STRING(subject)
-            n[0] = PyBytes_GET_SIZE(subject)
-            r = jw_check_subject(<const unsigned char*>s, n[0], 1)
-            if r:
-                text = (<bytes>subject).decode("utf-8", "surrogateescape")
-                if r == 1:
-                    raise BadSubjectError(f"{what} {text!r} contains whitespace or control characters")
-                raise BadSubjectError(f"{what} {text!r} has an empty token")
-            return s
-        if not isinstance(subject, str):
-            raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
-    try:
-        s = PyUnicode_AsUTF8AndSize(subject, n)
-    except UnicodeEncodeError:
-        s = NULL
-    if n[0] == 0:
+    cdef object wire = subject
+    if type(subject) is not str and not isinstance(subject, str):
+        raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
+    if len(<str>subject) == 0:
         raise BadSubjectError(f"{what} is empty")
-    if s == NULL:
-        # lone surrogates; report whitespace/control first like the pure twin does
-        for ch in subject:
-            if ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7f:
-                raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
-        raise BadSubjectError(f"{what} {subject!r} is not encodable as UTF-8")
-    r = jw_check_subject(<const unsigned char*>s, n[0], 1)
+    try:
+        s = PyUnicode_AsUTF8AndSize(subject, &n)
+    except UnicodeEncodeError:
+        try:  # bytes that were not UTF-8 when received: send them as they came
+            wire = (<str>subject).encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # lone surrogates that are no escapes
+            for ch in subject:
+                if ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7f:
+                    raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters") from None
+            raise BadSubjectError(f"{what} {subject!r} is not encodable as UTF-8") from None
+        s = PyBytes_AS_STRING(wire)
+        n = PyBytes_GET_SIZE(wire)
+    r = jw_check_subject(<const unsigned char*>s, n, tokens)
     if r == 1:
         raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
     if r == 2:
         raise BadSubjectError(f"{what} {subject!r} has an empty token")
-    return s
+    return wire
 
 
-cdef const char* _queue_utf8(object queue, Py_ssize_t* n) except NULL:
-    cdef const char* s
-    if not isinstance(queue, str):
-        raise BadSubjectError(f"queue must be a str, not {type(queue).__name__}")
-    try:
-        s = PyUnicode_AsUTF8AndSize(queue, n)
-    except UnicodeEncodeError:
-        for ch in queue:
-            if ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7f:
-                raise BadSubjectError(f"queue {queue!r} contains whitespace or control characters")
-        raise BadSubjectError(f"queue {queue!r} is not encodable as UTF-8") from None
-    if jw_check_subject(<const unsigned char*>s, n[0], 0):
-        raise BadSubjectError(f"queue {queue!r} contains whitespace or control characters")
-    return s
+cdef inline const char* _ptr(object wire, Py_ssize_t* n) except NULL:
+    """The wire bytes of what ``_wire`` returned (valid while ``wire`` lives)."""
+    if type(wire) is bytes:
+        n[0] = PyBytes_GET_SIZE(wire)
+        return PyBytes_AS_STRING(wire)
+    return PyUnicode_AsUTF8AndSize(wire, n)
+
+
+cdef inline bint _given(object reply):
+    """A reply (or queue) to send: not None and not empty."""
+    return reply is not None and not (isinstance(reply, str) and len(<str>reply) == 0)
 
 
 def validate_subject(subject):
     """Raise ``BadSubjectError`` unless ``subject`` can be published to.
 
     Rejected: non-str, empty, any whitespace (including Unicode whitespace) or control
-    character, lone surrogates, and empty tokens (leading/trailing '.' or '..').
+    character, lone surrogates that stand for no byte, and empty tokens (leading/trailing
+    '.' or '..'). Surrogate escapes (bytes that were not UTF-8) are accepted: they are
+    sent as those bytes.
     """
-    cdef Py_ssize_t n
-    _subject_utf8(_esc(subject), &n, "subject")
+    _wire(subject, "subject", 1)
 
 
 cdef inline char* _grow(object buf, Py_ssize_t extra) except NULL:
@@ -110,16 +83,9 @@ cdef inline char* _grow(object buf, Py_ssize_t extra) except NULL:
     return PyByteArray_AS_STRING(buf) + old
 
 
-cdef inline void _get_data(object data, Py_buffer* view) except *:
-    PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
-
-
 cdef int _put_pub(object buf, const char* s, Py_ssize_t sn, const char* r, Py_ssize_t rn,
                   const char* d, Py_ssize_t dn) except -1:
-    """Append ``PUB s [r] dn\\r\\n<d>\\r\\n`` to ``buf`` (checked arguments; ``r`` may be NULL).
-
-    Runs no Python code: nothing else can touch ``buf`` (or take it) while it runs.
-    """
+    """Append ``PUB s [r] dn\\r\\n<d>\\r\\n`` to ``buf`` (checked arguments; ``r`` may be NULL)."""
     cdef Py_ssize_t total
     cdef int nd
     cdef char* w
@@ -150,15 +116,17 @@ cdef int _put_pub(object buf, const char* s, Py_ssize_t sn, const char* r, Py_ss
 
 def append_pub(buf, subject, reply, data):
     """Append ``PUB <subject> [reply] <len>\\r\\n<data>\\r\\n`` to ``buf`` (a bytearray)."""
-    cdef Py_ssize_t sn, rn = 0, dn
+    cdef Py_ssize_t sn, rn = 0
     cdef const char* s
     cdef const char* r = NULL
     cdef Py_buffer view
-    subject = _esc(subject)  # a local keeps the escaped bytes alive while s points into them
-    s = _subject_utf8(subject, &sn, "subject")
-    if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
-        reply = _esc(reply)
-        r = _subject_utf8(reply, &rn, "reply")
+    cdef object sw = _wire(subject, "subject", 1)
+    cdef object rw = None
+    if _given(reply):
+        rw = _wire(reply, "reply", 1)
+    s = _ptr(sw, &sn)
+    if rw is not None:
+        r = _ptr(rw, &rn)
     if type(data) is bytes:
         _put_pub(buf, s, sn, r, rn, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
         return
@@ -171,7 +139,7 @@ def append_pub(buf, subject, reply, data):
 
 cdef int _put_hpub(object buf, const char* s, Py_ssize_t sn, const char* r, Py_ssize_t rn,
                    const char* h, Py_ssize_t hn, const char* d, Py_ssize_t dn) except -1:
-    """Append ``HPUB s [r] hn hn+dn\\r\\n<h><d>\\r\\n`` to ``buf`` (runs no Python code)."""
+    """Append ``HPUB s [r] hn hn+dn\\r\\n<h><d>\\r\\n`` to ``buf``."""
     cdef Py_ssize_t total
     cdef int nh, nt
     cdef char* w
@@ -206,27 +174,34 @@ cdef int _put_hpub(object buf, const char* s, Py_ssize_t sn, const char* r, Py_s
     return 0
 
 
-def append_hpub(buf, subject, reply, hdr, data):
-    """Append ``HPUB <subject> [reply] <hdr_len> <total_len>\\r\\n<hdr><data>\\r\\n`` to ``buf``."""
+cdef Py_ssize_t _hpub_views(object buf, object sw, object rw, object hdr, object data) except -1:
     cdef Py_ssize_t sn, rn = 0
     cdef const char* s
     cdef const char* r = NULL
     cdef Py_buffer hview
     cdef Py_buffer dview
-    subject = _esc(subject)  # a local keeps the escaped bytes alive while s points into them
-    s = _subject_utf8(subject, &sn, "subject")
-    if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
-        reply = _esc(reply)
-        r = _subject_utf8(reply, &rn, "reply")
+    s = _ptr(sw, &sn)
+    if rw is not None:
+        r = _ptr(rw, &rn)
     PyObject_GetBuffer(hdr, &hview, PyBUF_SIMPLE)
     try:
         PyObject_GetBuffer(data, &dview, PyBUF_SIMPLE)
         try:
             _put_hpub(buf, s, sn, r, rn, <const char*>hview.buf, hview.len, <const char*>dview.buf, dview.len)
+            return dview.len
         finally:
             PyBuffer_Release(&dview)
     finally:
         PyBuffer_Release(&hview)
+
+
+def append_hpub(buf, subject, reply, hdr, data):
+    """Append ``HPUB <subject> [reply] <hdr_len> <total_len>\\r\\n<hdr><data>\\r\\n`` to ``buf``."""
+    cdef object sw = _wire(subject, "subject", 1)
+    cdef object rw = None
+    if _given(reply):
+        rw = _wire(reply, "reply", 1)
+    _hpub_views(buf, sw, rw, hdr, data)
 
 
 cdef unsigned long long _uint_arg(object value, str what) except? 0xFFFFFFFFFFFFFFFF:
@@ -245,11 +220,14 @@ def append_sub(buf, subject, queue, sid):
     cdef unsigned long long v
     cdef int nd
     cdef char* w
-    subject = _esc(subject)
-    s = _subject_utf8(subject, &sn, "subject")
+    cdef object sw = _wire(subject, "subject", 1)
+    cdef object qw = None
     v = _uint_arg(sid, "sid")
-    if queue is not None and not (type(queue) is str and len(<str>queue) == 0):
-        q = _queue_utf8(queue, &qn)
+    if _given(queue):
+        qw = _wire(queue, "queue", 0)
+    s = _ptr(sw, &sn)
+    if qw is not None:
+        q = _ptr(qw, &qn)
     nd = jw_ndigits(v)
     total = 4 + sn + 1 + (qn + 1 if q != NULL else 0) + nd + 2
     w = _grow(buf, total)
@@ -315,7 +293,7 @@ cdef extern from *:
     #endif
     static PyTypeObject jw_done_type = {
         PyVarObject_HEAD_INIT(NULL, 0)
-        "jetwire._speedups.Done",    /* tp_name */
+        "jetwire._c.encoder.Done",   /* tp_name */
         sizeof(PyObject),            /* tp_basicsize */
     };
     static PyObject* jw_make_done(void) {
@@ -334,67 +312,7 @@ cdef extern from *:
 DONE = jw_make_done()
 
 
-cdef extern from *:
-    """
-    #include <sched.h>
-    /* An atomic flag: taken with one exchange, released with one store (holders keep it
-       for a buffer append or swap, so a waiter yields the CPU rather than sleeping). */
-    static inline int jw_flag_try(int* f) { return !__atomic_test_and_set(f, __ATOMIC_ACQUIRE); }
-    static inline void jw_flag_wait(int* f) { while (__atomic_test_and_set(f, __ATOMIC_ACQUIRE)) sched_yield(); }
-    static inline void jw_flag_clear(int* f) { __atomic_clear(f, __ATOMIC_RELEASE); }
-    """
-    bint jw_flag_try(int* f) nogil
-    void jw_flag_wait(int* f) nogil
-    void jw_flag_clear(int* f) nogil
-
-
 @cython.final
-cdef class WriteLock:
-    """The blocking writer's lock (``acquire``/``release``, a context manager, like
-    ``threading.Lock``): an atomic flag the compiled ``Outbox.publish`` takes without a
-    Python call. Waiting for it releases the GIL."""
-
-    cdef int _flag
-    cdef bint _held
-
-    cdef inline void _acquire(self):
-        if not jw_flag_try(&self._flag):
-            with nogil:
-                jw_flag_wait(&self._flag)
-        self._held = True
-
-    cdef inline void _release(self):
-        self._held = False
-        jw_flag_clear(&self._flag)
-
-    def acquire(self, blocking=True, timeout=-1):
-        if blocking and timeout == -1:
-            self._acquire()
-            return True
-        if not blocking:
-            if jw_flag_try(&self._flag):
-                self._held = True
-                return True
-            return False
-        raise NotImplementedError("WriteLock.acquire() takes no timeout")
-
-    def release(self):
-        if not self._held:
-            raise RuntimeError("release unlocked lock")
-        self._release()
-
-    def locked(self):
-        return self._held
-
-    def __enter__(self):
-        self._acquire()
-        return True
-
-    def __exit__(self, *exc):
-        self._release()
-        return False
-
-
 cdef class Outbox:
     """A connection's write buffer and its ``publish`` fast path.
 
@@ -408,12 +326,12 @@ cdef class Outbox:
     subjects raise ``BadSubjectError`` (bad buffers ``TypeError``/``BufferError``)
     before ``buf`` is touched. ``take()`` hands over the buffered bytes.
 
-    Threads: ``publish`` holds ``lock`` (when not None: the blocking writer's lock, a
-    ``WriteLock`` taken without a Python call) while it reads ``buf``, appends and
-    counts; ``append_pub``, ``append_hpub`` and ``take`` take no lock: their callers
-    hold the writer's lock, as does any Python code appending to ``buf`` itself. Thread
-    safety never rests on the GIL. ``on_first`` / ``on_full`` run after the append,
-    outside the lock.
+    Threads: ``lock`` (None in the asyncio flavour, where one thread does everything)
+    guards ``buf``, the counters and the subject cache. ``publish`` holds it from reading
+    ``buf`` to counting (a ``jetwire._c.lock.Lock`` is taken from C; any other lock
+    through its ``acquire``/``release``). ``append_pub``, ``append_hpub``, ``take``,
+    replacing ``buf`` and any Python code appending to ``buf`` need their caller to hold
+    it. ``on_first`` / ``on_full`` / ``slow`` run outside it.
     """
 
     cdef bytearray _buf
@@ -427,8 +345,8 @@ cdef class Outbox:
     cdef public object on_full
     cdef public object slow
     cdef public object ret
-    cdef public object lock
-    cdef str _last  # the subject the fast path validated last (a str is immutable)
+    cdef object _lock
+    cdef object _last_subject  # the last subject that passed validation (guarded by the lock)
 
     def __init__(self, slow=None, max_payload=DEFAULT_MAX_PAYLOAD, threshold=65536, on_first=None,
                  on_full=None, ret=None, lock=None):
@@ -443,7 +361,17 @@ cdef class Outbox:
         self.on_full = on_full
         self.slow = slow
         self.ret = ret
-        self.lock = lock
+        self._lock = lock
+        self._last_subject = _NO_SUBJECT
+
+    @property
+    def lock(self):
+        """The lock guarding the buffer and counters (None: a single thread)."""
+        return self._lock
+
+    @lock.setter
+    def lock(self, value):
+        self._lock = value
 
     @property
     def buf(self):
@@ -464,6 +392,15 @@ cdef class Outbox:
         self._buf = bytearray()
         return buf
 
+    cdef inline object _subject(self, object subject):
+        """``_wire(subject)`` with a one-entry cache (call with the lock held)."""
+        if subject is self._last_subject:
+            return subject
+        wire = _wire(subject, "subject", 1)
+        if wire is subject and type(subject) is str:
+            self._last_subject = subject
+        return wire
+
     def publish(self, subject, data=b"", reply=None, headers=None):
         """Queue ``PUB``; the fast path returns ``ret``, anything else goes to ``slow``."""
         cdef Py_ssize_t sn, rn = 0, dn, before, after
@@ -472,7 +409,7 @@ cdef class Outbox:
         cdef const char* d
         cdef Py_buffer view
         cdef bint has_view = False
-        cdef object t, lk
+        cdef object t, sw, rw, lock
         cdef bytearray buf
         if not self.connected or headers is not None or self.congested:
             return self.slow(subject, data, reply, headers)
@@ -483,8 +420,6 @@ cdef class Outbox:
                 return self.slow(subject, data, reply, headers)
             d = PyBytes_AS_STRING(data)
         elif t is bytearray or t is memoryview:
-            if data is self._buf:
-                raise BufferError("cannot publish the outbox's own buffer")
             PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
             if view.len > self.max_payload:
                 PyBuffer_Release(&view)
@@ -494,36 +429,27 @@ cdef class Outbox:
             dn = view.len
         else:
             return self.slow(subject, data, reply, headers)
-        lk = self.lock
+        lock = self._lock
         try:
-            if subject is self._last and subject is not None:  # validated already (UTF-8 cached in the str)
-                s = PyUnicode_AsUTF8AndSize(subject, &sn)
-            else:
-                subject = _esc(subject)
-                s = _subject_utf8(subject, &sn, "subject")
-                if type(subject) is str:
-                    self._last = subject
-            if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
-                reply = _esc(reply)
-                r = _subject_utf8(reply, &rn, "reply")
-            if lk is not None:
-                if type(lk) is WriteLock:
-                    (<WriteLock>lk)._acquire()
-                else:
-                    lk.__enter__()
+            if lock is not None:
+                acquire_any(lock)
             try:
                 buf = self._buf
+                if data is buf:
+                    raise BufferError("cannot publish the outbox's own buffer")
+                sw = self._subject(subject)
+                rw = _wire(reply, "reply", 1) if _given(reply) else None
+                s = _ptr(sw, &sn)
+                if rw is not None:
+                    r = _ptr(rw, &rn)
                 before = PyByteArray_GET_SIZE(buf)
                 _put_pub(buf, s, sn, r, rn, d, dn)
                 self.out_msgs += 1
                 self.out_bytes += dn
                 after = PyByteArray_GET_SIZE(buf)
             finally:
-                if lk is not None:
-                    if type(lk) is WriteLock:
-                        (<WriteLock>lk)._release()
-                    else:
-                        lk.__exit__(None, None, None)
+                if lock is not None:
+                    release_any(lock)
         finally:
             if has_view:
                 PyBuffer_Release(&view)
@@ -536,18 +462,21 @@ cdef class Outbox:
         return self.ret
 
     def append_pub(self, subject, reply, data):
-        """Append ``PUB`` to ``buf`` and count it (no checks beyond the encoder's, no callbacks)."""
+        """Append ``PUB`` to ``buf`` and count it (no checks beyond the encoder's, no callbacks;
+        the caller holds ``lock``)."""
         cdef Py_ssize_t sn, rn = 0
         cdef const char* s
         cdef const char* r = NULL
         cdef Py_buffer view
-        subject = _esc(subject)  # a local keeps the escaped bytes alive while s points into them
-        s = _subject_utf8(subject, &sn, "subject")
-        if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
-            reply = _esc(reply)
-            r = _subject_utf8(reply, &rn, "reply")
+        cdef object sw, rw = None
         if data is self._buf:
             raise BufferError("cannot publish the outbox's own buffer")
+        sw = self._subject(subject)
+        if _given(reply):
+            rw = _wire(reply, "reply", 1)
+        s = _ptr(sw, &sn)
+        if rw is not None:
+            r = _ptr(rw, &rn)
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
             _put_pub(self._buf, s, sn, r, rn, <const char*>view.buf, view.len)
@@ -557,30 +486,13 @@ cdef class Outbox:
             PyBuffer_Release(&view)
 
     def append_hpub(self, subject, reply, hdr, data):
-        """Append ``HPUB`` to ``buf`` and count it (``out_bytes`` counts ``data`` only)."""
-        cdef Py_ssize_t sn, rn = 0
-        cdef const char* s
-        cdef const char* r = NULL
-        cdef Py_buffer hview
-        cdef Py_buffer dview
-        subject = _esc(subject)  # a local keeps the escaped bytes alive while s points into them
-        s = _subject_utf8(subject, &sn, "subject")
-        if reply is not None and not (type(reply) is str and len(<str>reply) == 0):
-            reply = _esc(reply)
-            r = _subject_utf8(reply, &rn, "reply")
+        """Append ``HPUB`` to ``buf`` and count it (``out_bytes`` counts ``data`` only; the
+        caller holds ``lock``)."""
+        cdef object sw, rw = None
         if data is self._buf or hdr is self._buf:
             raise BufferError("cannot publish the outbox's own buffer")
-        PyObject_GetBuffer(hdr, &hview, PyBUF_SIMPLE)
-        try:
-            PyObject_GetBuffer(data, &dview, PyBUF_SIMPLE)
-            try:
-                _put_hpub(self._buf, s, sn, r, rn, <const char*>hview.buf, hview.len,
-                          <const char*>dview.buf, dview.len)
-                self.out_msgs += 1
-                self.out_bytes += dview.len
-            finally:
-                PyBuffer_Release(&dview)
-        finally:
-            PyBuffer_Release(&hview)
-
-
+        sw = self._subject(subject)
+        if _given(reply):
+            rw = _wire(reply, "reply", 1)
+        self.out_bytes += _hpub_views(self._buf, sw, rw, hdr, data)
+        self.out_msgs += 1

@@ -1,5 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The header codec: ``NATS/1.0`` blocks to ``Headers`` and back."""
+"""The header codec: ``NATS/1.0`` blocks to ``Headers`` and back (pure twin:
+``jetwire.protocol._pure.headers``).
+
+Header names and values are ``str``; bytes that are not UTF-8 are kept as surrogate
+escapes, and ``.encode("utf-8", "surrogateescape")`` recovers them (the encoder sends
+exactly those bytes back). Values (and names) given as ``bytes`` are sent verbatim. A
+malformed block raises ``ProtocolError`` (the parser then skips that one message).
+"""
 include "common.pxi"
 
 from jetwire.errors import BadHeaderError, ProtocolError
@@ -18,7 +25,9 @@ jw_set_headers_type(
 
 # ------------------------------------------------------------------------------- headers
 cdef object _make_headers(dict d, object status, object description):
-    """A Headers instance without __init__ (the decoder has validated everything).
+    """A Headers instance without __init__ (the decoder has validated everything): its
+    three slots, checked at import to be plain slots, set as ``headers._make`` sets them
+    (through setattr when they are not).
 
     A decoded Headers holds only str (in lists in a dict), so no reference cycle can
     pass through it: the instance, its dict and its lists are untracked from the cycle
@@ -131,9 +140,9 @@ def encode_headers(headers):
             description = headers.description
             if description:
                 check_value(description)
-                parts = ["NATS/1.0 ", status, " ", description, "\r\n"]
+                parts = ["NATS/1.0 ", as_text(status), " ", as_text(description), "\r\n"]
             else:
-                parts = ["NATS/1.0 ", status, "\r\n"]
+                parts = ["NATS/1.0 ", as_text(status), "\r\n"]
         for k, v in (<dict>headers._d).items():
             for x in <list>v:
                 parts += (k, ": ", x, "\r\n")

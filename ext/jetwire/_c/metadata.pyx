@@ -1,5 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Ack-subject metadata: the fields of a ``$JS.ACK...`` subject."""
+"""Ack-subject metadata: the fields of a ``$JS.ACK...`` subject (pure twin:
+``jetwire.protocol._pure.metadata``).
+
+A subject that is not a JetStream ack subject -- including one holding bytes that are
+not UTF-8 (surrogate escapes) -- raises ``NotJSMessageError`` for that one message.
+"""
 include "common.pxi"
 
 from jetwire.errors import NotJSMessageError

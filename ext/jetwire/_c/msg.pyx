@@ -5,6 +5,8 @@ include "common.pxi"
 from jetwire.protocol.headers import Headers
 
 cdef object _Headers = Headers
+jw_set_headers_type(  # (see jw_track_if)
+    Headers, Headers.__dict__.get("_d"), Headers.__dict__.get("status"), Headers.__dict__.get("description"))
 
 # ------------------------------------------------------------------------------- MsgBase
 cdef class MsgBase:

@@ -1,5 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The incremental protocol parser: bytes in, messages and control events out."""
+"""The incremental protocol parser: bytes in, messages and control events out (pure twin:
+``jetwire.protocol._pure.parser``; the rules listed there apply here too).
+
+Bytes-faithful, never fatal for content: subjects, reply subjects, header names and
+values (and the status description) are ``str``; bytes that are not UTF-8 are kept as
+surrogate escapes, and ``.encode("utf-8", "surrogateescape")`` recovers them. A message
+whose header block is malformed is skipped and reported as ``(OP_FRAME_ERROR,
+ProtocolError)`` (with the message's ``subject``); only a stream that can no longer be
+framed raises ``ProtocolError``, whose ``events`` are the events parsed before it.
+"""
 include "common.pxi"
 
 import orjson
@@ -28,8 +37,10 @@ cdef class Parser:
 
     Events are ``msg_cls`` instances for MSG/HMSG and ``(kind, arg)`` tuples otherwise:
     ``(OP_INFO, dict)``, ``(OP_PING, None)``, ``(OP_PONG, None)``, ``(OP_OK, None)``,
-    ``(OP_ERR, str)``. Malformed input raises ``ProtocolError``; the parser should then
-    be ``reset()`` (or dropped) before it is fed again.
+    ``(OP_ERR, str)``, ``(OP_FRAME_ERROR, ProtocolError)`` (one well-framed message whose
+    content is malformed, skipped). Input that cannot be framed raises ``ProtocolError``
+    (its ``events``: what was parsed before); the parser should then be ``reset()`` (or
+    dropped) before it is fed again. One thread feeds a parser (its caches are its own).
     """
 
 

@@ -1,14 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The receive hot path: parse and route each message to its subscription's state."""
+"""The receive hot path: ``Router`` (parse and route in one call) and ``SubState`` (the
+per-subscription state it touches) (pure twin: ``jetwire.protocol._pure.router``)."""
 include "common.pxi"
 
 import inspect
 
-cdef object _isawaitable = inspect.isawaitable
-
+from jetwire._c.lock cimport acquire_any, release_any
 from jetwire._c.msg cimport MsgBase
 
-jw_set_msgbase(MsgBase)
+cdef object _isawaitable = inspect.isawaitable
 
 
 # ------------------------------------------------------------------------------- routing
@@ -22,6 +22,12 @@ cdef class SubState:
     (whose ``set()`` wakes the consumer). ``_client`` is the connection messages are
     bound to (``msg._client``) when they are handed out.
 
+    Threads: ``_lock`` (None in the asyncio flavour) guards ``_pending`` and
+    ``_pending_bytes``, which the reader (``Router``) and the consumer (``_next``,
+    ``_deliver``, ``_discard``) both change; a ``jetwire._c.lock.Lock`` is taken
+    from C, any other lock through its ``acquire``/``release``. The other fields are
+    written by one thread each (``_slow`` is a hint both may flip).
+
     Queued messages are not bound yet: a parsed message holds only atomic values (see
     ``MsgBase``), so it stays untracked by the cycle collector while it waits in
     ``_pending``; ``_next()`` binds it (which re-tracks it) as it hands it out.
@@ -31,6 +37,7 @@ cdef class SubState:
     cdef public object _direct
     cdef public object _pending
     cdef public object _signal
+    cdef public object _lock
     cdef public long long delivered
     cdef public long long _max
     cdef public long long _pending_bytes
@@ -64,20 +71,41 @@ cdef class SubState:
             if r is not None and _isawaitable(r):
                 return r
 
+    def _discard(self):
+        """Drop every pending message (``_pending`` emptied, ``_pending_bytes`` 0)."""
+        cdef object lock = self._lock
+        if lock is not None:
+            acquire_any(lock)
+        try:
+            self._pending.clear()
+            self._pending_bytes = 0
+        finally:
+            if lock is not None:
+                release_any(lock)
+
     cdef object _pop(self):
         cdef object pending = self._pending
-        cdef object msg
-        cdef MsgBase m
-        if not pending:
+        cdef object lock = self._lock
+        cdef object msg = None
+        if not pending:  # (a hint: checked again under the lock)
             return None
-        msg = pending.popleft()
+        if lock is not None:
+            acquire_any(lock)
+        try:
+            if not pending:
+                return None
+            msg = pending.popleft()
+            if isinstance(msg, MsgBase):
+                self._pending_bytes -= len((<MsgBase>msg).c_data)
+            else:
+                self._pending_bytes -= len(msg.data)
+        finally:
+            if lock is not None:
+                release_any(lock)
         if isinstance(msg, MsgBase):
-            m = <MsgBase>msg
-            self._pending_bytes -= len(m.c_data)
-            m.c_client = self._client
-            jw_track_if(m, m.c_client)
+            (<MsgBase>msg).c_client = self._client
+            jw_track_if(msg, self._client)
         else:
-            self._pending_bytes -= len(msg.data)
             msg._client = self._client
         return msg
 
@@ -86,7 +114,8 @@ cdef class SubState:
 cdef class Router:
     """The receive hot path: ``feed(data)`` parses ``data`` and routes every event.
 
-    Control tuples go to ``control(event)`` in stream order. A message counts in
+    Control tuples go to ``control(event)`` in stream order (``(OP_FRAME_ERROR,
+    ProtocolError)`` among them: a malformed message skipped). A message counts in
     ``in_msgs`` / ``in_bytes``; when ``subs`` (sid -> ``SubState``) has its subscription
     it is bound to the subscription's ``_client`` and handed to its ``_direct`` handler,
     or, within the subscription's limits, queued (unbound) in its ``_pending`` deque; past
@@ -96,6 +125,10 @@ cdef class Router:
     events are routed, ``_signal.set()`` is called for every subscription whose queue
     was empty before. An exception from a callback propagates: the counters of that
     feed are not added and the subscriptions touched so far are signalled next time.
+
+    When the stream can no longer be framed, ``feed`` routes the events parsed before the
+    bad frame, then raises the ``ProtocolError``. One thread (the reader) feeds a router;
+    a subscription's queue is shared with its consumer under the subscription's ``_lock``.
     """
 
     cdef public object parser
@@ -120,7 +153,8 @@ cdef class Router:
         self.touched = []
 
     def feed(self, data):
-        """Parse ``data`` and route the events. Raises ProtocolError on garbage."""
+        """Parse ``data`` and route the events. Raises ProtocolError when the stream can no
+        longer be framed, after routing what was parsed before the bad frame."""
         cdef object events
         try:
             events = self.parser.feed(data)
@@ -138,11 +172,12 @@ cdef class Router:
     cdef int _route(self, list events) except -1:
         cdef Py_ssize_t i, dlen
         cdef long long n = 0, nbytes = 0
-        cdef object ev, sub_obj, direct, pending
+        cdef object ev, sub_obj, direct, pending, lock
         cdef MsgBase m
         cdef SubState sub
         cdef dict subs = self.subs
         cdef list touched = self.touched
+        cdef bint full, was_empty = False
         i = 0
         while i < PyList_GET_SIZE(events):
             ev = <object>PyList_GET_ITEM(events, i)
@@ -174,16 +209,26 @@ cdef class Router:
             else:
                 sub.delivered += 1
             pending = sub._pending
-            if len(pending) >= sub._pmsgs_limit or sub._pending_bytes + dlen > sub._pbytes_limit:
+            lock = sub._lock
+            if lock is not None:
+                acquire_any(lock)
+            try:
+                full = len(pending) >= sub._pmsgs_limit or sub._pending_bytes + dlen > sub._pbytes_limit
+                if not full:
+                    was_empty = not pending
+                    pending.append(ev)
+                    sub._pending_bytes += dlen
+            finally:
+                if lock is not None:
+                    release_any(lock)
+            if full:
                 sub._dropped += 1
                 if not sub._slow:
                     sub._slow = True
                     self.on_slow(sub)
                 continue
-            if not pending:
+            if was_empty:
                 touched.append(sub)
-            pending.append(ev)
-            sub._pending_bytes += dlen
         self.in_msgs += n
         self.in_bytes += nbytes
         if touched:
@@ -191,5 +236,3 @@ cdef class Router:
                 (<SubState>sub_obj)._signal.set()
             del touched[:]
         return 0
-
-

@@ -1,11 +1,15 @@
 """The compiled hot path (``ext/jetwire/_c/*.pyx``), one extension module per concept:
 ``msg`` (MsgBase), ``parser``, ``headers`` (codec), ``metadata`` (ack subjects),
-``encoder`` (PUB/HPUB/SUB/UNSUB, the outbox, the writer's lock), ``router`` (SubState,
-Router) and ``ackmux``. Their pure-Python twins are the modules of
-``jetwire.protocol._pure``; ``jetwire._impl`` selects one side as a whole."""
-from .ackmux import AckMux
-from .encoder import DONE, Outbox, WriteLock, append_hpub, append_pub, append_sub, append_unsub, validate_subject
+``encoder`` (PUB/HPUB/SUB/UNSUB, the outbox), ``router`` (SubState, Router), ``ackmux``
+(AckMux, AckFuture) and ``lock`` (Lock, WriteLock: the same). They share C-level types
+and functions through ``.pxd`` files (``cimport``: no Python attribute lookups between
+them on the hot path). Their pure-Python twins are the modules of
+``jetwire.protocol._pure``; ``jetwire._impl`` selects one side as a whole (importing
+this package fails when any of the extensions is not built)."""
+from .ackmux import AckFuture, AckMux
+from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
+from .lock import Lock, WriteLock
 from .metadata import parse_metadata_fields
 from .msg import MsgBase
 from .parser import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG, Parser
@@ -15,5 +19,5 @@ __all__ = [
     "OP_INFO", "OP_PING", "OP_PONG", "OP_OK", "OP_ERR", "OP_FRAME_ERROR", "PING", "PONG", "DEFAULT_MAX_PAYLOAD",
     "MsgBase", "Parser", "decode_headers", "encode_headers", "parse_metadata_fields", "validate_subject",
     "append_pub", "append_hpub", "append_sub", "append_unsub", "DONE", "Outbox", "WriteLock", "SubState",
-    "Router", "AckMux",
+    "Router", "AckMux", "AckFuture", "Lock",
 ]

@@ -25,14 +25,17 @@ left keeps the entry pending and calls the driver's ``on_retry(token, retry_wait
 which re-sends the message after the wait; with no retries left the future fails with
 ``NoStreamResponseError``. When the connection is lost, :meth:`fail_sent` fails what
 still awaits an ack (those acks can never come).
+
+Threads (the blocking flavour): publishing threads add entries and waiters, the reader
+pops them, the timer expires deadlines. Every change to ``pending``, the token counter
+and the waiter lists is made under ``lock`` (a ``jetwire._impl.Lock``, taken from C by
+the compiled ``AckMux``); futures are resolved outside it. ``PubAckMux(prefix,
+lock=None)`` is for a single thread (asyncio).
 """
 from __future__ import annotations
 
 import heapq
-import threading
-from concurrent.futures import Future as _CFuture
-from concurrent.futures import InvalidStateError
-from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
+from contextlib import nullcontext
 from typing import Any, Callable, List, Optional, Tuple
 
 import orjson
@@ -44,76 +47,16 @@ from .models import PubAck
 __all__ = ["PubAckMux", "AckFuture"]
 
 _from_ack = PubAck.from_json_bytes
+_plain = PubAck.plain
 _loads = orjson.loads
-_new = object.__new__
 
 
-_DONE = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
-_lazy_lock = threading.Lock()
+_NO_LOCK = nullcontext()  # what ``with`` takes when the mux has no lock (one thread)
 
 
-class AckFuture(_CFuture):
-    """The ``concurrent.futures.Future`` that blocking ``publish_async`` returns.
-
-    A plain ``Future`` builds a ``Condition`` (and an ``RLock``) when it is made and
-    takes it to resolve; per message that costs more than the rest of an async
-    publish. This one makes its condition only when someone first needs it (to wait,
-    add a callback, cancel, ...): an ack for a future nobody has looked at yet is
-    stored under one module lock without it. Every inherited method works unchanged,
-    so it is a ``concurrent.futures.Future`` in every respect (``result()``,
-    ``concurrent.futures.wait``/``as_completed``, callbacks, cancellation).
-    """
-
-    def __init__(self) -> None:  # no Condition until needed; see __getattr__
-        self._state = PENDING
-        self._result = None
-        self._exception = None
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "_condition":
-            with _lazy_lock:
-                d = self.__dict__
-                cond = d.get("_condition")
-                if cond is None:
-                    cond = d["_condition"] = threading.Condition()
-            return cond
-        if name == "_waiters" or name == "_done_callbacks":
-            # only touched under the condition (or after the state is final)
-            return self.__dict__.setdefault(name, [])
-        raise AttributeError(name)
-
-    def done(self) -> bool:
-        return self._state in _DONE
-
-    def set_result(self, result: Any) -> None:
-        d = self.__dict__
-        if "_condition" not in d:
-            with _lazy_lock:
-                fast = "_condition" not in d  # nobody can be waiting or have callbacks
-                if fast:
-                    state = self._state
-                    if state not in _DONE:
-                        self._result = result
-                        self._state = FINISHED
-                        return
-            if fast:  # raised outside the lock: repr() takes the condition
-                raise InvalidStateError(f"{state}: {self!r}")
-        _CFuture.set_result(self, result)
-
-    def set_exception(self, exception: Optional[BaseException]) -> None:
-        d = self.__dict__
-        if "_condition" not in d:
-            with _lazy_lock:
-                fast = "_condition" not in d
-                if fast:
-                    state = self._state
-                    if state not in _DONE:
-                        self._exception = exception
-                        self._state = FINISHED
-                        return
-            if fast:  # raised outside the lock: repr() takes the condition
-                raise InvalidStateError(f"{state}: {self!r}")
-        _CFuture.set_exception(self, exception)
+# the ``concurrent.futures.Future`` that blocking ``publish_async`` returns (compiled or
+# the pure twin's: cheap to make, resolved under a lock without a condition)
+AckFuture = _impl.AckFuture
 
 
 def _resolve(fut: Any, value: Any) -> None:
@@ -132,17 +75,23 @@ def _fail(fut: Any, exc: BaseException) -> None:
         pass
 
 
+_NEW_LOCK: Any = object()
+
+
 class PubAckMux(_impl.AckMux):
     """Token -> future map, window accounting and ack parsing for ``publish_async``.
 
     The per-ack path (``add``, ``on_msg`` for the usual ``{"stream":..,"seq":..}``
     answer) is the compiled ``AckMux`` (or its pure twin); every other answer comes to
-    :meth:`_other`."""
+    :meth:`_other`. ``lock``: a new ``jetwire._impl.Lock`` unless given (None: one
+    thread uses the mux, asyncio)."""
 
     __slots__ = ("closed", "close_error", "deadlines", "sub", "chain", "on_retry", "__weakref__")
 
-    def __init__(self, prefix: str) -> None:
-        super().__init__(prefix, PubAck.plain)  # prefix ends with "."
+    def __init__(self, prefix: str, lock: Any = _NEW_LOCK) -> None:
+        if lock is _NEW_LOCK:
+            lock = _impl.Lock()
+        super().__init__(prefix, PubAck.plain, lock)  # prefix ends with "."
         self.closed = False
         self.close_error: Optional[BaseException] = None
         self.deadlines: List[Tuple[float, str]] = []
@@ -157,44 +106,54 @@ class PubAckMux(_impl.AckMux):
     def reply_of(self, token: str) -> str:
         return self.prefix + token
 
+    def _pop(self, token: str) -> Any:
+        """Remove and return the entry of ``token`` (None when there is none)."""
+        lock = self.lock
+        if lock is None:
+            return self.pending.pop(token, None)
+        with lock:
+            return self.pending.pop(token, None)
+
     def discard(self, token: str) -> None:
         """Forget a publish that could not be written (its future is failed by the caller)."""
-        self.pending.pop(token, None)
+        self._pop(token)
         self._after_pop()
 
     def fail(self, token: str, exc: BaseException) -> None:
-        entry = self.pending.pop(token, None)
+        entry = self._pop(token)
         if entry is not None:
             _fail(entry[0], exc)
             self._after_pop()
 
     def add_deadline(self, deadline: float, token: str) -> None:
+        # deadlines are the timer's: the driver adds and expires them under its own lock
         heapq.heappush(self.deadlines, (deadline, token))
 
     def expire(self, now: float) -> bool:
         """Fail the futures whose ack deadline passed; True while deadlines remain."""
         dl = self.deadlines
-        pending = self.pending
         while dl and dl[0][0] <= now:
             _, token = heapq.heappop(dl)
-            entry = pending.pop(token, None)
+            entry = self._pop(token)
             if entry is not None:
                 _fail(entry[0], TimeoutError("timed out waiting for the JetStream publish ack"))
                 self._after_pop()
         return bool(dl)
 
     def add_stall_waiter(self, fut: Any, wake_at: int) -> None:
-        waiters = self.stall_waiters
-        if len(waiters) > 64:
-            waiters[:] = [w for w in waiters if not w.done()]
-        self.wake_at = wake_at
-        waiters.append(fut)
+        with self.lock or _NO_LOCK:
+            waiters = self.stall_waiters
+            if len(waiters) > 64:
+                waiters[:] = [w for w in waiters if not w.done()]
+            self.wake_at = wake_at
+            waiters.append(fut)
 
     def add_complete_waiter(self, fut: Any) -> None:
-        waiters = self.complete_waiters
-        if len(waiters) > 64:
-            waiters[:] = [w for w in waiters if not w.done()]
-        waiters.append(fut)
+        with self.lock or _NO_LOCK:
+            waiters = self.complete_waiters
+            if len(waiters) > 64:
+                waiters[:] = [w for w in waiters if not w.done()]
+            waiters.append(fut)
 
     # -- reader side (never blocks) ----------------------------------------------------
     # on_msg(msg), the subscription's direct handler: compiled (AckMux); it resolves the
@@ -213,8 +172,8 @@ class PubAckMux(_impl.AckMux):
             if type(d) is dict and len(d) == 2 and "seq" in d:
                 stream = d.get("stream")
                 if stream and type(stream) is str:
-                    # {"seq":..,"stream":..} or spaced: build the PubAck directly
-                    _resolve(fut, PubAck.plain(stream, d["seq"]))
+                    # {"seq":..,"stream":..} or spaced: the usual answer all the same
+                    _resolve(fut, _plain(stream, d["seq"]))
                     if self.stall_waiters or self.complete_waiters:
                         self._after_pop()
                     return
@@ -225,7 +184,8 @@ class PubAckMux(_impl.AckMux):
             if status == "503":
                 retries = entry[4]
                 if retries != 0 and not self.closed and self.on_retry is not None:
-                    self.pending[token] = entry[:4] + (retries - 1, entry[5])
+                    with self.lock or _NO_LOCK:
+                        self.pending[token] = entry[:4] + (retries - 1, entry[5])
                     self.on_retry(token, entry[5])
                     return
                 _fail(fut, NoStreamResponseError("no stream answered the publish (no responders)"))
@@ -255,17 +215,17 @@ class PubAckMux(_impl.AckMux):
             _resolve(fut, ack)
 
     def _after_pop(self) -> None:
-        n = len(self.pending)
-        if self.stall_waiters and n <= self.wake_at:
-            waiters = self.stall_waiters
-            self.stall_waiters = []
-            for w in waiters:
-                _resolve(w, True)
-        if n == 0 and self.complete_waiters:
-            waiters = self.complete_waiters
-            self.complete_waiters = []
-            for w in waiters:
-                _resolve(w, True)
+        woken: List[Any] = []
+        with self.lock or _NO_LOCK:
+            n = len(self.pending)
+            if self.stall_waiters and n <= self.wake_at:
+                woken += self.stall_waiters
+                self.stall_waiters = []
+            if n == 0 and self.complete_waiters:
+                woken += self.complete_waiters
+                self.complete_waiters = []
+        for w in woken:
+            _resolve(w, True)
 
     # -- connection loss and closing ----------------------------------------------------
     def fail_sent(self, err: BaseException) -> None:
@@ -274,28 +234,27 @@ class PubAckMux(_impl.AckMux):
         (as nats.go does; one still in the reconnect buffer is sent after the reconnect
         all the same) and wake the waiters. Publishes made from now on go out when the
         connection is back and get their acks over the renewed subscription."""
-        pending = self.pending
-        lost = False
-        for token in list(pending):  # entries may be added meanwhile (blocking flavour): they stay
-            entry = pending.pop(token, None)
-            if entry is not None:
-                lost = True
-                _fail(entry[0], err)
+        with self.lock or _NO_LOCK:  # entries added from now on stay
+            lost = list(self.pending.values())
+            self.pending.clear()
+        for entry in lost:
+            _fail(entry[0], err)
         if lost:
             self._after_pop()
 
     def fail_all(self, err: BaseException) -> None:
         """The connection closed: fail every pending future and wake every waiter."""
-        self.closed = True
-        self.close_error = err
-        pending = self.pending
-        self.pending = {}
-        self.deadlines = []
+        with self.lock or _NO_LOCK:
+            self.closed = True
+            self.close_error = err
+            pending = self.pending
+            self.pending = {}
+            self.deadlines = []
+            waiters = self.stall_waiters + self.complete_waiters
+            self.stall_waiters = []
+            self.complete_waiters = []
         for entry in pending.values():
             _fail(entry[0], err)
-        waiters = self.stall_waiters + self.complete_waiters
-        self.stall_waiters = []
-        self.complete_waiters = []
         for w in waiters:
             _resolve(w, True)
         if self.chain is not None:

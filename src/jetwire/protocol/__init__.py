@@ -14,7 +14,7 @@ from .metadata import MsgMetadata, SequencePair, parse_metadata
 
 # every name of the implementations (listed once, in ``_pure.__all__``) but the
 # connection-core pieces, which stay internal (``jetwire._impl``)
-_CORE_NAMES = {"Outbox", "DONE", "SubState", "Router", "AckMux"}
+_CORE_NAMES = {"Outbox", "DONE", "SubState", "Router", "AckMux", "AckFuture", "Lock", "WriteLock"}
 _IMPL_NAMES = (frozenset(_pure.__all__) - _CORE_NAMES) | {"speedups_enabled", "implementations"}
 
 __all__ = ["Headers", "MsgMetadata", "SequencePair", "parse_metadata", *sorted(_IMPL_NAMES)]

@@ -1,5 +1,6 @@
 """Pure-Python twin of the compiled ``jetwire._c`` package, one module per concept like it
-(``msg``, ``parser``, ``headers``, ``metadata``, ``encoder``, ``router``, ``ackmux``).
+(``msg``, ``parser``, ``headers``, ``metadata``, ``encoder``, ``router``, ``ackmux``,
+``lock``).
 
 Every function and class here behaves exactly like its compiled counterpart in
 ``ext/jetwire/_c/``; the differential tests in ``tests/unit`` hold both to that. When
@@ -14,16 +15,25 @@ Wire rules shared by both implementations:
 * ``MSG <subject> <sid> [reply] <size>`` and
   ``HMSG <subject> <sid> [reply] <hdr_len> <total_len>``: sid and sizes are 1-18
   ASCII digits, ``hdr_len <= total_len <= max_payload``. The frame must end in CRLF.
-* Errors are checked in this order: control line, operation, arguments; then the
-  parser waits for the whole frame; then the trailing CRLF, subject/reply UTF-8 and
-  the header block are checked.
+* Framing errors are checked in this order: control line, operation, arguments; then
+  the parser waits for the whole frame; then the trailing CRLF. They raise
+  ``ProtocolError`` (whose ``events`` are the events parsed before the bad frame).
+* Within a well-framed HMSG, a malformed header block skips that one message: the event
+  ``(OP_FRAME_ERROR, ProtocolError)`` (naming the message's ``subject``) takes its place
+  and parsing goes on. Text is bytes-faithful: what is not UTF-8 is kept as surrogate
+  escapes, and the encoder sends those bytes back.
+
+Threads: state two threads change (the outbox's buffer and counters, a subscription's
+queue, the ack mux's tokens and waiters) is changed under its lock when one is set (the
+blocking flavour); the asyncio flavour sets none. See ``lock.py``.
 """
 from __future__ import annotations
 
-from .ackmux import AckMux
+from .ackmux import AckFuture, AckMux
 from .common import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG
 from .encoder import DONE, Outbox, WriteLock, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
+from .lock import Lock
 from .metadata import parse_metadata_fields
 from .msg import MsgBase
 from .parser import Parser
@@ -55,5 +65,7 @@ __all__ = [
     "SubState",
     "Router",
     "AckMux",
+    "AckFuture",
+    "Lock",
 ]
 

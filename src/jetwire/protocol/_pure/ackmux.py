@@ -1,10 +1,89 @@
-"""The per-ack part of the async-publish mux (twin of the compiled ``jetwire._c.ackmux``)."""
+"""Per-ack path of the JetStream async-publish mux: ``AckMux`` and the blocking flavour's
+future, ``AckFuture`` (twin of the compiled ``jetwire._c.ackmux``).
+"""
 from __future__ import annotations
 
 import re
+import threading
+from concurrent.futures import Future as _CFuture
+from concurrent.futures import InvalidStateError
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
 from typing import Any, List, Optional, Tuple
 
-# ------------------------------------------------------------------ publish-ack mux
+__all__ = ["AckMux", "AckFuture"]
+
+_DONE = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
+_lazy_lock = threading.Lock()  # makes a future's condition, and resolves a future that has none
+
+
+class AckFuture(_CFuture):
+    """The ``concurrent.futures.Future`` that blocking ``publish_async`` returns.
+
+    A plain ``Future`` builds a ``Condition`` (and an ``RLock``) when it is made and
+    takes it to resolve; per message that costs more than the rest of an async publish.
+    This one makes its condition only when someone first needs it (to wait, add a
+    callback, cancel, ...), under one module lock; ``set_result`` / ``set_exception`` on
+    a future that has no condition yet store its outcome under that same lock (nobody
+    can be waiting or have callbacks then). Every inherited method works unchanged, so
+    it is a ``concurrent.futures.Future`` in every respect (``result()``,
+    ``concurrent.futures.wait``/``as_completed``, callbacks, cancellation).
+    """
+
+    _has_condition = False  # set (under the module lock) once _condition exists
+
+    def __init__(self) -> None:  # no Condition until needed; see __getattr__
+        self._state = PENDING
+        self._result = None
+        self._exception = None
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_condition":
+            with _lazy_lock:
+                try:
+                    return object.__getattribute__(self, "_condition")  # made meanwhile by another thread
+                except AttributeError:
+                    pass
+                cond = threading.Condition()
+                self._condition = cond
+                self._has_condition = True
+            return cond
+        if name == "_waiters" or name == "_done_callbacks":
+            # only touched under the condition (or after the state is final)
+            return self.__dict__.setdefault(name, [])
+        raise AttributeError(name)
+
+    def done(self) -> bool:
+        return self._state in _DONE
+
+    def set_result(self, result: Any) -> None:
+        if not self._has_condition:
+            with _lazy_lock:
+                fast = not self._has_condition  # nobody can be waiting or have callbacks
+                if fast:
+                    state = self._state
+                    if state not in _DONE:
+                        self._result = result
+                        self._state = FINISHED
+                        return
+            if fast:  # raised outside the lock: repr() takes the condition
+                raise InvalidStateError(f"{state}: {self!r}")
+        _CFuture.set_result(self, result)
+
+    def set_exception(self, exception: Optional[BaseException]) -> None:
+        if not self._has_condition:
+            with _lazy_lock:
+                fast = not self._has_condition
+                if fast:
+                    state = self._state
+                    if state not in _DONE:
+                        self._exception = exception
+                        self._state = FINISHED
+                        return
+            if fast:  # raised outside the lock: repr() takes the condition
+                raise InvalidStateError(f"{state}: {self!r}")
+        _CFuture.set_exception(self, exception)
+
+
 _PLAIN_ACK = re.compile(rb'\{"stream":"([^"\\\x00-\x1f]+)","seq":(0|[1-9][0-9]{0,17})\}\Z')
 
 
@@ -32,18 +111,22 @@ class AckMux:
     retries_left, retry_wait)``; ``add()`` registers a publish under the next token
     (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one reply on
     ``<prefix><token>``: an unknown token is ignored; the usual answer
-    ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, seq)``
-    (the ack type's constructor), resolves the entry's future with its ``set_result``
-    (unless it is done already; an error from ``set_result`` is ignored) and then, when
-    ``stall_waiters`` or ``complete_waiters`` is non-empty, calls ``self._after_pop()``.
-    Any other reply (or ``make_ack`` None) goes to ``self._other(msg, token, entry)``
-    after the entry was popped.
+    ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, n)``
+    (the ack type's constructor, such as ``PubAck.plain``), which resolves the
+    entry's future through its ``set_result`` (an error from it -- a future done or
+    cancelled already -- is ignored); then, when stall or completion waiters were
+    registered, ``self._after_pop()`` runs. Any other reply (or ``make_ack`` None) goes
+    to ``self._other(msg, token, entry)`` after the entry was popped.
+
+    Threads: ``lock`` (None: a single thread) guards ``_n`` and ``pending``'s entries
+    (``add`` from publishing threads, ``on_msg`` from the reader); the subclass takes
+    it for its own state too. Futures are resolved and callbacks run outside it.
     """
 
     __slots__ = ("prefix", "_plen", "pending", "_n", "stall_waiters", "complete_waiters", "wake_at",
-                 "make_ack")
+                 "make_ack", "lock")
 
-    def __init__(self, prefix: str, make_ack: Any = None) -> None:
+    def __init__(self, prefix: str, make_ack: Any = None, lock: Any = None) -> None:
         if type(prefix) is not str:
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
         self.prefix = prefix
@@ -54,19 +137,34 @@ class AckMux:
         self.complete_waiters: List[Any] = []
         self.wake_at = 0
         self.make_ack = make_ack
+        self.lock = lock
 
     def add(self, fut: Any, subject: str, hdr: Any, data: Any, retries: int, retry_wait: float) -> str:
         """Register a publish; returns its token (the reply subject is ``prefix + token``)."""
-        n = self._n + 1
-        self._n = n
-        token = str(n)
-        self.pending[token] = (fut, subject, hdr, data, retries, retry_wait)
+        entry = (fut, subject, hdr, data, retries, retry_wait)
+        lock = self.lock
+        if lock is None:
+            n = self._n = self._n + 1
+            token = str(n)
+            self.pending[token] = entry
+        else:
+            with lock:
+                n = self._n = self._n + 1
+                token = str(n)
+                self.pending[token] = entry
         return token
 
     def on_msg(self, msg: Any) -> None:
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
         token = msg.subject[self._plen:]
-        entry = self.pending.pop(token, None)
+        lock = self.lock
+        if lock is None:
+            entry = self.pending.pop(token, None)
+            wake = bool(self.stall_waiters) or bool(self.complete_waiters)
+        else:
+            with lock:
+                entry = self.pending.pop(token, None)
+                wake = bool(self.stall_waiters) or bool(self.complete_waiters)
         if entry is None:
             return
         make = self.make_ack
@@ -75,13 +173,11 @@ class AckMux:
             self._other(msg, token, entry)
             return
         ack = make(plain[0], plain[1])
-        fut = entry[0]
         try:
-            if not fut.done():
-                fut.set_result(ack)
-        except Exception:  # cancelled / resolved concurrently by another thread
+            entry[0].set_result(ack)
+        except Exception:  # done or cancelled already (another thread, a timeout)
             pass
-        if self.stall_waiters or self.complete_waiters:
+        if wake:
             self._after_pop()
 
     def _other(self, msg: Any, token: str, entry: tuple) -> None:

@@ -1,13 +1,32 @@
-"""Encoder, outbox and the writer's lock (twin of the compiled ``jetwire._c.encoder``)."""
+"""Encoder and write buffer: ``validate_subject``, ``append_pub`` / ``append_hpub`` /
+``append_sub`` / ``append_unsub``, ``DONE`` and ``Outbox`` (twin of the compiled
+``jetwire._c.encoder``).
+
+Subjects, replies and queues are ``str``; surrogate escapes (bytes that were not UTF-8
+when received) go out as the bytes they stand for, so a ``respond()``, an ack or a
+re-publish sends exactly what was received. Validation looks at those wire bytes: no
+whitespace (ASCII or Unicode) or control character, no empty token.
+"""
 from __future__ import annotations
 
-import threading
 from typing import Any, Optional, Tuple
 
 from ...errors import BadSubjectError
 from .common import DEFAULT_MAX_PAYLOAD
+from .lock import WriteLock
 
-# --------------------------------------------------------------------------- encoder
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD",
+    "validate_subject",
+    "append_pub",
+    "append_hpub",
+    "append_sub",
+    "append_unsub",
+    "DONE",
+    "Outbox",
+    "WriteLock",
+]
+
 # Characters str.isspace() accepts, plus the C0 controls and DEL.
 _WHITESPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680"
@@ -16,8 +35,9 @@ _WHITESPACE = (
 )
 _BAD_CHARS = frozenset(_WHITESPACE) | frozenset(map(chr, range(0x20))) | {"\x7f"}
 
-def _subject_bytes(subject: Any, what: str = "subject") -> bytes:
-    """Validate a subject and return its UTF-8 bytes."""
+def _wire(subject: Any, what: str, tokens: bool) -> bytes:
+    """Validate a subject (``tokens``: no empty token either), reply or queue; return its
+    wire bytes (surrogate escapes stand for the bytes they escaped)."""
     if not isinstance(subject, str):
         raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
     if not subject:
@@ -27,37 +47,41 @@ def _subject_bytes(subject: Any, what: str = "subject") -> bytes:
             raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
         b = subject.encode("ascii")
     else:
-        if not _BAD_CHARS.isdisjoint(subject):
-            raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
+        text = subject
         try:
-            b = subject.encode("utf-8", "surrogateescape")  # non-UTF-8 bytes received stay as they were
+            b = subject.encode()
         except UnicodeEncodeError:
-            raise BadSubjectError(f"{what} {subject!r} is not encodable as UTF-8") from None
-    if b[0] == 46 or b[-1] == 46 or b".." in b:
+            try:  # bytes that were not UTF-8 when received: send them as they came
+                b = subject.encode("utf-8", "surrogateescape")
+            except UnicodeEncodeError:  # lone surrogates that are no escapes
+                if not _BAD_CHARS.isdisjoint(subject):
+                    raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters") from None
+                raise BadSubjectError(f"{what} {subject!r} is not encodable as UTF-8") from None
+            text = b.decode("utf-8", "surrogateescape")  # what the wire bytes say
+        if not _BAD_CHARS.isdisjoint(text):
+            raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
+    if tokens and (b[0] == 46 or b[-1] == 46 or b".." in b):
         raise BadSubjectError(f"{what} {subject!r} has an empty token")
     return b
 
 
-def _queue_bytes(queue: Any) -> bytes:
-    if not isinstance(queue, str):
-        raise BadSubjectError(f"queue must be a str, not {type(queue).__name__}")
-    if queue.isascii():
-        if not queue.isprintable() or " " in queue:
-            raise BadSubjectError(f"queue {queue!r} contains whitespace or control characters")
-        return queue.encode("ascii")
-    if not _BAD_CHARS.isdisjoint(queue):
-        raise BadSubjectError(f"queue {queue!r} contains whitespace or control characters")
-    try:
-        return queue.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        raise BadSubjectError(f"queue {queue!r} is not encodable as UTF-8") from None
+def _subject_bytes(subject: Any, what: str = "subject") -> bytes:
+    """Validate a subject (or reply) and return its wire bytes."""
+    return _wire(subject, what, True)
+
+
+def _given(reply: Any) -> bool:
+    """A reply (or queue) to send: not None and not empty."""
+    return reply is not None and not (isinstance(reply, str) and not reply)
 
 
 def validate_subject(subject: Any) -> None:
     """Raise ``BadSubjectError`` unless ``subject`` can be published to.
 
     Rejected: non-str, empty, any whitespace (including Unicode whitespace) or control
-    character, lone surrogates, and empty tokens (leading/trailing '.' or '..').
+    character, lone surrogates that stand for no byte, and empty tokens (leading/trailing
+    '.' or '..'). Surrogate escapes (bytes that were not UTF-8) are accepted: they are
+    sent as those bytes.
     """
     _subject_bytes(subject)
 
@@ -80,13 +104,15 @@ def _check_buf(buf: Any) -> None:
 def append_pub(buf: bytearray, subject: str, reply: Optional[str], data: Any) -> None:
     """Append ``PUB <subject> [reply] <len>\\r\\n<data>\\r\\n`` to ``buf``."""
     s = _subject_bytes(subject)
-    data, n = _data_len(data)
-    _check_buf(buf)
-    if reply:
-        buf += b"PUB %s %s %d\r\n" % (s, _subject_bytes(reply, "reply"), n)
+    r = _subject_bytes(reply, "reply") if _given(reply) else None
+    if type(data) is not bytes:
+        data, n = _data_len(data)
     else:
-        if reply is not None and reply != "":
-            _subject_bytes(reply, "reply")
+        n = len(data)
+    _check_buf(buf)
+    if r is not None:
+        buf += b"PUB %s %s %d\r\n" % (s, r, n)
+    else:
         buf += b"PUB %s %d\r\n" % (s, n)
     buf += data
     buf += b"\r\n"
@@ -95,14 +121,13 @@ def append_pub(buf: bytearray, subject: str, reply: Optional[str], data: Any) ->
 def append_hpub(buf: bytearray, subject: str, reply: Optional[str], hdr: Any, data: Any) -> None:
     """Append ``HPUB <subject> [reply] <hdr_len> <total_len>\\r\\n<hdr><data>\\r\\n`` to ``buf``."""
     s = _subject_bytes(subject)
+    r = _subject_bytes(reply, "reply") if _given(reply) else None
     hdr, hn = _data_len(hdr)
     data, n = _data_len(data)
     _check_buf(buf)
-    if reply:
-        buf += b"HPUB %s %s %d %d\r\n" % (s, _subject_bytes(reply, "reply"), hn, hn + n)
+    if r is not None:
+        buf += b"HPUB %s %s %d %d\r\n" % (s, r, hn, hn + n)
     else:
-        if reply is not None and reply != "":
-            _subject_bytes(reply, "reply")
         buf += b"HPUB %s %d %d\r\n" % (s, hn, hn + n)
     buf += hdr
     buf += data
@@ -124,12 +149,11 @@ def append_sub(buf: bytearray, subject: str, queue: Optional[str], sid: int) -> 
     """Append ``SUB <subject> [queue] <sid>\\r\\n`` to ``buf``."""
     s = _subject_bytes(subject)
     _check_uint(sid, "sid")
+    q = _wire(queue, "queue", False) if _given(queue) else None
     _check_buf(buf)
-    if queue:
-        buf += b"SUB %s %s %d\r\n" % (s, _queue_bytes(queue), sid)
+    if q is not None:
+        buf += b"SUB %s %s %d\r\n" % (s, q, sid)
     else:
-        if queue is not None and queue != "":
-            _queue_bytes(queue)
         buf += b"SUB %s %d\r\n" % (s, sid)
 
 
@@ -162,11 +186,6 @@ class _Done:
 DONE = _Done()
 
 
-def WriteLock() -> Any:  # noqa: N802 - a class in the compiled module
-    """The blocking writer's lock (the compiled module's is taken without a Python call)."""
-    return threading.Lock()
-
-
 class Outbox:
     """A connection's write buffer and its ``publish`` fast path.
 
@@ -180,11 +199,11 @@ class Outbox:
     subjects raise ``BadSubjectError`` (bad buffers ``TypeError``/``BufferError``)
     before ``buf`` is touched. ``take()`` hands over the buffered bytes.
 
-    Threads: this twin's ``publish`` holds ``lock`` (when not None: the blocking
-    writer's lock) while it reads ``buf``, appends and counts. ``append_pub``,
-    ``append_hpub`` and ``take`` take no lock: their callers hold the writer's lock,
-    as does any Python code appending to ``buf`` itself. ``on_first`` / ``on_full``
-    run after the append, outside the lock (the compiled ``Outbox`` does the same).
+    Threads: ``lock`` (None in the asyncio flavour, where one thread does everything)
+    guards ``buf`` and the counters. ``publish`` holds it from reading ``buf`` to
+    counting. ``append_pub``, ``append_hpub``, ``take``, replacing ``buf`` and any Python
+    code appending to ``buf`` need their caller to hold it. ``on_first`` / ``on_full`` /
+    ``slow`` run outside it.
     """
 
     __slots__ = ("_buf", "connected", "congested", "max_payload", "out_msgs", "out_bytes", "threshold",
@@ -224,6 +243,16 @@ class Outbox:
         self._buf = bytearray()
         return buf
 
+    def _append(self, subject: str, reply: Optional[str], data: Any, n: int) -> Tuple[int, int]:
+        buf = self._buf
+        if data is buf:
+            raise BufferError("cannot publish the outbox's own buffer")
+        before = len(buf)
+        append_pub(buf, subject, reply, data)
+        self.out_msgs += 1
+        self.out_bytes += n
+        return before, len(buf)
+
     def publish(self, subject: str, data: Any = b"", reply: Optional[str] = None, headers: Any = None) -> Any:
         """Queue ``PUB``; the fast path returns ``ret``, anything else goes to ``slow``."""
         if not self.connected or headers is not None or self.congested:
@@ -232,29 +261,17 @@ class Outbox:
         if t is bytes:
             n = len(data)
         elif t is bytearray or t is memoryview:
-            if data is self._buf:
-                raise BufferError("cannot publish the outbox's own buffer")
-            data, n = _data_len(data)
+            mv, n = _data_len(data)
         else:
             return self.slow(subject, data, reply, headers)
         if n > self.max_payload:
             return self.slow(subject, data, reply, headers)
         lock = self.lock
         if lock is None:
-            buf = self._buf
-            before = len(buf)
-            append_pub(buf, subject, reply, data)
-            self.out_msgs += 1
-            self.out_bytes += n
-            after = len(buf)
+            before, after = self._append(subject, reply, data, n)
         else:
             with lock:
-                buf = self._buf
-                before = len(buf)
-                append_pub(buf, subject, reply, data)
-                self.out_msgs += 1
-                self.out_bytes += n
-                after = len(buf)
+                before, after = self._append(subject, reply, data, n)
         if after >= self.threshold:
             if self.on_full is not None:
                 self.on_full()
@@ -264,7 +281,8 @@ class Outbox:
         return self.ret
 
     def append_pub(self, subject: str, reply: Optional[str], data: Any) -> None:
-        """Append ``PUB`` to ``buf`` and count it (no checks beyond the encoder's, no callbacks)."""
+        """Append ``PUB`` to ``buf`` and count it (no checks beyond the encoder's, no callbacks;
+        the caller holds ``lock``)."""
         buf = self._buf
         if data is buf:
             raise BufferError("cannot publish the outbox's own buffer")
@@ -273,12 +291,11 @@ class Outbox:
         self.out_bytes += _data_len(data)[1]
 
     def append_hpub(self, subject: str, reply: Optional[str], hdr: Any, data: Any) -> None:
-        """Append ``HPUB`` to ``buf`` and count it (``out_bytes`` counts ``data`` only)."""
+        """Append ``HPUB`` to ``buf`` and count it (``out_bytes`` counts ``data`` only; the
+        caller holds ``lock``)."""
         buf = self._buf
         if data is buf or hdr is buf:
             raise BufferError("cannot publish the outbox's own buffer")
         append_hpub(buf, subject, reply, hdr, data)
         self.out_msgs += 1
         self.out_bytes += _data_len(data)[1]
-
-

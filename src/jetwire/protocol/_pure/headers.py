@@ -1,4 +1,10 @@
-"""The header codec (twin of the compiled ``jetwire._c.headers``)."""
+"""The header codec (twin of the compiled ``jetwire._c.headers``).
+
+Header names and values are ``str``; bytes that are not UTF-8 are kept as surrogate
+escapes, and ``.encode("utf-8", "surrogateescape")`` recovers them (the encoder sends
+exactly those bytes back). Values (and names) given as ``bytes`` are sent verbatim. A
+malformed block raises ``ProtocolError`` (the parser then skips that one message).
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -75,9 +81,9 @@ def encode_headers(headers: Any) -> bytes:
             description = headers.description
             if description:
                 check_value(description)
-                parts = ["NATS/1.0 ", status, " ", description, "\r\n"]
+                parts = ["NATS/1.0 ", as_text(status), " ", as_text(description), "\r\n"]
             else:
-                parts = ["NATS/1.0 ", status, "\r\n"]
+                parts = ["NATS/1.0 ", as_text(status), "\r\n"]
         for k, values in headers._d.items():
             for v in values:
                 parts += (k, ": ", v, "\r\n")

@@ -1,4 +1,8 @@
-"""Ack-subject metadata (twin of the compiled ``jetwire._c.metadata``)."""
+"""Ack-subject metadata (twin of the compiled ``jetwire._c.metadata``).
+
+A subject that is not a JetStream ack subject -- including one holding bytes that are
+not UTF-8 (surrogate escapes) -- raises ``NotJSMessageError`` for that one message.
+"""
 from __future__ import annotations
 
 from typing import Any, Tuple

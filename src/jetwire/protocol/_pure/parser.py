@@ -1,4 +1,12 @@
-"""The incremental protocol parser (twin of the compiled ``jetwire._c.parser``)."""
+"""The incremental protocol parser (twin of the compiled ``jetwire._c.parser``).
+
+Bytes-faithful, never fatal for content: subjects, reply subjects, header names and
+values (and the status description) are ``str``; bytes that are not UTF-8 are kept as
+surrogate escapes, and ``.encode("utf-8", "surrogateescape")`` recovers them. A message
+whose header block is malformed is skipped and reported as ``(OP_FRAME_ERROR,
+ProtocolError)`` (with the message's ``subject``); only a stream that can no longer be
+framed raises ``ProtocolError``, whose ``events`` are the events parsed before it.
+"""
 from __future__ import annotations
 
 from typing import Any, List
@@ -41,8 +49,10 @@ class Parser:
 
     Events are ``msg_cls`` instances for MSG/HMSG and ``(kind, arg)`` tuples otherwise:
     ``(OP_INFO, dict)``, ``(OP_PING, None)``, ``(OP_PONG, None)``, ``(OP_OK, None)``,
-    ``(OP_ERR, str)``. Malformed input raises ``ProtocolError``; the parser should then
-    be ``reset()`` (or dropped) before it is fed again.
+    ``(OP_ERR, str)``, ``(OP_FRAME_ERROR, ProtocolError)`` (one well-framed message whose
+    content is malformed, skipped). Input that cannot be framed raises ``ProtocolError``
+    (its ``events``: what was parsed before); the parser should then be ``reset()`` (or
+    dropped) before it is fed again. One thread feeds a parser.
     """
 
     __slots__ = ("_buf", "_pos", "_cls", "_max_line", "_max_payload")

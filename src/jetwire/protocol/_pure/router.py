@@ -1,4 +1,6 @@
-"""Routing to subscriptions (twin of the compiled ``jetwire._c.router``)."""
+"""Receive hot path: ``Router`` (parse and route in one call) and ``SubState`` (the
+per-subscription state it touches) (twin of the compiled ``jetwire._c.router``).
+"""
 from __future__ import annotations
 
 from inspect import isawaitable as _isawaitable
@@ -7,8 +9,9 @@ from typing import Any, List
 from ...errors import ProtocolError
 from .msg import MsgBase
 
+__all__ = ["SubState", "Router"]
 
-# --------------------------------------------------------------------------- routing
+
 class SubState:
     """The routing state of a subscription (base of ``jetwire.core.SubscriptionBase``).
 
@@ -19,16 +22,22 @@ class SubState:
     (whose ``set()`` wakes the consumer). ``_client`` is the connection messages are
     bound to (``msg._client``) when they are handed out.
 
+    Threads: ``_lock`` (None in the asyncio flavour) guards ``_pending`` and
+    ``_pending_bytes``, which the reader (``Router``) and the consumer (``_next``,
+    ``_deliver``, ``_discard``) both change. The other fields are written by one thread
+    each (``_slow`` is a hint both may flip).
+
     Queued messages are not bound yet (in the compiled module they stay untracked by
     the cycle collector while they wait); ``_next()`` binds them as it hands them out.
     """
 
-    __slots__ = ("_client", "_direct", "_pending", "_signal", "delivered", "_max", "_pending_bytes",
+    __slots__ = ("_client", "_direct", "_pending", "_signal", "_lock", "delivered", "_max", "_pending_bytes",
                  "_pmsgs_limit", "_pbytes_limit", "_dropped", "_slow")
     _client: Any
     _direct: Any
     _pending: Any
     _signal: Any
+    _lock: Any
     delivered: int
     _max: int
     _pending_bytes: int
@@ -39,7 +48,7 @@ class SubState:
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "SubState":
         self = object.__new__(cls)
-        self._client = self._direct = self._pending = self._signal = None
+        self._client = self._direct = self._pending = self._signal = self._lock = None
         self.delivered = self._max = self._pending_bytes = 0
         self._pmsgs_limit = self._pbytes_limit = self._dropped = 0
         self._slow = False
@@ -49,10 +58,18 @@ class SubState:
         """Pop the oldest pending message bound to ``_client`` (``None`` when there is none),
         keeping ``_pending_bytes``."""
         pending = self._pending
-        if not pending:
+        if not pending:  # (a hint: checked again under the lock)
             return None
-        msg = pending.popleft()
-        self._pending_bytes -= len(msg.data)
+        lock = self._lock
+        if lock is None:
+            msg = pending.popleft()
+            self._pending_bytes -= len(msg.data)
+        else:
+            with lock:
+                if not pending:
+                    return None
+                msg = pending.popleft()
+                self._pending_bytes -= len(msg.data)
         msg._client = self._client
         return msg
 
@@ -75,11 +92,23 @@ class SubState:
             if r is not None and _isawaitable(r):
                 return r
 
+    def _discard(self) -> None:
+        """Drop every pending message (``_pending`` emptied, ``_pending_bytes`` 0)."""
+        lock = self._lock
+        if lock is None:
+            self._pending.clear()
+            self._pending_bytes = 0
+        else:
+            with lock:
+                self._pending.clear()
+                self._pending_bytes = 0
+
 
 class Router:
     """The receive hot path: ``feed(data)`` parses ``data`` and routes every event.
 
-    Control tuples go to ``control(event)`` in stream order. A message counts in
+    Control tuples go to ``control(event)`` in stream order (``(OP_FRAME_ERROR,
+    ProtocolError)`` among them: a malformed message skipped). A message counts in
     ``in_msgs`` / ``in_bytes``; when ``subs`` (sid -> ``SubState``) has its subscription
     it is bound to the subscription's ``_client`` and handed to its ``_direct`` handler,
     or, within the subscription's limits, queued (unbound) in its ``_pending`` deque; past
@@ -89,6 +118,10 @@ class Router:
     events are routed, ``_signal.set()`` is called for every subscription whose queue
     was empty before. An exception from a callback propagates: the counters of that
     feed are not added and the subscriptions touched so far are signalled next time.
+
+    When the stream can no longer be framed, ``feed`` routes the events parsed before the
+    bad frame, then raises the ``ProtocolError``. One thread (the reader) feeds a router;
+    a subscription's queue is shared with its consumer under the subscription's ``_lock``.
     """
 
     __slots__ = ("parser", "subs", "control", "on_max", "on_slow", "in_msgs", "in_bytes", "touched")
@@ -155,21 +188,31 @@ class Router:
             else:
                 sub.delivered += 1
             pending = sub._pending
-            if len(pending) >= sub._pmsgs_limit or sub._pending_bytes + dlen > sub._pbytes_limit:
+            lock = sub._lock
+            if lock is None:
+                full = len(pending) >= sub._pmsgs_limit or sub._pending_bytes + dlen > sub._pbytes_limit
+                if not full:
+                    was_empty = not pending
+                    pending.append(ev)
+                    sub._pending_bytes += dlen
+            else:
+                with lock:
+                    full = len(pending) >= sub._pmsgs_limit or sub._pending_bytes + dlen > sub._pbytes_limit
+                    if not full:
+                        was_empty = not pending
+                        pending.append(ev)
+                        sub._pending_bytes += dlen
+            if full:
                 sub._dropped += 1
                 if not sub._slow:
                     sub._slow = True
                     self.on_slow(sub)
                 continue
-            if not pending:
+            if was_empty:
                 touched.append(sub)
-            pending.append(ev)
-            sub._pending_bytes += dlen
         self.in_msgs += n
         self.in_bytes += nbytes
         if touched:
             for sub in touched:
                 sub._signal.set()
             touched.clear()
-
-

@@ -1,0 +1,30 @@
+"""Stub of the compiled ``jetwire._c.parser`` (twin: ``jetwire.protocol._pure.parser``)."""
+from typing import Any, List, Optional, Tuple, Type, Union
+
+from jetwire._c.msg import MsgBase
+
+_Buffer = Union[bytes, bytearray, memoryview]
+
+OP_INFO: int
+OP_PING: int
+OP_PONG: int
+OP_OK: int
+OP_ERR: int
+OP_FRAME_ERROR: int
+PING: bytes
+PONG: bytes
+DEFAULT_MAX_PAYLOAD: int
+
+Event = Union[MsgBase, Tuple[int, Any]]
+
+class Parser:
+    def __init__(
+        self,
+        msg_cls: Optional[Type[MsgBase]] = None,
+        max_control_line: int = 4096,
+        max_payload: int = ...,
+    ) -> None: ...
+    @property
+    def buffered(self) -> int: ...
+    def feed(self, data: _Buffer) -> List[Any]: ...
+    def reset(self) -> None: ...
