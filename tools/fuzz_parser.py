@@ -81,7 +81,9 @@ def compare_parsers(g, mods, classes, chunks, expected=None, **kw):
     if expected is not None:
         if "ProtocolError" in first:
             raise Finding(f"valid stream rejected: {first!r}")
-        got = [e for o in first for e in o]
+        # a skipped message (OP_FRAME_ERROR) is expected by its subject; its text is
+        # compared between the parsers above
+        got = [e[:2] if e[0] == 6 else e for o in first for e in o]
         if got != expected:
             raise Finding(f"unexpected events: {got!r} != {expected!r}")
 

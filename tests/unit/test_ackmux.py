@@ -11,18 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jetwire.jetstream.models import PubAck
-from jetwire.jetstream.pubmux import AckFuture
 from jetwire.msg import Msg
 
 PREFIX = "_INBOX.mux."
 
 
-def make(impl, ack_type=PubAck):
+def make(impl, make_ack=PubAck.plain, lock=None):
     class Mux(impl.AckMux):
         __slots__ = ("others", "pops")
 
         def __init__(self) -> None:
-            super().__init__(PREFIX, None if ack_type is None else ack_type.plain)
+            super().__init__(PREFIX, make_ack, lock)
             self.others: list = []
             self.pops = 0
 
@@ -55,7 +54,7 @@ def plain_reference(data: bytes):
 
 def test_add_tokens_and_entries(impl):
     mux = make(impl)
-    f = AckFuture()
+    f = impl.AckFuture()
     t1 = mux.add(f, "s.x", None, b"d", 2, 0.25)
     t2 = mux.add(f, "s.y", b"NATS/1.0\r\n\r\n", b"e", -1, 1.0)
     assert (t1, t2) == ("1", "2") and mux._n == 2
@@ -71,7 +70,7 @@ def test_plain_ack_resolves(impl, kind):
     mux = make(impl)
     loop = asyncio.new_event_loop() if kind == "asyncio" else None
     try:
-        fut = {"lazy": AckFuture, "lazy_conditioned": AckFuture, "concurrent": cf.Future,
+        fut = {"lazy": impl.AckFuture, "lazy_conditioned": impl.AckFuture, "concurrent": cf.Future,
                "asyncio": lambda: loop.create_future()}[kind]()
         if kind == "lazy_conditioned":
             fut._condition  # someone made the condition: set_result must take it
@@ -91,9 +90,10 @@ def test_plain_ack_resolves(impl, kind):
             loop.close()
 
 
-def test_done_or_cancelled_future_and_unknown_token(impl):
-    mux = make(impl)
-    f1, f2 = AckFuture(), cf.Future()
+@pytest.mark.parametrize("locked", [False, True])
+def test_done_or_cancelled_future_and_unknown_token(impl, locked):
+    mux = make(impl, lock=impl.Lock() if locked else None)
+    f1, f2 = impl.AckFuture(), cf.Future()
     f1.set_result("first")
     f2.cancel()
     t1 = mux.add(f1, "s", None, b"", 2, 0.25)
@@ -106,14 +106,14 @@ def test_done_or_cancelled_future_and_unknown_token(impl):
 
 def test_waiters_call_after_pop(impl):
     mux = make(impl)
-    fut = AckFuture()
+    fut = impl.AckFuture()
     mux.stall_waiters.append(object())
     tok = mux.add(fut, "s", None, b"", 2, 0.25)
     mux.on_msg(Msg(PREFIX + tok, b'{"stream":"S","seq":1}'))
     assert mux.pops == 1
     mux.stall_waiters.clear()
     mux.complete_waiters.append(object())
-    tok = mux.add(AckFuture(), "s", None, b"", 2, 0.25)
+    tok = mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25)
     mux.on_msg(Msg(PREFIX + tok, b'{"stream":"S","seq":1}'))
     assert mux.pops == 2
 
@@ -126,7 +126,7 @@ def test_waiters_call_after_pop(impl):
 ])
 def test_other_answers_go_to_other(impl, data):
     mux = make(impl)
-    fut = AckFuture()
+    fut = impl.AckFuture()
     tok = mux.add(fut, "s", None, b"", 2, 0.25)
     entry = mux.pending[tok]
     msg = Msg(PREFIX + tok, data)
@@ -135,9 +135,9 @@ def test_other_answers_go_to_other(impl, data):
     assert mux.others == [(msg, tok, entry)]
 
 
-def test_no_ack_type_sends_everything_to_other(impl):
-    mux = make(impl, ack_type=None)
-    tok = mux.add(AckFuture(), "s", None, b"", 2, 0.25)
+def test_no_make_ack_sends_everything_to_other(impl):
+    mux = make(impl, make_ack=None)
+    tok = mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25)
     mux.on_msg(Msg(PREFIX + tok, b'{"stream":"S","seq":1}'))
     assert len(mux.others) == 1
 
@@ -175,3 +175,31 @@ def _is_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def test_make_ack_is_called_with_stream_and_seq(impl):
+    """``make_ack`` builds the ack (a class such as PubAck, or a factory): the mux never
+    fills an object's fields itself."""
+    calls = []
+    mux = make(impl, make_ack=lambda stream, seq: calls.append((stream, seq)) or ("ack", stream, seq))
+    fut = cf.Future()
+    tok = mux.add(fut, "s", None, b"", 2, 0.25)
+    mux.on_msg(Msg(PREFIX + tok, b'{"stream":"S","seq":9}'))
+    assert calls == [("S", 9)] and fut.result(0) == ("ack", "S", 9)
+    mux = make(impl, make_ack=PubAck)  # the class itself: its constructor
+    fut = cf.Future()
+    tok = mux.add(fut, "s", None, b"", 2, 0.25)
+    mux.on_msg(Msg(PREFIX + tok, b'{"stream":"S","seq":9}'))
+    assert fut.result(0) == PubAck.plain("S", 9) == PubAck("S", 9)
+
+
+def test_lock_is_released(impl):
+    lock = impl.Lock()
+    mux = make(impl, lock=lock)
+    tok = mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25)
+    assert not lock.locked() and mux.lock is lock
+    mux.stall_waiters.append(object())
+    mux.on_msg(Msg(PREFIX + tok, b'{"stream":"S","seq":1}'))
+    tok = mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25)
+    mux.on_msg(Msg(PREFIX + tok, b"other"))
+    assert not lock.locked() and mux.pops == 1 and len(mux.others) == 1

@@ -140,6 +140,13 @@ _VALUE_POOL = [c for c in _POOL + [" ", "\t", ":", "\x0b"] if c not in "\r\n"] +
 _KEY_POOL = list(key_chars) + _ESCAPES
 
 
+# text as received from another client: bytes that were not UTF-8 kept as surrogate
+# escapes (also ones that spell whitespace once sent, or stand for no byte at all)
+escaped_text = st.lists(st.sampled_from(
+    _ESCAPES + ["\udcc2", "\udca0", "\udce2", "\udc80", "\udc85", "\ud800", "a", ".", " ", "\x85", "é", "\t"]),
+    min_size=1, max_size=8).map("".join)
+
+
 def _wire(text: str) -> bytes:
     """What another client puts on the wire for ``text`` (escapes back to their bytes)."""
     return text.encode("utf-8", "surrogateescape")
@@ -200,6 +207,26 @@ def _rheaders(rnd):
     return _wire(raw), (d, items, status, desc)
 
 
+# header blocks that are malformed inside a well-framed HMSG: that one message is skipped
+# and reported as (OP_FRAME_ERROR, ProtocolError naming its subject); the stream goes on
+_BAD_BLOCKS = [
+    b"NATS/1.0\r\nno colon\r\n\r\n", b"NATS/1.0\r\n: v\r\n\r\n", b"NATS/1.0\r\nA B: v\r\n\r\n",
+    b"NATS/1.0\r\nK\x7f: v\r\n\r\n", b"NATS/1.1\r\n\r\n", b"NATS/1.0x\r\n\r\n", b"", b"NATS/1.0\r\n",
+    b"NATS/1.0\r\nK: v\r\n\r\nX", b"NATS/1.0\r\nK: \xff\r\nbad \xfe\r\n\r\n",
+]
+
+
+def _rbad_headers(rnd):
+    raw, _ = _rheaders(rnd)
+    r = rnd.random()
+    if r < 0.5:
+        return rnd.choice(_BAD_BLOCKS)
+    if r < 0.8:  # a line without a colon among good ones
+        head, _, rest = raw.partition(b"\r\n")
+        return head + b"\r\n" + _wire(_rtext(rnd, [c for c in _KEY_POOL if c != ":"], 1, 8)) + b"\r\n" + rest
+    return raw[:-2] + _wire(_rtext(rnd, _VALUE_POOL, 1, 4))  # not ending in an empty line
+
+
 def random_frame(rnd):
     kind = rnd.choice(["MSG", "MSG", "MSG", "HMSG", "HMSG", "PING", "PONG", "+OK", "-ERR", "INFO"])
     op = _rcase(rnd, kind)
@@ -221,6 +248,11 @@ def random_frame(rnd):
         sid_text = b"0" * rnd.randint(0, 2) + sid_text
     args = [_wire(subject), sid_text] + ([] if reply is None else [_wire(reply)])
     hexp = None
+    if kind == "HMSG" and rnd.random() < 0.1:
+        raw = _rbad_headers(rnd)
+        args += [str(len(raw)).encode(), str(len(raw) + len(payload)).encode()]
+        head = op + _rsep(rnd) + b"".join(a + _rsep(rnd) for a in args[:-1]) + args[-1] + _rtrail(rnd) + b"\r\n"
+        return head + raw + payload + b"\r\n", (6, subject)
     if kind == "HMSG":
         raw, hexp = _rheaders(rnd)
         args += [str(len(raw)).encode(), str(len(raw) + len(payload)).encode()]
@@ -246,6 +278,10 @@ def random_stream(seed, max_frames=12):
 
 def key(ev):
     if isinstance(ev, tuple):
+        if ev[0] == 6:  # OP_FRAME_ERROR: the error's class, subject and text
+            exc = ev[1]
+            assert type(exc) is ProtocolError and exc.subject is not None
+            return (6, exc.subject, str(exc))
         return ev
     assert type(ev.data) is bytes and type(ev.subject) is str and type(ev.sid) is int
     assert ev._client is None and ev._ackd is False and ev._meta is None
@@ -283,7 +319,8 @@ def check_valid(all_impls, make_msg_cls, stream, expected, chunks):
     for name, mod in all_impls.items():
         outcomes = run(mod, make_msg_cls(mod), chunks)
         assert "ProtocolError" not in outcomes, (name, stream)
-        assert [e for o in outcomes for e in o] == expected, (name, stream)
+        # a skipped message is expected as (OP_FRAME_ERROR, subject); its text must agree
+        assert [e[:2] if e[0] == 6 else e for o in outcomes for e in o] == expected, (name, stream)
         results[name] = outcomes
     assert len({repr(v) for v in results.values()}) == 1, results
 
@@ -391,7 +428,7 @@ def _outcome(fn, *args, errors=(ProtocolError,)):
     try:
         r = fn(*args)
     except errors as e:
-        return type(e).__name__
+        return type(e).__name__, str(e)
     if hasattr(r, "to_dict"):
         return (r.to_dict(), r.items(), r.status, r.description)
     return r
@@ -426,7 +463,7 @@ ack_tokens = st.one_of(
 
 @scaled(0.25)
 @given(st.one_of(
-    st.lists(ack_tokens, min_size=0, max_size=13).map(lambda t: ".".join(["$JS", "ACK"] + t)),
+    st.lists(st.one_of(ack_tokens, escaped_text), min_size=0, max_size=13).map(lambda t: ".".join(["$JS", "ACK"] + t)),
     st.text(max_size=30),
 ))
 def test_metadata_agree(all_impls, subject):
@@ -435,7 +472,8 @@ def test_metadata_agree(all_impls, subject):
 
 
 @scaled(0.25)
-@given(st.one_of(st.text(max_size=12), subjects, st.lists(simple_token, max_size=4).map(".".join)), st.one_of(st.none(), st.text(max_size=6)), st.binary(max_size=16))
+@given(st.one_of(st.text(max_size=12), subjects, st.lists(simple_token, max_size=4).map(".".join), escaped_text),
+       st.one_of(st.none(), st.text(max_size=6), escaped_text), st.binary(max_size=16))
 def test_encoder_agree(all_impls, subject, reply, data):
     outcomes = []
     for mod in all_impls.values():
@@ -445,8 +483,8 @@ def test_encoder_agree(all_impls, subject, reply, data):
             mod.append_hpub(buf, subject, reply, b"NATS/1.0\r\n\r\n", data)
             mod.append_sub(buf, subject, reply, 5)
             outcomes.append(bytes(buf))
-        except BadSubjectError:
-            outcomes.append(("BadSubjectError", bytes(buf)))
+        except BadSubjectError as exc:
+            outcomes.append(("BadSubjectError", str(exc), bytes(buf)))
     assert all(o == outcomes[0] for o in outcomes), outcomes
 
 

@@ -323,42 +323,69 @@ class CountingLock:
         return self._lock.locked()
 
 
-def test_pure_publish_holds_the_lock_and_calls_back_outside_it():
-    from jetwire.protocol import _pure
-
-    lock = CountingLock()
+@pytest.mark.parametrize("kind", ["counting", "impl"])
+def test_publish_holds_the_lock_and_calls_back_outside_it(impl, kind):
+    """Both implementations hold ``lock`` from reading ``buf`` to counting: their own
+    ``Lock`` (taken from C by the compiled outbox) or any other lock (``with lock``)."""
+    lock = CountingLock() if kind == "counting" else impl.Lock()
     held = []
-    ob = _pure.Outbox(threshold=30, lock=lock)
-    ob.on_first = lambda: held.append(("first", lock.locked()))
-    ob.on_full = lambda: held.append(("full", lock.locked()))
+    seen = []
+
+    def first():
+        held.append(("first", lock.locked()))
+
+    def full():
+        held.append(("full", lock.locked()))
+
+    ob = impl.Outbox(threshold=30, lock=lock, on_first=first, on_full=full)
+    assert ob.lock is lock
     ob.connected = True
     ob.publish("a", b"x")
     ob.publish("a", b"x")
-    ob.publish("a", b"x")
-    assert lock.entered == 3
-    assert held == [("first", False), ("full", False)]
+    ob.publish("a", bytearray(b"x"))
+    assert held == [("first", False), ("full", False)] and not lock.locked()
     with pytest.raises(BadSubjectError):
-        ob.publish("a b", b"x")
+        ob.publish("a b", b"x")  # validated under the lock, released on the error
     assert not lock.locked()
-    ob.slow = lambda *args: "slow"
+    with pytest.raises(BufferError):
+        ob.publish("a", ob.buf)
+    assert not lock.locked()
+    ob.slow = lambda *args: seen.append(lock.locked()) or "slow"
     assert ob.publish("a", b"x", headers={}) == "slow"  # the slow path does its own locking
-    assert lock.entered == 4
+    assert seen == [False]
+    if kind == "counting":
+        assert lock.entered == 5
+    ob.lock = None
+    ob.publish("a", b"x")  # no lock: one thread
+    assert ob.lock is None and ob.out_msgs == 4
 
 
-def test_publish_holds_any_lock_and_calls_back_outside_it(impl):
-    lock = CountingLock()
-    held = []
-    ob = impl.Outbox(threshold=30, lock=lock)
-    ob.on_first = lambda: held.append(("first", lock.locked()))
-    ob.on_full = lambda: held.append(("full", lock.locked()))
-    ob.connected = True
-    for _ in range(3):
-        ob.publish("a", b"x")
-    assert lock.entered == 3 and ob.lock is lock
-    assert held == [("first", False), ("full", False)]
-    with pytest.raises(BadSubjectError):
-        ob.publish("a b", b"x")
+def test_lock(impl):
+    """``Lock`` behaves like ``threading.Lock`` (non-reentrant, any thread may release)."""
+    lock = impl.Lock()
     assert not lock.locked()
+    assert lock.acquire() is True and lock.locked()
+    assert lock.acquire(False) is False
+    assert lock.acquire(True, 0.01) is False
+    lock.release()
+    assert not lock.locked()
+    with pytest.raises(RuntimeError):
+        lock.release()
+    with lock:
+        assert lock.locked()
+    assert lock.acquire(timeout=0) is True
+    got = []
+    t = threading.Thread(target=lambda: got.append(lock.acquire(True, 5)))
+    t.start()
+    lock.release()  # the waiting thread gets it
+    t.join()
+    assert got == [True] and lock.locked()
+    t = threading.Thread(target=lock.release)  # released by another thread
+    t.start()
+    t.join()
+    assert not lock.locked()
+    with pytest.raises(ValueError):
+        lock.acquire(False, 1)
 
 
 def test_write_lock_is_a_lock(impl):
@@ -375,9 +402,10 @@ def test_write_lock_is_a_lock(impl):
     assert not lock.locked() and ob.buf == b"PUB a 1\r\nx\r\n"
 
 
-def test_threads_lose_nothing(impl):
+@pytest.mark.parametrize("kind", ["threading", "impl"])
+def test_threads_lose_nothing(impl, kind):
     """Publishers on several threads, a taker holding the writer's lock: every frame arrives once."""
-    writer_lock = impl.WriteLock()
+    writer_lock = threading.Lock() if kind == "threading" else impl.WriteLock()
     ob = impl.Outbox(threshold=4096, lock=writer_lock)
     ob.connected = True
     taken = []

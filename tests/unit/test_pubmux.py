@@ -170,7 +170,8 @@ def test_fail_sent_fails_what_awaits_an_ack_and_the_mux_goes_on():
     assert f3.result(0).seq == 2
 
 
-def test_ack_future_is_a_concurrent_future():
+def test_ack_future_is_a_concurrent_future(impl):
+    AckFuture = impl.AckFuture
     f = AckFuture()
     assert isinstance(f, cf.Future)
     assert not f.done()
@@ -199,7 +200,8 @@ def test_ack_future_is_a_concurrent_future():
     assert "pending" in repr(AckFuture())
 
 
-def test_ack_future_across_threads():
+def test_ack_future_across_threads(impl):
+    AckFuture = impl.AckFuture
     for i in range(2000):
         f = AckFuture()
         t = threading.Thread(target=f.set_result, args=(i,))
@@ -218,3 +220,103 @@ def test_ack_future_across_threads():
     threading.Thread(target=setter).start()
     done, not_done = cf.wait(futs, timeout=5)
     assert len(done) == 200 and not not_done
+
+
+def test_ack_future_races_its_condition(impl):
+    """A reader resolving futures while other threads wait on them, add callbacks or
+    cancel: each future ends resolved or cancelled, exactly once, and every waiter and
+    callback sees that outcome."""
+    AckFuture = impl.AckFuture
+    n = 3000
+    futs = [AckFuture() for _ in range(n)]
+    called: list = []
+    outcome: list = [None] * n
+
+    def resolver():
+        for i, f in enumerate(futs):
+            try:
+                f.set_result(i)
+            except cf.InvalidStateError:
+                pass
+
+    def watcher():
+        for i, f in enumerate(futs):
+            if i % 3 == 0:
+                f.add_done_callback(lambda x, i=i: called.append(i))
+            elif i % 3 == 1:
+                if f.cancel():
+                    outcome[i] = "cancelled"
+            else:
+                outcome[i] = f.result(5)
+
+    ts = [threading.Thread(target=resolver), threading.Thread(target=watcher)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert sorted(called) == list(range(0, n, 3))
+    for i, f in enumerate(futs):
+        assert f.done()
+        if f.cancelled():
+            assert outcome[i] == "cancelled"
+        else:
+            assert f.result(0) == i and outcome[i] in (None, i)
+    assert cf.wait(futs, timeout=5).not_done == set()
+
+
+def test_ack_future_is_resolved_through_set_result_by_the_mux(impl):
+    """The mux resolves any future through its public set_result (never its internals)."""
+    seen = []
+
+    class Recording(impl.AckFuture):
+        def set_result(self, result):
+            seen.append(result)
+            super().set_result(result)
+
+    mux = PubAckMux(PREFIX)
+    fut = Recording()
+    token = mux.add(fut, "s.x", None, b"data", 2, 0.25)
+    mux.on_msg(reply(token, b'{"stream":"S","seq":3}'))
+    assert len(seen) == 1 and seen[0] == PubAck("S", 3) and fut.result(0) is seen[0]
+
+
+def test_mux_lock_from_threads():
+    """Publishing threads add, the reader acks, waiters come and go: the window drains
+    to zero and every completion waiter is woken (the mux's lock is a real lock)."""
+    mux = PubAckMux(PREFIX)
+    assert mux.lock is not None and PubAckMux(PREFIX, lock=None).lock is None
+    tokens: list = []
+    futs: list = []
+    lock = threading.Lock()
+
+    def publisher():
+        for _ in range(1500):
+            fut = AckFuture()
+            tok = mux.add(fut, "s", None, b"", 0, 0.0)
+            with lock:
+                tokens.append(tok)
+                futs.append(fut)
+
+    ts = [threading.Thread(target=publisher) for _ in range(3)]
+    for t in ts:
+        t.start()
+    waiters = []
+    acked = 0
+    while acked < 4500:
+        with lock:
+            batch = tokens[acked:]
+        for tok in batch:
+            mux.on_msg(reply(tok, b'{"stream":"S","seq":1}'))
+        acked += len(batch)
+        if acked % 2:
+            w = cf.Future()
+            mux.add_complete_waiter(w)
+            waiters.append(w)
+    for t in ts:
+        t.join()
+    assert not mux.pending and len(set(tokens)) == 4500
+    assert all(f.result(0).seq == 1 for f in futs)
+    done = cf.Future()
+    mux.add_complete_waiter(done)
+    mux.discard("nothing")  # an empty window wakes completion waiters
+    assert done.result(0) is True and all(w.done() for w in waiters)

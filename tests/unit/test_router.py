@@ -48,6 +48,7 @@ def msg(sid, data=b"x", subject="s"):
 def test_defaults(impl):
     sub = impl.SubState()
     assert sub._client is None and sub._direct is None and sub._pending is None and sub._signal is None
+    assert sub._lock is None
     assert sub.delivered == 0 and sub._max == 0 and sub._pending_bytes == 0 and sub._dropped == 0
     assert sub._pmsgs_limit == 0 and sub._pbytes_limit == 0 and sub._slow is False
     r = impl.Router(impl.Parser(), {})
