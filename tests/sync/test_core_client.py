@@ -576,3 +576,88 @@ def test_bad_msg_length_is_a_protocol_error():
     assert isinstance(errs.errors[0], jetwire.ProtocolError)
     nc.close()
     t.join(5)
+
+
+# ======================================================================================
+# Bytes another client may send (issue 11): a separate block, kept at the end of the file.
+# A plain socket speaking PUB/HPUB to the real server stands in for another client.
+
+
+class _RawPeer:
+    """A bare protocol peer on a blocking socket (small, bounded exchanges)."""
+
+    def __init__(self, url: str) -> None:
+        host, port = url.split("//")[1].rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.buf = b""
+        self.read_until(b"\r\n")  # INFO
+        self.sock.sendall(b'CONNECT {"verbose":false,"pedantic":false,"headers":true}\r\n')
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def sync(self) -> None:
+        """The server has processed everything sent so far."""
+        self.send(b"PING\r\n")
+        self.read_until(b"PONG\r\n")
+
+    def read_until(self, marker: bytes) -> bytes:
+        while marker not in self.buf:
+            chunk = self.sock.recv(65536)
+            assert chunk, "the server closed the raw connection"
+            self.buf += chunk
+        head, _, self.buf = self.buf.partition(marker)
+        return head + marker
+
+
+def _peer_reads(peer: _RawPeer, marker: bytes) -> bytes:
+    """Read from the raw peer while the client keeps running (asyncio: off the loop)."""
+    return peer.read_until(marker)
+
+
+def test_foreign_bytes_arrive_exactly_and_answers_send_them_back(nats_url):
+    from tests.sync._helpers import uniq
+
+    def raw(text: str) -> bytes:  # the bytes a str stands for
+        return text.encode("utf-8", "surrogateescape")
+
+    errs = Errors()
+    nc = jetwire.connect(nats_url, error_cb=errs)
+    peer = _RawPeer(nats_url)
+    p = uniq("fbc").lower().encode()
+    hdr = b"NATS/1.0\r\nX-\xe9t\xe9: \xff\xfe caf\xe9\r\nPlain: ok\r\n\r\n"
+    bad = b"NATS/1.0\r\nno colon in this line\r\n\r\n"
+    reply = p + b".reply.\xff\xfe.caf\xe9"
+    try:
+        sub = nc.subscribe(p.decode() + ".in.>")
+        nc.flush()
+        peer.send(b"SUB %s 1\r\n" % reply)
+        peer.send(b"PUB %s.in.first 1\r\na\r\n" % p)
+        peer.send(b"PUB %s.in.\xff\xfe.caf\xe9 %s 1\r\nb\r\n" % (p, reply))
+        peer.send(b"HPUB %s.in.h\xe9 %d %d\r\n%sc\r\n" % (p, len(hdr), len(hdr) + 1, hdr))
+        peer.send(b"HPUB %s.in.bad %d %d\r\n%sx\r\n" % (p, len(bad), len(bad) + 1, bad))  # skipped, reported
+        peer.send(b"PUB %s.in.last 1\r\nd\r\n" % p)
+        peer.sync()
+        got = [sub.next_msg(timeout=5) for _ in range(4)]
+        assert [m.data for m in got] == [b"a", b"b", b"c", b"d"]
+        assert [raw(m.subject) for m in got] == [p + b".in.first", p + b".in.\xff\xfe.caf\xe9", p + b".in.h\xe9",
+                                                 p + b".in.last"]
+        assert raw(got[1].reply) == reply and got[0].reply is None
+        assert [(raw(k), raw(v)) for k, v in got[2].headers.items()] == [(b"X-\xe9t\xe9", b"\xff\xfe caf\xe9"),
+                                                                          (b"Plain", b"ok")]
+        err = errs.wait_for(jetwire.ProtocolError)
+        assert raw(err.subject) == p + b".in.bad"
+        # the answer goes to exactly the reply bytes received
+        got[1].respond(b"answer")
+        assert (_peer_reads(peer, b"answer\r\n")).endswith(b"MSG %s 1 6\r\nanswer\r\n" % reply)
+        # re-publishing what was received sends the same subject and header bytes
+        peer.send(b"SUB %s.out.> 2\r\n" % p)
+        peer.sync()
+        nc.publish(p.decode() + ".out" + got[2].subject[len(p) + 3:], got[2].data, headers=got[2].headers)
+        assert (_peer_reads(peer, b"c\r\n")).endswith(
+            b"HMSG %s.out.h\xe9 2 %d %d\r\n%sc\r\n" % (p, len(hdr), len(hdr) + 1, hdr))
+        assert nc.is_connected and nc.stats["reconnects"] == 0
+        assert [e for e in errs.errors if e is not err] == []
+    finally:
+        peer.sock.close()
+        nc.close()
