@@ -157,6 +157,14 @@ def write_lock() -> Any:
     return threading.Lock()
 
 
+def queue_lock() -> Any:
+    """The lock a subscription's queue needs between the reader thread and its consumer
+    (taken from compiled code without a Python call)."""
+    from .. import _impl
+
+    return _impl.Lock()
+
+
 def sleep(seconds: float) -> None:
     time.sleep(seconds)
 

@@ -640,6 +640,7 @@ class Client:
         sub = Subscription(self, sid, subject, queue, cb, wake if wake is not None else prims.Signal(),
                            pmsgs, pbytes)
         sub._direct = direct
+        sub._lock = prims.queue_lock()
         if max_msgs:
             sub._max = max_msgs
         core.add_sub(sub)

@@ -418,6 +418,7 @@ class JetStream:
 
     def _new_mux(self) -> PubAckMux:
         link = self._link
+        mux = PubAckMux(link.new_inbox() + ".", lock=None)  # aio-only: one thread
         mux = PubAckMux(link.new_inbox() + ".")
 
         def resend(token: str) -> None:

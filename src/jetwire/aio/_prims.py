@@ -100,6 +100,12 @@ class NoLock:
 NO_LOCK = NoLock()
 
 
+def queue_lock() -> Any:
+    """The lock a subscription's queue needs between the reader and its consumer: none
+    (one thread)."""
+    return None
+
+
 def write_lock() -> NoLock:
     return NO_LOCK
 

@@ -418,7 +418,8 @@ class JetStream:
 
     def _new_mux(self) -> PubAckMux:
         link = self._link
-        mux = PubAckMux(link.new_inbox() + ".")
+        mux = PubAckMux(link.new_inbox() + ".", lock=None)  # aio-only: one thread
+        # sync-only: mux = PubAckMux(link.new_inbox() + ".")
 
         def resend(token: str) -> None:
             """Publish a pending message again (after no responders; on the timer)."""

@@ -239,8 +239,7 @@ class ConnectionCore:
         if sub._closed:
             return False
         if discard:
-            sub._pending.clear()
-            sub._pending_bytes = 0
+            sub._discard()
         sub._mark_closed()
         return True
 

@@ -226,6 +226,9 @@ class PrimsAPI(Protocol):
 
     def write_lock(self) -> Any: ...
 
+    def queue_lock(self) -> Any:
+        """The lock a subscription's queue needs between reader and consumer (None: one thread)."""
+
     async def sleep(self, seconds: float) -> None: ...
 
     def spawn(self, fn: Callable[..., Any], *args: Any, name: Optional[str] = None) -> Any: ...
