@@ -7,7 +7,7 @@
 Rules: ``async def``/``async for``/``async with`` lose ``async``; ``await`` disappears;
 async dunders and names map to their blocking twins. A line ending in ``# aio-only``
 is dropped; a line ``# sync-only: <code>`` becomes ``<code>``. Hand-written per-flavour
-modules (``_prims.py``, ``_transport.py``, ``__init__.py``) are not generated.
+modules (``_prims.py``, ``_transport.py``, ``_ws.py``, ``__init__.py``) are not generated.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ FILES = [
     (ROOT / "src" / "jetwire" / "cli" / "rows_aio.py", ROOT / "src" / "jetwire" / "cli" / "rows_sync.py"),
     (ROOT / "src" / "jetwire" / "cli" / "workers_aio.py", ROOT / "src" / "jetwire" / "cli" / "workers_sync.py"),
 ]
-HAND_WRITTEN = {"_prims.py", "_transport.py", "__init__.py", "conftest.py"}
+HAND_WRITTEN = {"_prims.py", "_transport.py", "_ws.py", "__init__.py", "conftest.py"}
 
 NAMES = {
     "__aenter__": "__enter__",

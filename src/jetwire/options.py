@@ -52,6 +52,10 @@ class Options:
     ignore_auth_error_abort: bool = False
     no_callbacks_after_close: bool = False
     socket_factory: Optional[Callable[..., Any]] = None
+    # WebSocket (ws:// and wss:// URLs): a path appended to each URL's path (nats.go's
+    # ProxyPath), and permessage-deflate when the server allows it
+    ws_proxy_path: Optional[str] = None
+    ws_compression: bool = False
     dont_randomize: bool = False
     inbox_prefix: str = "_INBOX"
     pending_msgs_limit: int = 512 * 1024
@@ -138,7 +142,7 @@ class Server:
     """One entry of the server pool."""
 
     __slots__ = ("url", "scheme", "host", "port", "user", "password", "discovered", "reconnects",
-                 "last_attempt", "did_connect", "tls_name", "last_auth_error")
+                 "last_attempt", "did_connect", "tls_name", "last_auth_error", "path")
 
     def __init__(self, url: str, discovered: bool = False) -> None:
         if "://" not in url:
@@ -146,24 +150,30 @@ class Server:
         u = urlparse(url)
         if u.scheme not in ("nats", "tls", "ws", "wss"):
             raise ValueError(f"unsupported URL scheme in {url!r}")
-        if u.scheme in ("ws", "wss"):
-            raise ValueError("websocket URLs are not supported")
         self.scheme = u.scheme
         self.host = u.hostname or "127.0.0.1"
+        # ws:// and wss:// default to the HTTP ports (as nats.go) and keep their path
+        default_port = {"ws": 80, "wss": 443}.get(u.scheme, 4222)
         try:
-            self.port = u.port or 4222
+            self.port = u.port or default_port
         except ValueError as exc:
             raise ValueError(f"bad port in {url!r}") from exc
         self.user = unquote(u.username) if u.username is not None else None
         self.password = unquote(u.password) if u.password is not None else None
+        self.path = u.path if self.is_ws and u.path != "/" else ""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        self.url = f"{u.scheme}://{host}:{self.port}"
+        self.url = f"{u.scheme}://{host}:{self.port}{self.path}"
         self.discovered = discovered
         self.reconnects = 0
         self.last_attempt = 0.0
         self.did_connect = False
         self.last_auth_error: Optional[str] = None  # what the server said when it last refused us
         self.tls_name: Optional[str] = None
+
+    @property
+    def is_ws(self) -> bool:
+        """A WebSocket URL (``ws://`` or ``wss://``)."""
+        return self.scheme in ("ws", "wss")
 
     @property
     def hostport(self) -> str:
@@ -179,6 +189,10 @@ class ServerPool:
 
     def __init__(self, urls: Sequence[str], randomize: bool = True) -> None:
         self.servers: List[Server] = [Server(u) for u in urls]
+        # WebSocket and plain URLs do not mix (as nats.go): discovered URLs follow suit
+        self.ws = bool(self.servers) and self.servers[0].is_ws
+        if any(s.is_ws != self.ws for s in self.servers):
+            raise ValueError("mixing websocket (ws://, wss://) and non-websocket URLs is not allowed")
         self.randomize = randomize
         if randomize:
             random.shuffle(self.servers)
@@ -204,9 +218,13 @@ class ServerPool:
         return self.current
 
     def add_discovered(self, connect_urls: Sequence[str], tls: bool) -> List[str]:
-        """Add unknown connect_urls; returns the URLs that were new."""
+        """Add unknown connect_urls; returns the URLs that were new. Over WebSocket the
+        server sends its websocket URLs (``ws_connect_urls``) as these."""
         known = {s.hostport for s in self.servers}
-        scheme = "tls" if tls else "nats"
+        if self.ws:
+            scheme = "wss" if tls else "ws"
+        else:
+            scheme = "tls" if tls else "nats"
         added: List[Server] = []
         for hp in connect_urls:
             try:

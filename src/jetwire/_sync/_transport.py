@@ -36,15 +36,8 @@ class Transport:
 
     def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
              tls_first: bool, tls_hostname: Optional[str], need_tls: Callable[[bytes], bool]) -> bytes:
-        if self._socket_factory is not None:
-            sock = self._socket_factory(host, port, timeout)
-        else:
-            sock = socket.create_connection((host, port), timeout=timeout)
+        sock = self._dial(host, port, timeout, tls if tls_first else None, tls_hostname)
         try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.settimeout(timeout)
-            if tls is not None and tls_first:
-                sock = tls.wrap_socket(sock, server_hostname=tls_hostname or host)
             head = bytearray()
             while b"\r\n" not in head:
                 chunk = sock.recv(4096)
@@ -68,6 +61,26 @@ class Transport:
             except OSError:
                 pass
             raise
+
+    def _dial(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
+              tls_hostname: Optional[str]) -> socket.socket:
+        """A connected socket (TLS at once when ``tls`` is given) with ``timeout`` set."""
+        if self._socket_factory is not None:
+            sock = self._socket_factory(host, port, timeout)
+        else:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(timeout)
+            if tls is not None:
+                sock = tls.wrap_socket(sock, server_hostname=tls_hostname or host)
+        except BaseException:
+            try:
+                sock.close()
+            except OSError:
+                pass
+            raise
+        return sock
 
     def start(self, on_data: Callable[[Any], None], on_lost: Callable[[Optional[BaseException]], None],
               rest: bytes) -> None:

@@ -88,18 +88,7 @@ class Transport:
         proto.head_fut = loop.create_future()
 
         async def go() -> bytes:
-            where: Dict[str, Any] = {"host": host, "port": port}
-            if self._socket_factory is not None:
-                r = self._socket_factory(host, port, timeout)
-                sock = await r if inspect.isawaitable(r) else r
-                sock.setblocking(False)
-                where = {"sock": sock}
-            if tls is not None and tls_first:
-                tr, _ = await loop.create_connection(lambda: proto, ssl=tls,
-                                                     server_hostname=tls_hostname or host, **where)
-            else:
-                tr, _ = await loop.create_connection(lambda: proto, **where)
-            self._tr = tr
+            tr = await self._dial(host, port, timeout, tls if tls_first else None, tls_hostname)
             await proto.head_fut  # type: ignore[misc]
             head = bytes(proto.head)
             if b"\r\n" not in head:
@@ -118,6 +107,26 @@ class Transport:
         except BaseException:
             self.close()
             raise
+
+    async def _dial(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
+                    tls_hostname: Optional[str]) -> asyncio.Transport:
+        """Open the socket (TLS at once when ``tls`` is given); what arrives goes to the
+        protocol (``_proto``)."""
+        loop = self._loop
+        proto = self._proto
+        where: Dict[str, Any] = {"host": host, "port": port}
+        if self._socket_factory is not None:
+            r = self._socket_factory(host, port, timeout)
+            sock = await r if inspect.isawaitable(r) else r
+            sock.setblocking(False)
+            where = {"sock": sock}
+        if tls is not None:
+            tr, _ = await loop.create_connection(lambda: proto, ssl=tls,
+                                                 server_hostname=tls_hostname or host, **where)
+        else:
+            tr, _ = await loop.create_connection(lambda: proto, **where)
+        self._tr = tr
+        return tr
 
     def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[Optional[BaseException]], None],
               rest: bytes) -> None:

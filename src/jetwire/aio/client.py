@@ -37,6 +37,7 @@ from ..connection.core import (
     SubscriptionBase,
     SubscriptionError,
 )
+from ..connection.ws import WS_SCHEMES, ws_path
 from ..errors import (
     AuthorizationError,
     ConnectionClosedError,
@@ -57,6 +58,7 @@ from ..msg import Msg
 from ..options import Options, Server, make_options
 from . import _prims as prims
 from ._transport import Transport, Writer
+from ._ws import WsTransport
 
 if TYPE_CHECKING:
     from .jetstream import JetStream
@@ -250,11 +252,15 @@ class Client:
             ctx = await prims.call(opts.tls_context_cb)
         else:
             ctx = opts.ssl_context()
-        if ctx is None and (srv.scheme == "tls"):
+        if ctx is None and (srv.scheme in ("tls", "wss")):
             import ssl
 
             ctx = ssl.create_default_context()
-        tr = Transport(opts.socket_factory)
+        if srv.scheme in WS_SCHEMES:  # NATS over WebSocket (TLS first when there is a context)
+            tr: Transport = WsTransport(opts.socket_factory, ws_path(srv.path, opts.ws_proxy_path),
+                                        opts.ws_compression)
+        else:
+            tr = Transport(opts.socket_factory)
         fut: Any = None
         head = await tr.open(srv.host, srv.port, opts.connect_timeout, ctx, opts.tls_handshake_first,
                              opts.tls_hostname, self._need_tls_for(srv, ctx))

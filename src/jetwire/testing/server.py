@@ -204,6 +204,10 @@ class NatsServer:
         domain: JetStream domain.
         tls: keys of the ``tls {}`` block: ``cert_file``, ``key_file``, ``ca_file``,
             ``verify``, ``handshake_first``, ``timeout``, ...
+        websocket: start the ``websocket {}`` listener too (on ``ws_port``, a free one
+            when ``None``; see ``ws_url``). ``True`` listens without TLS; a mapping adds
+            keys to the block, e.g. ``{"compression": True}`` or ``{"tls": {...}}``
+            (then the listener is TLS and ``ws_url`` is ``wss://``).
         auth: keys of the ``authorization {}`` block (``user``/``password``, ``token``,
             ``users`` as a list of mappings, ``timeout``), or the block's raw text.
         http_port: monitoring port (a free one when ``None``; always enabled, since
@@ -229,11 +233,13 @@ class NatsServer:
         tls: Mapping[str, Any] | None = None,
         auth: Mapping[str, Any] | str | None = None,
         http_port: int | None = None,
+        websocket: bool | Mapping[str, Any] = False,
+        ws_port: int | None = None,
         binary: str | None = None,
         debug: bool = False,
         trace: bool = False,
     ) -> None:
-        self._auto_ports = port is None and http_port is None and cluster_port is None
+        self._auto_ports = port is None and http_port is None and cluster_port is None and ws_port is None
         self._host = host
         self._port = port if port is not None else free_port(host)
         self._http_port = http_port if http_port is not None else free_port(host)
@@ -245,6 +251,8 @@ class NatsServer:
         self.jetstream = jetstream
         self.domain = domain
         self.tls = dict(tls) if tls else None
+        self.websocket = dict(websocket) if isinstance(websocket, Mapping) else ({} if websocket else None)
+        self._ws_port = (ws_port if ws_port is not None else free_port(host)) if self.websocket is not None else None
         self.auth = auth
         self.config = config
         self.args = list(args)
@@ -273,6 +281,20 @@ class NatsServer:
     def url(self) -> str:
         """``nats://127.0.0.1:PORT`` (with TLS configured, clients upgrade on INFO)."""
         return f"nats://{_hostport(self._host, self._port)}"
+
+    @property
+    def ws_port(self) -> int | None:
+        """The websocket port (``None`` without ``websocket=``)."""
+        return self._ws_port
+
+    @property
+    def ws_url(self) -> str | None:
+        """``ws://127.0.0.1:WS_PORT`` (``wss://`` when the websocket block has TLS), or
+        ``None`` without ``websocket=``."""
+        if self._ws_port is None or self.websocket is None:
+            return None
+        scheme = "wss" if self.websocket.get("tls") else "ws"
+        return f"{scheme}://{_hostport(self._host, self._ws_port)}"
 
     @property
     def http_port(self) -> int:
@@ -373,6 +395,12 @@ class NatsServer:
             lines.append(f"cluster: {_render(cluster)}")
         if self.tls:
             lines.append(f"tls: {_render(self.tls)}")
+        if self.websocket is not None and self._ws_port is not None:
+            ws: dict[str, Any] = {"listen": _hostport(h, self._ws_port)}
+            if not self.websocket.get("tls"):
+                ws["no_tls"] = True
+            ws.update(self.websocket)
+            lines.append(f"websocket: {_render(ws)}")
         if self.auth:
             if isinstance(self.auth, str):
                 lines.append("authorization: {\n" + self.auth + "\n}")
@@ -496,6 +524,8 @@ class NatsServer:
                     raise
                 self._port = free_port(self._host)
                 self._http_port = free_port(self._host)
+                if self._ws_port is not None:
+                    self._ws_port = free_port(self._host)
                 if self._cluster_port is not None:
                     self._cluster_port = free_port(self._host)
         raise AssertionError("unreachable")  # pragma: no cover
