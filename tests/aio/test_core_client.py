@@ -1,4 +1,8 @@
-"""Core NATS client against a real nats-server (asyncio source; the blocking twin is generated)."""
+"""Core NATS client against a real nats-server (asyncio source; the blocking twin is generated).
+
+Every test runs twice: over TCP and over WebSocket (the ``transport`` fixture). The
+server fixtures below hand out servers with a websocket listener for the ``ws`` run, and
+``url_for(server)`` is the URL to use for the run's transport."""
 from __future__ import annotations
 
 import os
@@ -6,12 +10,66 @@ import socket
 import threading
 
 import pytest
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, BytesMessage, Request
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
 from jetwire.testing.auth import make_operator_auth, new_nkey, nkey_user_auth
 from jetwire.testing.certs import client_ssl_context, make_tls_files, server_tls_config
 from tests.aio._helpers import Collector, Errors
+
+
+@pytest.fixture(params=["tcp", "ws"])
+def transport(request):
+    """The module runs over TCP and over WebSocket."""
+    return request.param
+
+
+@pytest.fixture
+def nats_url(request, transport):
+    """The shared server's URL for this run's transport."""
+    return request.getfixturevalue("nats_ws_url" if transport == "ws" else "nats_url")
+
+
+def _ws_block(kwargs):
+    tls = kwargs.get("tls")
+    if not tls:
+        return True
+    return {"tls": {k: v for k, v in tls.items() if k != "handshake_first"}}
+
+
+@pytest.fixture
+def nats_server_factory(nats_server_factory, transport):
+    """Servers with a websocket listener (TLS like the client port) for the ws run."""
+    if transport == "tcp":
+        return nats_server_factory
+    return lambda **kw: nats_server_factory(websocket=_ws_block(kw), **kw)
+
+
+@pytest.fixture
+def nats_cluster_factory(nats_cluster_factory, transport):
+    if transport == "tcp":
+        return nats_cluster_factory
+    return lambda n=3, **kw: nats_cluster_factory(n, websocket=True, **kw)
+
+
+@pytest.fixture
+def fresh_nats_server(nats_server_factory):
+    """A private server for this run's transport."""
+    return nats_server_factory()
+
+
+@pytest.fixture
+def url_for(transport):
+    """``url_for(server)``: the server's URL for this run's transport."""
+    return (lambda srv: srv.ws_url) if transport == "ws" else (lambda srv: srv.url)
+
+
+@pytest.fixture
+def scheme(transport):
+    """URL scheme of this run's transport: (plain, TLS)."""
+    return ("ws", "wss") if transport == "ws" else ("nats", "tls")
 
 
 async def test_roundtrip_exact_bytes(nats_url):
@@ -254,7 +312,7 @@ async def test_max_payload_and_bad_subjects(nats_url):
         await nc.close()
 
 
-async def test_flush_rtt_stats_and_inbox(nats_url):
+async def test_flush_rtt_stats_and_inbox(nats_url, scheme):
     nc = await jetwire.connect(nats_url, name="stats-test")
     try:
         sub = await nc.subscribe("st.x")
@@ -268,6 +326,7 @@ async def test_flush_rtt_stats_and_inbox(nats_url):
         a, b = nc.new_inbox(), nc.new_inbox()
         assert a != b and a.startswith("_INBOX.")
         assert nc.connected_url.endswith(str(nats_url.rsplit(":", 1)[1]))
+        assert nc.connected_url.startswith(f"{scheme[0]}://")  # ws:// keeps its scheme
     finally:
         await nc.close()
     assert nc.is_closed
@@ -332,59 +391,59 @@ async def test_no_echo(nats_url):
         await other.close()
 
 
-async def test_no_servers_error():
+async def test_no_servers_error(scheme):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
     with pytest.raises(jetwire.NoServersError):
-        await jetwire.connect(f"nats://127.0.0.1:{port}", connect_timeout=1)
+        await jetwire.connect(f"{scheme[0]}://127.0.0.1:{port}", connect_timeout=1)
 
 
-async def test_user_password_and_token_auth(nats_server_factory):
+async def test_user_password_and_token_auth(nats_server_factory, url_for, scheme):
     srv = nats_server_factory(auth={"user": "alice", "password": "s3cret"})
-    nc = await jetwire.connect(srv.url, user="alice", password="s3cret")
+    nc = await jetwire.connect(url_for(srv), user="alice", password="s3cret")
     assert nc.is_connected
     await nc.close()
-    host = srv.url.split("//")[1]
-    nc = await jetwire.connect(f"nats://alice:s3cret@{host}")
+    host = url_for(srv).split("//")[1]
+    nc = await jetwire.connect(f"{scheme[0]}://alice:s3cret@{host}")
     assert nc.is_connected
     await nc.close()
     with pytest.raises(jetwire.AuthorizationError):
-        await jetwire.connect(srv.url, user="alice", password="wrong", allow_reconnect=False)
+        await jetwire.connect(url_for(srv), user="alice", password="wrong", allow_reconnect=False)
 
     tsrv = nats_server_factory(auth={"token": "tok123"})
-    nc = await jetwire.connect(tsrv.url, token="tok123")
+    nc = await jetwire.connect(url_for(tsrv), token="tok123")
     await nc.flush()
     await nc.close()
-    thost = tsrv.url.split("//")[1]
-    nc = await jetwire.connect(f"nats://tok123@{thost}")
+    thost = url_for(tsrv).split("//")[1]
+    nc = await jetwire.connect(f"{scheme[0]}://tok123@{thost}")
     await nc.flush()
     await nc.close()
     with pytest.raises(jetwire.AuthorizationError):
-        await jetwire.connect(tsrv.url, token="nope")
+        await jetwire.connect(url_for(tsrv), token="nope")
 
 
-async def test_nkey_auth(nats_server_factory, tmp_path):
+async def test_nkey_auth(nats_server_factory, url_for, tmp_path):
     user = new_nkey("user")
     srv = nats_server_factory(auth=nkey_user_auth(user))
-    nc = await jetwire.connect(srv.url, nkey_seed=user.seed)
+    nc = await jetwire.connect(url_for(srv), nkey_seed=user.seed)
     await nc.flush()
     await nc.close()
     path = user.write_seed(tmp_path / "user.nk")
-    nc = await jetwire.connect(srv.url, nkey_seed=str(path))
+    nc = await jetwire.connect(url_for(srv), nkey_seed=str(path))
     await nc.flush()
     await nc.close()
     stranger = new_nkey("user")
     with pytest.raises(jetwire.AuthorizationError):
-        await jetwire.connect(srv.url, nkey_seed=stranger.seed)
+        await jetwire.connect(url_for(srv), nkey_seed=stranger.seed)
 
 
-async def test_creds_auth(nats_server_factory, tmp_path):
+async def test_creds_auth(nats_server_factory, url_for, tmp_path):
     op = make_operator_auth()
     srv = nats_server_factory(jetstream=False, config=op.config)
     creds = op.write_creds(tmp_path / "user.creds")
-    nc = await jetwire.connect(srv.url, creds=creds)
+    nc = await jetwire.connect(url_for(srv), creds=creds)
     sub = await nc.subscribe("creds.x")
     await nc.publish("creds.x", b"ok")
     assert (await sub.next_msg(timeout=5)).data == b"ok"
@@ -392,30 +451,31 @@ async def test_creds_auth(nats_server_factory, tmp_path):
     other = make_operator_auth()
     bad = other.write_creds(tmp_path / "other.creds")
     with pytest.raises(jetwire.AuthorizationError):
-        await jetwire.connect(srv.url, creds=bad)
+        await jetwire.connect(url_for(srv), creds=bad)
 
 
-async def test_tls_with_client_certificates(nats_server_factory, tmp_path):
+async def test_tls_with_client_certificates(nats_server_factory, url_for, scheme, tmp_path):
     files = make_tls_files(tmp_path)
     srv = nats_server_factory(tls=server_tls_config(files, verify=True))
     ctx = client_ssl_context(files, client_cert=True)
-    nc = await jetwire.connect(srv.url, tls=ctx)
+    nc = await jetwire.connect(url_for(srv), tls=ctx)
     sub = await nc.subscribe("tls.x")
     await nc.publish("tls.x", b"secret")
     assert (await sub.next_msg(timeout=5)).data == b"secret"
     await nc.close()
-    host = srv.url.split("//")[1]
-    nc = await jetwire.connect(f"tls://{host}", tls=ctx)
+    host = url_for(srv).split("//")[1]
+    nc = await jetwire.connect(f"{scheme[1]}://{host}", tls=ctx)
+    assert nc.connected_url.startswith(f"{scheme[1]}://")
     await nc.flush()
     await nc.close()
     with pytest.raises(Exception):
-        await jetwire.connect(srv.url, tls=client_ssl_context(files, client_cert=False), allow_reconnect=False)
+        await jetwire.connect(url_for(srv), tls=client_ssl_context(files, client_cert=False), allow_reconnect=False)
 
 
-async def test_tls_handshake_first(nats_server_factory, tmp_path):
+async def test_tls_handshake_first(nats_server_factory, url_for, tmp_path):
     files = make_tls_files(tmp_path)
     srv = nats_server_factory(tls=server_tls_config(files, handshake_first=True))
-    nc = await jetwire.connect(srv.url, tls=client_ssl_context(files), tls_handshake_first=True)
+    nc = await jetwire.connect(url_for(srv), tls=client_ssl_context(files), tls_handshake_first=True)
     await nc.flush()
     assert nc.server_info.get("tls_required") or nc.server_info.get("tls_available") or True
     resp_sub = await nc.subscribe("tlsf.x")
@@ -424,12 +484,12 @@ async def test_tls_handshake_first(nats_server_factory, tmp_path):
     await nc.close()
 
 
-async def test_permissions_violation_reaches_error_cb(nats_server_factory):
+async def test_permissions_violation_reaches_error_cb(nats_server_factory, url_for):
     srv = nats_server_factory(auth={"users": [
         {"user": "limited", "password": "pw", "permissions": {"publish": {"deny": ["forbidden.>"]},
                                                               "subscribe": {"allow": ["allowed.>", "_INBOX.>"]}}}]})
     errs = Errors()
-    nc = await jetwire.connect(srv.url, user="limited", password="pw", error_cb=errs)
+    nc = await jetwire.connect(url_for(srv), user="limited", password="pw", error_cb=errs)
     try:
         await nc.publish("forbidden.x", b"no")
         await nc.flush()
@@ -467,11 +527,11 @@ async def test_slow_consumer_drops_and_reports_once(nats_url):
         await nc.close()
 
 
-async def test_reconnect_after_server_restart_keeps_subscriptions(fresh_nats_server):
+async def test_reconnect_after_server_restart_keeps_subscriptions(fresh_nats_server, url_for):
     srv = fresh_nats_server
     disconnected = prims.Signal()
     reconnected = prims.Signal()
-    nc = await jetwire.connect(srv.url, reconnect_time_wait=0.1, max_reconnect_attempts=-1,
+    nc = await jetwire.connect(url_for(srv), reconnect_time_wait=0.1, max_reconnect_attempts=-1,
                                disconnected_cb=disconnected.set, reconnected_cb=reconnected.set)
     try:
         got = Collector(2)
@@ -493,28 +553,30 @@ async def test_reconnect_after_server_restart_keeps_subscriptions(fresh_nats_ser
         await nc.close()
 
 
-async def test_cluster_discovery(nats_cluster_factory):
+async def test_cluster_discovery(nats_cluster_factory, url_for, scheme):
     cluster = nats_cluster_factory(3)
     found = prims.Signal()
     first = cluster.servers[0]
-    nc = await jetwire.connect(first.url, discovered_servers_cb=found.set)
+    nc = await jetwire.connect(url_for(first), discovered_servers_cb=found.set)
     try:
         if len(nc.servers) < 3:  # connect_urls may reach us in a later INFO
             assert await found.wait(10)
         urls = set(nc.servers)
         assert len(urls) >= 3, urls
-        ports = {str(s.port) for s in cluster.servers}
-        assert ports <= {u.rsplit(":", 1)[1] for u in urls}
+        # the URLs of this transport (over WebSocket the servers' websocket ports)
+        assert {url_for(s) for s in cluster.servers} <= urls
+        assert all(u.startswith(f"{scheme[0]}://") for u in urls)
         # the connection moves to another node when its server goes away
         reconnected = prims.Signal()
-        nc2 = await jetwire.connect(first.url, reconnected_cb=reconnected.set, reconnect_time_wait=0.1)
+        nc2 = await jetwire.connect(url_for(first), reconnected_cb=reconnected.set, reconnect_time_wait=0.1)
         sub = await nc2.subscribe("cl.x")
         await nc2.flush()
         first.stop()
         assert await reconnected.wait(20)
-        assert nc2.connected_url != first.url
+        assert nc2.connected_url != url_for(first)
+        assert nc2.connected_url in {url_for(s) for s in cluster.servers[1:]}
         await nc.close()
-        nc3 = await jetwire.connect(cluster.servers[1].url)
+        nc3 = await jetwire.connect(url_for(cluster.servers[1]))
         await nc3.publish("cl.x", b"routed")
         await nc3.flush()
         assert (await sub.next_msg(timeout=5)).data == b"routed"
@@ -524,7 +586,8 @@ async def test_cluster_discovery(nats_cluster_factory):
         await nc.close()
 
 
-def _garbage_server(payload: bytes):
+def _garbage_server(payload: bytes, ws: bool = False):
+    """A fake server (plain, or WebSocket with ``ws``) that sends ``payload`` after the handshake."""
     ls = socket.socket()
     ls.bind(("127.0.0.1", 0))
     ls.listen(1)
@@ -532,16 +595,38 @@ def _garbage_server(payload: bytes):
 
     def serve():
         conn, _ = ls.accept()
+        wsc = WSConnection(ConnectionType.SERVER) if ws else None
+
+        def send(data):
+            conn.sendall(wsc.send(BytesMessage(data=data)) if wsc is not None else data)
+
+        def read():  # the NATS bytes of one read; None at EOF
+            data = conn.recv(4096)
+            if not data or wsc is None:
+                return data or None
+            wsc.receive_data(data)
+            out = b""
+            for ev in wsc.events():
+                if isinstance(ev, Request):
+                    conn.sendall(wsc.send(AcceptConnection()))
+                elif isinstance(ev, BytesMessage):
+                    out += ev.data
+            return out
+
         try:
-            conn.sendall(b'INFO {"server_id":"fake","max_payload":1048576,"headers":true,"proto":1}\r\n')
+            if wsc is not None:
+                while wsc.connection is None:
+                    if read() is None:
+                        return
+            send(b'INFO {"server_id":"fake","max_payload":1048576,"headers":true,"proto":1}\r\n')
             buf = b""
             while b"PING\r\n" not in buf:
-                data = conn.recv(4096)
-                if not data:
+                data = read()
+                if data is None:
                     return
                 buf += data
-            conn.sendall(b"PONG\r\n")
-            conn.sendall(payload)
+            send(b"PONG\r\n")
+            send(payload)
             conn.recv(4096)
         except OSError:
             pass
@@ -554,11 +639,11 @@ def _garbage_server(payload: bytes):
     return port, t
 
 
-async def test_garbage_from_server_is_a_protocol_error(tmp_path):
-    port, t = _garbage_server(b"THIS IS NOT NATS\r\n")
+async def test_garbage_from_server_is_a_protocol_error(tmp_path, transport, scheme):
+    port, t = _garbage_server(b"THIS IS NOT NATS\r\n", ws=transport == "ws")
     errs = Errors()
     closed = prims.Signal()
-    nc = await jetwire.connect(f"nats://127.0.0.1:{port}", error_cb=errs, allow_reconnect=False,
+    nc = await jetwire.connect(f"{scheme[0]}://127.0.0.1:{port}", error_cb=errs, allow_reconnect=False,
                                closed_cb=closed.set)
     assert await errs.signal.wait(5)
     assert isinstance(errs.errors[0], jetwire.ProtocolError)
@@ -567,10 +652,10 @@ async def test_garbage_from_server_is_a_protocol_error(tmp_path):
     t.join(5)
 
 
-async def test_bad_msg_length_is_a_protocol_error():
-    port, t = _garbage_server(b"MSG foo 1 notanumber\r\n")
+async def test_bad_msg_length_is_a_protocol_error(transport, scheme):
+    port, t = _garbage_server(b"MSG foo 1 notanumber\r\n", ws=transport == "ws")
     errs = Errors()
-    nc = await jetwire.connect(f"nats://127.0.0.1:{port}", error_cb=errs, allow_reconnect=False)
+    nc = await jetwire.connect(f"{scheme[0]}://127.0.0.1:{port}", error_cb=errs, allow_reconnect=False)
     assert await errs.signal.wait(5)
     assert isinstance(errs.errors[0], jetwire.ProtocolError)
     await nc.close()

@@ -255,7 +255,8 @@ class ConnectionCore:
         self.info = info
         self.max_payload = int(info.get("max_payload", self.max_payload))
         self.headers_ok = bool(info.get("headers", False))
-        urls = info.get("connect_urls") or []
+        # over WebSocket the server's websocket URLs (it sends them as connect_urls)
+        urls = (self.pool.ws and info.get("ws_connect_urls")) or info.get("connect_urls") or []
         added: List[str] = []
         if urls:
             added = self.pool.add_discovered(urls, tls=bool(info.get("tls_required")))
