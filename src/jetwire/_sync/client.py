@@ -38,7 +38,6 @@ from ..connection.core import (
     SubscriptionBase,
     SubscriptionError,
 )
-from ..connection.ws import WS_SCHEMES, ws_path
 from ..errors import (
     AuthorizationError,
     ConnectionClosedError,
@@ -59,7 +58,6 @@ from ..msg import Msg
 from ..options import Options, Server, make_options
 from . import _prims as prims
 from ._transport import Transport, Writer
-from ._ws import WsTransport
 
 if TYPE_CHECKING:
     from .jetstream import JetStream
@@ -256,7 +254,10 @@ class Client:
             import ssl
 
             ctx = ssl.create_default_context()
-        if srv.scheme in WS_SCHEMES:  # NATS over WebSocket (TLS first when there is a context)
+        if srv.is_ws:  # NATS over WebSocket (TLS first when there is a context); loads wsproto
+            from ..connection.ws import ws_path
+            from ._ws import WsTransport
+
             tr: Transport = WsTransport(opts.socket_factory, ws_path(srv.path, opts.ws_proxy_path),
                                         opts.ws_compression)
         else:
