@@ -245,6 +245,24 @@ def test_config_text_and_extra_config(nats_server_factory):
     assert s.monitor("varz")["server_name"] == "alpha"
 
 
+def test_websocket_listener(nats_server_factory, tls_files):
+    plain = nats_server_factory(jetstream=False)
+    assert plain.ws_url is None and plain.ws_port is None
+    assert "websocket" not in plain.config_text()
+    s = nats_server_factory(jetstream=False, websocket={"compression": True})
+    assert s.ws_url == f"ws://127.0.0.1:{s.ws_port}" and s.ws_port != s.port
+    assert "no_tls: true" in s.config_text() and "compression: true" in s.config_text()
+    ws = s.monitor("varz")["websocket"]
+    assert ws["port"] == s.ws_port and ws.get("compression") is True
+    with socket.create_connection(("127.0.0.1", s.ws_port), timeout=5) as c:
+        c.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        assert c.recv(4096).startswith(b"HTTP/1.1 101")
+    t = nats_server_factory(jetstream=False, websocket={"tls": server_tls_config(tls_files)})
+    assert t.ws_url == f"wss://127.0.0.1:{t.ws_port}"
+    assert "no_tls" not in t.config_text()
+
+
 def test_bad_config_fails_fast_with_the_log(nats_server_factory):
     t0 = time.monotonic()
     with pytest.raises(NatsServerError, match="exited with code"):
