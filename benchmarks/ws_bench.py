@@ -29,20 +29,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows = parse_rows(args.rows)
     srv = NatsServer(websocket=True)
     srv.start()
-    medians: Dict[str, Dict] = {}
-    failed = False
+    results: Dict[str, Dict] = {"tcp": {}, "ws": {}}
     try:
-        for transport, url in (("tcp", srv.url), ("ws", srv.ws_url)):
-            def on_result(rnd: int, r: str, c: str, res: Dict, transport: str = transport) -> None:
-                shown = f"FAILED {res['error']}" if "error" in res else ROWS[r].show(res)
-                print(f"round {rnd + 1} row {r} {c:12s} {transport}: {shown}", file=sys.stderr)
+        for rnd in range(args.rounds):  # tcp and ws in turns, so that drift hits both
+            for transport, url in (("tcp", srv.url), ("ws", srv.ws_url)):
+                def on_result(_: int, r: str, c: str, res: Dict, transport: str = transport) -> None:
+                    shown = f"FAILED {res['error']}" if "error" in res else ROWS[r].show(res)
+                    print(f"round {rnd + 1} row {r} {c:12s} {transport}: {shown}", file=sys.stderr)
 
-            summary = summarize(run(rows, CLIENTS, args.rounds, args.scale, url, srv.monitor_url,
-                                    on_result=on_result), args.scale)
-            failed = failed or summary["failed"]
-            medians[transport] = summary["rows"]
+                got = run(rows, CLIENTS, 1, args.scale, url, srv.monitor_url, on_result=on_result)
+                for r, per_client in got.items():
+                    for c, runs in per_client.items():
+                        results[transport].setdefault(r, {}).setdefault(c, []).extend(runs)
     finally:
         srv.stop()
+    medians = {t: summarize(res, args.scale) for t, res in results.items()}
+    failed = any(m["failed"] for m in medians.values())
+    medians = {t: m["rows"] for t, m in medians.items()}
     print(f"\nmedians over {args.rounds} round(s), scale {args.scale}")
     print(f"{'row':4s} {'client':12s} {'tcp':>24s} {'ws':>24s} {'ws/tcp':>7s}")
     for r in rows:
