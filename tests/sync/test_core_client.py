@@ -33,6 +33,15 @@ def nats_url(request, transport):
     return request.getfixturevalue("nats_ws_url" if transport == "ws" else "nats_url")
 
 
+@pytest.fixture
+def nats_tcp_url(request, transport):
+    """The TCP URL of the server behind ``nats_url`` (for raw-socket peers)."""
+    if transport == "ws":
+        request.getfixturevalue("nats_ws_url")  # brought back if a test stopped it
+        return request.getfixturevalue("nats_ws_server").url
+    return request.getfixturevalue("nats_url")
+
+
 def _ws_block(kwargs):
     tls = kwargs.get("tls")
     if not tls:
@@ -700,7 +709,7 @@ def _peer_reads(peer: _RawPeer, marker: bytes) -> bytes:
     return peer.read_until(marker)
 
 
-def test_foreign_bytes_arrive_exactly_and_answers_send_them_back(nats_url):
+def test_foreign_bytes_arrive_exactly_and_answers_send_them_back(nats_url, nats_tcp_url):
     from tests.sync._helpers import uniq
 
     def raw(text: str) -> bytes:  # the bytes a str stands for
@@ -708,7 +717,7 @@ def test_foreign_bytes_arrive_exactly_and_answers_send_them_back(nats_url):
 
     errs = Errors()
     nc = jetwire.connect(nats_url, error_cb=errs)
-    peer = _RawPeer(nats_url)
+    peer = _RawPeer(nats_tcp_url)
     p = uniq("fbc").lower().encode()
     hdr = b"NATS/1.0\r\nX-\xe9t\xe9: \xff\xfe caf\xe9\r\nPlain: ok\r\n\r\n"
     bad = b"NATS/1.0\r\nno colon in this line\r\n\r\n"
