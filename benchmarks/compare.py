@@ -6,15 +6,17 @@
 
 The same as ``jetwire bench compare`` (which prints a rich table): both run the one
 implementation in ``jetwire.cli.compare``, with the rows of BENCHMARKS.md from
-``jetwire.cli.rows``. Each (row, client) runs in its own process, in turns, for several
-rounds; a row whose messages are not all accounted for fails instead of reporting a
-number.
+``jetwire.cli.rows`` (written once in ``jetwire.cli.rows_aio``); the nats-py client the
+rows run with is ``natspy_rows.py`` next to this script. Each (row, client) runs in its
+own process, in turns, for several rounds; a row whose messages are not all accounted
+for fails instead of reporting a number.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from jetwire.cli.compare import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(peers=os.path.dirname(os.path.abspath(__file__))))

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import uuid
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 CLIENTS = ["jetwire", "jetwire.aio", "nats-py"]
 ROWS = ["kv_put", "kv_get", "obj_put", "obj_get"]
@@ -103,56 +103,55 @@ async def _kv_rows_async(js: Any, bucket: str, n: int, out: Dict[str, float], **
         await js.delete_key_value(bucket)
 
 
-async def work_jetwire_aio(url: str, scale: float) -> Dict[str, float]:
-    import jetwire.aio as jetwire
+# How an asyncio client reads the object back: ``(size, digest_of)``, where ``digest_of()``
+# (called after the timed part) gives the SHA-256 of what was read.
+async def _read_chunks(obs: Any, name: str) -> Tuple[int, Callable[[], bytes]]:
+    """jetwire.aio streams the chunks: hashed as they come (inside the timed part, as
+    nats-py checks the digest inside its get)."""
+    h = hashlib.sha256()
+    total = 0
+    async with await obs.get(name) as result:
+        async for chunk in result:
+            h.update(chunk)
+            total += len(chunk)
+    return total, h.digest
 
+
+async def _read_whole(obs: Any, name: str) -> Tuple[int, Callable[[], bytes]]:
+    """nats-py reads the whole object (and checks the digest itself)."""
+    got = (await obs.get(name)).data
+    return len(got), lambda: hashlib.sha256(got).digest()
+
+
+async def work_async(client: str, url: str, scale: float) -> Dict[str, float]:
+    """All four rows for an asyncio client (jetwire.aio or nats-py): the same calls but
+    for connecting, the KV options, and how an object is written and read."""
+    if client == "nats-py":
+        import nats as lib
+
+        kv_options: Dict[str, Any] = {"direct": True}
+    else:
+        import jetwire.aio as lib
+
+        kv_options = {}
     n, mib = _sizes(scale)
     data = os.urandom(mib << 20)
     out: Dict[str, float] = {}
-    nc = await jetwire.connect(url)
+    nc = await lib.connect(url)
     js = nc.jetstream()
-    await _kv_rows_async(js, "akv_" + uuid.uuid4().hex[:10], n, out)
-    obucket = "aob_" + uuid.uuid4().hex[:10]
+    tag = "n" if client == "nats-py" else "a"
+    await _kv_rows_async(js, tag + "kv_" + uuid.uuid4().hex[:10], n, out, **kv_options)
+    obucket = tag + "ob_" + uuid.uuid4().hex[:10]
     obs = await js.create_object_store(bucket=obucket)
+    put, read = (obs.put, _read_whole) if client == "nats-py" else (obs.put_bytes, _read_chunks)
     try:
         t = time.perf_counter()
-        await obs.put_bytes("blob", data)
+        await put("blob", data)
         out["obj_put"] = len(data) / 1e6 / (time.perf_counter() - t)
         t = time.perf_counter()
-        h = hashlib.sha256()
-        total = 0
-        async with await obs.get("blob") as result:
-            async for chunk in result:
-                h.update(chunk)
-                total += len(chunk)
+        total, digest_of = await read(obs, "blob")
         out["obj_get"] = len(data) / 1e6 / (time.perf_counter() - t)
-        if total != len(data) or h.digest() != hashlib.sha256(data).digest():
-            raise SystemExit("obj_get: wrong data")
-    finally:
-        await js.delete_object_store(obucket)
-        await nc.close()
-    return out
-
-
-async def work_nats_py(url: str, scale: float) -> Dict[str, float]:
-    import nats
-
-    n, mib = _sizes(scale)
-    data = os.urandom(mib << 20)
-    out: Dict[str, float] = {}
-    nc = await nats.connect(url)
-    js = nc.jetstream()
-    await _kv_rows_async(js, "nkv_" + uuid.uuid4().hex[:10], n, out, direct=True)
-    obucket = "nob_" + uuid.uuid4().hex[:10]
-    obs = await js.create_object_store(bucket=obucket)
-    try:
-        t = time.perf_counter()
-        await obs.put("blob", data)
-        out["obj_put"] = len(data) / 1e6 / (time.perf_counter() - t)
-        t = time.perf_counter()
-        res = await obs.get("blob")  # nats-py reads the whole object (and checks the digest)
-        out["obj_get"] = len(data) / 1e6 / (time.perf_counter() - t)
-        if res.data != data:
+        if total != len(data) or digest_of() != hashlib.sha256(data).digest():
             raise SystemExit("obj_get: wrong data")
     finally:
         await js.delete_object_store(obucket)
@@ -171,10 +170,8 @@ def _run_async(coro: Any) -> Any:
 def worker(client: str, url: str, scale: float) -> None:
     if client == "jetwire":
         res = work_jetwire(url, scale)
-    elif client == "jetwire.aio":
-        res = _run_async(work_jetwire_aio(url, scale))
-    elif client == "nats-py":
-        res = _run_async(work_nats_py(url, scale))
+    elif client in ("jetwire.aio", "nats-py"):
+        res = _run_async(work_async(client, url, scale))
     else:
         raise SystemExit(f"unknown client {client!r}")
     print(json.dumps(res))

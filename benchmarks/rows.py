@@ -1,16 +1,21 @@
-"""Benchmark rows (BENCHMARKS.md) for each client; run one in a fresh process:
+"""One benchmark row (BENCHMARKS.md) for one client, in this process:
 
     python benchmarks/rows.py <row> <jetwire|jetwire.aio|nats-py> <url> <monitor-url> [scale]
 
-prints one JSON line with the measurement. The rows live in ``jetwire.cli.rows`` (rows
-a, b, c, d, e, f, f2, g; nats-py has no row g), shared with ``jetwire bench compare``
-and ``benchmarks/compare.py``.
+prints one JSON line with the measurement. The rows are written once, in
+``jetwire.cli.rows_aio`` (the blocking ``rows_sync`` is generated from it), and run with
+the client asked for: jetwire's from the package, nats-py's from ``natspy_rows.py``
+here. ``jetwire bench compare`` and ``benchmarks/compare.py`` run them in turns.
 """
 from __future__ import annotations
 
 import sys
 
-from jetwire.cli.rows import COUNTS, IMPLS, ROWS, main, run_row  # noqa: F401 - re-exported
+from jetwire.cli.rows import main
 
 if __name__ == "__main__":
+    if sys.argv[2:3] == ["nats-py"]:
+        from natspy_rows import CLIENT  # this script's folder is on sys.path
+
+        sys.exit(main(peer=CLIENT))
     sys.exit(main())

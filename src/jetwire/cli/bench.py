@@ -792,14 +792,21 @@ for _mode in MODES:
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1), help="Rounds (medians are reported).")
 @click.option("--scale", default=1.0, show_default=True, type=click.FloatRange(min=0.0001),
               help="Multiply the rows' message counts (0.05 for a smoke run).")
-@click.option("--clients", default=None, help="Clients to run (default: jetwire,jetwire.aio,nats-py when installed).")
+@click.option("--clients", default=None, help="Clients to run (default: jetwire,jetwire.aio,nats-py when available).")
+@click.option("--peers", default=None, metavar="DIR", envvar="JETWIRE_BENCH_PEERS",
+              type=click.Path(exists=True, file_okay=False),
+              help="Folder holding the nats-py rows, natspy_rows.py (default: the benchmarks/ folder of the "
+                   "source checkout; they are not in the package).")
 @click.option("-s", "--server", default=None, metavar="URL", help="A running server (default: a fresh embedded one).")
 @click.option("--monitor", default=None, metavar="URL", help="Monitoring URL of --server (row a accounting).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], server: Optional[str],
-                monitor: Optional[str], as_json: bool) -> None:
+def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], peers: Optional[str],
+                server: Optional[str], monitor: Optional[str], as_json: bool) -> None:
     """Run the BENCHMARKS.md rows for jetwire (both flavours) and nats-py, each in its own
-    process, in turns, on one fresh server; print medians and ratios."""
+    process, in turns, on one fresh server; print medians and ratios.
+
+    jetwire's rows come with the package; nats-py's are benchmarks/natspy_rows.py in a
+    source checkout (--peers) and need nats-py. Without them, jetwire's rows run alone."""
     from . import compare as cmp
     from .rows import ROWS
 
@@ -808,13 +815,14 @@ def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], se
         client_list = cmp.parse_clients(clients)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-    if "nats-py" in client_list and not cmp.have_nats_py():
-        client_list.remove("nats-py")
-        if clients:
-            raise CliError("nats-py rows unavailable: install nats-py and run from a checkout "
-                           "(benchmarks/natspy_rows.py), or set JETWIRE_BENCH_PEERS")
-        click.echo("nats-py rows unavailable (nats-py not installed, or no benchmarks/ checkout; "
-                   "set JETWIRE_BENCH_PEERS): comparing jetwire flavours only", err=True)
+    folder = None
+    if "nats-py" in client_list:
+        folder, why = cmp.find_peers(peers)
+        if folder is None:
+            if clients:  # asked for by name: not a run without it
+                raise CliError(f"nats-py rows unavailable: {why}")
+            client_list.remove("nats-py")
+            click.echo(cmp.unavailable_line(why), err=True)
     err = console(stderr=True)
     quiet = as_json
     status = None
@@ -835,7 +843,8 @@ def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], se
             err.print(f"round {rnd + 1} row {r:2s} {c:12s} {ROWS[r].show(res)}")
 
     try:
-        results = cmp.run(row_list, client_list, rounds, scale, server, monitor, on_result=on_result, on_start=on_start)
+        results = cmp.run(row_list, client_list, rounds, scale, server, monitor, on_result=on_result,
+                          on_start=on_start, peers=folder)
     finally:
         if status is not None:
             status.__exit__(None, None, None)

@@ -9,18 +9,25 @@ Each (row, client) runs in its own process (``python -m jetwire.cli.rows``), in 
 for several rounds, against one fresh embedded server (or ``--server``); the median of
 each is reported with the ratio jetwire / nats-py. Rows are those of BENCHMARKS.md. A
 row whose messages are not all accounted for fails instead of reporting a number, and
-the run exits non-zero. nats-py rows run only when nats-py is installed.
+the run exits non-zero.
+
+jetwire's rows come from this package. The peer's (nats-py) are not part of it: they are
+``natspy_rows.py`` in a ``benchmarks/`` folder (``--peers DIR``; by default
+``$JETWIRE_BENCH_PEERS``, else the ``benchmarks/`` of the source checkout jetwire runs
+from) and need nats-py installed. Without them one line says why, and jetwire's rows
+run alone.
 
 No click or rich here.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
 import sys
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._stats import median
 from .rows import ROW_ORDER, ROWS, supported
@@ -28,27 +35,41 @@ from .rows import ROW_ORDER, ROWS, supported
 CLIENTS = ["jetwire", "jetwire.aio", "nats-py"]
 
 
-def peers_dir() -> Optional[str]:
-    """Where the peers' rows are: ``$JETWIRE_BENCH_PEERS``, else the ``benchmarks/``
-    folder of the source checkout jetwire runs from (None when neither exists)."""
+PEER_FILE = "natspy_rows.py"
+
+
+def default_peers() -> Optional[str]:
+    """``$JETWIRE_BENCH_PEERS``, else the ``benchmarks/`` folder of the source checkout
+    this package runs from (an editable install), else None (an installed wheel)."""
     env = os.environ.get("JETWIRE_BENCH_PEERS")
     if env:
-        return env if os.path.isfile(os.path.join(env, "natspy_rows.py")) else None
-    here = os.path.dirname(os.path.abspath(__file__))
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))  # <checkout>/src/jetwire/cli
     cand = os.path.normpath(os.path.join(here, "..", "..", "..", "benchmarks"))
-    return cand if os.path.isfile(os.path.join(cand, "natspy_rows.py")) else None
+    return cand if os.path.isfile(os.path.join(cand, PEER_FILE)) else None
 
 
-def have_nats_py() -> bool:
-    """nats-py is installed and its rows (benchmarks/natspy_rows.py) are at hand."""
-    if peers_dir() is None:
-        return False
+def find_peers(peers: Optional[str] = None) -> Tuple[Optional[str], str]:
+    """``(folder, "")`` when the nats-py rows can run: ``peers`` (or :func:`default_peers`)
+    holds ``natspy_rows.py`` and nats-py is installed; else ``(None, why not)``."""
+    folder = peers or default_peers()
+    if folder is None:
+        return None, (f"no benchmarks/{PEER_FILE} (they are not in the jetwire package: run from a "
+                      "source checkout, or pass --peers DIR)")
+    if not os.path.isfile(os.path.join(folder, PEER_FILE)):
+        return None, f"no {PEER_FILE} in {folder}"
     try:
-        import importlib.util
-
-        return importlib.util.find_spec("nats") is not None and importlib.util.find_spec("nats.js") is not None
+        found = importlib.util.find_spec("nats") is not None and importlib.util.find_spec("nats.js") is not None
     except (ImportError, ValueError):
-        return False
+        found = False
+    if not found:
+        return None, "nats-py is not installed (pip install nats-py)"
+    return os.path.abspath(folder), ""
+
+
+def unavailable_line(why: str) -> str:
+    """The one line printed when the nats-py rows cannot run."""
+    return f"nats-py rows unavailable: {why}; running jetwire's rows only"
 
 
 def parse_rows(text: str) -> List[str]:
@@ -69,13 +90,15 @@ def parse_clients(text: Optional[str]) -> List[str]:
     return clients
 
 
-def run_worker(row: str, client: str, url: str, monitor: str, scale: float, timeout: float = 600) -> Dict[str, Any]:
-    """One row for one client in a fresh process; ``{"error": ...}`` when it failed."""
+def run_worker(row: str, client: str, url: str, monitor: str, scale: float, timeout: float = 600,
+               peers: Optional[str] = None) -> Dict[str, Any]:
+    """One row for one client in a fresh process; ``{"error": ...}`` when it failed
+    (``peers``: the folder of the nats-py rows, see :func:`find_peers`)."""
     if client == "nats-py":
-        peers = peers_dir()
-        if peers is None:
-            return {"error": "the nats-py rows (benchmarks/natspy_rows.py) are not at hand"}
-        cmd = [sys.executable, os.path.join(peers, "natspy_rows.py")]
+        folder, why = find_peers(peers)
+        if folder is None:
+            return {"error": why}
+        cmd = [sys.executable, os.path.join(folder, PEER_FILE)]
     else:
         cmd = [sys.executable, "-m", "jetwire.cli.rows"]
     cmd += [row, client, url, monitor or "", repr(scale)]
@@ -99,12 +122,13 @@ Results = Dict[str, Dict[str, List[Dict[str, Any]]]]
 def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0, server: Optional[str] = None,
         monitor: Optional[str] = None,
         on_result: Optional[Callable[[int, str, str, Dict[str, Any]], None]] = None,
-        on_start: Optional[Callable[[int, str, str], None]] = None) -> Results:
+        on_start: Optional[Callable[[int, str, str], None]] = None, peers: Optional[str] = None) -> Results:
     """Run every (row, client) ``rounds`` times, in turns, on one server.
 
     Without ``server`` one fresh embedded nats-server (JetStream, file storage) is
     started for the whole run and stopped afterwards. (row, client) pairs with no
-    implementation (nats-py has no row g) are left out.
+    implementation (nats-py has no row g) are left out. ``peers``: the folder of the
+    nats-py rows (see :func:`find_peers`).
     """
     srv = None
     if server:
@@ -124,7 +148,7 @@ def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0
                         continue
                     if on_start:
                         on_start(rnd, r, c)
-                    res = run_worker(r, c, url, mon, scale)
+                    res = run_worker(r, c, url, mon, scale, peers=peers)
                     results[r][c].append(res)
                     if on_result:
                         on_result(rnd, r, c, res)
@@ -192,15 +216,18 @@ def format_summary(summary: Dict[str, Any], rounds: int) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """``benchmarks/compare.py`` command line (argparse, plain text)."""
+def main(argv: Optional[List[str]] = None, peers: Optional[str] = None) -> int:
+    """``benchmarks/compare.py`` command line (argparse, plain text); ``peers``: the
+    default of ``--peers`` (the script passes its own folder)."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--rows", default=",".join(ROW_ORDER), help="comma-separated rows (default: all)")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--clients", default=None, help=f"comma-separated (default: {','.join(CLIENTS)})")
     ap.add_argument("--server", default=None, help="URL of a running server (default: embedded)")
     ap.add_argument("--monitor", default=None, help="monitoring URL of --server (for row a accounting)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply message counts (e.g. 0.1 for a smoke run)")
+    ap.add_argument("--peers", default=peers, metavar="DIR",
+                    help=f"folder holding {PEER_FILE} (default: the checkout's benchmarks/)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
     try:
@@ -210,10 +237,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         ap.error(str(exc))
     if args.rounds < 1 or args.scale <= 0:
         ap.error("--rounds must be >= 1 and --scale > 0")
-    if "nats-py" in clients and not have_nats_py():
-        print("nats-py rows unavailable (nats-py not installed, or no benchmarks/ checkout; "
-              "set JETWIRE_BENCH_PEERS): comparing jetwire flavours only", file=sys.stderr)
-        clients.remove("nats-py")
+    if args.peers and not os.path.isdir(args.peers):
+        ap.error(f"--peers {args.peers}: no such folder")
+    folder = None
+    if "nats-py" in clients:
+        folder, why = find_peers(args.peers)
+        if folder is None:
+            if args.clients:  # asked for by name: not a run without it
+                ap.error(f"nats-py rows unavailable: {why}")
+            print(unavailable_line(why), file=sys.stderr)
+            clients.remove("nats-py")
 
     def on_result(rnd: int, r: str, c: str, res: Dict[str, Any]) -> None:
         if "error" in res:
@@ -221,7 +254,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             print(f"round {rnd + 1} row {r} {c}: {ROWS[r].show(res)}", file=sys.stderr)
 
-    results = run(rows, clients, args.rounds, args.scale, args.server, args.monitor, on_result=on_result)
+    results = run(rows, clients, args.rounds, args.scale, args.server, args.monitor, on_result=on_result,
+                  peers=folder)
     summary = summarize(results, args.scale)
     if args.json:
         print(json.dumps(summary, indent=2))

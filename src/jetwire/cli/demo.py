@@ -65,8 +65,8 @@ def demo(scale: float, no_compare: bool, rows: str) -> None:
         ctx = click.get_current_context()
         ctx.meta["jetwire.compare_no_raise"] = True
         try:
-            ctx.invoke(compare_cmd, rows=rows, rounds=1, scale=0.05 * scale, clients=None, server=None, monitor=None,
-                       as_json=False)
+            ctx.invoke(compare_cmd, rows=rows, rounds=1, scale=0.05 * scale, clients=None, peers=None, server=None,
+                       monitor=None, as_json=False)
         except click.ClickException as exc:
             failures.append(f"bench compare: {exc.format_message()}")
         summary = ctx.meta.get("jetwire.compare_summary")

@@ -17,13 +17,14 @@ nats-py: the peer's rows are in the checkout's ``benchmarks/natspy_rows.py``.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 import time
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 now = time.perf_counter
 
@@ -91,9 +92,10 @@ FETCH = 1000  # rows f, f2: fetch batch
 WAIT = 10.0  # seconds a pull may come back empty before the row fails
 
 
-# The clients' rows: jetwire's in rows_aio.py (and the generated rows_sync.py); the
-# peers' (nats-py) live in the checkout's benchmarks/ folder, not in the package, and run
-# through this module's harness there (benchmarks/natspy_rows.py).
+# The rows are written once (rows_aio.py; the blocking rows_sync.py is generated), as
+# functions of a client object. jetwire's is rows_aio.Client (rows_sync.Client); the
+# peer's (nats-py) lives in the checkout's benchmarks/ folder, not in the package, and
+# runs the same functions through this module's harness (benchmarks/natspy_rows.py).
 CLIENT_ROWS: Dict[str, list] = {
     "jetwire": ROW_ORDER,
     "jetwire.aio": ROW_ORDER,
@@ -101,17 +103,25 @@ CLIENT_ROWS: Dict[str, list] = {
 }
 
 
-def implementations(client: str) -> Dict[str, Callable[..., Any]]:
-    """The row functions of a jetwire flavour."""
+def implementations(client: str) -> Tuple[Dict[str, Callable[..., Any]], Any]:
+    """The row functions of a jetwire flavour and the client object they run with."""
     if client == "jetwire":
         from . import rows_sync
 
-        return rows_sync.ROWS
+        return rows_sync.ROWS, rows_sync.CLIENT
     if client == "jetwire.aio":
         from . import rows_aio
 
-        return rows_aio.ROWS
+        return rows_aio.ROWS, rows_aio.CLIENT
     raise KeyError(f"{client} rows are not part of jetwire (see benchmarks/)")
+
+
+def peer_implementations(peer: Any) -> Tuple[Dict[str, Callable[..., Any]], Any]:
+    """The row functions for a peer client object (asyncio): the same functions jetwire.aio
+    runs, with the rows the peer supports."""
+    from . import rows_aio
+
+    return {r: rows_aio.ROWS[r] for r in CLIENT_ROWS[peer.name]}, peer
 
 
 def supported(row: str, client: str) -> bool:
@@ -207,12 +217,13 @@ def _run(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1.0,
-            impls: Optional[Dict[str, Callable[..., Any]]] = None) -> Dict[str, Any]:
+            peer: Any = None) -> Dict[str, Any]:
     """Run one row for one client in this process; the measurement as a dict
-    (``impls``: the client's row functions when it is not a jetwire flavour)."""
+    (``peer``: the client object when it is not a jetwire flavour, see rows_aio.Client)."""
     spec = ROWS[row]
     n = max(1, int(spec.count * scale))
-    fn = (impls or implementations(client))[row]
+    impls, cl = peer_implementations(peer) if peer is not None else implementations(client)
+    fn = functools.partial(impls[row], cl)
     ctx: Dict[str, Any] = {}
     if spec.js:
         ctx = _js_setup(url, row, n)
@@ -241,7 +252,7 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
     return {"rate": n / dt, "n": n, "seconds": dt}
 
 
-def main(argv: Optional[list] = None, impls: Optional[Dict[str, Callable[..., Any]]] = None) -> int:
+def main(argv: Optional[list] = None, peer: Any = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 3:
         print(__doc__, file=sys.stderr)
@@ -252,11 +263,14 @@ def main(argv: Optional[list] = None, impls: Optional[Dict[str, Callable[..., An
     if row not in ROWS:
         print(f"unknown row {row!r}; known: {', '.join(ROW_ORDER)}", file=sys.stderr)
         return 2
+    if peer is not None and client != peer.name:
+        print(f"these are the {peer.name} rows, not {client}'s", file=sys.stderr)
+        return 2
     if not supported(row, client):
         print(f"row {row} has no {client} implementation", file=sys.stderr)
         return 2
     try:
-        res = run_row(row, client, url, monitor, scale, impls)
+        res = run_row(row, client, url, monitor, scale, peer)
     except RowFailed as exc:
         print(f"FAILED: {exc}", file=sys.stderr)
         return 1

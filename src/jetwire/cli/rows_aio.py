@@ -1,18 +1,72 @@
-"""The jetwire side of the BENCHMARKS.md rows: the asyncio source of both flavours.
+"""The BENCHMARKS.md rows, written once: the asyncio source of both jetwire flavours,
+and of the peer's rows.
 
 ``rows_sync.py`` (``jetwire``, blocking) is generated from this file by
 ``tools/gen_sync.py``; never edit it. :mod:`jetwire.cli.rows` holds the row table, the
 set-up around the timed part and the accounting, and picks the flavour's functions.
+
+Every row is one function ``row(cl, url, n, ctx)`` over a client ``cl``: the few calls
+in which the clients differ (connecting, the counting callback, waiting for async
+publish acks, pulling one batch) are methods of ``cl``; everything else (the loops, the
+timing, the accounting) is the row's, the same for every client. :class:`Client` is
+jetwire (``jetwire.aio`` here, ``jetwire`` in the generated twin); the peer nats-py
+(``benchmarks/natspy_rows.py``, outside the package: jetwire never imports nats-py)
+gives the same methods over its own API and runs these functions.
 """
 from __future__ import annotations
 
 import time
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 import jetwire.aio
 from jetwire.aio import _prims as prims
 
 from .rows import FETCH, IDLE, PAYLOAD, WAIT, WINDOW, RowFailed, now
+
+Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``await done.wait(t) -> bool``)
+
+
+class Client:
+    """jetwire as the rows use it."""
+
+    name = "jetwire.aio"
+
+    async def connect(self, url: str, publisher: bool = False) -> Any:
+        """A connection (``publisher``: one that publishes as fast as it can)."""
+        return await jetwire.aio.connect(url)
+
+    def tally(self, n: int) -> Tuple[Any, Any, List[int]]:
+        """``(cb, done, count)``: a message callback counting deliveries in ``count[0]``
+        that sets ``done`` at the ``n``-th."""
+        done = Signal()
+        count = [0]
+
+        def cb(msg: Any) -> None:
+            count[0] += 1
+            if count[0] == n:
+                done.set()
+
+        return cb, done, count
+
+    async def acks_complete(self, js: Any, timeout: float) -> None:
+        """Wait until every async publish is acknowledged."""
+        await js.publish_async_complete(timeout=timeout)
+
+    async def pull_consumer(self, js: Any, stream: str, consumer: str) -> Any:
+        return await js.consumer(stream, consumer)
+
+    async def take(self, cons: Any, batch: int, wait: float, ack: bool) -> int:
+        """Fetch one batch of up to ``batch`` messages (acking each when ``ack``); how
+        many came (0: none within ``wait`` seconds)."""
+        k = 0
+        async for m in await cons.fetch(batch, max_wait=wait):
+            k += 1
+            if ack:
+                await m.ack()
+        return k
+
+
+CLIENT = Client()
 
 
 async def wait_count(done: Any, count: list) -> bool:
@@ -26,8 +80,8 @@ async def wait_count(done: Any, count: list) -> bool:
     return True
 
 
-async def a(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    nc = await jetwire.aio.connect(url)
+async def a(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    nc = await cl.connect(url, publisher=True)
     pub = nc.publish
     t0 = now()
     for _ in range(n):
@@ -38,18 +92,11 @@ async def a(url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-async def b(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    sub_nc = await jetwire.aio.connect(url, pending_msgs_limit=n + 1, pending_bytes_limit=-1)
-    pub_nc = await jetwire.aio.connect(url)
-    done = prims.Signal()
-    count = [0]
-
-    def cb(msg: Any) -> None:
-        count[0] += 1
-        if count[0] == n:
-            done.set()
-
-    await sub_nc.subscribe("bench.b", cb=cb)
+async def b(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    sub_nc = await cl.connect(url)
+    pub_nc = await cl.connect(url, publisher=True)
+    cb, done, count = cl.tally(n)
+    await sub_nc.subscribe("bench.b", cb=cb, pending_msgs_limit=n + 1, pending_bytes_limit=-1)
     await sub_nc.flush()
     pub = pub_nc.publish
     t0 = now()
@@ -66,15 +113,15 @@ async def b(url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-async def c(url: str, n: int, ctx: Dict[str, Any]) -> list:
-    srv = await jetwire.aio.connect(url)
+async def c(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
+    srv = await cl.connect(url)
 
     async def handler(m: Any) -> None:
         await m.respond(m.data)
 
     await srv.subscribe("bench.c", cb=handler)
     await srv.flush()
-    nc = await jetwire.aio.connect(url)
+    nc = await cl.connect(url)
     lat = []
     for _ in range(n):
         t0 = now()
@@ -85,8 +132,8 @@ async def c(url: str, n: int, ctx: Dict[str, Any]) -> list:
     return lat
 
 
-async def d(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    nc = await jetwire.aio.connect(url)
+async def d(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    nc = await cl.connect(url)
     js = nc.jetstream()
     pub, subj = js.publish, ctx["subject"]
     t0 = now()
@@ -97,31 +144,28 @@ async def d(url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-async def e(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    nc = await jetwire.aio.connect(url)
+async def e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    nc = await cl.connect(url, publisher=True)
     js = nc.jetstream(publish_async_max_pending=WINDOW)
     pub, subj = js.publish_async, ctx["subject"]
     t0 = now()
     for _ in range(n):
         await pub(subj, PAYLOAD)
-    await js.publish_async_complete(timeout=60)
+    await cl.acks_complete(js, 60)
     dt = now() - t0
     await nc.close()
     return dt
 
 
-async def _fetch(url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
-    nc = await jetwire.aio.connect(url)
+async def _fetch(cl: Any, url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
+    nc = await cl.connect(url)
     js = nc.jetstream()
-    cons = await js.consumer(ctx["stream"], ctx["consumer"])
+    cons = await cl.pull_consumer(js, ctx["stream"], ctx["consumer"])
+    take = cl.take
     got = 0
     t0 = now()
-    while got < n:
-        k = 0
-        async for m in await cons.fetch(FETCH, max_wait=WAIT):
-            k += 1
-            if ack:
-                await m.ack()
+    while got < n:  # never asks for more than is left: a short last batch would wait WAIT s
+        k = await take(cons, min(FETCH, n - got), WAIT, ack)
         if not k:
             raise RowFailed(f"lost messages: fetched {got} of {n}")
         got += k
@@ -133,26 +177,20 @@ async def _fetch(url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
     return dt
 
 
-async def f(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    return await _fetch(url, n, ctx, ack=False)
+async def f(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    return await _fetch(cl, url, n, ctx, ack=False)
 
 
-async def f2(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    return await _fetch(url, n, ctx, ack=True)
+async def f2(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    return await _fetch(cl, url, n, ctx, ack=True)
 
 
-async def g(url: str, n: int, ctx: Dict[str, Any]) -> float:
-    nc = await jetwire.aio.connect(url)
+async def g(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    """Continuous pull (jetwire's ``consume()``; nats-py has no such API)."""
+    nc = await cl.connect(url)
     js = nc.jetstream()
-    cons = await js.consumer(ctx["stream"], ctx["consumer"])
-    done = prims.Signal()
-    count = [0]
-
-    def cb(msg: Any) -> None:
-        count[0] += 1
-        if count[0] == n:
-            done.set()
-
+    cons = await cl.pull_consumer(js, ctx["stream"], ctx["consumer"])
+    cb, done, count = cl.tally(n)
     t0 = now()
     cc = await cons.consume(cb)
     ok = await wait_count(done, count)

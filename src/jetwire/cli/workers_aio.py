@@ -150,25 +150,36 @@ async def rep(w: Worker) -> Dict[str, Any]:
     return w.result(st[0], st[1], st[2])
 
 
-async def jspub(w: Worker) -> Dict[str, Any]:
-    nc = await _connect(w)
-    js = nc.jetstream(timeout=w.timeout)
-    pub, subj, payload, n, counters, idx = js.publish, w.subject, w.payload, w.n, w.counters, w.idx
+async def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> Dict[str, Any]:
+    """The timed part of a role making ``w.n`` calls one after the other, each waiting for
+    its answer: ``await op(i)``, its latency recorded; ``check(answer)`` False counts as
+    bad. Closes ``nc`` afterwards."""
+    n, counters, idx = w.n, w.counters, w.idx
     lat: List[float] = []
     add = lat.append
+    bad = 0
     w.ready()
     await start(w)
     t0 = now()
     for i in range(n):
         a = now()
-        await pub(subj, payload)
+        r = await op(i)
         add(now() - a)
+        if check is not None and not check(r):
+            bad += 1
         if not i & 255:
             counters[idx] = i + 1
     t1 = now()
     counters[idx] = n
     await nc.close()
-    return w.result(n, t0, t1, latencies=lat)
+    return w.result(n, t0, t1, latencies=lat, bad=bad)
+
+
+async def jspub(w: Worker) -> Dict[str, Any]:
+    nc = await _connect(w)
+    js = nc.jetstream(timeout=w.timeout)
+    pub, subj, payload = js.publish, w.subject, w.payload
+    return await sequential(w, nc, lambda i: pub(subj, payload))
 
 
 async def jspubasync(w: Worker) -> Dict[str, Any]:
@@ -288,51 +299,20 @@ async def kvput(w: Worker) -> Dict[str, Any]:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = await js.key_value(w.spec["bucket"])
-    put, payload, n, counters, idx = kv.put, w.payload, w.n, w.counters, w.idx
+    put, payload = kv.put, w.payload
     prefix = f"{w.spec['key_prefix']}.{w.idx}"
-    lat: List[float] = []
-    add = lat.append
-    w.ready()
-    await start(w)
-    t0 = now()
-    for i in range(n):
-        a = now()
-        await put(f"{prefix}.{i}", payload)
-        add(now() - a)
-        if not i & 255:
-            counters[idx] = i + 1
-    t1 = now()
-    counters[idx] = n
-    await nc.close()
-    return w.result(n, t0, t1, latencies=lat)
+    return await sequential(w, nc, lambda i: put(f"{prefix}.{i}", payload))
 
 
 async def kvget(w: Worker) -> Dict[str, Any]:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = await js.key_value(w.spec["bucket"])
-    get, n, counters, idx, size = kv.get, w.n, w.counters, w.idx, w.size
+    get, size = kv.get, w.size
     prefix, nkeys, off = w.spec["key_prefix"], w.spec["nkeys"], w.spec.get("offset", 0)
-    keys = [f"{prefix}.{(off + i) % nkeys}" for i in range(min(n, nkeys))]
+    keys = [f"{prefix}.{(off + i) % nkeys}" for i in range(min(w.n, nkeys))]
     nk = len(keys)
-    lat: List[float] = []
-    add = lat.append
-    bad = 0
-    w.ready()
-    await start(w)
-    t0 = now()
-    for i in range(n):
-        a = now()
-        e = await get(keys[i % nk])
-        add(now() - a)
-        if len(e.value) != size:
-            bad += 1
-        if not i & 255:
-            counters[idx] = i + 1
-    t1 = now()
-    counters[idx] = n
-    await nc.close()
-    return w.result(n, t0, t1, latencies=lat, bad=bad)
+    return await sequential(w, nc, lambda i: get(keys[i % nk]), lambda e: len(e.value) == size)
 
 
 ROLES = {

