@@ -441,3 +441,102 @@ def test_demo_small() -> None:
         assert f"$ jetwire bench {mode} " in res.stdout
     assert "FAILED" not in res.stdout and "demo finished" in res.stdout
     assert "sequential requests" in res.stdout  # the compare table
+
+
+# ------------------------------------------------------------------------------ compare peers
+# jetwire's rows come with the package; the nats-py peer's are benchmarks/natspy_rows.py
+# in the checkout (--peers DIR), never in the package.
+
+# makes `import nats` fail in a child interpreter, as in a venv without nats-py
+_NO_NATS_PY = (
+    "import sys\n"
+    "class _Hide:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] == 'nats':\n"
+    "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+    "        return None\n"
+    "sys.meta_path.insert(0, _Hide())\n"
+    "from jetwire.__main__ import main\n"
+    "sys.exit(main())\n"
+)
+
+
+def _compare_args(server: Any, *extra: Any) -> List[str]:
+    return ["bench", "compare", "--rows", "a,c", "--scale", "0.002", "--rounds", "1", "--json",
+            "-s", server.url, "--monitor", server.monitor_url, *[str(e) for e in extra]]
+
+
+def _ran_jetwire_only(summary: Any) -> None:
+    assert summary["failed"] is False
+    for r in ("a", "c"):
+        assert set(summary["rows"][r]["clients"]) == {"jetwire", "jetwire.aio"}
+        for v in summary["rows"][r]["clients"].values():
+            assert v["median"] is not None and v["failed"] == 0
+
+
+def test_compare_runs_every_row_for_every_client_from_one_implementation(nats_server: Any) -> None:
+    """Every row of every client, nats-py's from the checkout (the default --peers), each
+    accounted for by the harness: the one row implementation works with each client."""
+    res = run("bench", "compare", "--rows", "all", "--scale", "0.01", "--rounds", "1", "--json",
+              "-s", nats_server.url, "--monitor", nats_server.monitor_url)
+    summary = js_out(res)
+    assert summary["failed"] is False, summary
+    assert summary["clients"] == ["jetwire", "jetwire.aio", "nats-py"]
+    for r, row in summary["rows"].items():
+        expected = {"jetwire", "jetwire.aio"} | ({"nats-py"} if r != "g" else set())
+        assert set(row["clients"]) == expected, r
+        for c, v in row["clients"].items():
+            assert v["median"] is not None and v["failed"] == 0, (r, c, v)
+        if r != "g":
+            assert set(row["ratios"]) == {"jetwire", "jetwire.aio"}
+
+
+def test_compare_without_peer_rows_says_so_in_one_line_and_runs_jetwire(nats_server: Any, tmp_path: Path) -> None:
+    res = run(*_compare_args(nats_server, "--peers", tmp_path))
+    assert res.exit_code == 0, (res.output, stderr_of(res))
+    lines = [ln for ln in stderr_of(res).splitlines() if "nats-py" in ln]
+    assert lines == [f"nats-py rows unavailable: no natspy_rows.py in {tmp_path}; running jetwire's rows only"]
+    _ran_jetwire_only(json.loads(res.stdout))
+    # the same through the environment variable
+    out = sub_run(*_compare_args(nats_server), timeout=120, env={**os.environ, "JETWIRE_BENCH_PEERS": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert f"nats-py rows unavailable: no natspy_rows.py in {tmp_path}" in out.stderr
+    assert "Traceback" not in out.stderr
+    _ran_jetwire_only(json.loads(out.stdout))
+
+
+def test_compare_without_nats_py_installed_says_so_in_one_line(nats_server: Any) -> None:
+    out = subprocess.run([sys.executable, "-c", _NO_NATS_PY, *_compare_args(nats_server)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert [ln for ln in out.stderr.splitlines() if "nats-py" in ln] == [
+        "nats-py rows unavailable: nats-py is not installed (pip install nats-py); running jetwire's rows only"]
+    _ran_jetwire_only(json.loads(out.stdout))
+
+
+def test_compare_asked_for_nats_py_without_its_rows_fails(nats_server: Any, tmp_path: Path) -> None:
+    out = sub_run(*_compare_args(nats_server, "--clients", "jetwire,nats-py", "--peers", tmp_path), timeout=120)
+    assert out.returncode == 1
+    assert_one_line_error(out.stderr, "nats-py rows unavailable: no natspy_rows.py in")
+    out = sub_run(*_compare_args(nats_server, "--peers", tmp_path / "missing"))
+    assert out.returncode == 2 and "--peers" in out.stderr and "does not exist" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_benchmarks_scripts_find_their_peer_rows(nats_server: Any, tmp_path: Path) -> None:
+    """benchmarks/compare.py takes the nats-py rows next to it (whatever the cwd), and
+    benchmarks/rows.py runs one row for any client."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compare.py"), "--rows", "d", "--scale", "0.01",
+                          "--rounds", "1", "--clients", "jetwire,nats-py", "--json", "--server", nats_server.url],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    clients = json.loads(out.stdout)["rows"]["d"]["clients"]
+    assert clients["nats-py"]["median"]["rate"] > 0 and clients["jetwire"]["median"]["rate"] > 0
+    for client in ("jetwire", "jetwire.aio", "nats-py"):
+        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rows.py"), "f2", client, nats_server.url, "",
+                              "0.01"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert out.returncode == 0, (client, out.stderr)
+        assert json.loads(out.stdout)["n"] == 1000
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rows.py"), "g", "nats-py", nats_server.url],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and out.stderr.strip() == "row g has no nats-py implementation"

