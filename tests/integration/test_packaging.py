@@ -90,7 +90,7 @@ def test_jetwire_testing_names_load_on_first_use():
     import jetwire.testing
     import jetwire.testing.server as server
 
-    assert sorted(jetwire.testing.__all__) == sorted(server.__all__)
+    assert jetwire.testing.__all__ == server.__all__
     for name in server.__all__:
         assert getattr(jetwire.testing, name) is getattr(server, name)
     ns: dict = {}

@@ -15,35 +15,26 @@ no server should not pay for it.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-# the public names of ``server.__all__`` (a test checks the two lists are the same)
-__all__ = [
-    "NatsCluster",
-    "NatsServer",
-    "NatsServerError",
-    "NatsServerNotFoundError",
-    "find_nats_server",
-    "free_port",
-    "start_cluster",
-]
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .server import (
-        NatsCluster,
-        NatsServer,
-        NatsServerError,
-        NatsServerNotFoundError,
-        find_nats_server,
-        free_port,
-        start_cluster,
-    )
+if TYPE_CHECKING:  # pragma: no cover - the names, for type checkers
+    from .server import *  # noqa: F403
+    from .server import __all__ as __all__
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from . import server
-
+    """``__all__`` and the public names of :mod:`jetwire.testing.server`, listed once in
+    ``server.__all__``, imported on first use."""
+    if name.startswith("__") and name != "__all__":  # probes (__wrapped__, __path__ ...) load nothing
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # import_module, not "from . import server": that asks this function for "server"
+    server = importlib.import_module(f"{__name__}.server")
+    if name == "server":
+        return server
+    if name == "__all__":
+        return list(server.__all__)
+    if name in server.__all__:
         value = getattr(server, name)
         globals()[name] = value
         return value
@@ -51,4 +42,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    server = importlib.import_module(f"{__name__}.server")
+    return sorted(set(globals()) | set(server.__all__))
