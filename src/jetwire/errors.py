@@ -156,6 +156,18 @@ class StreamWrongExpectedError(APIError):
     """An expected-stream check failed (err_code 10060)."""
 
 
+class MsgTTLInvalidError(APIError):
+    """A per-message TTL the stream refused: below one second or malformed (err_code 10165)."""
+
+
+class MsgTTLDisabledError(APIError):
+    """A per-message TTL was sent to a stream without ``allow_msg_ttl`` (err_code 10166)."""
+
+
+class MsgCounterDisabledError(APIError):
+    """A counter increment was sent to a stream without ``allow_msg_counter`` (err_code 10168)."""
+
+
 class NoStreamResponseError(JetStreamError):
     """A JetStream publish got no answer from any stream."""
 
@@ -195,6 +207,15 @@ class PullStatusError(JetStreamError):
 
 class ConsumerIsPushBasedError(PullStatusError):
     """The consumer has a deliver subject: it cannot be pulled from (409)."""
+
+
+class PinIdMismatchError(PullStatusError):
+    """A pull on a ``pinned_client`` priority group carried a pin id that is no longer
+    the pinned one (423); the consumer handle forgets its pin id."""
+
+
+class InvalidOptionError(JetStreamError, ValueError):
+    """A pull option does not fit the consumer (priority group options)."""
 
 
 class MsgIteratorClosedError(JetStreamError, SubscriptionClosedError):
@@ -283,6 +304,9 @@ ERR_CODES: dict[int, type[APIError]] = {
     10071: WrongLastSequenceError,
     10070: WrongLastMsgIdError,
     10060: StreamWrongExpectedError,
+    10165: MsgTTLInvalidError,
+    10166: MsgTTLDisabledError,
+    10168: MsgCounterDisabledError,
 }
 
 

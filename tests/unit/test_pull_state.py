@@ -10,7 +10,9 @@ from jetwire.errors import (
     BadRequestError,
     ConsumerDeletedError,
     ConsumerIsPushBasedError,
+    InvalidOptionError,
     NoRespondersError,
+    PinIdMismatchError,
     PullStatusError,
 )
 from jetwire.jetstream import pull
@@ -20,6 +22,7 @@ from jetwire.jetstream.pull import (
     S_HEARTBEAT,
     S_NO_RESPONDERS,
     S_PENDING,
+    S_PIN_RESET,
     S_RESET,
     S_TERMINAL,
     S_USER,
@@ -33,6 +36,7 @@ from jetwire.jetstream.pull import (
     msg_size,
     ordered_config,
     parse_pending,
+    priority_fields,
     pull_request,
     status_error,
 )
@@ -139,7 +143,8 @@ def test_parse_pending():
     ("409", "Server Shutdown", S_WARN),
     ("400", "Bad Request", S_TERMINAL),
     ("503", None, S_NO_RESPONDERS),
-    ("423", "Nats-Wrong-Pin-Id", S_END),
+    ("423", "Nats-Wrong-Pin-Id", S_PIN_RESET),
+    ("423", "Nats-Pin-Id mismatch", S_PIN_RESET),
 ])
 def test_classify_status(status, desc, kind):
     assert classify_status(status, desc) == kind
@@ -156,6 +161,38 @@ def test_status_errors():
     assert isinstance(status_error("503", None), NoRespondersError)
     e = status_error("409", "Exceeded MaxWaiting")
     assert isinstance(e, PullStatusError) and e.status == "409" and "MaxWaiting" in str(e)
+    e = status_error("423", "Nats-Pin-Id mismatch")
+    assert isinstance(e, PinIdMismatchError) and e.status == "423"
+
+
+# -- priority groups (ADR-42) ---------------------------------------------------------
+def test_priority_fields_checked_against_the_consumer_groups():
+    assert priority_fields(None) is None
+    assert priority_fields([], None) is None
+    assert priority_fields(["g"], "g") == {"group": "g"}
+    assert priority_fields(["a", "g"], "g", min_pending=5, min_ack_pending=2, priority=3) == {
+        "group": "g", "min_pending": 5, "min_ack_pending": 2, "priority": 3}
+    assert priority_fields(["g"], "g", priority=0) == {"group": "g"}  # 0 is the default priority
+    for bad in [dict(), dict(group="x"), dict(group="g", min_pending=0), dict(group="g", min_ack_pending=-1),
+                dict(group="g", priority=10), dict(group="g", priority=True), dict(group="g", min_pending="5")]:
+        with pytest.raises(InvalidOptionError):
+            priority_fields(["g"], **bad)
+    for bad in [dict(group="g"), dict(min_pending=1), dict(priority=1)]:
+        with pytest.raises(InvalidOptionError):
+            priority_fields(None, **bad)
+    assert issubclass(InvalidOptionError, ValueError)
+
+
+def test_pull_request_carries_group_fields_and_pin_id():
+    prio = {"group": "g", "min_pending": 3}
+    assert orjson.loads(pull_request(2, expires=1, priority=prio, pin_id="P1")) == {
+        "batch": 2, "expires": 1_000_000_000, "group": "g", "min_pending": 3, "id": "P1"}
+    assert orjson.loads(pull_request(2, priority=prio)) == {"batch": 2, "group": "g", "min_pending": 3}
+    st = PullState(consume_options(max_messages=10, expires=2))
+    st.priority = {"group": "g"}
+    assert orjson.loads(st.request(10, 0, "P2")) == {
+        "batch": 10, "expires": 2_000_000_000, "idle_heartbeat": 1_000_000_000, "group": "g", "id": "P2"}
+    assert "id" not in orjson.loads(st.request(10, 0, None))
 
 
 # -- pending accounting ---------------------------------------------------------------

@@ -35,6 +35,7 @@ from ..jetstream.manage import (
     consumer_create_request,
     consumer_create_subject,
     generate_consumer_name,
+    incr_headers,
     pause_request,
     publish_headers,
 )
@@ -75,6 +76,14 @@ def _consumer(js: "JetStream", stream: str, info: ConsumerInfo) -> "Consumer":
     return Consumer(js, stream, info)
 
 
+def _checked_stream(js: "JetStream", cfg: StreamConfig, resp: Dict[str, Any]) -> Stream:
+    info = _stream_info(resp)
+    got = info.config
+    _check_supported(cfg.allow_msg_ttl, got.allow_msg_ttl, "per-message TTLs (allow_msg_ttl: 2.11+)")
+    _check_supported(cfg.allow_msg_counter, got.allow_msg_counter, "counters (allow_msg_counter: 2.12+)")
+    return Stream(js, info)
+
+
 def _parse_ack(data: bytes) -> PubAck:
     try:
         ack = _from_ack(data)
@@ -87,17 +96,34 @@ def _parse_ack(data: bytes) -> PubAck:
     return ack
 
 
+def _check_supported(asked: Any, got: Any, what: str) -> None:
+    """A feature the server dropped from the config it stored (an older server)."""
+    if asked and not got:
+        raise JetStreamError(f"the server does not support {what}")
+
+
 class JetStream:
     """JetStream over one connection: ``nc.jetstream(domain=, api_prefix=, timeout=,
-    publish_async_max_pending=)``.
+    publish_async_max_pending=, trace_cb=)``.
 
     Async publishes share one reply subscription (and one count of acks in flight) per
     connection; ``publish_async_max_pending`` bounds that count for publishes made
     through this context.
+
+    ``trace_cb(subject, payload)`` (nats.go's ``ClientTrace``; plain or, in aio, a
+    coroutine function) is called twice for every JetStream API request this context
+    makes (``api_request`` and everything built on it, direct gets included): with the
+    full request subject (``"$JS.API.STREAM.INFO.ORDERS"``) and the payload sent
+    (``bytes``, ``b""`` when none) right before it is sent, then with the subject the
+    response arrived on (the reply inbox) and the response payload (``bytes``). No
+    response (a timeout, no responders): no second call. An exception raised by
+    ``trace_cb`` goes to the connection's ``error_cb``; the request goes on.
+    Publishes are not API requests and are not traced.
     """
 
     def __init__(self, nc: Any, domain: Optional[str] = None, api_prefix: Optional[str] = None,
-                 timeout: float = 5.0, publish_async_max_pending: int = 4000) -> None:
+                 timeout: float = 5.0, publish_async_max_pending: int = 4000,
+                 trace_cb: Optional[Callable[[str, bytes], Any]] = None) -> None:
         if domain is not None and api_prefix is not None:
             raise ValueError("give domain or api_prefix, not both")
         if domain:
@@ -118,6 +144,7 @@ class JetStream:
         self._nuid = NUID()
         self._sweep_lock = prims.write_lock()
         self._sweeper: Any = None
+        self._trace_cb = trace_cb
 
     def __repr__(self) -> str:
         return f"<JetStream prefix={self._prefix!r}>"
@@ -143,7 +170,7 @@ class JetStream:
         else:
             data = orjson.dumps(payload)
         try:
-            msg = self._link.request_raw(f"{self._prefix}.{subject}", data, None, timeout or self._timeout)
+            msg = self._request(f"{self._prefix}.{subject}", data, timeout or self._timeout)
         except NoRespondersError as exc:
             raise JetStreamNotEnabledError(code=503, err_code=None,
                                            description="JetStream not enabled (no responders)") from exc
@@ -158,6 +185,23 @@ class JetStream:
             raise api_error(err)
         return resp
 
+    def _request(self, subject: str, data: bytes, timeout: float) -> Msg:
+        """One request over the connection's shared inbox (``subject`` in full), traced
+        through ``trace_cb``: the reply ``Msg``."""
+        trace = self._trace_cb
+        if trace is None:
+            return self._link.request_raw(subject, data, None, timeout)
+        self._trace(trace, subject, data)
+        msg = self._link.request_raw(subject, data, None, timeout)
+        self._trace(trace, msg.subject, bytes(msg.data))
+        return msg
+
+    def _trace(self, trace: Callable[[str, bytes], Any], subject: str, payload: bytes) -> None:
+        try:
+            prims.call(trace, subject, payload)
+        except Exception as exc:
+            self._link.report_error(exc)
+
     def account_info(self) -> AccountInfo:
         """Usage and limits of the account (``JetStreamNotEnabledError`` without JetStream)."""
         return AccountInfo.from_json(_clean(self.api_request("INFO")))
@@ -170,14 +214,14 @@ class JetStream:
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         name = validate_stream_name(cfg.name)
         resp = self.api_request(f"STREAM.CREATE.{name}", cfg.to_json_dict())
-        return Stream(self, _stream_info(resp))
+        return _checked_stream(self, cfg, resp)
 
     def update_stream(self, config: Any = None, **fields: Any) -> Stream:
         """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         name = validate_stream_name(cfg.name)
         resp = self.api_request(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
-        return Stream(self, _stream_info(resp))
+        return _checked_stream(self, cfg, resp)
 
     def create_or_update_stream(self, config: Any = None, **fields: Any) -> Stream:
         """Update the stream, or create it when it does not exist."""
@@ -280,6 +324,7 @@ class JetStream:
         info = ConsumerInfo.from_json(_clean(resp))
         if cfg.filter_subjects and not info.config.filter_subjects:
             raise JetStreamError("the server does not support multiple filter subjects")
+        _check_supported(cfg.priority_groups, info.config.priority_groups, "priority groups (2.11+)")
         return _consumer(self, stream, info)
 
     def consumer(self, stream: str, name: str) -> "Consumer":
@@ -336,6 +381,17 @@ class JetStream:
         """Resume a paused consumer."""
         return self._pause(stream, name, None)
 
+    def unpin_consumer(self, stream: str, consumer: str, group: str) -> None:
+        """Unpin the pinned client of priority group ``group`` of a ``pinned_client``
+        consumer (``$JS.API.CONSUMER.UNPIN``): the server picks another waiting pull
+        (the old pinned client's next pull gets a 423 and goes on without its pin id).
+        ``APIError`` (err_code 10160) for a group the consumer does not have."""
+        validate_stream_name(stream)
+        validate_consumer_name(consumer)
+        if not isinstance(group, str) or not group:
+            raise ValueError("group is required")
+        self.api_request(f"CONSUMER.UNPIN.{stream}.{consumer}", {"group": group})
+
     def _pause(self, stream: str, name: str, until: Optional[datetime]) -> ConsumerPauseResponse:
         validate_stream_name(stream)
         validate_consumer_name(name)
@@ -372,7 +428,8 @@ class JetStream:
     def publish(self, subject: str, data: bytes = b"", headers: Any = None, msg_id: Optional[str] = None,
                       expected_stream: Optional[str] = None, expected_last_seq: Optional[int] = None,
                       expected_last_subject_seq: Optional[int] = None, expected_last_msg_id: Optional[str] = None,
-                      timeout: Optional[float] = None, retry_attempts: int = 2, retry_wait: float = 0.25) -> PubAck:
+                      timeout: Optional[float] = None, retry_attempts: int = 2, retry_wait: float = 0.25,
+                      ttl: Optional[float] = None) -> PubAck:
         """Publish to a stream and wait for its ack.
 
         The ``expected_*`` arguments make the stream refuse the message unless they hold
@@ -381,9 +438,11 @@ class JetStream:
         publish is retried ``retry_attempts`` times ``retry_wait`` seconds apart
         (ADR-22; a negative count retries without limit), then
         ``NoStreamResponseError`` is raised. ``timeout`` (default: the context's)
-        bounds each attempt's wait for the ack."""
+        bounds each attempt's wait for the ack. ``ttl`` (seconds, at least 1, or
+        ``"never"``; sent as ``Nats-TTL``) removes the message that long after it was
+        stored: the stream needs ``allow_msg_ttl`` (else ``MsgTTLDisabledError``)."""
         hdrs = publish_headers(headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
-                               expected_last_msg_id)
+                               expected_last_msg_id, ttl)
         hdr = None if hdrs is None else _encode_headers(hdrs)
         if timeout is None:
             timeout = self._timeout
@@ -403,6 +462,19 @@ class JetStream:
     def publish_msg(self, msg: Msg, **options: Any) -> PubAck:
         """``publish(msg.subject, msg.data, msg.headers, **options)``."""
         return self.publish(msg.subject, msg.data, msg.headers, **options)
+
+    def incr(self, subject: str, delta: int = 1, timeout: Optional[float] = None) -> int:
+        """Add ``delta`` (any int, negative or 0 too) to the counter stored on ``subject``
+        of a stream with ``allow_msg_counter`` (server 2.12+; ``Nats-Incr`` header, no
+        payload) and return its new value, from the ack. A stream without counters
+        raises ``MsgCounterDisabledError``."""
+        ack = self.publish(subject, b"", headers=incr_headers(delta), timeout=timeout)
+        if ack.val is None:
+            raise JetStreamError(f"stream {ack.stream!r} sent no counter value: does it allow counters?")
+        try:
+            return int(ack.val)
+        except ValueError:
+            raise JetStreamError(f"stream {ack.stream!r} sent a bad counter value {ack.val!r}") from None
 
     def _pub_mux(self) -> PubAckMux:
         """The connection's async-publish mux (one per connection, shared by every
@@ -468,7 +540,8 @@ class JetStream:
                             expected_last_seq: Optional[int] = None,
                             expected_last_subject_seq: Optional[int] = None,
                             expected_last_msg_id: Optional[str] = None, timeout: Optional[float] = None,
-                            retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2) -> Any:
+                            retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2,
+                            ttl: Optional[float] = None) -> Any:
         """Publish without waiting for the ack; returns a future resolving to the
         ``PubAck`` (or failing with the typed error, ``NoStreamResponseError`` after the
         no-responders retries, ``ConnectionClosedError`` when the connection closes,
@@ -483,16 +556,16 @@ class JetStream:
         may or may not have stored it: a ``msg_id`` makes publishing it again safe);
         publishes made while reconnecting go out once the connection is back and get
         their acks. ``timeout`` bounds the wait for an ack (deadlines are checked every
-        50 ms)."""
+        50 ms). ``ttl``: a per-message TTL, as in :meth:`publish`."""
         mux = self._mux
         if mux is None or mux.closed:
             mux = self._pub_mux()
         if len(mux.pending) >= self._max_pending:
             self._stall(mux, stall_wait)
         if msg_id is not None or expected_stream is not None or expected_last_seq is not None \
-                or expected_last_subject_seq is not None or expected_last_msg_id is not None:
+                or expected_last_subject_seq is not None or expected_last_msg_id is not None or ttl is not None:
             headers = publish_headers(headers, msg_id, expected_stream, expected_last_seq,
-                                      expected_last_subject_seq, expected_last_msg_id)
+                                      expected_last_subject_seq, expected_last_msg_id, ttl)
         if headers is None:
             hdr = None
             size = len(data)

@@ -24,6 +24,7 @@ from ..errors import (
     KeyDeletedError,
     KeyExistsError,
     MsgNotFoundError,
+    MsgTTLDisabledError,
     StreamNotFoundError,
     WrongLastSequenceError,
 )
@@ -48,6 +49,7 @@ from ..jetstream.kv_models import (
     kv_stream_config,
     kv_stream_name,
 )
+from ..jetstream.manage import publish_headers
 from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
 from ..jetstream.validate import validate_bucket_name, validate_key
 from .push import _END, _MARKER, _PushConsumer
@@ -232,13 +234,18 @@ class KeyValue:
         ack = self._js.publish(self._put_pre + key, _as_value(value))
         return ack.seq
 
-    def create(self, key: str, value: bytes) -> int:
+    def create(self, key: str, value: bytes, ttl: Optional[float] = None) -> int:
         """Store ``value`` only if ``key`` has no value (never written, deleted or
-        purged); ``KeyExistsError`` otherwise. Returns the new revision."""
+        purged); ``KeyExistsError`` otherwise. Returns the new revision.
+
+        ``ttl`` (seconds, at least 1): the value is removed that long after it was
+        stored (a per-message TTL); the bucket needs ``limit_marker_ttl``, else
+        ``MsgTTLDisabledError``."""
         validate_key(key)
         data = _as_value(value)
+        hdrs = None if ttl is None else publish_headers(None, None, None, None, None, None, ttl)
         try:
-            return self._update(key, data, 0)
+            return self._update(key, data, 0, hdrs)
         except APIError as exc:
             if not _wrong_last_seq(exc):
                 raise
@@ -247,7 +254,7 @@ class KeyValue:
             self.get(key)
         except KeyDeletedError as deleted:  # a delete/purge marker: create over it
             try:
-                return self._update(key, data, deleted.entry.revision)  # type: ignore[attr-defined]
+                return self._update(key, data, deleted.entry.revision, hdrs)  # type: ignore[attr-defined]
             except APIError as exc:
                 if not _wrong_last_seq(exc):
                     raise
@@ -269,26 +276,38 @@ class KeyValue:
                 raise
             raise WrongLastSequenceError(code=exc.code, err_code=exc.err_code, description=exc.description) from None
 
-    def _update(self, key: str, data: bytes, revision: int) -> int:
-        ack = self._js.publish(self._put_pre + key, data, expected_last_subject_seq=revision)
+    def _update(self, key: str, data: bytes, revision: int, headers: Any = None) -> int:
+        try:
+            ack = self._js.publish(self._put_pre + key, data, headers, expected_last_subject_seq=revision)
+        except MsgTTLDisabledError as exc:
+            raise self._no_ttl(exc) from None
         return ack.seq
+
+    def _no_ttl(self, exc: MsgTTLDisabledError) -> MsgTTLDisabledError:
+        return MsgTTLDisabledError(code=exc.code, err_code=exc.err_code,
+                                   description=f"bucket {self._name!r} does not allow per-key TTLs (create it "
+                                               f"with limit_marker_ttl): {exc.description}")
 
     def delete(self, key: str, last_revision: Optional[int] = None) -> bool:
         """Add a delete marker (history stays); with ``last_revision``, only if that is
         still the latest revision (``WrongLastSequenceError`` otherwise). Returns True."""
         return self._marker(key, _DEL_HDRS, last_revision)
 
-    def purge(self, key: str, last_revision: Optional[int] = None) -> bool:
+    def purge(self, key: str, last_revision: Optional[int] = None, ttl: Optional[float] = None) -> bool:
         """Add a purge marker and remove every earlier revision of ``key`` (conditional
-        on ``last_revision`` like :meth:`delete`). Returns True."""
-        return self._marker(key, _PURGE_HDRS, last_revision)
+        on ``last_revision`` like :meth:`delete`). Returns True. ``ttl`` (seconds, at
+        least 1): the marker itself is removed that long after (a limit marker; the
+        bucket needs ``limit_marker_ttl``, else ``MsgTTLDisabledError``)."""
+        return self._marker(key, _PURGE_HDRS, last_revision, ttl)
 
-    def _marker(self, key: str, headers: dict, last_revision: Optional[int]) -> bool:
+    def _marker(self, key: str, headers: dict, last_revision: Optional[int], ttl: Optional[float] = None) -> bool:
         validate_key(key)
         try:
             self._js.publish(self._put_pre + key, b"", headers=headers,
-                                   expected_last_subject_seq=last_revision or None)
+                                   expected_last_subject_seq=last_revision or None, ttl=ttl)
             return True
+        except MsgTTLDisabledError as exc:
+            raise self._no_ttl(exc) from None
         except APIError as exc:
             if isinstance(exc, WrongLastSequenceError) or not _wrong_last_seq(exc):
                 raise

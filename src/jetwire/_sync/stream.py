@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Dict, Optional
 
 import orjson
 
+from .. import _impl
 from ..errors import APIError, NoRespondersError
 from ..jetstream.manage import ConsumerPauseResponse, direct_msg, purge_request
 from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from .ordered import OrderedConsumer
 
 _PAGE_KEYS = ("type", "total", "offset", "limit")
+_validate_subject = _impl.validate_subject
 
 
 def _stream_info(resp: Dict[str, Any]) -> StreamInfo:
@@ -93,12 +95,20 @@ class Stream:
         return int(resp.get("purged", 0))
 
     # -- messages --------------------------------------------------------------------
-    def get_msg(self, seq: int, direct: bool = False) -> RawStreamMsg:
+    def get_msg(self, seq: int, direct: bool = False, next_by_subject: Optional[str] = None) -> RawStreamMsg:
         """The message stored at ``seq`` (``MsgNotFoundError`` when there is none).
-        Uses direct get when ``direct`` is true or the stream has ``allow_direct``."""
+        With ``next_by_subject`` (a subject, wildcards allowed): the first message at
+        or after ``seq`` stored on a matching subject (nats.go's ``DirectGetNext`` /
+        ``next_by_subj``). Uses direct get when ``direct`` is true or the stream has
+        ``allow_direct``."""
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
             raise ValueError(f"seq must be a non-negative int, not {seq!r}")
-        return self._get({"seq": seq}, None, direct)
+        if next_by_subject is None:
+            return self._get({"seq": seq}, None, direct)
+        if not isinstance(next_by_subject, str) or not next_by_subject:
+            raise ValueError("next_by_subject must be a non-empty subject")
+        _validate_subject(next_by_subject)
+        return self._get({"seq": seq, "next_by_subj": next_by_subject}, None, direct)
 
     def get_last_msg_for_subject(self, subject: str, direct: bool = False) -> RawStreamMsg:
         """The last message stored on ``subject`` (``MsgNotFoundError`` when none)."""
@@ -114,7 +124,7 @@ class Stream:
             else:
                 subject, data = f"{js._prefix}.DIRECT.GET.{self._name}", orjson.dumps(req)
             try:
-                msg = js._link.request_raw(subject, data, None, js._timeout)
+                msg = js._request(subject, data, js._timeout)
             except NoRespondersError as exc:
                 raise APIError(code=503, err_code=None,
                                description="direct get: no responders (does the stream allow direct?)") from exc
@@ -161,6 +171,10 @@ class Stream:
         """Every consumer's name (paged under the hood)."""
         for name in self._js.consumer_names(self._name):
             yield name
+
+    def unpin_consumer(self, name: str, group: str) -> None:
+        """Unpin the pinned client of a priority group (see ``JetStream.unpin_consumer``)."""
+        self._js.unpin_consumer(self._name, name, group)
 
     def pause_consumer(self, name: str, until: datetime) -> ConsumerPauseResponse:
         return self._js.pause_consumer(self._name, name, until)

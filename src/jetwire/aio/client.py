@@ -920,12 +920,12 @@ class Client:
         return self._core.info.get("client_id") if self._core is not None else None
 
     def jetstream(self, domain: Optional[str] = None, api_prefix: Optional[str] = None, timeout: float = 5.0,
-                  publish_async_max_pending: int = 4000) -> "JetStream":
-        """A JetStream context over this connection."""
+                  publish_async_max_pending: int = 4000, trace_cb: Optional[Callable[..., Any]] = None) -> "JetStream":
+        """A JetStream context over this connection (``trace_cb``: see ``JetStream``)."""
         from .jetstream import JetStream
 
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout,
-                         publish_async_max_pending=publish_async_max_pending)
+                         publish_async_max_pending=publish_async_max_pending, trace_cb=trace_cb)
 
 
 class Link:

@@ -30,12 +30,14 @@ from ..errors import (
 from ..jetstream.models import ConsumerInfo
 from ..jetstream.pull import (
     BATCH_BYTES_ONLY,
+    PIN_ID_HDR,
     RESET_DELAY,
     S_END,
     S_FLOW_CONTROL,
     S_HEARTBEAT,
     S_NO_RESPONDERS,
     S_PENDING,
+    S_PIN_RESET,
     S_RESET,
     S_TERMINAL,
     S_WARN,
@@ -47,6 +49,7 @@ from ..jetstream.pull import (
     fetch_heartbeat,
     msg_size,
     parse_pending,
+    priority_fields,
     pull_request,
     status_error,
 )
@@ -97,7 +100,7 @@ class MessageBatch:
     """
 
     __slots__ = ("_link", "_q", "_signal", "_sub", "_batch", "_max_bytes", "_count", "_bytes", "_done",
-                 "error", "_seen", "_deadline", "_hb", "_accept", "_explain", "__weakref__")
+                 "error", "_seen", "_deadline", "_hb", "_accept", "_explain", "_pins", "__weakref__")
 
     def __init__(self, link: Any, batch: int, max_bytes: int, timeout: float, heartbeat: float,
                  accept: Optional[Callable[[Msg], bool]] = None) -> None:
@@ -118,6 +121,8 @@ class MessageBatch:
         self._accept = accept
         # after a 503 (nobody took the pull): tells a deleted consumer from JetStream being away
         self._explain: Optional[Callable[[BaseException], Any]] = None
+        # the consumer handle keeping the pin id (pulls of a priority group), else None
+        self._pins: Optional[Consumer] = None
 
     def __repr__(self) -> str:
         return f"<MessageBatch received={self._count} done={self._done} error={self.error!r}>"
@@ -133,13 +138,18 @@ class MessageBatch:
             return
         self._seen += 1
         h = msg.headers
-        if h is not None and not msg.data:
-            st = h.status
-            if st is not None:
-                if st == "100":
+        if h is not None:
+            if not msg.data:
+                st = h.status
+                if st is not None:
+                    if st == "100":
+                        return
+                    if st == "423" and self._pins is not None:
+                        self._pins._clear_pin()
+                    self._finish(status_error(st, h.description))
                     return
-                self._finish(status_error(st, h.description))
-                return
+            if self._pins is not None:
+                self._pins._note_pin(h)
         self._q.append(msg)
         self._count += 1
         if self._max_bytes:
@@ -223,7 +233,17 @@ class MessageBatch:
 
 class Consumer:
     """A pull consumer of a stream: ``fetch``, ``fetch_bytes``, ``fetch_no_wait``, ``next``,
-    ``consume``, ``messages``, ``info``, ``cached_info``."""
+    ``consume``, ``messages``, ``info``, ``cached_info``.
+
+    Priority groups (ADR-42, server 2.11+): on a consumer created with
+    ``priority_groups`` and ``priority_policy``, every pull names its ``group=``;
+    ``min_pending=``/``min_ack_pending=`` make an ``overflow`` pull wait until the
+    consumer has that many messages pending / awaiting acks; ``priority=`` (0-9, lower
+    first) orders pulls of a ``prioritized`` consumer (2.12+). With ``pinned_client``
+    the server delivers to one pinned client at a time: this handle keeps the pin id
+    the server sends (``Nats-Pin-Id``) in :attr:`pin_id` and sends it with every pull;
+    a 423 status (the pin moved) clears it and the next pull goes without one.
+    """
 
     def __init__(self, js: Any, stream: str, info: ConsumerInfo) -> None:
         self._js = js
@@ -232,6 +252,8 @@ class Consumer:
         self._info = info
         self._link = js._link
         self._next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{self._name}"
+        self._pin_lock = prims.write_lock()  # the reader notes pin ids, pulls read them
+        self._pin_id: Optional[str] = None
 
     @property
     def name(self) -> str:
@@ -258,43 +280,86 @@ class Consumer:
     def _target(self) -> "Consumer":
         return self
 
+    # -- priority groups -------------------------------------------------------------
+    @property
+    def pin_id(self) -> Optional[str]:
+        """The pin id of a ``pinned_client`` priority group this handle holds (from the
+        ``Nats-Pin-Id`` header of what it was delivered), sent with every pull; None
+        when not pinned."""
+        with self._pin_lock:
+            return self._pin_id
+
+    def _note_pin(self, h: Any) -> None:
+        """A delivered message's headers (from the reader): keep its pin id."""
+        pid = h.get(PIN_ID_HDR)
+        if pid:
+            with self._pin_lock:
+                self._pin_id = pid
+
+    def _clear_pin(self) -> None:
+        """A pull was refused with 423 (from the reader): the pin moved elsewhere."""
+        with self._pin_lock:
+            self._pin_id = None
+
+    def _priority(self, group: Optional[str], min_pending: Optional[int], min_ack_pending: Optional[int],
+                  priority: Optional[int]) -> Optional[dict]:
+        """The checked priority-group fields of a pull (None for a consumer without groups)."""
+        return priority_fields(self.cached_info().config.priority_groups, group, min_pending, min_ack_pending,
+                               priority)
+
     # -- one-off pulls ---------------------------------------------------------------
-    async def fetch(self, batch: int, max_wait: float = 30.0, heartbeat: Optional[float] = None) -> MessageBatch:
+    async def fetch(self, batch: int, max_wait: float = 30.0, heartbeat: Optional[float] = None,
+                    group: Optional[str] = None, min_pending: Optional[int] = None,
+                    min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> MessageBatch:
         """Pull up to ``batch`` messages, waiting at most ``max_wait`` seconds for them.
 
         Returns at once with a :class:`MessageBatch` that yields messages as they arrive.
         ``heartbeat`` (seconds) asks for idle heartbeats; by default pulls of 10 s or more
         use 5 s. Missing heartbeats end the batch with ``NoHeartbeatError``.
+        ``group``, ``min_pending``, ``min_ack_pending``, ``priority``: priority groups
+        (see :class:`Consumer`; ``InvalidOptionError`` when they do not fit the
+        consumer); a pull refused because the pin moved ends with ``PinIdMismatchError``.
         """
-        return await self._fetch(batch, 0, max_wait, heartbeat, False, None)
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
+        return await self._fetch(batch, 0, max_wait, heartbeat, False, None, prio)
 
-    async def fetch_bytes(self, max_bytes: int, max_wait: float = 30.0,
-                          heartbeat: Optional[float] = None) -> MessageBatch:
-        """Pull messages until about ``max_bytes`` (subject + reply + headers + data) arrived."""
+    async def fetch_bytes(self, max_bytes: int, max_wait: float = 30.0, heartbeat: Optional[float] = None,
+                          group: Optional[str] = None, min_pending: Optional[int] = None,
+                          min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> MessageBatch:
+        """Pull messages until about ``max_bytes`` (subject + reply + headers + data) arrived
+        (priority-group options as :meth:`fetch`)."""
         if max_bytes <= 0:
             raise ValueError("max_bytes must be positive")
-        return await self._fetch(BATCH_BYTES_ONLY, max_bytes, max_wait, heartbeat, False, None)
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
+        return await self._fetch(BATCH_BYTES_ONLY, max_bytes, max_wait, heartbeat, False, None, prio)
 
-    async def fetch_no_wait(self, batch: int) -> MessageBatch:
-        """Pull up to ``batch`` messages that are available now; an empty stream ends at once."""
-        return await self._fetch(batch, 0, None, None, True, None)
+    async def fetch_no_wait(self, batch: int, group: Optional[str] = None, min_pending: Optional[int] = None,
+                            min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> MessageBatch:
+        """Pull up to ``batch`` messages that are available now; an empty stream ends at once
+        (priority-group options as :meth:`fetch`)."""
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
+        return await self._fetch(batch, 0, None, None, True, None, prio)
 
     async def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
-                     no_wait: bool, accept: Optional[Callable[[Msg], bool]]) -> MessageBatch:
+                     no_wait: bool, accept: Optional[Callable[[Msg], bool]],
+                     prio: Optional[dict] = None) -> MessageBatch:
         if batch < 1:
             raise ValueError("batch must be at least 1")
+        pin = self.pin_id if prio is not None else None
         if no_wait:
             hb = 0.0
-            body = pull_request(batch, 0.0, True, max_bytes, 0.0)
+            body = pull_request(batch, 0.0, True, max_bytes, 0.0, prio, pin)
             timeout = self._js._timeout
         else:
             if max_wait is None or max_wait <= 0:
                 raise ValueError("max_wait must be positive")
             hb = fetch_heartbeat(max_wait, heartbeat)
-            body = pull_request(batch, max_wait, False, max_bytes, hb)
+            body = pull_request(batch, max_wait, False, max_bytes, hb, prio, pin)
             timeout = max_wait + _FETCH_GRACE
         link = self._link
         mb = MessageBatch(link, batch, max_bytes, timeout, hb, accept)
+        if prio is not None:
+            mb._pins = self
         if accept is None:  # (an ordered consumer recreates its consumer instead)
             mb._explain = self._explain_no_responders
         sub = _reply_sub(link, mb._on_msg, mb._signal)
@@ -318,9 +383,13 @@ class Consumer:
             return err
         return err
 
-    async def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None) -> Msg:
-        """The next message; ``TimeoutError`` when none arrives within ``timeout`` seconds."""
-        mb = await self._fetch(1, 0, timeout, heartbeat, False, None)
+    async def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None, group: Optional[str] = None,
+                   min_pending: Optional[int] = None, min_ack_pending: Optional[int] = None,
+                   priority: Optional[int] = None) -> Msg:
+        """The next message; ``TimeoutError`` when none arrives within ``timeout`` seconds
+        (priority-group options as :meth:`fetch`)."""
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
+        mb = await self._fetch(1, 0, timeout, heartbeat, False, None, prio)
         async for msg in mb:
             return msg
         if mb.error is not None:
@@ -332,7 +401,9 @@ class Consumer:
                       max_bytes: Optional[int] = None, expires: float = 30.0,
                       threshold_messages: Optional[int] = None, threshold_bytes: Optional[int] = None,
                       heartbeat: Optional[float] = None, error_cb: Optional[Callable[..., Any]] = None,
-                      stop_after: Optional[int] = None) -> "ConsumeContext":
+                      stop_after: Optional[int] = None, group: Optional[str] = None,
+                      min_pending: Optional[int] = None, min_ack_pending: Optional[int] = None,
+                      priority: Optional[int] = None) -> "ConsumeContext":
         """Call ``cb(msg)`` for every message, pulling continuously (ADR-37).
 
         ``max_messages`` (default 500) or ``max_bytes`` (not both) bound what is asked
@@ -343,27 +414,37 @@ class Consumer:
         (``NoHeartbeatError``, the pull is re-issued), server warnings and terminal
         errors (``ConsumerDeletedError``, ... after which consuming stops).
         ``stop_after`` stops after that many messages. Callbacks run one at a time, in
-        order, on one task (aio) or thread (blocking).
+        order, on one task (aio) or thread (blocking). ``group``, ``min_pending``,
+        ``min_ack_pending``, ``priority``: priority groups (see :class:`Consumer`); a
+        pull refused because the pin moved (``PinIdMismatchError`` to ``error_cb``) is
+        sent again without the pin id.
         """
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
         opts = consume_options(max_messages, max_bytes, expires, threshold_messages, threshold_bytes,
                                heartbeat, stop_after, ordered=self._ordered_flag())
-        ctx = ConsumeContext(self, opts, cb, error_cb)
+        ctx = ConsumeContext(self, opts, cb, error_cb, prio)
         ctx._begin()
         return ctx
 
     async def messages(self, max_messages: Optional[int] = None, max_bytes: Optional[int] = None,
                        expires: float = 30.0, heartbeat: Optional[float] = None,
                        threshold_messages: Optional[int] = None,
-                       threshold_bytes: Optional[int] = None) -> "MessagesContext":
+                       threshold_bytes: Optional[int] = None, err_on_missing_heartbeat: bool = True,
+                       group: Optional[str] = None, min_pending: Optional[int] = None,
+                       min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> "MessagesContext":
         """A continuous pull to iterate (``async for`` in aio) or call ``next()`` on.
 
-        Same pull settings as :meth:`consume`. ``next()`` raises ``NoHeartbeatError``
-        when heartbeats stop (the pull is re-issued and iteration may go on) and the
-        terminal errors of :meth:`consume`.
+        Same pull settings (priority-group options included) as :meth:`consume`.
+        ``next()`` raises ``NoHeartbeatError`` when heartbeats stop (the pull is
+        re-issued and iteration may go on; with ``err_on_missing_heartbeat=False`` it
+        is re-issued quietly and ``next()`` keeps waiting) and the terminal errors of
+        :meth:`consume`.
         """
+        prio = self._priority(group, min_pending, min_ack_pending, priority)
         opts = consume_options(max_messages, max_bytes, expires, threshold_messages, threshold_bytes,
                                heartbeat, None, ordered=self._ordered_flag())
-        ctx = MessagesContext(self, opts)
+        ctx = MessagesContext(self, opts, prio)
+        ctx._hb_errors = bool(err_on_missing_heartbeat)
         ctx._begin()
         return ctx
 
@@ -379,13 +460,17 @@ class _Pulling:
     """The machinery shared by ConsumeContext and MessagesContext (and ordered consumers)."""
 
     _report_warnings = True
+    _hb_errors = True  # missed heartbeats are reported (messages(err_on_missing_heartbeat=False): not)
 
-    def __init__(self, owner: Any, opts: ConsumeOptions) -> None:
+    def __init__(self, owner: Any, opts: ConsumeOptions, prio: Optional[dict] = None) -> None:
         self._owner = owner
         self._ordered = owner if owner._ordered_flag() else None
         self._link = owner._js._link
         self._opts = opts
         self._st = PullState(opts)
+        self._st.priority = prio
+        # the consumer handle keeping the pin id (pulls of a priority group), else None
+        self._pins: Optional[Consumer] = owner._target() if prio is not None else None
         self._q: Deque[Msg] = deque()
         self._signal = prims.Signal()
         self._seen = 0
@@ -427,8 +512,15 @@ class _Pulling:
     def _on_msg(self, msg: Msg) -> None:
         self._seen += 1
         h = msg.headers
-        if h is not None and not msg.data and h.status == "100":
-            return
+        if h is not None:
+            if not msg.data and h.status == "100":
+                return
+            pins = self._pins
+            if pins is not None:
+                if h.status == "423":
+                    pins._clear_pin()
+                else:
+                    pins._note_pin(h)
         self._q.append(msg)
         self._signal.set()
 
@@ -442,7 +534,9 @@ class _Pulling:
             return
         batch, nbytes = r
         link = self._link
-        if link.try_publish(self._subject, self._inbox, st.request(batch, nbytes)):
+        pins = self._pins
+        if link.try_publish(self._subject, self._inbox,
+                            st.request(batch, nbytes, None if pins is None else pins.pin_id)):
             # send it now: the caller goes on handing out buffered messages without yielding,
             # and the server should be refilling meanwhile
             link.send_now()
@@ -503,7 +597,7 @@ class _Pulling:
                 return
             self._terminal = err
             return
-        if kind == S_RESET:
+        if kind == S_RESET or kind == S_PIN_RESET:  # (423: the reader forgot the pin id)
             st.clear_pending()
             self._warn(err)
             self._pull()
@@ -543,7 +637,8 @@ class _Pulling:
                 self._need_reset = True
                 self._warn(err)
             else:
-                self._errors.append(err)
+                if self._hb_errors:
+                    self._errors.append(err)
                 self._pull()
 
     async def _idle(self, limit: Optional[float]) -> None:
@@ -641,10 +736,10 @@ class ConsumeContext(_Pulling):
     """A running ``consume()``: ``stop()``, ``drain()``, ``closed()``."""
 
     def __init__(self, owner: Any, opts: ConsumeOptions, cb: Callable[[Msg], Any],
-                 error_cb: Optional[Callable[..., Any]]) -> None:
+                 error_cb: Optional[Callable[..., Any]], prio: Optional[dict] = None) -> None:
         if cb is None:
             raise ValueError("consume() needs a callback")
-        super().__init__(owner, opts)
+        super().__init__(owner, opts, prio)
         self._cb = cb
         self._error_cb = error_cb
         self._error_cb2 = error_cb is not None and _two_arg(error_cb)

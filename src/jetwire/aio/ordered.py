@@ -177,14 +177,15 @@ class OrderedConsumer(Consumer):
             await self._recreate()
 
     async def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
-                     no_wait: bool, accept: Optional[Callable[[Msg], bool]]) -> MessageBatch:
+                     no_wait: bool, accept: Optional[Callable[[Msg], bool]],
+                     prio: Optional[dict] = None) -> MessageBatch:
         await self._prepare(fetch=True)
         mb = await Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
                                    self._fetch_accept)
         self._batch = mb
         return mb
 
-    async def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None) -> Msg:
+    async def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None) -> Msg:  # type: ignore[override]
         """The next message in order; ``TimeoutError`` when none arrives within ``timeout``.
         A gap or a lost consumer is repaired (recreated) within the same ``timeout``."""
         deadline = prims.monotonic() + timeout

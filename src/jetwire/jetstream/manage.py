@@ -4,7 +4,7 @@ the consumer pause answer. No I/O happens here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Dict, Optional, Union
 
 from .._nuid import NUID
@@ -21,6 +21,10 @@ __all__ = [
     "EXPECTED_LAST_SUBJ_SEQ_HDR",
     "EXPECTED_LAST_MSG_ID_HDR",
     "publish_headers",
+    "MSG_TTL_HDR",
+    "MSG_INCR_HDR",
+    "ttl_header_value",
+    "incr_headers",
     "consumer_create_subject",
     "consumer_create_request",
     "generate_consumer_name",
@@ -34,6 +38,8 @@ EXPECTED_STREAM_HDR = "Nats-Expected-Stream"
 EXPECTED_LAST_SEQ_HDR = "Nats-Expected-Last-Sequence"
 EXPECTED_LAST_SUBJ_SEQ_HDR = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_LAST_MSG_ID_HDR = "Nats-Expected-Last-Msg-Id"
+MSG_TTL_HDR = "Nats-TTL"  # per-message TTL (ADR-43): streams with allow_msg_ttl
+MSG_INCR_HDR = "Nats-Incr"  # counter increment (ADR-49): streams with allow_msg_counter
 
 # headers a direct get adds to the stored message (ADR-31); not part of the message
 STREAM_HDR = "Nats-Stream"
@@ -59,15 +65,42 @@ def _uint(v: Any, what: str) -> str:
     return str(v)
 
 
+def ttl_header_value(ttl: Any) -> str:
+    """The ``Nats-TTL`` value of a per-message TTL: ``ttl`` in seconds (a number or a
+    ``timedelta``, at least 1; the server keeps whole seconds, so a fraction is
+    dropped), or ``"never"`` (the message outlives the stream's ``max_age``). Raises
+    ``ValueError``/``TypeError`` for anything else."""
+    if isinstance(ttl, str):
+        if ttl.lower() == "never":
+            return "never"
+        raise ValueError(f"ttl must be seconds or 'never', not {ttl!r}")
+    if isinstance(ttl, timedelta):
+        ttl = ttl.total_seconds()
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise TypeError(f"ttl must be a number of seconds, not {type(ttl).__name__}")
+    if not ttl >= 1:  # (also NaN)
+        raise ValueError(f"ttl must be at least 1 second, not {ttl!r}")
+    if ttl == float("inf"):
+        return "never"
+    return f"{int(ttl)}s"
+
+
+def incr_headers(delta: Any) -> Dict[str, str]:
+    """The headers of a counter increment (``Nats-Incr``: a signed decimal integer)."""
+    if isinstance(delta, bool) or not isinstance(delta, int):
+        raise TypeError(f"delta must be an int, not {type(delta).__name__}")
+    return {MSG_INCR_HDR: f"{delta:+d}"}
+
+
 def publish_headers(headers: Any, msg_id: Optional[str], expected_stream: Optional[str],
                     expected_last_seq: Optional[int], expected_last_subject_seq: Optional[int],
-                    expected_last_msg_id: Optional[str]) -> Any:
+                    expected_last_msg_id: Optional[str], ttl: Any = None) -> Any:
     """The headers of a JetStream publish: the user's ``headers`` (``Headers`` or a dict,
-    never modified) plus the ``Nats-*`` expectation headers that are not ``None``
-    (they replace a same-named user header). Returns ``headers`` itself when there is
-    nothing to add."""
+    never modified) plus the ``Nats-*`` expectation headers and the ``Nats-TTL`` of
+    ``ttl`` (see :func:`ttl_header_value`) that are not ``None`` (they replace a
+    same-named user header). Returns ``headers`` itself when there is nothing to add."""
     if msg_id is None and expected_stream is None and expected_last_seq is None \
-            and expected_last_subject_seq is None and expected_last_msg_id is None:
+            and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None:
         return headers
     extra = {}
     if msg_id is not None:
@@ -83,6 +116,8 @@ def publish_headers(headers: Any, msg_id: Optional[str], expected_stream: Option
     if expected_last_msg_id is not None:
         check_value(expected_last_msg_id)
         extra[EXPECTED_LAST_MSG_ID_HDR] = expected_last_msg_id
+    if ttl is not None:
+        extra[MSG_TTL_HDR] = ttl_header_value(ttl)
     if not headers:
         return extra
     h = Headers(headers)

@@ -31,6 +31,8 @@ __all__ = [
     "meta_payload",
     "info_from_stored",
     "decode_digest",
+    "object_digest",
+    "decode_object_digest",
     "DigestCheck",
     "new_object_info",
     "link_info",
@@ -110,9 +112,18 @@ def info_from_stored(data: bytes, mtime: Optional[datetime]) -> ObjectInfo:
     return info
 
 
+def object_digest(data: bytes) -> str:
+    """The object-store digest of ``data``: ``"SHA-256=<URL-safe base64 of its SHA-256>"``,
+    what ``ObjectInfo.digest`` holds for an object with these bytes (nats.go's
+    ``GetObjectDigestValue``)."""
+    check = DigestCheck()
+    check.update(data)
+    return check.digest()
+
+
 def decode_digest(digest: str) -> bytes:
     """The raw SHA-256 of ``SHA-256=<base64>`` (URL-safe as nats.go writes it; standard
-    base64 is accepted too)."""
+    base64 is accepted too). ``DigestMismatchError`` when ``digest`` is not one."""
     if not isinstance(digest, str) or "=" not in digest:
         raise DigestMismatchError(f"invalid object digest {digest!r}")
     kind, _, value = digest.partition("=")
@@ -150,3 +161,6 @@ class DigestCheck:
         if info.digest:
             if self._h.digest() != decode_digest(info.digest):
                 raise DigestMismatchError(f"object {info.name!r}: SHA-256 digest mismatch")
+
+
+decode_object_digest = decode_digest  # the public name (``jetwire.decode_object_digest``)

@@ -8,7 +8,8 @@ Pieces:
 * :class:`ConsumeOptions` / :func:`consume_options` / :func:`fetch_heartbeat`: option
   defaults and validation (expires >= 1 s, heartbeat = expires/2 within [0.5 s, 30 s],
   50 % thresholds, ``max_messages`` xor ``max_bytes``).
-* :func:`pull_request` builds the JSON body of ``CONSUMER.MSG.NEXT``.
+* :func:`pull_request` builds the JSON body of ``CONSUMER.MSG.NEXT``;
+  :func:`priority_fields` checks and builds its priority-group part (ADR-42).
 * :func:`classify_status` sorts a status message (100, 404, 408, 409 ..., 503) into
   what a consumer does with it; :func:`status_error` gives the error to report.
 * :class:`PullState`: pending message/byte accounting and refill decisions.
@@ -28,7 +29,9 @@ from ..errors import (
     BadRequestError,
     ConsumerDeletedError,
     ConsumerIsPushBasedError,
+    InvalidOptionError,
     NoRespondersError,
+    PinIdMismatchError,
     PullStatusError,
 )
 
@@ -43,6 +46,8 @@ __all__ = [
     "consume_options",
     "fetch_heartbeat",
     "pull_request",
+    "priority_fields",
+    "PIN_ID_HDR",
     "msg_size",
     "parse_pending",
     "S_USER",
@@ -54,6 +59,7 @@ __all__ = [
     "S_RESET",
     "S_TERMINAL",
     "S_NO_RESPONDERS",
+    "S_PIN_RESET",
     "classify_status",
     "status_error",
     "PullState",
@@ -84,6 +90,9 @@ HDR_PENDING_MSGS = "Nats-Pending-Messages"
 HDR_PENDING_BYTES = "Nats-Pending-Bytes"
 HDR_LAST_CONSUMER = "Nats-Last-Consumer"
 HDR_CONSUMER_STALLED = "Nats-Consumer-Stalled"
+# priority groups (ADR-42): the pinned client's id, on every message it is delivered
+PIN_ID_HDR = "Nats-Pin-Id"
+MAX_PULL_PRIORITY = 9
 
 
 # ---------------------------------------------------------------------------------
@@ -181,9 +190,12 @@ def _ns(seconds: float) -> int:
 
 
 def pull_request(batch: int, expires: float = 0.0, no_wait: bool = False, max_bytes: int = 0,
-                 heartbeat: float = 0.0) -> bytes:
+                 heartbeat: float = 0.0, priority: Optional[Dict[str, Any]] = None,
+                 pin_id: Optional[str] = None) -> bytes:
     """JSON body of ``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`` (ADR-13/37):
-    ``{batch, expires(ns), no_wait, max_bytes, idle_heartbeat(ns)}``, zero fields left out."""
+    ``{batch, expires(ns), no_wait, max_bytes, idle_heartbeat(ns)}``, zero fields left out;
+    plus the priority-group fields of :func:`priority_fields` and the pinned client's
+    ``id`` (ADR-42) when given."""
     if batch < 1:
         raise ValueError("batch must be at least 1")
     req: Dict[str, Any] = {"batch": int(batch)}
@@ -195,7 +207,48 @@ def pull_request(batch: int, expires: float = 0.0, no_wait: bool = False, max_by
         req["max_bytes"] = int(max_bytes)
     if heartbeat:
         req["idle_heartbeat"] = _ns(heartbeat)
+    if priority:
+        req.update(priority)
+        if pin_id:
+            req["id"] = pin_id
     return orjson.dumps(req)
+
+
+def _count_option(name: str, v: Any, lo: int, hi: Optional[int] = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
+        bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+        raise InvalidOptionError(f"{name} must be an int {bound}, not {v!r}")
+    return v
+
+
+def priority_fields(groups: Optional[Sequence[str]], group: Optional[str] = None,
+                    min_pending: Optional[int] = None, min_ack_pending: Optional[int] = None,
+                    priority: Optional[int] = None) -> Optional[Dict[str, Any]]:
+    """The priority-group fields of a pull (ADR-42), checked against the consumer's
+    ``priority_groups``: a consumer with groups needs ``group`` (one of them) on every
+    pull; a consumer without groups takes none of these options. ``min_pending`` and
+    ``min_ack_pending`` (``overflow`` policy) are at least 1, ``priority``
+    (``prioritized`` policy) 0-9. Returns None for a consumer without groups; raises
+    ``InvalidOptionError`` (a ``ValueError``) before anything is sent."""
+    if not groups:
+        if group is not None or min_pending is not None or min_ack_pending is not None or priority is not None:
+            what = "group" if group is not None else "min_pending/min_ack_pending/priority"
+            raise InvalidOptionError(f"{what} given, but the consumer has no priority groups")
+        return None
+    if not group:
+        raise InvalidOptionError(f"the consumer has priority groups {list(groups)!r}: pulls need group=")
+    if group not in groups:
+        raise InvalidOptionError(f"group {group!r} is not one of the consumer's priority groups {list(groups)!r}")
+    out: Dict[str, Any] = {"group": group}
+    if min_pending is not None:
+        out["min_pending"] = _count_option("min_pending", min_pending, 1)
+    if min_ack_pending is not None:
+        out["min_ack_pending"] = _count_option("min_ack_pending", min_ack_pending, 1)
+    if priority is not None:
+        p = _count_option("priority", priority, 0, MAX_PULL_PRIORITY)
+        if p:
+            out["priority"] = p
+    return out
 
 
 _encode_headers = _impl.encode_headers
@@ -241,6 +294,7 @@ S_WARN = 5  # 409 Exceeded MaxRequestBatch/Expires/MaxBytes/MaxWaiting, others: 
 S_RESET = 6  # 409 Leadership Change: report, forget pending pulls
 S_TERMINAL = 7  # 400, 409 Consumer Deleted, 409 Consumer is push based: report and stop
 S_NO_RESPONDERS = 8  # 503
+S_PIN_RESET = 9  # 423 Nats-Pin-Id mismatch: forget the pin id, forget pending pulls, report, pull again
 
 
 def classify_status(status: Optional[str], description: Optional[str]) -> int:
@@ -268,8 +322,8 @@ def classify_status(status: Optional[str], description: Optional[str]) -> int:
         return S_TERMINAL
     if status == "503":
         return S_NO_RESPONDERS
-    if status == "423":  # Nats-Wrong-Pin-Id: silent (priority groups)
-        return S_END
+    if status == "423":  # Nats-Pin-Id mismatch / Nats-Wrong-Pin-Id (priority groups)
+        return S_PIN_RESET
     return S_WARN
 
 
@@ -288,6 +342,8 @@ def status_error(status: str, description: Optional[str]) -> Optional[BaseExcept
         return ConsumerDeletedError(f"nats: consumer deleted ({status} {desc})")
     if "push based" in low:
         return ConsumerIsPushBasedError(status, desc)
+    if kind == S_PIN_RESET:
+        return PinIdMismatchError(status, desc or "Nats-Pin-Id mismatch")
     return PullStatusError(status, desc)
 
 
@@ -307,7 +363,7 @@ out (inline: it is the per-message path); a status
     """
 
     __slots__ = ("max_messages", "max_bytes", "threshold_messages", "threshold_bytes", "pending_msgs",
-                 "pending_bytes", "delivered", "stop_after", "expires", "heartbeat")
+                 "pending_bytes", "delivered", "stop_after", "expires", "heartbeat", "priority")
 
     def __init__(self, opts: ConsumeOptions) -> None:
         self.max_messages = opts.max_messages
@@ -320,6 +376,8 @@ out (inline: it is the per-message path); a status
         self.pending_msgs = 0
         self.pending_bytes = 0
         self.delivered = 0
+        # the priority-group fields of every pull (priority_fields), None without groups
+        self.priority: Optional[Dict[str, Any]] = None
 
     # -- counting --------------------------------------------------------------------
     def on_status_pending(self, msgs: int, nbytes: int) -> None:
@@ -363,9 +421,10 @@ out (inline: it is the per-message path); a status
         self.pending_bytes += nbytes
         return batch, nbytes
 
-    def request(self, batch: int, nbytes: int) -> bytes:
-        """JSON body for a pull of ``batch``/``nbytes`` with this state's expires and heartbeat."""
-        return pull_request(batch, self.expires, False, nbytes, self.heartbeat)
+    def request(self, batch: int, nbytes: int, pin_id: Optional[str] = None) -> bytes:
+        """JSON body for a pull of ``batch``/``nbytes`` with this state's expires,
+        heartbeat and priority-group fields (and ``pin_id`` with those)."""
+        return pull_request(batch, self.expires, False, nbytes, self.heartbeat, self.priority, pin_id)
 
 
 # ---------------------------------------------------------------------------------
