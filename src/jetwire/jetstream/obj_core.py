@@ -132,9 +132,12 @@ def decode_digest(digest: str) -> bytes:
     value = value.strip()
     padded = value + "=" * (-len(value) % 4)
     try:
-        return base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_"))
+        raw = base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_"))
     except (binascii.Error, ValueError):
         raise DigestMismatchError(f"invalid object digest {digest!r}") from None
+    if len(raw) != hashlib.sha256().digest_size:
+        raise DigestMismatchError(f"invalid object digest {digest!r}: not a SHA-256")
+    return raw
 
 
 class DigestCheck:
