@@ -223,6 +223,7 @@ def restore_stream(js: "JetStream", src: Any, name: Optional[str], progress: Pro
         else:
             raise StreamNameInUseError(code=400, err_code=10130,
                                        description=f"stream {stream} exists: restore refused")
+        _check_subjects(js, stream, req["config"])
         resp = js.api_request(f"STREAM.RESTORE.{stream}", req)
         deliver = resp.get("deliver_subject")
         if not deliver:
@@ -230,6 +231,16 @@ def restore_stream(js: "JetStream", src: Any, name: Optional[str], progress: Pro
         return _upload(js, f, size, deliver, stream, meta, data_path, progress, timeout)
     finally:
         f.close()
+
+
+def _check_subjects(js: "JetStream", stream: str, config: Any) -> None:
+    """The server checks subject overlaps only once all data is in: check first."""
+    for subject in config.get("subjects") or ():
+        resp = js.api_request("STREAM.NAMES", {"subject": subject})
+        others = [n for n in resp.get("streams") or () if n != stream]
+        if others:
+            raise APIError(code=400, err_code=10065,
+                           description=f"subjects overlap with an existing stream: {subject!r} is in {others[0]}")
 
 
 def _send(link: Any, answers: _Inbox, subject: str, data: bytes, timeout: float, what: str) -> Msg:
