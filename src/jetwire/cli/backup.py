@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import click
@@ -150,7 +151,7 @@ def stream_backup(args: Tuple[str, ...], all_streams: bool, chunk_size: int, che
             return
         directory = args[0]
         names = sorted(js.stream_names())
-        _each([(n, lambda n=n: _backup_one(js, bar, n, os.path.join(directory, n), chunk_size, check))
+        _each([(n, partial(_backup_one, js, bar, n, os.path.join(directory, n), chunk_size, check))
                for n in names], "stream backups")
 
 
@@ -176,7 +177,7 @@ def stream_restore(directory: str, name: Optional[str], all_streams: bool, show_
                          if e.is_dir() and os.path.isfile(os.path.join(e.path, "backup.json")))
         if not subdirs:
             raise CliError(f"no backups (subdirectories with a backup.json) in {directory}")
-        _each([(os.path.basename(d), lambda d=d: _restore_one(js, bar, d, None)) for d in subdirs],
+        _each([(os.path.basename(d), partial(_restore_one, js, bar, d, None)) for d in subdirs],
               "stream restores")
 
 
