@@ -2,12 +2,15 @@
 from it): ``js.snapshot_stream()`` and ``js.restore_stream()``.
 
 Snapshot: the chunks arrive on a private inbox whose *direct* handler (on the reader)
-only appends them to a deque and wakes the caller, who writes each one to
-``stream.tar.s2.partial`` and only then answers its flow-control reply. The server
-never has more than its window (8 MiB by default) unanswered, so that deque holds at
-most that much however large the stream. The files get their final names once the end
-marker came and every chunk was accounted for; on any failure the partial file is
-removed (a previous backup in the same directory stays as it was).
+appends them to a deque and wakes the caller, who writes them (all that are queued at
+once) to ``stream.tar.s2.partial``. The handler also answers a chunk's flow-control
+reply on arrival while less than 8 MiB waits to be written, so the server keeps
+sending while the caller writes; past that, the caller answers each chunk once it is
+written. As the server never has more than its window (8 MiB by default) unanswered,
+the deque never holds more than about 16 MiB, however large the stream and however
+slow the disk. The files get their final names once the end marker came and every
+chunk was accounted for; on any failure the partial file is removed (a previous
+backup in the same directory stays as it was).
 
 Restore: the file is read and sent one chunk at a time, each one waiting for the
 server's answer on a private inbox (a lost connection or a silent server ends the wait
@@ -65,6 +68,8 @@ _CLEANUP_WINDOW = 60.0
 # the last answer of a restore comes once the server has stored everything
 _FINAL_WAIT_MIN = 60.0
 _CLEANUPS = "jetstream.restore_cleanups"
+# a snapshot's chunks are answered on arrival while less than this waits to be written
+_EARLY_ACK = 8 * 1024 * 1024
 
 
 def _remove(path: str) -> None:
@@ -82,7 +87,7 @@ class _Inbox:
 
     def __init__(self, link: Any) -> None:
         self._link = link
-        self.q: Deque[Msg] = deque()
+        self.q: Deque[Any] = deque()
         self.signal = prims.Signal()
         self.lost: Optional[BaseException] = None
         self.sub = link.subscribe_direct(link.new_inbox(), self._on_msg, wake=self.signal)
@@ -101,9 +106,10 @@ class _Inbox:
             self.lost = exc
         self.signal.set()
 
-    async def take(self, timeout: float, what: str) -> Msg:
-        """The next message; ``TimeoutError`` after ``timeout`` seconds without one,
-        ``ConnectionLostError``/``ConnectionClosedError`` when the connection goes."""
+    async def wait(self, timeout: float, what: str) -> None:
+        """Return once a message is queued; ``TimeoutError`` after ``timeout`` seconds
+        without one, ``ConnectionLostError``/``ConnectionClosedError`` when the
+        connection goes."""
         q = self.q
         signal = self.signal
         deadline = prims.monotonic() + timeout
@@ -119,12 +125,39 @@ class _Inbox:
             if q or self.lost is not None:
                 continue
             await signal.wait(left)
-        return q.popleft()
+
+    async def take(self, timeout: float, what: str) -> Msg:
+        """The next message (see :meth:`wait`)."""
+        await self.wait(timeout, what)
+        return self.q.popleft()
 
     def close(self) -> None:
         self._unhook()
         if self.sub.is_valid:
             self._link.unsubscribe(self.sub)
+
+
+class _Chunks(_Inbox):
+    """A snapshot's chunks, queued as ``(msg, reply still to answer)``. The reader
+    answers a chunk's flow-control reply at once while less than ``_EARLY_ACK`` bytes
+    wait to be written, so the server keeps sending while the caller writes; past that
+    the caller answers once the chunk is written. At most ``_EARLY_ACK`` plus the
+    server's window (8 MiB by default) is ever queued, however slow the disk."""
+
+    __slots__ = ("received", "written")
+
+    def __init__(self, link: Any) -> None:
+        self.received = 0  # bytes queued: changed by the reader only
+        self.written = 0  # bytes written: changed by the caller only
+        super().__init__(link)
+
+    def _on_msg(self, msg: Msg) -> None:  # from the reader: never blocks
+        reply = msg.reply
+        if reply and self.received - self.written < _EARLY_ACK and self._link.try_publish(reply, None, b""):
+            reply = None
+        self.received += len(msg.data)
+        self.q.append((msg, reply))
+        self.signal.set()
 
 
 # ------------------------------------------------------------------------- snapshot
@@ -142,10 +175,10 @@ async def snapshot_stream(js: "JetStream", name: str, dest: Any, chunk_size: int
     made_dir = not os.path.isdir(dest)
     os.makedirs(dest, exist_ok=True)
     f = open(data_part, "wb")  # noqa: SIM115 - closed below, on every path
-    inbox: Optional[_Inbox] = None
+    inbox: Optional[_Chunks] = None
     start = prims.monotonic()
     try:
-        inbox = _Inbox(link)
+        inbox = _Chunks(link)
         resp = await js.api_request(f"STREAM.SNAPSHOT.{name}", snapshot_request(inbox.subject, chunk_size, check_msgs),
                                     timeout if not check_msgs else max(timeout, _FINAL_WAIT_MIN))
         total = (resp.get("state") or {}).get("bytes")
@@ -153,21 +186,34 @@ async def snapshot_stream(js: "JetStream", name: str, dest: Any, chunk_size: int
         if progress is not None:
             await prims.call(progress, 0, total)
         what = f"snapshot of {name}"
-        write = f.write
         publish = link.publish_raw
-        while True:
-            msg = await inbox.take(timeout, what)
-            data = msg.data
-            if not data:
-                h = msg.headers
-                book.end(h.status if h is not None else None, (h.description or "") if h is not None else "")
-                break
-            book.chunk(data, msg.reply)
-            write(data)
-            if msg.reply:
-                publish(msg.reply, None, None, b"")  # room for one more chunk
-            if progress is not None:
-                await prims.call(progress, book.frames.progress(), total)
+        q = inbox.q
+        end: Optional[Msg] = None
+        while end is None:
+            await inbox.wait(timeout, what)
+            batch: list = []
+            replies: list = []
+            size = 0
+            while q:
+                msg, reply = q.popleft()
+                data = msg.data
+                if not data:
+                    end = msg
+                    break
+                book.chunk(data, msg.reply)
+                batch.append(data)
+                size += len(data)
+                if reply:
+                    replies.append(reply)
+            if batch:
+                f.writelines(batch)  # to the page cache: quick (a thread hop costs more)
+                inbox.written += size
+                for reply in replies:  # room for more chunks, now that these are written
+                    publish(reply, None, None, b"")
+                if progress is not None:
+                    await prims.call(progress, book.frames.progress(), total)
+        h = end.headers
+        book.end(h.status if h is not None else None, (h.description or "") if h is not None else "")
         f.close()
         with open(meta_part, "wb") as mf:
             mf.write(backup_json(resp))
