@@ -511,3 +511,26 @@ async def _back(js, name: str) -> bool:
         return await exists(js, name)
     except jetwire.NatsError:  # the server is still coming back
         return False
+
+
+async def test_server_refusing_the_upload_midway(nats_server_factory, tmp_path):
+    big = nats_server_factory()
+    small = nats_server_factory(jetstream={"max_file_store": 8 * MB})
+    nc = await jetwire.connect(big.url)
+    js = nc.jetstream()
+    try:
+        await random_stream(js, "LARGE", 12 * MB)
+        await js.snapshot_stream("LARGE", tmp_path / "b")
+    finally:
+        await nc.close()
+    nc = await jetwire.connect(small.url)
+    js = nc.jetstream()
+    try:
+        progress = Progress()
+        with pytest.raises(jetwire.JetStreamError) as ei:
+            await js.restore_stream(tmp_path / "b", progress=progress)
+        assert "could not restore LARGE" in str(ei.value) and "insufficient storage" in str(ei.value)
+        assert progress.calls and progress.calls[-1][0] < progress.calls[-1][1]  # refused before the end
+        assert not await exists(js, "LARGE")
+    finally:
+        await nc.close()

@@ -512,3 +512,26 @@ def _back(js, name: str) -> bool:
         return exists(js, name)
     except jetwire.NatsError:  # the server is still coming back
         return False
+
+
+def test_server_refusing_the_upload_midway(nats_server_factory, tmp_path):
+    big = nats_server_factory()
+    small = nats_server_factory(jetstream={"max_file_store": 8 * MB})
+    nc = jetwire.connect(big.url)
+    js = nc.jetstream()
+    try:
+        random_stream(js, "LARGE", 12 * MB)
+        js.snapshot_stream("LARGE", tmp_path / "b")
+    finally:
+        nc.close()
+    nc = jetwire.connect(small.url)
+    js = nc.jetstream()
+    try:
+        progress = Progress()
+        with pytest.raises(jetwire.JetStreamError) as ei:
+            js.restore_stream(tmp_path / "b", progress=progress)
+        assert "could not restore LARGE" in str(ei.value) and "insufficient storage" in str(ei.value)
+        assert progress.calls and progress.calls[-1][0] < progress.calls[-1][1]  # refused before the end
+        assert not exists(js, "LARGE")
+    finally:
+        nc.close()

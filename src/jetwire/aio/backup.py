@@ -80,8 +80,8 @@ def _remove(path: str) -> None:
 
 
 class _Inbox:
-    """A private inbox whose messages the reader hands to one waiting caller: ``take()``
-    the next one. Ends early when the connection is lost or closed."""
+    """A private inbox whose messages the reader queues for one waiting caller
+    (``wait()``, ``take()``); waiting ends early when the connection is lost or closed."""
 
     __slots__ = ("_link", "q", "signal", "lost", "sub", "_unhook", "__weakref__")
 
@@ -294,8 +294,10 @@ async def _send(link: Any, answers: _Inbox, subject: str, data: bytes, timeout: 
     link.send_now()
     msg = await answers.take(timeout, what)
     h = msg.headers
-    if h is not None and h.status == "503":
-        raise JetStreamError(f"{what}: the server is no longer taking the upload (it stalled or failed)")
+    if h is not None and h.status:
+        if h.status == "503":
+            raise JetStreamError(f"{what}: the server is no longer taking the upload (it stalled or failed)")
+        raise JetStreamError(f"{what}: the server answered {h.status} {h.description or ''}".rstrip())
     return msg
 
 
@@ -310,8 +312,9 @@ async def _upload(js: "JetStream", f: Any, size: int, deliver: str, stream: str,
         if progress is not None:
             await prims.call(progress, 0, size)
         read = f.read
+        chunk_size = min(RESTORE_CHUNK_SIZE, link.max_payload)
         while True:
-            chunk = read(RESTORE_CHUNK_SIZE)
+            chunk = read(chunk_size)
             if not chunk:
                 break
             msg = await _send(link, answers, deliver, chunk, timeout, what)
@@ -332,7 +335,10 @@ async def _upload(js: "JetStream", f: Any, size: int, deliver: str, stream: str,
     except APIError as exc:
         await _clean(js, answers, deliver, stream, ended, timeout)
         if type(exc) is APIError:  # the server's "restore failed: ...": name the file
-            raise JetStreamError(f"could not restore {stream} from {data_path}: {exc.description}") from exc
+            hint = ""
+            if stream != meta["config"].get("name") and "names do not match" in exc.description:
+                hint = " (this server cannot restore this backup under another name)"
+            raise JetStreamError(f"could not restore {stream} from {data_path}: {exc.description}{hint}") from exc
         raise
     except Exception:
         await _clean(js, answers, deliver, stream, ended, timeout)
