@@ -117,7 +117,8 @@ class StreamNotFoundError(APIError):
 
 
 class StreamNameInUseError(APIError):
-    """A stream with that name and another config exists (err_code 10058)."""
+    """A stream with that name and another config exists (err_code 10058), or a restore
+    found the stream already there (err_code 10130)."""
 
 
 class ConsumerNotFoundError(APIError):
@@ -292,6 +293,7 @@ class LinkNotAllowedError(JetStreamError):
 ERR_CODES: dict[int, type[APIError]] = {
     10059: StreamNotFoundError,
     10058: StreamNameInUseError,
+    10130: StreamNameInUseError,  # the restore API: "stream name already in use, cannot restore"
     10014: ConsumerNotFoundError,
     10013: ConsumerExistsError,
     10148: ConsumerExistsError,

@@ -47,6 +47,9 @@ from . import _prims as prims
 from .stream import Stream, _stream_info
 
 if TYPE_CHECKING:
+    import os
+
+    from ..jetstream.backup_core import SnapshotResult
     from .consumer import Consumer
     from .kv import KeyValue
     from .objects import ObjectStore
@@ -638,6 +641,37 @@ class JetStream:
                 prims.wait_future(fut, remaining)
             except Exception:  # timed out (checked above) or resolved concurrently
                 pass
+
+    # -- backup and restore (jetwire/aio/backup.py) ----------------------------------
+    def snapshot_stream(self, name: str, dest: Union[str, "os.PathLike[str]"], chunk_size: int = 128 * 1024,
+                              check_msgs: bool = False,
+                              progress: Optional[Callable[[int, Optional[int]], Any]] = None) -> "SnapshotResult":
+        """Back stream ``name`` up into directory ``dest`` (made if missing): ``backup.json``
+        (its config and state) and ``stream.tar.s2`` (the server's snapshot, consumers
+        included), the layout of ``nats stream backup``. ``chunk_size`` (1 KiB..1 MiB) is
+        the size of the chunks the server sends; ``check_msgs`` has the server check the
+        data first. ``progress(done_bytes, total_bytes)`` is called as chunks arrive
+        (uncompressed bytes, the total the server announced). Files already in ``dest``
+        are replaced only once the snapshot is complete; a failed one leaves nothing new
+        behind (``TimeoutError`` when the server stops sending, ``ConnectionLostError``,
+        ``JetStreamError`` when the server reports a failure or a chunk is missing)."""
+        from .backup import snapshot_stream
+
+        return snapshot_stream(self, name, dest, chunk_size, check_msgs, progress)
+
+    def restore_stream(self, src: Union[str, "os.PathLike[str]"], name: Optional[str] = None,
+                             progress: Optional[Callable[[int, Optional[int]], Any]] = None) -> StreamInfo:
+        """Restore the stream backed up in directory ``src`` (as ``snapshot_stream`` or
+        ``nats stream backup`` wrote it), its consumers included, under ``name`` when
+        given (where the server allows it), and return its info.
+        ``StreamNameInUseError`` before any data is sent when the stream exists; a
+        missing, truncated or corrupt backup raises ``JetStreamError`` naming the problem,
+        and a partial stream the server made is deleted (also after ``TimeoutError`` or a
+        lost connection, in the background once the server answers again).
+        ``progress(done_bytes, total_bytes)`` is called as the file is sent."""
+        from .backup import restore_stream
+
+        return restore_stream(self, src, name, progress)
 
     # -- key-value stores (jetwire/aio/kv.py) ----------------------------------------
     def create_key_value(self, config: Any = None, **fields: Any) -> "KeyValue":

@@ -51,6 +51,7 @@ def cli(conn: Dict[str, Any]) -> None:
 
 def _register() -> None:
     from .admin import COMMANDS
+    from .backup import register as register_backup
     from .bench import bench
     from .demo import demo
     from .server import server
@@ -60,6 +61,7 @@ def _register() -> None:
     for c in COMMANDS:
         cli.add_command(c)
     cli.add_command(demo)
+    register_backup(cli)  # jetwire stream backup / restore
 
 
 _register()
