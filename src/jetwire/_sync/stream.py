@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterator, Dict, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Dict, Optional, Sequence
 
 import orjson
 
 from .. import _impl
 from ..errors import APIError, NoRespondersError
-from ..jetstream.manage import ConsumerPauseResponse, direct_msg, purge_request
+from ..jetstream.manage import BatchGet, ConsumerPauseResponse, direct_msg, purge_request
 from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
+from .inbox import Inbox
 
 if TYPE_CHECKING:
     from .consumer import Consumer
@@ -131,6 +132,44 @@ class Stream:
             return direct_msg(msg)
         resp = js.api_request(f"STREAM.MSG.GET.{self._name}", req)
         return RawStreamMsg.from_json(resp)
+
+    def get_msgs(self, batch: Optional[int] = None, seq: Optional[int] = None,
+                       start_time: Optional[datetime] = None, subject: Optional[str] = None,
+                       max_bytes: Optional[int] = None, multi_last: Optional[Sequence[str]] = None,
+                       up_to_seq: Optional[int] = None, up_to_time: Optional[datetime] = None,
+                       page: int = 256) -> Iterator[RawStreamMsg]:
+        """Many messages by batched direct get (ADR-31; server 2.11+, a stream with
+        ``allow_direct``), ``page`` per request, in stream order, no consumer made.
+
+        Range: up to ``batch`` messages (None: to the end) from ``seq`` (default 1) or
+        ``start_time`` on, only those on subjects matching ``subject`` when given.
+        Last per subject: with ``multi_last=[subjects]`` (wildcards allowed), the last
+        message of each matching subject as of ``up_to_seq`` / ``up_to_time`` (default:
+        when the first page is served; later pages see the same state). ``max_bytes``
+        caps each page (the server's count of stored bytes); the iteration ends at the
+        first page it cut short. Nothing matching: an empty iteration. A stream without
+        direct get (or missing): ``APIError`` (503); a bad request: ``BadRequestError``."""
+        state = BatchGet(batch, seq, start_time, subject, max_bytes, multi_last, up_to_seq, up_to_time, page)
+        for s in ([subject] if subject is not None else state.multi_last or ()):
+            _validate_subject(s)
+        js = self._js
+        link = js._link
+        get_subject = f"{js._prefix}.DIRECT.GET.{self._name}"
+        timeout = js._timeout
+        inbox = Inbox(link)
+        try:
+            while True:
+                req = state.next_request()
+                if req is None:
+                    return
+                link.publish_raw(get_subject, inbox.subject, None, orjson.dumps(req))
+                while True:
+                    out = state.on_msg(inbox.take(timeout, "batched direct get"))
+                    if out is None:
+                        break
+                    yield out
+        finally:
+            inbox.close()
 
     def delete_msg(self, seq: int) -> bool:
         """Mark the message at ``seq`` deleted (without overwriting its data)."""

@@ -9,6 +9,7 @@ thread per message.
 """
 from __future__ import annotations
 
+import inspect
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Optional, Union
 
@@ -39,7 +40,7 @@ from ..jetstream.manage import (
     publish_headers,
 )
 from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
-from ..jetstream.pubmux import AckFuture, PubAckMux  # noqa: F401 - AckFuture: blocking flavour
+from ..jetstream.pubmux import AckFuture, AioAckFuture, PubAckMux  # noqa: F401 - one future per flavour
 from ..jetstream.validate import validate_consumer_name, validate_stream_name
 from ..msg import Msg
 from . import _prims as prims
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 
 _encode_headers = _impl.encode_headers
 _from_ack = PubAck.from_json_bytes
-_new_future = prims.new_future  # aio-only
+_new_future = AioAckFuture  # aio-only
 # sync-only: _new_future = AckFuture  # a concurrent.futures.Future that is cheap to make and resolve
 
 # how often pending async-publish ack deadlines are checked (only when a timeout is given)
@@ -105,6 +106,21 @@ def _check_supported(asked: Any, got: Any, what: str) -> None:
         raise JetStreamError(f"the server does not support {what}")
 
 
+def _takes_three(cb: Callable[..., Any]) -> bool:
+    """Whether ``cb`` takes nats.go's ``(js, msg, err)`` (else ``(msg, err)``)."""
+    try:
+        params = inspect.signature(cb).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    n = 0
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n >= 3
+
+
 class JetStream:
     """JetStream over one connection: ``nc.jetstream(domain=, api_prefix=, timeout=,
     publish_async_max_pending=, trace_cb=)``.
@@ -122,11 +138,19 @@ class JetStream:
     response (a timeout, no responders): no second call. An exception raised by
     ``trace_cb`` goes to the connection's ``error_cb``; the request goes on.
     Publishes are not API requests and are not traced.
+
+    ``publish_async_err_cb(js, msg, err)`` (nats.go's ``PublishAsyncErrHandler``; a
+    callable of two parameters gets ``(msg, err)``; plain or, in aio, a coroutine
+    function) is called on the callback dispatcher for every ``publish_async`` of this
+    context whose future fails (an error ack, no responders after the retries, its
+    ``timeout``, the connection lost or closed), with the ``Msg`` that was sent (also
+    ``fut.msg``) so it can be published again.
     """
 
     def __init__(self, nc: Any, domain: Optional[str] = None, api_prefix: Optional[str] = None,
                  timeout: float = 5.0, publish_async_max_pending: int = 4000,
-                 trace_cb: Optional[Callable[[str, bytes], Any]] = None) -> None:
+                 trace_cb: Optional[Callable[[str, bytes], Any]] = None,
+                 publish_async_err_cb: Optional[Callable[..., Any]] = None) -> None:
         if domain is not None and api_prefix is not None:
             raise ValueError("give domain or api_prefix, not both")
         if domain:
@@ -148,9 +172,21 @@ class JetStream:
         self._sweep_lock = prims.write_lock()
         self._sweeper: Any = None
         self._trace_cb = trace_cb
+        if publish_async_err_cb is not None and not callable(publish_async_err_cb):
+            raise TypeError("publish_async_err_cb must be callable")
+        self._err_cb = publish_async_err_cb
+        self._err_cb_js = publish_async_err_cb is not None and _takes_three(publish_async_err_cb)
+        self._on_fail = None if publish_async_err_cb is None else self._async_failed
 
     def __repr__(self) -> str:
         return f"<JetStream prefix={self._prefix!r}>"
+
+    def _async_failed(self, fut: Any, exc: BaseException) -> None:
+        """An async publish of this context failed: tell ``publish_async_err_cb``."""
+        if self._err_cb_js:
+            self._link.dispatch(self._err_cb, self, fut.msg, exc)
+        else:
+            self._link.dispatch(self._err_cb, fut.msg, exc)
 
     @property
     def api_prefix(self) -> str:
@@ -579,6 +615,7 @@ class JetStream:
         if size > link.max_payload:
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {link.max_payload}")
         fut = _new_future()
+        fut._pub = (subject, data, headers, self._on_fail)
         token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait)
         try:
             link.publish_raw(subject, mux.prefix + token, hdr, data)
