@@ -301,6 +301,7 @@ ERR_CODES: dict[int, type[APIError]] = {
     10149: ConsumerDoesNotExistError,
     10037: MsgNotFoundError,
     10003: BadRequestError,
+    10025: BadRequestError,  # invalid JSON
     10076: JetStreamNotEnabledError,
     10039: JetStreamNotEnabledError,
     10071: WrongLastSequenceError,

@@ -11,7 +11,7 @@ thread per message.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterator, Callable, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterator, Callable, Dict, Optional, Tuple, Union
 
 import orjson
 
@@ -85,6 +85,20 @@ def _checked_stream(js: "JetStream", cfg: StreamConfig, resp: Dict[str, Any]) ->
     _check_supported(cfg.allow_msg_ttl, got.allow_msg_ttl, "per-message TTLs (allow_msg_ttl: 2.11+)")
     _check_supported(cfg.allow_msg_counter, got.allow_msg_counter, "counters (allow_msg_counter: 2.12+)")
     return Stream(js, info)
+
+
+def _api_answer(data: bytes) -> Dict[str, Any]:
+    """The decoded answer of an API request, or the typed error it carries."""
+    try:
+        resp = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise JetStreamError(f"bad JetStream API response: {bytes(data[:100])!r}") from exc
+    if type(resp) is not dict:
+        raise JetStreamError(f"bad JetStream API response: {bytes(data[:100])!r}")
+    err = resp.get("error")
+    if err:
+        raise api_error(err if isinstance(err, dict) else {"description": str(err)})
+    return resp
 
 
 def _parse_ack(data: bytes) -> PubAck:
@@ -163,30 +177,38 @@ class JetStream:
     def api_request(self, subject: str, payload: Union[dict, bytes, None] = None,
                           timeout: Optional[float] = None) -> Dict[str, Any]:
         """One JetStream API request: ``subject`` is relative to the API prefix (``"STREAM.INFO.ORDERS"``;
-        the domain or ``api_prefix`` is applied), ``payload`` a dict (sent as JSON) or bytes.
-        Returns the JSON answer as a dict or raises its typed error (``JetStreamAPIError``
-        subclasses with the server's ``err_code``; ``JetStreamNotEnabledError`` when nothing answers)."""
-        if payload is None:
-            data = b""
-        elif isinstance(payload, (bytes, bytearray)):
-            data = bytes(payload)
-        else:
-            data = orjson.dumps(payload)
+        the domain or ``api_prefix`` is applied), ``payload`` a dict (sent as JSON), bytes or None.
+        Returns the JSON answer as a dict or raises its typed error (``APIError``
+        subclasses with the server's ``err_code``; ``JetStreamNotEnabledError`` when nothing answers).
+
+        Every management request of this context (streams, consumers, account, KV and
+        object-store buckets, backups) goes through here."""
+        full, data = self._api_prepare(subject, payload)
         try:
-            msg = self._request(f"{self._prefix}.{subject}", data, timeout or self._timeout)
+            msg = self._request(full, data, timeout or self._timeout)
         except NoRespondersError as exc:
             raise JetStreamNotEnabledError(code=503, err_code=None,
                                            description="JetStream not enabled (no responders)") from exc
-        try:
-            resp = orjson.loads(msg.data)
-        except orjson.JSONDecodeError as exc:
-            raise JetStreamError(f"bad JetStream API response: {msg.data[:100]!r}") from exc
-        if type(resp) is not dict:
-            raise JetStreamError(f"bad JetStream API response: {msg.data[:100]!r}")
-        err = resp.get("error")
-        if err:
-            raise api_error(err)
-        return resp
+        return _api_answer(msg.data)
+
+    def _api_request_nowait(self, subject: str, payload: Union[dict, bytes, None] = None) -> None:
+        """Send an API request whose answer nobody waits for (a best-effort cleanup)."""
+        full, data = self._api_prepare(subject, payload)
+        self._link.request_nowait(full, data)
+
+    def _api_prepare(self, subject: str, payload: Union[dict, bytes, None]) -> Tuple[str, bytes]:
+        """The full subject and the body of an API request: every API request is made here."""
+        if not isinstance(subject, str) or not subject:
+            raise ValueError("subject is required (relative to the API prefix, e.g. 'STREAM.INFO.ORDERS')")
+        if payload is None:
+            data = b""
+        elif isinstance(payload, (bytes, bytearray, memoryview)):
+            data = bytes(payload)
+        elif isinstance(payload, dict):
+            data = orjson.dumps(payload)
+        else:
+            raise TypeError(f"payload must be a dict, bytes or None, not {type(payload).__name__}")
+        return f"{self._prefix}.{subject}", data
 
     def _request(self, subject: str, data: bytes, timeout: float) -> Msg:
         """One request over the connection's shared inbox (``subject`` in full), traced
