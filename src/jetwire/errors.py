@@ -236,6 +236,23 @@ class TooManyStalledMsgsError(JetStreamError):
     """``publish_async`` found no room in its window in time."""
 
 
+class ConfigDriftError(JetStreamError):
+    """``ensure_stream``/``ensure_consumer``: the stored config differs from the wanted one
+    in fields the server cannot update. ``fields``: those field names (in the config's
+    order); ``changes``: every differing field (updatable ones too) -> ``(stored, wanted)``
+    as wire values; ``kind``: ``"stream"`` or ``"consumer"``; ``name``: what was checked."""
+
+    def __init__(self, kind: str, name: str, fields: "list[str]",
+                 changes: "Optional[dict[str, tuple[Any, Any]]]" = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.fields = list(fields)
+        self.changes = dict(changes or {})
+        detail = ", ".join(f"{f} ({self.changes[f][0]!r} -> {self.changes[f][1]!r})" if f in self.changes else f
+                           for f in self.fields)
+        super().__init__(f"{kind} {name!r}: the stored config differs in fields that cannot be updated: {detail}")
+
+
 # --- key-value ----------------------------------------------------------------------
 class KeyNotFoundError(JetStreamError, KeyError):
     """The key does not exist."""

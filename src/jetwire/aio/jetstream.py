@@ -18,17 +18,31 @@ from .. import _impl
 from .._nuid import NUID
 from ..errors import (
     ConnectionClosedError,
+    ConsumerExistsError,
+    ConsumerNotFoundError,
     JetStreamError,
     JetStreamNotEnabledError,
     MaxPayloadError,
     NoRespondersError,
     NoStreamResponseError,
+    StreamNameInUseError,
     StreamNotFoundError,
     TimeoutError,
     TooManyStalledMsgsError,
     api_error,
 )
 from ..jetstream._json import config_from_kwargs
+from ..jetstream.ensure_core import (
+    DEFAULT_CONSUMER,
+    DEFAULT_STREAM,
+    check_drift,
+    consumer_config,
+    consumer_drift,
+    named_consumer_config,
+    stream_config,
+    stream_drift,
+    update_config,
+)
 from ..jetstream.manage import (
     ConsumerPauseResponse,
     consumer_create_request,
@@ -422,6 +436,89 @@ class JetStream:
         validate_consumer_name(name)
         resp = await self.api_request(f"CONSUMER.PAUSE.{stream}.{name}", pause_request(until))
         return ConsumerPauseResponse.from_json(_clean(resp))
+
+    # -- templates and declarative management (jsm.go style) ----------------------------
+    async def create_stream_from_default(self, name: str, template: Any, **overrides: Any) -> Stream:
+        """Create stream ``name`` from ``template`` (any ``StreamConfig``, e.g.
+        ``DEFAULT_STREAM``, or a dict of its fields) with ``overrides`` (config field
+        names; an unknown one raises ``TypeError`` before any request)."""
+        return await self.create_stream(stream_config(name, template, overrides))
+
+    async def load_or_create_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+        """The stream ``name`` as it is, or, when it does not exist, created from
+        ``template`` and ``overrides`` (jsm.go's ``LoadOrNewStreamFromDefault``: an
+        existing stream is never compared nor changed)."""
+        cfg = stream_config(name, template, overrides)
+        try:
+            return await self.stream(name)
+        except StreamNotFoundError:
+            pass
+        try:
+            return await self.create_stream(cfg)
+        except StreamNameInUseError:  # created by someone else meanwhile
+            return await self.stream(name)
+
+    async def ensure_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+        """Make stream ``name`` have the config of ``template`` and ``overrides``: create
+        it when missing, update it when it differs only in fields the server can update,
+        return it unchanged when equal (values the server fills in for unset fields do
+        not count). Raises ``ConfigDriftError`` (``.fields``) when it differs in fields
+        that cannot be updated (storage, retention to/from work queue, ...)."""
+        cfg = stream_config(name, template, overrides)
+        try:
+            s = await self.stream(name)
+        except StreamNotFoundError:
+            try:
+                return await self.create_stream(cfg)
+            except StreamNameInUseError:  # created by someone else meanwhile: compare
+                s = await self.stream(name)
+        stored = s.cached_info().config
+        if not check_drift("stream", name, stream_drift(cfg, stored)):
+            return s
+        return await self.update_stream(update_config(cfg, stored))
+
+    async def create_consumer_from_default(self, stream: str, template: Any, **overrides: Any) -> "Consumer":
+        """Create a consumer on ``stream`` from ``template`` (any ``ConsumerConfig``, e.g.
+        ``DEFAULT_CONSUMER``, or a dict of its fields) with ``overrides`` (unknown names:
+        ``TypeError`` before any request). Without ``name``/``durable_name`` it is ephemeral."""
+        validate_stream_name(stream)
+        return await self.create_consumer(stream, consumer_config(template, overrides))
+
+    async def load_or_create_consumer(self, stream: str, name: str, template: Any = DEFAULT_CONSUMER,
+                                      **overrides: Any) -> "Consumer":
+        """Consumer ``name`` of ``stream`` as it is, or, when it does not exist, created
+        from ``template`` and ``overrides`` (durable, ``durable_name=name``, unless the
+        config names it); an existing consumer is never compared nor changed."""
+        validate_stream_name(stream)
+        cfg = named_consumer_config(name, template, overrides)
+        try:
+            return await self.consumer(stream, name)
+        except ConsumerNotFoundError:
+            pass
+        try:
+            return await self.create_consumer(stream, cfg)
+        except ConsumerExistsError:  # created by someone else meanwhile
+            return await self.consumer(stream, name)
+
+    async def ensure_consumer(self, stream: str, name: str, template: Any = DEFAULT_CONSUMER,
+                              **overrides: Any) -> "Consumer":
+        """``ensure_stream`` for consumer ``name`` of ``stream`` (durable unless the config
+        names it): create, update when only updatable fields differ, or raise
+        ``ConfigDriftError`` listing the fields that cannot be updated (deliver policy,
+        ack policy, pull/push, ...)."""
+        validate_stream_name(stream)
+        cfg = named_consumer_config(name, template, overrides)
+        try:
+            c = await self.consumer(stream, name)
+        except ConsumerNotFoundError:
+            try:
+                return await self.create_consumer(stream, cfg)
+            except ConsumerExistsError:  # created by someone else meanwhile: compare
+                c = await self.consumer(stream, name)
+        stored = c.cached_info().config
+        if not check_drift("consumer", name, consumer_drift(cfg, stored)):
+            return c
+        return await self.update_consumer(stream, update_config(cfg, stored))
 
     async def ordered_consumer(self, stream: str, **options: Any) -> "OrderedConsumer":
         """An ordered consumer on ``stream`` (options as ``OrderedConsumer`` takes them)."""

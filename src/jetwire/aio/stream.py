@@ -8,6 +8,7 @@ import orjson
 
 from .. import _impl
 from ..errors import APIError, NoRespondersError
+from ..jetstream.ensure_core import DEFAULT_CONSUMER
 from ..jetstream.manage import ConsumerPauseResponse, direct_msg, purge_request
 from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
 
@@ -180,6 +181,19 @@ class Stream:
 
     async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
         return await self._js.resume_consumer(self._name, name)
+
+    async def create_consumer_from_default(self, template: Any, **overrides: Any) -> "Consumer":
+        """Create a consumer from a template (see ``JetStream.create_consumer_from_default``)."""
+        return await self._js.create_consumer_from_default(self._name, template, **overrides)
+
+    async def load_or_create_consumer(self, name: str, template: Any = DEFAULT_CONSUMER,
+                                      **overrides: Any) -> "Consumer":
+        """Load consumer ``name``, or create it from a template (see ``JetStream.load_or_create_consumer``)."""
+        return await self._js.load_or_create_consumer(self._name, name, template, **overrides)
+
+    async def ensure_consumer(self, name: str, template: Any = DEFAULT_CONSUMER, **overrides: Any) -> "Consumer":
+        """Create, update or check consumer ``name`` (see ``JetStream.ensure_consumer``)."""
+        return await self._js.ensure_consumer(self._name, name, template, **overrides)
 
     async def ordered_consumer(self, **options: Any) -> "OrderedConsumer":
         """An ordered consumer on this stream (see ``JetStream.ordered_consumer``)."""
