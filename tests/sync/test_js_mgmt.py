@@ -134,3 +134,243 @@ def test_api_request_prefix(nats_server_factory):
             nc.jetstream(timeout=1).api_request("INFO")
     with jetwire.connect(f"nats://js:js@{host_port}") as nc:
         assert (nc.jetstream().stream(name)).name == name
+
+
+# --- templates and declarative management ---------------------------------------------
+class Mgmt:
+    """A connection whose JetStream context records the API requests it sends, and the
+    streams a test made (deleted at exit)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.trace = Trace()
+        self.names: list = []
+
+    def __enter__(self) -> "Mgmt":
+        self.nc = jetwire.connect(self.url)
+        self.js = self.nc.jetstream(trace_cb=self.trace)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            for name in self.names:
+                try:
+                    self.js.delete_stream(name)
+                except jetwire.StreamNotFoundError:
+                    pass
+        finally:
+            self.nc.close()
+
+    def name(self) -> str:
+        n = uniq("M")
+        self.names.append(n)
+        return n
+
+    def sent(self) -> list:
+        """The API requests sent since the last call (subjects after the prefix)."""
+        out = [s[len("$JS.API."):] for s, _ in self.trace.calls if s.startswith("$JS.API.")]
+        self.trace.calls.clear()
+        return out
+
+
+def _verbs(subjects: list) -> list:
+    return [".".join(s.split(".")[:2]) for s in subjects]
+
+
+def test_templates_round_trip_equal(nats_url):
+    """A config made from a template compares equal to what the server hands back."""
+    from jetwire.jetstream.ensure_core import consumer_drift, stream_drift
+
+    with Mgmt(nats_url) as m:
+        js = m.js
+        for template in (jetwire.DEFAULT_STREAM, jetwire.DEFAULT_WORK_QUEUE):
+            name = m.name()
+            s = js.create_stream_from_default(name, template, subjects=[f"{name}.>"])
+            got = s.cached_info().config
+            assert got.retention == template.retention and got.max_age == 365 * 24 * 3600.0
+            assert got.storage == jetwire.StorageType.FILE and got.num_replicas == 1
+            wanted = jetwire.StreamConfig(**{**vars(template), "name": name, "subjects": [f"{name}.>"],
+                                             "_extra": {}})
+            assert stream_drift(wanted, got).equal
+            assert stream_drift(wanted, (s.info()).config).equal
+            m.sent()
+            again = js.ensure_stream(name, template, subjects=[f"{name}.>"])
+            assert _verbs(m.sent()) == ["STREAM.INFO"]  # compared, nothing to change
+            assert again.cached_info().created == s.cached_info().created
+        # without subjects the server uses the name: still equal
+        name = m.name()
+        js.create_stream_from_default(name, jetwire.DEFAULT_STREAM, storage="memory")
+        m.sent()
+        s = js.ensure_stream(name, jetwire.DEFAULT_STREAM, storage="memory")
+        assert s.cached_info().config.subjects == [name]
+        assert _verbs(m.sent()) == ["STREAM.INFO"]
+        for template in (jetwire.DEFAULT_CONSUMER, jetwire.SAMPLED_DEFAULT_CONSUMER):
+            durable = uniq("d")
+            c = js.create_consumer_from_default(name, template, durable_name=durable)
+            info = c.cached_info()
+            assert info.config.ack_wait == 30.0 and info.config.ack_policy == jetwire.AckPolicy.EXPLICIT
+            assert info.config.sample_freq == template.sample_freq
+            assert bool(info.is_sampled) == (template is jetwire.SAMPLED_DEFAULT_CONSUMER)
+            assert info.is_pull and info.is_durable and not info.is_push
+            assert consumer_drift(jetwire.ConsumerConfig(**{**vars(template), "durable_name": durable,
+                                                            "_extra": {}}), info.config).equal
+            m.sent()
+            js.ensure_consumer(name, durable, template)
+            assert _verbs(m.sent()) == ["CONSUMER.INFO"]
+            # ephemeral ones too (the server adds a name and an inactive threshold)
+            eph = js.create_consumer_from_default(name, template)
+            assert not eph.cached_info().is_durable
+            assert consumer_drift(template, eph.cached_info().config).equal
+        assert (js.consumer(name, durable)).cached_info().config.sample_freq == "100%"
+
+
+def test_ensure_stream(nats_url):
+    with Mgmt(nats_url) as m:
+        js = m.js
+        name = m.name()
+        # missing: created from the template
+        s = js.ensure_stream(name, jetwire.DEFAULT_STREAM, subjects=[f"{name}.>"], storage="memory",
+                                   max_msgs=100)
+        assert _verbs(m.sent()) == ["STREAM.INFO", "STREAM.CREATE"]
+        cfg = s.cached_info().config
+        assert (cfg.max_msgs, cfg.storage, cfg.max_age) == (100, jetwire.StorageType.MEMORY, 365 * 24 * 3600.0)
+        created = s.cached_info().created
+        # equal: nothing sent but the lookup
+        s = js.ensure_stream(name, jetwire.DEFAULT_STREAM, subjects=[f"{name}.>"], storage="memory",
+                                   max_msgs=100)
+        assert _verbs(m.sent()) == ["STREAM.INFO"]
+        assert s.cached_info().created == created
+        # updatable fields differ: updated in place
+        s = js.ensure_stream(name, jetwire.DEFAULT_STREAM, subjects=[f"{name}.>", f"x{name}.>"],
+                                   storage="memory", max_msgs=5, description="orders")
+        assert _verbs(m.sent()) == ["STREAM.INFO", "STREAM.UPDATE"]
+        cfg = (js.stream(name)).cached_info().config
+        assert (cfg.max_msgs, cfg.description, cfg.subjects) == (5, "orders", [f"{name}.>", f"x{name}.>"])
+        assert s.cached_info().config.max_msgs == 5
+        assert s.cached_info().created == created
+        m.sent()
+        # fields that cannot be updated: ConfigDriftError naming them, nothing changed
+        with pytest.raises(jetwire.ConfigDriftError) as e:
+            js.ensure_stream(name, jetwire.DEFAULT_STREAM, subjects=[f"{name}.>"], max_msgs=7)
+        assert e.value.fields == ["storage"]
+        assert isinstance(e.value, jetwire.JetStreamError)
+        with pytest.raises(jetwire.ConfigDriftError) as e:
+            js.ensure_stream(name, jetwire.DEFAULT_WORK_QUEUE, subjects=[f"{name}.>"], storage="file")
+        assert e.value.fields == ["retention", "storage"]
+        assert "max_msgs" in e.value.changes  # differs too, but could be updated
+        assert _verbs(m.sent()) == ["STREAM.INFO", "STREAM.INFO"]
+        cfg = (js.stream(name)).cached_info().config
+        assert (cfg.max_msgs, cfg.storage, cfg.retention) == (5, jetwire.StorageType.MEMORY,
+                                                              jetwire.RetentionPolicy.LIMITS)
+        # limits -> interest is an update the server allows
+        s = js.ensure_stream(name, jetwire.DEFAULT_STREAM, subjects=[f"{name}.>"], storage="memory",
+                                   retention="interest")
+        assert s.cached_info().config.retention == jetwire.RetentionPolicy.INTEREST
+        m.sent()
+        # unknown override: TypeError before any request
+        with pytest.raises(TypeError):
+            js.ensure_stream(name, jetwire.DEFAULT_STREAM, max_msg=5)
+        with pytest.raises(TypeError):
+            js.load_or_create_stream(name, jetwire.DEFAULT_STREAM, subject=["x"])
+        with pytest.raises(TypeError):
+            js.create_stream_from_default(name, jetwire.DEFAULT_STREAM, storage_type="memory")
+        assert m.sent() == []
+
+
+def test_ensure_stream_keeps_what_the_server_chose(nats_url):
+    """An update by ensure_stream keeps the server's choices for unset fields."""
+    with Mgmt(nats_url) as m:
+        name = m.name()
+        m.js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory", duplicate_window=30.0)
+        s = m.js.ensure_stream(name, {"storage": "memory"}, max_msgs=3)
+        cfg = s.cached_info().config
+        assert (cfg.max_msgs, cfg.duplicate_window, cfg.subjects) == (3, 30.0, [f"{name}.>"])
+
+
+def test_load_or_create_stream_never_overwrites(nats_url):
+    with Mgmt(nats_url) as m:
+        js = m.js
+        name = m.name()
+        s = js.load_or_create_stream(name, subjects=[f"{name}.>"], storage="memory", max_msgs=10)
+        assert _verbs(m.sent()) == ["STREAM.INFO", "STREAM.CREATE"]
+        assert s.cached_info().config.max_age == jetwire.DEFAULT_STREAM.max_age  # the default template
+        # exists: loaded as it is, even when everything differs
+        again = js.load_or_create_stream(name, jetwire.DEFAULT_WORK_QUEUE, subjects=["other.>"],
+                                               storage="file", max_msgs=99)
+        assert _verbs(m.sent()) == ["STREAM.INFO"]
+        cfg = again.cached_info().config
+        assert (cfg.max_msgs, cfg.storage, cfg.subjects) == (10, jetwire.StorageType.MEMORY, [f"{name}.>"])
+        assert cfg.retention == jetwire.RetentionPolicy.LIMITS
+
+
+def test_ensure_consumer(nats_url):
+    with Mgmt(nats_url) as m:
+        js = m.js
+        name = m.name()
+        s = js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+        m.sent()
+        # missing: created, durable under the given name
+        c = js.ensure_consumer(name, "w", jetwire.DEFAULT_CONSUMER, max_deliver=5)
+        assert _verbs(m.sent()) == ["CONSUMER.INFO", "CONSUMER.CREATE"]
+        info = c.cached_info()
+        assert (info.name, info.config.durable_name, info.config.max_deliver) == ("w", "w", 5)
+        assert info.is_durable and info.is_pull
+        # equal
+        s.ensure_consumer("w", jetwire.DEFAULT_CONSUMER, max_deliver=5)
+        assert _verbs(m.sent()) == ["CONSUMER.INFO"]
+        # updatable
+        c = js.ensure_consumer(name, "w", jetwire.DEFAULT_CONSUMER, max_deliver=7, description="workers",
+                                     filter_subject=f"{name}.a")
+        assert _verbs(m.sent()) == ["CONSUMER.INFO", "CONSUMER.CREATE"]  # an update is a create with action
+        cfg = (js.consumer(name, "w")).cached_info().config
+        assert (cfg.max_deliver, cfg.description, cfg.filter_subject) == (7, "workers", f"{name}.a")
+        assert c.cached_info().config.max_deliver == 7
+        # not updatable
+        with pytest.raises(jetwire.ConfigDriftError) as e:
+            js.ensure_consumer(name, "w", jetwire.DEFAULT_CONSUMER, max_deliver=7, description="workers",
+                                     filter_subject=f"{name}.a", deliver_policy="new")
+        assert e.value.fields == ["deliver_policy"]
+        with pytest.raises(jetwire.ConfigDriftError) as e:
+            s.ensure_consumer("w", jetwire.DEFAULT_CONSUMER, ack_policy="none", deliver_subject="push.w",
+                                    max_deliver=9)
+        assert e.value.fields == ["ack_policy", "deliver_subject"]
+        assert e.value.kind == "consumer" and e.value.name == "w"
+        cfg = (js.consumer(name, "w")).cached_info().config
+        assert (cfg.max_deliver, cfg.deliver_policy, cfg.ack_policy) == (7, jetwire.DeliverPolicy.ALL,
+                                                                           jetwire.AckPolicy.EXPLICIT)
+        # a push consumer; the sampled template
+        p = s.ensure_consumer("p", jetwire.SAMPLED_DEFAULT_CONSUMER, deliver_subject=f"deliver.{name}")
+        pinfo = p.cached_info()
+        assert pinfo.is_push and pinfo.is_sampled and pinfo.is_durable and not pinfo.is_pull()
+        m.sent()
+        s.ensure_consumer("p", jetwire.SAMPLED_DEFAULT_CONSUMER, deliver_subject=f"deliver.{name}")
+        assert _verbs(m.sent()) == ["CONSUMER.INFO"]
+        # the name in the config must be the consumer's
+        with pytest.raises(ValueError):
+            js.ensure_consumer(name, "w", jetwire.DEFAULT_CONSUMER, durable_name="other")
+        with pytest.raises(TypeError):
+            js.ensure_consumer(name, "w", jetwire.DEFAULT_CONSUMER, max_delivers=1)
+        assert m.sent() == []
+        # on a missing stream
+        with pytest.raises(jetwire.StreamNotFoundError):
+            js.ensure_consumer(name + "X", "w")
+
+
+def test_load_or_create_consumer_never_overwrites(nats_url):
+    with Mgmt(nats_url) as m:
+        js = m.js
+        name = m.name()
+        s = js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+        m.sent()
+        c = s.load_or_create_consumer("w", max_deliver=3)
+        assert _verbs(m.sent()) == ["CONSUMER.INFO", "CONSUMER.CREATE"]
+        assert c.cached_info().config.ack_wait == 30.0 and c.cached_info().config.durable_name == "w"
+        again = js.load_or_create_consumer(name, "w", jetwire.SAMPLED_DEFAULT_CONSUMER, max_deliver=9,
+                                                 deliver_policy="new", deliver_subject="x.y")
+        assert _verbs(m.sent()) == ["CONSUMER.INFO"]
+        cfg = again.cached_info().config
+        assert (cfg.max_deliver, cfg.deliver_policy, cfg.sample_freq, cfg.deliver_subject) == (
+            3, jetwire.DeliverPolicy.ALL, None, None)
+        # the stream handle's template helper
+        eph = s.create_consumer_from_default(jetwire.DEFAULT_CONSUMER, filter_subject=f"{name}.b")
+        assert eph.cached_info().config.filter_subject == f"{name}.b" and not eph.cached_info().is_durable
