@@ -5,8 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterator, Dict, Optional
 
-import orjson
-
 from .. import _impl
 from ..errors import APIError, NoRespondersError
 from ..jetstream.ensure_core import DEFAULT_CONSUMER
@@ -121,9 +119,9 @@ class Stream:
         js = self._js
         if direct or self._info.config.allow_direct:
             if last_subject is not None:
-                subject, data = f"{js._prefix}.DIRECT.GET.{self._name}.{last_subject}", b""
+                subject, data = js._api_prepare(f"DIRECT.GET.{self._name}.{last_subject}", None)
             else:
-                subject, data = f"{js._prefix}.DIRECT.GET.{self._name}", orjson.dumps(req)
+                subject, data = js._api_prepare(f"DIRECT.GET.{self._name}", req)
             try:
                 msg = js._request(subject, data, js._timeout)
             except NoRespondersError as exc:
