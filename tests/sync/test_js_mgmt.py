@@ -374,3 +374,71 @@ def test_load_or_create_consumer_never_overwrites(nats_url):
         # the stream handle's template helper
         eph = s.create_consumer_from_default(jetwire.DEFAULT_CONSUMER, filter_subject=f"{name}.b")
         assert eph.cached_info().config.filter_subject == f"{name}.b" and not eph.cached_info().is_durable
+
+
+_STREAM_SHAPES = [
+    {"compression": "s2"},
+    {"allow_msg_ttl": True, "subject_delete_marker_ttl": 60.0, "allow_rollup_hdrs": True},
+    {"republish": {"src": "{n}.>", "dest": "r{n}.>"}, "allow_direct": True, "metadata": {"k": "v"}},
+    {"subject_transform": {"src": "{n}.>", "dest": "t{n}.>"},
+     "consumer_limits": {"max_ack_pending": 50, "inactive_threshold": 30.0}},
+    {"discard": "new", "discard_new_per_subject": True, "max_msgs_per_subject": 5, "max_age": 60.0},
+    {"max_age": 30.0, "storage": "memory", "retention": "interest"},
+    {"subjects": None, "mirror": {"name": "{src}"}},
+    {"sources": [{"name": "{src}", "filter_subject": "{src}.a"}]},
+    {"allow_msg_counter": True},
+]
+
+_CONSUMER_SHAPES = [
+    {"filter_subjects": ["{n}.a"]},
+    {"filter_subjects": ["{n}.a", "{n}.b"]},
+    {"backoff": [1.0, 2.0], "max_deliver": 4},
+    {"deliver_subject": "push1.{n}", "idle_heartbeat": 5.0, "flow_control": True, "headers_only": True},
+    {"deliver_subject": "push2.{n}", "deliver_group": "q", "ack_policy": "none"},
+    {"priority_groups": ["g"], "priority_policy": "pinned_client"},
+    {"deliver_policy": "by_start_sequence", "opt_start_seq": 3},
+    {"deliver_policy": "last_per_subject", "filter_subject": "{n}.>"},
+    {"max_batch": 10, "max_expires": 5.0, "max_bytes": 1000, "max_waiting": 5},
+    {"rate_limit_bps": 1000, "deliver_subject": "push3.{n}", "replay_policy": "original"},
+    {"mem_storage": True, "metadata": {"a": "b"}},
+]
+
+
+def _fill(value, **names):
+    if isinstance(value, str):
+        return value.format(**names)
+    if isinstance(value, list):
+        return [_fill(v, **names) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, **names) for k, v in value.items()}
+    return value
+
+
+def test_ensure_is_idempotent_for_many_shapes(nats_url):
+    """Whatever the config, ensuring it a second time changes nothing: what the server
+    fills in never reads as a difference."""
+    with Mgmt(nats_url) as m:
+        js = m.js
+        src = m.name()
+        js.create_stream(name=src, subjects=[f"{src}.>"], storage="memory")
+        for shape in _STREAM_SHAPES:
+            name = m.name()
+            overrides = {"subjects": [f"{name}.>"], **_fill(shape, n=name, src=src)}
+            js.ensure_stream(name, jetwire.DEFAULT_STREAM, **overrides)
+            m.sent()
+            js.ensure_stream(name, jetwire.DEFAULT_STREAM, **overrides)
+            assert _verbs(m.sent()) == ["STREAM.INFO"], shape
+        name = m.name()
+        js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+        for i, shape in enumerate(_CONSUMER_SHAPES):
+            overrides = _fill(shape, n=name)
+            js.ensure_consumer(name, f"c{i}", jetwire.DEFAULT_CONSUMER, **overrides)
+            m.sent()
+            js.ensure_consumer(name, f"c{i}", jetwire.DEFAULT_CONSUMER, **overrides)
+            assert _verbs(m.sent()) == ["CONSUMER.INFO"], shape
+        # a named consumer that is not durable (the config names it)
+        js.ensure_consumer(name, "named", {"name": "named"}, inactive_threshold=60.0)
+        m.sent()
+        c = js.ensure_consumer(name, "named", {"name": "named"}, inactive_threshold=60.0)
+        assert _verbs(m.sent()) == ["CONSUMER.INFO"]
+        assert not c.cached_info().is_durable
