@@ -2,6 +2,9 @@
 streams and consumers (asyncio source; the blocking twin is generated)."""
 from __future__ import annotations
 
+import importlib
+import inspect
+
 import pytest
 
 import jetwire.aio as jetwire
@@ -30,6 +33,37 @@ class Trace:
 
     def __call__(self, subject: str, payload: bytes) -> None:
         self.calls.append((subject, payload))
+
+
+def _params(fn) -> list:
+    return [(p.name, p.default if p.default is not inspect.Parameter.empty else "-", p.kind.name)
+            for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+
+
+def test_documented_signatures():
+    pkg = jetwire.Client.__module__.rsplit(".", 1)[0]  # this flavour's package
+    JetStream = importlib.import_module(f"{pkg}.jetstream").JetStream
+    Stream = importlib.import_module(f"{pkg}.stream").Stream
+    kw = ("overrides", "-", "VAR_KEYWORD")
+    pos = "POSITIONAL_OR_KEYWORD"
+    assert _params(JetStream.api_request) == [("subject", "-", pos), ("payload", None, pos), ("timeout", None, pos)]
+    assert _params(JetStream.create_stream_from_default) == [("name", "-", pos), ("template", "-", pos), kw]
+    for fn in (JetStream.load_or_create_stream, JetStream.ensure_stream):
+        assert _params(fn) == [("name", "-", pos), ("template", jetwire.DEFAULT_STREAM, pos), kw]
+    assert _params(JetStream.create_consumer_from_default) == [("stream", "-", pos), ("template", "-", pos), kw]
+    for fn in (JetStream.load_or_create_consumer, JetStream.ensure_consumer):
+        assert _params(fn) == [("stream", "-", pos), ("name", "-", pos), ("template", jetwire.DEFAULT_CONSUMER, pos),
+                               kw]
+    assert _params(Stream.create_consumer_from_default) == [("template", "-", pos), kw]
+    for fn in (Stream.load_or_create_consumer, Stream.ensure_consumer):
+        assert _params(fn) == [("name", "-", pos), ("template", jetwire.DEFAULT_CONSUMER, pos), kw]
+    assert issubclass(jetwire.ConfigDriftError, jetwire.JetStreamError)
+    blocking = importlib.import_module("jetwire")
+    errors = importlib.import_module("jetwire.errors")
+    assert jetwire.ConfigDriftError is blocking.ConfigDriftError is errors.ConfigDriftError
+    for n in ("DEFAULT_STREAM", "DEFAULT_WORK_QUEUE", "DEFAULT_CONSUMER", "SAMPLED_DEFAULT_CONSUMER"):
+        assert getattr(jetwire, n) is getattr(blocking, n)
+        assert n in blocking.__all__ and n in jetwire.__all__
 
 
 # --- the raw API ---------------------------------------------------------------------
