@@ -104,6 +104,21 @@ async def test_api_request_round_trip_and_typed_errors(nats_url):
             await js.delete_stream(name)
 
 
+async def test_api_request_timeout(fresh_nats_server):
+    """The call's timeout wins over the context's (which would outlast the test's limit)."""
+    srv = fresh_nats_server
+    async with await jetwire.connect(srv.url, ping_interval=60) as nc:
+        js = nc.jetstream(timeout=600)
+        assert (await js.api_request("INFO", timeout=5))["type"] == "io.nats.jetstream.api.v1.account_info_response"
+        srv.freeze()
+        try:
+            with pytest.raises(jetwire.TimeoutError):
+                await js.api_request("INFO", timeout=0.3)
+        finally:
+            srv.thaw()
+        assert "streams" in await js.api_request("INFO", timeout=5)
+
+
 async def test_management_calls_go_through_api_request(nats_url):
     """Every management call of the context reaches the server through api_request."""
     async with await jetwire.connect(nats_url) as nc:

@@ -105,6 +105,21 @@ def test_api_request_round_trip_and_typed_errors(nats_url):
             js.delete_stream(name)
 
 
+def test_api_request_timeout(fresh_nats_server):
+    """The call's timeout wins over the context's (which would outlast the test's limit)."""
+    srv = fresh_nats_server
+    with jetwire.connect(srv.url, ping_interval=60) as nc:
+        js = nc.jetstream(timeout=600)
+        assert (js.api_request("INFO", timeout=5))["type"] == "io.nats.jetstream.api.v1.account_info_response"
+        srv.freeze()
+        try:
+            with pytest.raises(jetwire.TimeoutError):
+                js.api_request("INFO", timeout=0.3)
+        finally:
+            srv.thaw()
+        assert "streams" in js.api_request("INFO", timeout=5)
+
+
 def test_management_calls_go_through_api_request(nats_url):
     """Every management call of the context reaches the server through api_request."""
     with jetwire.connect(nats_url) as nc:
