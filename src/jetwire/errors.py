@@ -236,6 +236,11 @@ class TooManyStalledMsgsError(JetStreamError):
     """``publish_async`` found no room in its window in time."""
 
 
+def _show(v: Any) -> str:
+    """A config value in an error message (an enum as its wire string)."""
+    return repr(getattr(v, "value", v))
+
+
 class ConfigDriftError(JetStreamError):
     """``ensure_stream``/``ensure_consumer``: the stored config differs from the wanted one
     in fields the server cannot update. ``fields``: those field names (in the config's
@@ -248,8 +253,8 @@ class ConfigDriftError(JetStreamError):
         self.name = name
         self.fields = list(fields)
         self.changes = dict(changes or {})
-        detail = ", ".join(f"{f} ({self.changes[f][0]!r} -> {self.changes[f][1]!r})" if f in self.changes else f
-                           for f in self.fields)
+        detail = ", ".join(f"{f} ({_show(self.changes[f][0])} -> {_show(self.changes[f][1])})"
+                           if f in self.changes else f for f in self.fields)
         super().__init__(f"{kind} {name!r}: the stored config differs in fields that cannot be updated: {detail}")
 
 

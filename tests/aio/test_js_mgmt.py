@@ -99,6 +99,10 @@ async def test_api_request_round_trip_and_typed_errors(nats_url):
                 await js.api_request("INFO", ["a list"])
             with pytest.raises(ValueError):
                 await js.api_request("")
+            with pytest.raises(ValueError):
+                await js.api_request(f"$JS.API.STREAM.INFO.{name}")  # the prefix is applied, not given
+            with pytest.raises(jetwire.BadSubjectError):
+                await js.api_request("STREAM.INFO.a b")
             assert len(trace.calls) == sent
         finally:
             await js.delete_stream(name)

@@ -100,6 +100,10 @@ def test_api_request_round_trip_and_typed_errors(nats_url):
                 js.api_request("INFO", ["a list"])
             with pytest.raises(ValueError):
                 js.api_request("")
+            with pytest.raises(ValueError):
+                js.api_request(f"$JS.API.STREAM.INFO.{name}")  # the prefix is applied, not given
+            with pytest.raises(jetwire.BadSubjectError):
+                js.api_request("STREAM.INFO.a b")
             assert len(trace.calls) == sent
         finally:
             js.delete_stream(name)

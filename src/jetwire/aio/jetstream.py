@@ -214,6 +214,8 @@ class JetStream:
         """The full subject and the body of an API request: every API request is made here."""
         if not isinstance(subject, str) or not subject:
             raise ValueError("subject is required (relative to the API prefix, e.g. 'STREAM.INFO.ORDERS')")
+        if subject.startswith(("$JS.", self._prefix + ".")):
+            raise ValueError(f"subject {subject!r} must be relative to the API prefix (e.g. 'STREAM.INFO.ORDERS')")
         if payload is None:
             data = b""
         elif isinstance(payload, (bytes, bytearray, memoryview)):
@@ -222,7 +224,9 @@ class JetStream:
             data = orjson.dumps(payload)
         else:
             raise TypeError(f"payload must be a dict, bytes or None, not {type(payload).__name__}")
-        return f"{self._prefix}.{subject}", data
+        full = f"{self._prefix}.{subject}"
+        _impl.validate_subject(full)
+        return full, data
 
     async def _request(self, subject: str, data: bytes, timeout: float) -> Msg:
         """One request over the connection's shared inbox (``subject`` in full), traced
