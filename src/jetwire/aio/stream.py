@@ -4,10 +4,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Optional, Sequence
 
-import orjson
-
 from .. import _impl
 from ..errors import APIError, NoRespondersError
+from ..jetstream.ensure_core import DEFAULT_CONSUMER
 from ..jetstream.manage import BatchGet, ConsumerPauseResponse, direct_msg, purge_request
 from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
 from .inbox import Inbox
@@ -120,9 +119,9 @@ class Stream:
         js = self._js
         if direct or self._info.config.allow_direct:
             if last_subject is not None:
-                subject, data = f"{js._prefix}.DIRECT.GET.{self._name}.{last_subject}", b""
+                subject, data = js._api_prepare(f"DIRECT.GET.{self._name}.{last_subject}", None)
             else:
-                subject, data = f"{js._prefix}.DIRECT.GET.{self._name}", orjson.dumps(req)
+                subject, data = js._api_prepare(f"DIRECT.GET.{self._name}", req)
             try:
                 msg = await js._request(subject, data, js._timeout)
             except NoRespondersError as exc:
@@ -153,17 +152,23 @@ class Stream:
             _validate_subject(s)
         js = self._js
         link = js._link
-        get_subject = f"{js._prefix}.DIRECT.GET.{self._name}"
         timeout = js._timeout
+        trace = js._trace_cb
         inbox = Inbox(link)
         try:
             while True:
                 req = state.next_request()
                 if req is None:
                     return
-                link.publish_raw(get_subject, inbox.subject, None, orjson.dumps(req))
+                get_subject, data = js._api_prepare(f"DIRECT.GET.{self._name}", req)
+                if trace is not None:
+                    await js._trace(trace, get_subject, data)
+                link.publish_raw(get_subject, inbox.subject, None, data)
                 while True:
-                    out = state.on_msg(await inbox.take(timeout, "batched direct get"))
+                    reply = await inbox.take(timeout, "batched direct get")
+                    if trace is not None:
+                        await js._trace(trace, reply.subject, bytes(reply.data))
+                    out = state.on_msg(reply)
                     if out is None:
                         break
                     yield out
@@ -219,6 +224,19 @@ class Stream:
 
     async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
         return await self._js.resume_consumer(self._name, name)
+
+    async def create_consumer_from_default(self, template: Any, **overrides: Any) -> "Consumer":
+        """Create a consumer from a template (see ``JetStream.create_consumer_from_default``)."""
+        return await self._js.create_consumer_from_default(self._name, template, **overrides)
+
+    async def load_or_create_consumer(self, name: str, template: Any = DEFAULT_CONSUMER,
+                                      **overrides: Any) -> "Consumer":
+        """Load consumer ``name``, or create it from a template (see ``JetStream.load_or_create_consumer``)."""
+        return await self._js.load_or_create_consumer(self._name, name, template, **overrides)
+
+    async def ensure_consumer(self, name: str, template: Any = DEFAULT_CONSUMER, **overrides: Any) -> "Consumer":
+        """Create, update or check consumer ``name`` (see ``JetStream.ensure_consumer``)."""
+        return await self._js.ensure_consumer(self._name, name, template, **overrides)
 
     async def ordered_consumer(self, **options: Any) -> "OrderedConsumer":
         """An ordered consumer on this stream (see ``JetStream.ordered_consumer``)."""
