@@ -21,7 +21,7 @@ from click.testing import CliRunner  # noqa: E402
 
 import jetwire  # noqa: E402
 from jetwire.cli import _conn, _stats  # noqa: E402
-from jetwire.cli.admin import render_advisory  # noqa: E402
+from jetwire.events import parse, render  # noqa: E402
 from jetwire.cli.main import cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -127,9 +127,9 @@ def test_value_parsing_and_stats() -> None:
     sp = _stats.spread([1.0, 2.0, 3.0])
     assert sp["min"] == 1 and sp["max"] == 3 and sp["avg"] == 2 and abs(sp["stddev"] - 0.8165) < 1e-3
     assert _stats.percentile([1, 2, 3, 4], 50) == 2 and _stats.percentile([1, 2, 3, 4], 99) == 4
-    line = render_advisory({"type": "io.nats.jetstream.advisory.v1.stream_action", "action": "create",
-                            "stream": "ORDERS", "timestamp": "2026-01-02T03:04:05.1Z"})
-    assert line == "[03:04:05] [stream_action] create stream=ORDERS"
+    line = render(parse({"type": "io.nats.jetstream.advisory.v1.stream_action", "action": "create",
+                         "stream": "ORDERS", "timestamp": "2026-01-02T03:04:05.1Z"}))
+    assert line == "03:04:05 [Stream Create] ORDERS"
 
 
 def test_auth_and_tls_options(nats_server_factory: Any, tmp_path: Path) -> None:
@@ -297,22 +297,27 @@ def test_sub_count_pub_and_req(nats_url: str) -> None:
 
 
 def test_events_renders_advisories(nats_url: str) -> None:
-    p = subprocess.Popen(jetwire_cmd("events", "--count", "1", "--json", "--subject",
-                                     "$JS.EVENT.ADVISORY.STREAM.CREATED.>", "-s", nats_url),
+    p = subprocess.Popen(jetwire_cmd("events", "--count", "2", "--format", "json", "--kind", "stream_action",
+                                     "--kind", "io.nats.jetstream.advisory.v1.consumer_action", "-s", nats_url),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     s = uid("EV")
     try:
         _wait_line(p.stderr, "Listening")
         assert run("stream", "add", s, "--subjects", s.lower(), "-s", nats_url).exit_code == 0
+        with jetwire.connect(nats_url) as nc:
+            nc.jetstream().create_consumer(s, durable_name="D")
         out, _ = p.communicate(timeout=20)
     finally:
         if p.poll() is None:
             p.kill()
         run("stream", "rm", s, "-f", "-s", nats_url)
     assert p.returncode == 0
-    ev = json.loads(out.strip().splitlines()[0])
-    assert ev["type"] == "io.nats.jetstream.advisory.v1.stream_action" and ev["stream"] == s
-    assert render_advisory(ev).endswith(f"create stream={s}")
+    first, _, rest = out.partition("\n}\n")  # --format json: indented documents, one after the other
+    ev = parse(first + "\n}")
+    assert ev.type == "io.nats.jetstream.advisory.v1.stream_action" and ev.stream == s
+    assert render(ev).endswith(f"[Stream Create] {s}")
+    second = parse(rest)
+    assert second.type == "io.nats.jetstream.advisory.v1.consumer_action" and second.consumer == "D"
 
 
 # ------------------------------------------------------------------------------ server

@@ -920,12 +920,13 @@ class Client:
         return self._core.info.get("client_id") if self._core is not None else None
 
     def jetstream(self, domain: Optional[str] = None, api_prefix: Optional[str] = None, timeout: float = 5.0,
-                  publish_async_max_pending: int = 4000, trace_cb: Optional[Callable[..., Any]] = None) -> "JetStream":
-        """A JetStream context over this connection (``trace_cb``: see ``JetStream``)."""
+                  publish_async_max_pending: int = 4000, trace_cb: Optional[Callable[..., Any]] = None,
+                  validate: bool = False) -> "JetStream":
+        """A JetStream context over this connection (``trace_cb``, ``validate``: see ``JetStream``)."""
         from .jetstream import JetStream
 
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout,
-                         publish_async_max_pending=publish_async_max_pending, trace_cb=trace_cb)
+                         publish_async_max_pending=publish_async_max_pending, trace_cb=trace_cb, validate=validate)
 
 
 class Link:

@@ -10,7 +10,7 @@ thread per message.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterable, Optional, Union
 
 import orjson
 
@@ -28,6 +28,7 @@ from ..errors import (
     TooManyStalledMsgsError,
     api_error,
 )
+from ..events import ADVISORY_SUBJECT, METRIC_SUBJECT
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.manage import (
     ConsumerPauseResponse,
@@ -42,6 +43,7 @@ from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck
 from ..jetstream.pubmux import AckFuture, PubAckMux  # noqa: F401 - AckFuture: blocking flavour
 from ..jetstream.validate import validate_consumer_name, validate_stream_name
 from ..msg import Msg
+from ..schemas import check_request
 from . import _prims as prims
 from .stream import Stream, _stream_info
 
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
 
     from ..jetstream.backup_core import SnapshotResult
     from .consumer import Consumer
+    from .events import EventStream
     from .kv import KeyValue
     from .objects import ObjectStore
     from .ordered import OrderedConsumer
@@ -107,7 +110,11 @@ def _check_supported(asked: Any, got: Any, what: str) -> None:
 
 class JetStream:
     """JetStream over one connection: ``nc.jetstream(domain=, api_prefix=, timeout=,
-    publish_async_max_pending=, trace_cb=)``.
+    publish_async_max_pending=, trace_cb=, validate=)``.
+
+    ``validate=True`` checks every API request against its JSON Schema
+    (:mod:`jetwire.schemas`) before it is sent, completed with the fields the published
+    schemas require, and raises ``SchemaValidationError`` with nothing sent.
 
     Async publishes share one reply subscription (and one count of acks in flight) per
     connection; ``publish_async_max_pending`` bounds that count for publishes made
@@ -126,7 +133,7 @@ class JetStream:
 
     def __init__(self, nc: Any, domain: Optional[str] = None, api_prefix: Optional[str] = None,
                  timeout: float = 5.0, publish_async_max_pending: int = 4000,
-                 trace_cb: Optional[Callable[[str, bytes], Any]] = None) -> None:
+                 trace_cb: Optional[Callable[[str, bytes], Any]] = None, validate: bool = False) -> None:
         if domain is not None and api_prefix is not None:
             raise ValueError("give domain or api_prefix, not both")
         if domain:
@@ -148,6 +155,7 @@ class JetStream:
         self._sweep_lock = prims.write_lock()
         self._sweeper: Any = None
         self._trace_cb = trace_cb
+        self._validate = validate
 
     def __repr__(self) -> str:
         return f"<JetStream prefix={self._prefix!r}>"
@@ -165,7 +173,11 @@ class JetStream:
         """One JetStream API request: ``subject`` is relative to the API prefix (``"STREAM.INFO.ORDERS"``;
         the domain or ``api_prefix`` is applied), ``payload`` a dict (sent as JSON) or bytes.
         Returns the JSON answer as a dict or raises its typed error (``JetStreamAPIError``
-        subclasses with the server's ``err_code``; ``JetStreamNotEnabledError`` when nothing answers)."""
+        subclasses with the server's ``err_code``; ``JetStreamNotEnabledError`` when nothing answers).
+        With ``validate=True`` the payload is completed and checked against its schema
+        first (``SchemaValidationError``, nothing sent)."""
+        if self._validate:
+            payload = check_request(subject, payload)
         if payload is None:
             data = b""
         elif isinstance(payload, (bytes, bytearray)):
@@ -409,6 +421,29 @@ class JetStream:
         oc = OrderedConsumer(self, stream, **options)
         await oc._start()
         return oc
+
+    # -- advisories and metrics ------------------------------------------------------
+    async def events(self, kinds: Optional[Iterable[str]] = None) -> "EventStream":
+        """Parsed advisories and metrics (``$JS.EVENT.ADVISORY.>`` and ``$JS.EVENT.METRIC.>``)
+        as an :class:`~jetwire.aio.events.EventStream`; ``kinds``: full type strings or
+        their last token (``"api_audit"``). With a ``domain``, events of other domains are
+        skipped. Subscribed (and flushed) when this returns."""
+        from .events import EventStream
+
+        es = EventStream(self._link, [ADVISORY_SUBJECT, METRIC_SUBJECT], kinds, self._domain)
+        await self._nc.flush()
+        return es
+
+    async def consumer_ack_metrics(self, stream: str, consumer: str) -> "EventStream":
+        """The ack metrics (``ConsumerAckMetric``) of one consumer, which the server sends
+        for the share of acks its ``sample_freq`` asks for."""
+        from .events import EventStream
+
+        validate_stream_name(stream)
+        validate_consumer_name(consumer)
+        es = EventStream(self._link, [f"$JS.EVENT.METRIC.CONSUMER.ACK.{stream}.{consumer}"], None, self._domain)
+        await self._nc.flush()
+        return es
 
     # -- push consumers (nats.go legacy style; implemented in push.py) ---------------
     async def subscribe(self, subject: str, queue: Optional[str] = None, cb: Optional[Callable[..., Any]] = None,
