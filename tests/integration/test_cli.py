@@ -21,8 +21,8 @@ from click.testing import CliRunner  # noqa: E402
 
 import jetwire  # noqa: E402
 from jetwire.cli import _conn, _stats  # noqa: E402
-from jetwire.events import parse, render  # noqa: E402
 from jetwire.cli.main import cli  # noqa: E402
+from jetwire.events import parse, render  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
