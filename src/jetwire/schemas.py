@@ -384,7 +384,8 @@ def validate(data: Any, type: str) -> List[str]:  # noqa: A002
     try:
         check(data)
     except fastjsonschema.JsonSchemaValueException as exc:
-        path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in (exc.path or [])[1:])
+        path = "$" + "".join(f"[{p}]" if isinstance(p, int) or str(p).isdigit() else f".{p}"
+                             for p in (exc.path or [])[1:])
         msg = exc.message
         if msg.startswith(exc.name or "\x00"):
             msg = msg[len(exc.name or ''):].strip()
