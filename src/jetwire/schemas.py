@@ -95,7 +95,7 @@ RULES: Dict[type, Dict[str, Dict[str, Any]]] = {
 REQUIRED: Dict[type, Tuple[str, ...]] = {
     m.StreamConfig: ("name", "retention", "max_consumers", "max_msgs", "max_bytes", "max_age", "storage",
                      "num_replicas"),
-    m.ConsumerConfig: ("ack_policy",),
+    m.ConsumerConfig: ("ack_policy", "deliver_policy"),
     api.ConsumerCreateRequest: ("stream_name", "config"),
     api.StreamMsgDeleteRequest: ("seq",),
     api.ConsumerUnpinRequest: ("group",),
@@ -111,6 +111,16 @@ REQUIRED: Dict[type, Tuple[str, ...]] = {
     ev.ClientInfo: ("acc",),
     ev.ServerInfo: ("name", "host", "id", "ver", "seq", "jetstream", "time"),
     api.PubAckResponse: ("stream",),
+}
+
+# Rules between fields: model class -> extra schema keywords of its object.
+_OBJECT_RULES: Dict[type, Dict[str, Any]] = {
+    m.ConsumerConfig: {"allOf": [
+        {"if": {"properties": {"deliver_policy": {"const": "by_start_sequence"}}, "required": ["deliver_policy"]},
+         "then": {"required": ["opt_start_seq"]}},
+        {"if": {"properties": {"deliver_policy": {"const": "by_start_time"}}, "required": ["deliver_policy"]},
+         "then": {"required": ["opt_start_time"]}},
+    ]},
 }
 
 # Values an enum field accepts beyond its members' (what the models read as aliases).
@@ -312,6 +322,10 @@ def _model_schema(cls: type, shape: str) -> Dict[str, Any]:
         out["required"] = required
     if shape != RESPONSE:
         out["additionalProperties"] = False
+    for base in cls.__mro__:
+        if base in _OBJECT_RULES:
+            out.update(_OBJECT_RULES[base])
+            break
     return out
 
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Dict, Optional
 
 from jetwire.jetstream._json import Model, duration, jfield
-from jetwire.jetstream.models import PeerInfo
+from jetwire.jetstream.models import PeerInfo, StreamState
 
 __all__ = [
     "Event", "ClientInfo", "ServerInfo", "MsgBytes", "DataStats",
@@ -251,10 +251,11 @@ class TerminatedAdvisory(_Delivery):
 class SnapshotCreateAdvisory(Event):
     TYPE: ClassVar[str] = JS_ADVISORY + "snapshot_create"
     KIND: ClassVar[str] = "Snapshot Create"
-    REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "blocks", "block_size", "client")
+    REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "client")  # 2.11+ servers send no blocks/block_size
     stream: str = ""
     blocks: int = 0
     block_size: int = 0
+    state: Optional[StreamState] = None
     client: Optional[ClientInfo] = None
     domain: Optional[str] = None
 
