@@ -39,6 +39,13 @@ API = "io.nats.jetstream.api.v1."
 
 # (type, JSON path prefix) -> why the published schema's verdict is not jetwire's
 KNOWN: Dict[Tuple[str, str], str] = {
+    **{(f"io.nats.jetstream.advisory.v1.{t}", "replicas"):
+       "the published schema types replicas as one peer; the server sends a list of peers"
+       for t in ("stream_leader_elected", "consumer_leader_elected", "stream_quorum_lost", "consumer_quorum_lost",
+                 "domain_leader_elected")},
+    **{(f"io.nats.server.advisory.v1.{t}", "feature_flags"):
+       "the server's info carries feature_flags, which the published server_info_v1 does not list"
+       for t in ("client_connect", "client_disconnect", "account_connections")},
     ("io.nats.jetstream.advisory.v1.snapshot_create", "block"):
         "the server sends the stream's state instead of blocks/block_size, which the published schema requires",
     ("io.nats.jetstream.api.v1.consumer_unpin_response", "error"):
@@ -60,6 +67,9 @@ _RESPONSES = [
     ("CONSUMER.INFO.", "consumer_info_response"), ("CONSUMER.DELETE.", "consumer_delete_response"),
     ("CONSUMER.NAMES.", "consumer_names_response"), ("CONSUMER.LIST.", "consumer_list_response"),
     ("CONSUMER.PAUSE.", "consumer_pause_response"), ("CONSUMER.UNPIN.", "consumer_unpin_response"),
+    ("CONSUMER.RESET.", "consumer_reset_response"), ("STREAM.LEADER.STEPDOWN.", "stream_leader_stepdown_response"),
+    ("CONSUMER.LEADER.STEPDOWN.", "consumer_leader_stepdown_response"),
+    ("META.LEADER.STEPDOWN", "meta_leader_stepdown_response"), ("STREAM.PEER.REMOVE.", "stream_remove_peer_response"),
     ("INFO", "account_info_response"),
 ]
 
@@ -74,29 +84,47 @@ def response_type(subject: str) -> Optional[str]:
 # ------------------------------------------------------------------------ the corpus
 
 
-def produce_corpus(tmp: Path) -> List[Tuple[str, Any, str]]:
-    """``[(type, document, where it came from)]`` from a real server."""
-    docs: List[Tuple[str, Any, str]] = []
-    pending: Dict[str, str] = {}
+class Recorder:
+    """Collects ``(type, document, where)``: API requests and responses through a
+    JetStream context's ``trace_cb``, events from a raw ``$JS.EVENT.>`` subscription."""
 
-    def trace(subject: str, payload: bytes) -> None:
+    def __init__(self) -> None:
+        self.docs: List[Tuple[str, Any, str]] = []
+        self._last = ""
+
+    def trace(self, subject: str, payload: bytes) -> None:
         if subject.startswith("$JS.API."):
             rel = subject[len("$JS.API."):]
             req_type = schemas.request_type(rel)
             if req_type is not None and payload:
-                docs.append((req_type, orjson.loads(payload), f"request {rel}"))
-            pending["last"] = rel
+                self.docs.append((req_type, orjson.loads(payload), f"request {rel}"))
+            self._last = rel
         elif payload:
-            rel = pending.pop("last", "")
+            rel, self._last = self._last, ""
             resp = orjson.loads(payload)
             t = resp.get("type") if isinstance(resp, dict) else None
             rtype = response_type(rel)
             if rtype is not None:
-                docs.append((t if isinstance(t, str) and t.startswith(API) else rtype, resp, f"response {rel}"))
+                self.docs.append((t if isinstance(t, str) and t.startswith(API) else rtype, resp, f"response {rel}"))
+
+    def drain(self, sub: Any, quiet: float = 1.0) -> None:
+        """Every message ``sub`` gets until none arrives for ``quiet`` seconds, as documents."""
+        while True:
+            try:
+                msg = sub.next_msg(timeout=quiet)
+            except jetwire.TimeoutError:
+                return
+            doc = orjson.loads(msg.data)
+            self.docs.append((schemas.type_of(doc), doc, f"event on {msg.subject}"))
+
+
+def single_server(rec: Recorder, tmp: Path) -> None:
+    """Streams, consumers, messages, nak/term/ack, pause, snapshot and restore, errors."""
+    from datetime import datetime, timedelta, timezone
 
     with NatsServer() as srv:
         nc = jetwire.connect(srv.url)
-        js = nc.jetstream(trace_cb=trace, validate=True)  # requests go out complete
+        js = nc.jetstream(trace_cb=rec.trace, validate=True)  # requests go out complete
         events = nc.subscribe("$JS.EVENT.>")  # the raw documents, as the server sent them
         nc.flush()
         s = "CORPUS"
@@ -117,33 +145,28 @@ def produce_corpus(tmp: Path) -> List[Tuple[str, Any, str]]:
                                ack_wait=5.0, metadata={"a": "b"})
         js.create_consumer(s, name="PUSH", deliver_subject="push.corpus", idle_heartbeat=5.0, flow_control=True)
         js.create_consumer(s, durable_name="G", priority_groups=["g"], priority_policy="pinned_client")
+        js.create_consumer(s, durable_name="SEQ", deliver_policy="by_start_sequence", opt_start_seq=2)
         js.update_consumer(s, durable_name="C", max_deliver=2, sample_freq="100%", backoff=[1.0, 2.0],
                            ack_wait=5.0, metadata={"a": "c"})
         msgs = list(c.fetch(3, max_wait=2))
         msgs[0].nak()
         msgs[1].term("corpus")
         msgs[2].ack_sync()
-        again = list(c.fetch(1, max_wait=2))
-        for m in again:
+        for m in c.fetch(1, max_wait=2):
             m.nak()
         list(c.fetch(1, max_wait=1))  # the message is now out of deliveries
         c.info()
         list(js.list_consumers(s))
         list(js.consumer_names(s))
-        from datetime import datetime, timedelta, timezone
-
         js.pause_consumer(s, "C", datetime.now(timezone.utc) + timedelta(minutes=5))
         js.resume_consumer(s, "C")
-        try:
-            js.unpin_consumer(s, "G", "nope")
-        except jetwire.APIError:
-            pass
-        js.account_info()
-        for bad in (lambda: js.stream("MISSING"), lambda: js.consumer(s, "MISSING")):
+        for bad in (lambda: js.unpin_consumer(s, "G", "nope"), lambda: js.stream("MISSING"),
+                    lambda: js.consumer(s, "MISSING"), lambda: js.api_request(f"CONSUMER.RESET.{s}.C", {"seq": 1})):
             try:
                 bad()
-            except jetwire.APIError:
+            except jetwire.JetStreamError:
                 pass
+        js.account_info()
         js.snapshot_stream(s, tmp / "bk")
         js.delete_consumer(s, "PUSH")
         js.delete_stream(s)
@@ -154,15 +177,78 @@ def produce_corpus(tmp: Path) -> List[Tuple[str, Any, str]]:
         js.delete_stream("MIRROR")
         js.delete_stream(s)
         nc.flush()
-        while True:
-            try:
-                msg = events.next_msg(timeout=1.0)
-            except jetwire.TimeoutError:
-                break
-            doc = orjson.loads(msg.data)
-            docs.append((schemas.type_of(doc), doc, f"event on {msg.subject}"))
+        rec.drain(events)
         nc.close()
-    return docs
+
+
+def cluster(rec: Recorder) -> None:
+    """A three-server cluster: replicated streams and consumers, leader elections."""
+    from jetwire.testing import start_cluster
+
+    with start_cluster(3) as cl:
+        nc = jetwire.connect(cl.url)
+        js = nc.jetstream(trace_cb=rec.trace, validate=True)
+        events = nc.subscribe("$JS.EVENT.>")
+        nc.flush()
+        js.create_stream(name="R3", subjects=["r3.>"], num_replicas=3)
+        js.create_consumer("R3", durable_name="D")
+        js.publish("r3.a", b"x")
+        js.api_request("STREAM.LEADER.STEPDOWN.R3", {})
+        js.api_request("CONSUMER.LEADER.STEPDOWN.R3.D", {})
+        try:
+            js.api_request("STREAM.PEER.REMOVE.R3", {"peer": "nobody"})
+        except jetwire.JetStreamError:
+            pass
+        rec.drain(events, quiet=2.0)
+        js.delete_stream("R3")
+        rec.drain(events)
+        nc.close()
+
+
+ACCOUNTS = """
+accounts {
+  SYS { users [{user: sys, password: sys}] }
+  SVC {
+    users [{user: svc, password: svc}]
+    exports [{service: "svc.echo", latency: {sampling: 100%, subject: "latency.svc.echo"}}]
+  }
+  APP {
+    jetstream: enabled
+    users [{user: app, password: app}]
+    imports [{service: {account: SVC, subject: "svc.echo"}}]
+  }
+}
+system_account: SYS
+"""
+
+
+def system_account(rec: Recorder) -> None:
+    """Server advisories and metrics: connects, disconnects, account connections, service latency."""
+    with NatsServer(config=ACCOUNTS) as srv:
+        url = srv.url.replace("nats://", "")
+        sys_nc = jetwire.connect(f"nats://sys:sys@{url}")
+        advisories = sys_nc.subscribe("$SYS.ACCOUNT.*.>")
+        sys_nc.flush()
+        svc = jetwire.connect(f"nats://svc:svc@{url}")
+        latency = svc.subscribe("latency.svc.echo")
+        svc.subscribe("svc.echo", cb=lambda m: m.respond(b"echo"))
+        svc.flush()
+        app = jetwire.connect(f"nats://app:app@{url}", name="corpus-app")
+        app.request("svc.echo", b"hi", timeout=5)
+        app.close()
+        rec.drain(latency, quiet=2.0)
+        rec.drain(advisories, quiet=2.0)
+        svc.close()
+        sys_nc.close()
+
+
+def produce_corpus(tmp: Path) -> List[Tuple[str, Any, str]]:
+    """``[(type, document, where it came from)]`` from real servers."""
+    rec = Recorder()
+    single_server(rec, tmp)
+    cluster(rec)
+    system_account(rec)
+    return [d for d in rec.docs if d[0] != schemas.UNKNOWN or not d[2].startswith("event on $SYS")]
 
 
 # ------------------------------------------------------------------- published schemas

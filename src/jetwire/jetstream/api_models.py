@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Dict, Optional
+from typing import ClassVar, Optional
 
 from jetwire.jetstream._json import Model, duration, jfield
 from jetwire.jetstream.models import (
@@ -17,6 +17,7 @@ from jetwire.jetstream.models import (
     APIErrorInfo,
     ConsumerConfig,
     ConsumerInfo,
+    Placement,
     PubAck,
     StreamConfig,
     StreamInfo,
@@ -31,7 +32,8 @@ __all__ = [
     "StoredMessage", "SuccessResponse", "StreamPurgeResponse", "StreamNamesResponse", "StreamListResponse",
     "ConsumerNamesResponse", "ConsumerListResponse", "StreamMsgGetResponse", "ConsumerPauseResponseBody",
     "StreamSnapshotResponse", "StreamRestoreResponse", "StreamInfoResponse", "ConsumerInfoResponse",
-    "AccountInfoResponse", "PubAckResponse", "EmptyResponse",
+    "AccountInfoResponse", "PubAckResponse", "EmptyResponse", "EmptyRequest", "ConsumerResetRequest",
+    "ConsumerResetResponse", "AccountPurgeResponse",
 ]
 
 
@@ -162,8 +164,25 @@ class StreamRemovePeerRequest(Model):
 
 @dataclass
 class LeaderStepdownRequest(Model):
+    """A leader stepdown (stream, consumer or meta): where the new leader may go."""
+
     _omit_defaults: ClassVar[bool] = True
-    placement: Optional[Dict[str, Any]] = None
+    placement: Optional[Placement] = None
+
+
+@dataclass
+class EmptyRequest(Model):
+    """A request without fields (``CONSUMER.INFO``)."""
+
+    _omit_defaults: ClassVar[bool] = True
+
+
+@dataclass
+class ConsumerResetRequest(Model):
+    """``CONSUMER.RESET`` (2.14+): the stream sequence to reset the consumer to."""
+
+    _omit_defaults: ClassVar[bool] = True
+    seq: Optional[int] = None
 
 
 @dataclass
@@ -272,8 +291,18 @@ class ConsumerInfoResponse(ConsumerInfo, _Response):
 
 
 @dataclass
+class ConsumerResetResponse(ConsumerInfo, _Response):
+    reset_seq: int = 0
+
+
+@dataclass
 class AccountInfoResponse(AccountInfo, _Response):
     pass
+
+
+@dataclass
+class AccountPurgeResponse(_Response):
+    initiated: bool = False
 
 
 @dataclass

@@ -91,6 +91,7 @@ class ServerInfo(Model):
     jetstream: bool = False
     time: Optional[datetime] = None
     flags: Optional[int] = None
+    feature_flags: Optional[Dict[str, bool]] = None
 
 
 @dataclass
