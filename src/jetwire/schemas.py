@@ -353,6 +353,7 @@ def names() -> List[str]:
 def schema(type: str) -> Dict[str, Any]:  # noqa: A002 - the document field's name
     """The JSON Schema (draft-07) of ``type``, a full name such as
     ``"io.nats.jetstream.api.v1.stream_configuration"``; ``ValueError`` for an unknown type."""
+    type = _resolve(type)
     s = _SCHEMAS.get(type)
     if s is None:
         try:
@@ -366,6 +367,15 @@ def schema(type: str) -> Dict[str, Any]:  # noqa: A002 - the document field's na
              "description": description, **body}
         _SCHEMAS[type] = s
     return _copy(s)
+
+
+def _resolve(type: str) -> str:  # noqa: A002
+    """A full type name, also from its last token when that names one type
+    (``"stream_configuration"``)."""
+    if type in _TYPES or not isinstance(type, str) or "." in type:
+        return type
+    found = [t for t in _TYPES if t.rsplit(".", 1)[-1] == type]
+    return found[0] if len(found) == 1 else type
 
 
 def _copy(s: Dict[str, Any]) -> Dict[str, Any]:
@@ -387,6 +397,7 @@ def type_of(data: Any) -> str:
 def _validator(type: str) -> Callable[[Any], Any]:  # noqa: A002
     v = _VALIDATORS.get(type)
     if v is None:
+        type = _resolve(type)
         import fastjsonschema
 
         schema(type)
@@ -396,27 +407,76 @@ def _validator(type: str) -> Callable[[Any], Any]:  # noqa: A002
 
 
 def validate(data: Any, type: str) -> List[str]:  # noqa: A002
-    """Check ``data`` (a dict, or JSON bytes/str) against the schema of ``type``: an
-    empty list when it is valid, else the problem found, as ``"<json path>: <what>
-    (rule <keyword>)"``. ``ValueError`` for an unknown type."""
+    """Check ``data`` (a dict, JSON bytes/str, or a model instance) against the schema of
+    ``type``: an empty list when it is valid, else one string per problem,
+    ``"<json path>: <what> (rule <keyword>)"``. ``ValueError`` for an unknown type."""
     import fastjsonschema
 
+    type = _resolve(type)
     check = _validator(type)
-    if isinstance(data, (bytes, bytearray, memoryview, str)):
+    if isinstance(data, Model):  # a model leaves its defaults out: put the required ones back
+        data = _complete(data.to_json_dict(), _SCHEMAS[type])
+    elif isinstance(data, (bytes, bytearray, memoryview, str)):
         try:
             data = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
             return [f"$: not JSON ({exc})"]
     try:
-        check(data)
+        check(data)  # the fast path: valid
     except fastjsonschema.JsonSchemaValueException as exc:
-        path = "$" + "".join(f"[{p}]" if isinstance(p, int) or str(p).isdigit() else f".{p}"
-                             for p in (exc.path or [])[1:])
-        msg = exc.message
-        if msg.startswith(exc.name or "\x00"):
-            msg = msg[len(exc.name or ''):].strip()
-        return [f"{path}: {msg} (rule {exc.rule})"]
+        return _all_errors(data, _SCHEMAS[type], "$") or [_error_text(exc, "$")]
     return []
+
+
+def _error_text(exc: Any, base: str) -> str:
+    path = base + "".join(f"[{p}]" if isinstance(p, int) or str(p).isdigit() else f".{p}"
+                          for p in (exc.path or [])[1:])
+    msg = exc.message
+    if exc.name and msg.startswith(exc.name):
+        msg = msg[len(exc.name):].strip()
+    return f"{path}: {msg} (rule {exc.rule})"
+
+
+_PART_VALIDATORS: Dict[str, Callable[[Any], Any]] = {}
+
+
+def _check_part(part: Dict[str, Any], value: Any, path: str) -> List[str]:
+    import fastjsonschema
+
+    key = orjson.dumps(part, option=orjson.OPT_SORT_KEYS).decode()
+    v = _PART_VALIDATORS.get(key)
+    if v is None:
+        v = fastjsonschema.compile(part, use_default=False, use_formats=True)
+        _PART_VALIDATORS[key] = v
+    try:
+        v(value)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        return [_error_text(exc, path)]
+    return []
+
+
+def _all_errors(data: Any, s: Dict[str, Any], path: str) -> List[str]:
+    """Every problem of ``data`` (the slow path, once a document failed): objects are
+    walked field by field, anything else checked whole."""
+    any_of = s.get("anyOf")
+    if any_of and len(any_of) == 2 and any_of[1] == {"type": "null"}:  # an optional field
+        if data is None:
+            return []
+        s = any_of[0]
+    if s.get("type") != "object" or not isinstance(data, dict) or "properties" not in s:
+        return _check_part(s, data, path)
+    props = s["properties"]
+    out = [f"{path}: missing required property {name!r} (rule required)"
+           for name in s.get("required", ()) if name not in data]
+    if s.get("additionalProperties") is False:
+        out += [f"{path}.{name}: unknown property (rule additionalProperties)" for name in data if name not in props]
+    for name, value in data.items():
+        p = props.get(name)
+        if p is not None:
+            out += _all_errors(value, p, f"{path}.{name}")
+    if "allOf" in s and not out:
+        out += _check_part({"allOf": s["allOf"]}, data, path)
+    return out
 
 
 # ---------------------------------------------------------------------------------

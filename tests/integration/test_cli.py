@@ -297,27 +297,37 @@ def test_sub_count_pub_and_req(nats_url: str) -> None:
 
 
 def test_events_renders_advisories(nats_url: str) -> None:
-    p = subprocess.Popen(jetwire_cmd("events", "--count", "2", "--format", "json", "--kind", "stream_action",
-                                     "--kind", "io.nats.jetstream.advisory.v1.consumer_action", "-s", nats_url),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     s = uid("EV")
+    procs = {fmt: subprocess.Popen(jetwire_cmd("events", "--count", "2", "--format", fmt, "--kind", "stream_action",
+                                               "--kind", "io.nats.jetstream.advisory.v1.consumer_action",
+                                               "-s", nats_url),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for fmt in ("json", "cloudevents", "text")}
+    outs = {}
     try:
-        _wait_line(p.stderr, "Listening")
+        for p in procs.values():
+            _wait_line(p.stderr, "Listening")
         assert run("stream", "add", s, "--subjects", s.lower(), "-s", nats_url).exit_code == 0
         with jetwire.connect(nats_url) as nc:
             nc.jetstream().create_consumer(s, durable_name="D")
-        out, _ = p.communicate(timeout=20)
+        for fmt, p in procs.items():
+            outs[fmt], _ = p.communicate(timeout=20)
+            assert p.returncode == 0, fmt
     finally:
-        if p.poll() is None:
-            p.kill()
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
         run("stream", "rm", s, "-f", "-s", nats_url)
-    assert p.returncode == 0
-    first, _, rest = out.partition("\n}\n")  # --format json: indented documents, one after the other
-    ev = parse(first + "\n}")
-    assert ev.type == "io.nats.jetstream.advisory.v1.stream_action" and ev.stream == s
-    assert render(ev).endswith(f"[Stream Create] {s}")
-    second = parse(rest)
+    first, second = (parse(line) for line in outs["json"].splitlines())  # one document a line
+    assert first.type == "io.nats.jetstream.advisory.v1.stream_action" and first.stream == s
     assert second.type == "io.nats.jetstream.advisory.v1.consumer_action" and second.consumer == "D"
+    ces = [json.loads(line) for line in outs["cloudevents"].splitlines()]
+    assert [c["type"] for c in ces] == [first.type, second.type]
+    assert all(c["specversion"] == "1.0" and c["source"] == "urn:nats:jetstream" for c in ces)
+    lines = outs["text"].splitlines()
+    assert len(lines) == 2 and lines[0].endswith(f"[Stream Create] {s}")
+    assert lines[1].endswith(f"[Consumer Create] {s} > D")
+    assert render(first) == lines[0]  # the same advisory, rendered by the library
 
 
 # ------------------------------------------------------------------------------ server

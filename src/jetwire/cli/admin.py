@@ -1133,7 +1133,10 @@ def req(subject: str, body: Optional[str], headers: Any, timeout: float, raw: bo
 def events(count: Optional[int], timeout: Optional[float], fmt: str, kinds: tuple, domain: Optional[str],
            as_json: bool, conn: Dict[str, Any]) -> None:
     """Show JetStream advisories and metrics ($JS.EVENT.ADVISORY.> and $JS.EVENT.METRIC.>),
-    rendered by jetwire.events (--json is --format json)."""
+    rendered by jetwire.events; json and cloudevents print one document a line
+    (--json is --format json)."""
+    import orjson
+
     import jetwire
     from jetwire.events import render
 
@@ -1151,7 +1154,10 @@ def events(count: Optional[int], timeout: Optional[float], fmt: str, kinds: tupl
                     except jetwire.TimeoutError:
                         raise CliError(f"timeout: no event within {human_duration(timeout)} ({n} received)") from None
                     n += 1
-                    click.echo(render(ev, fmt))
+                    out = render(ev, fmt)
+                    if fmt in ("json", "cloudevents"):  # one document a line
+                        out = orjson.dumps(orjson.loads(out)).decode()
+                    click.echo(out)
                     sys.stdout.flush()
             except KeyboardInterrupt:
                 pass
