@@ -250,3 +250,27 @@ async def test_snapshot_and_restore_advisories(nats_url, tmp_path):
         es.stop()
         await js.delete_stream(s)
         await nc.close()
+
+
+async def test_events_are_domain_aware(nats_server_factory):
+    srv = nats_server_factory(domain="hub")
+    nc = await jetwire.connect(srv.url)
+    hub = nc.jetstream(domain="hub")
+    es_hub = await hub.events(kinds=["stream_action"])
+    es_other = await nc.jetstream(domain="spoke").events(kinds=["stream_action"])
+    try:
+        await hub.create_stream(name="S", subjects=["s"])
+        ev = await es_hub.next(timeout=10)
+        assert isinstance(ev, StreamActionAdvisory) and (ev.stream, ev.domain) == ("S", "hub")
+        # the same connection got it for es_other too, before this marker (no domain) arrives
+        marker = {"type": "io.nats.jetstream.advisory.v1.stream_action", "id": "marker",
+                  "timestamp": "2026-01-02T03:04:05Z", "stream": "MARK", "action": "create"}
+        await nc.publish("$JS.EVENT.ADVISORY.STREAM.CREATED.MARK", orjson.dumps(marker))
+        ev = await es_other.next(timeout=10)
+        assert (ev.stream, ev.id, ev.domain) == ("MARK", "marker", None)
+        ev = await es_hub.next(timeout=10)  # no domain: every context takes it
+        assert ev.id == "marker"
+    finally:
+        es_hub.stop()
+        es_other.stop()
+        await nc.close()

@@ -251,3 +251,27 @@ def test_snapshot_and_restore_advisories(nats_url, tmp_path):
         es.stop()
         js.delete_stream(s)
         nc.close()
+
+
+def test_events_are_domain_aware(nats_server_factory):
+    srv = nats_server_factory(domain="hub")
+    nc = jetwire.connect(srv.url)
+    hub = nc.jetstream(domain="hub")
+    es_hub = hub.events(kinds=["stream_action"])
+    es_other = nc.jetstream(domain="spoke").events(kinds=["stream_action"])
+    try:
+        hub.create_stream(name="S", subjects=["s"])
+        ev = es_hub.next(timeout=10)
+        assert isinstance(ev, StreamActionAdvisory) and (ev.stream, ev.domain) == ("S", "hub")
+        # the same connection got it for es_other too, before this marker (no domain) arrives
+        marker = {"type": "io.nats.jetstream.advisory.v1.stream_action", "id": "marker",
+                  "timestamp": "2026-01-02T03:04:05Z", "stream": "MARK", "action": "create"}
+        nc.publish("$JS.EVENT.ADVISORY.STREAM.CREATED.MARK", orjson.dumps(marker))
+        ev = es_other.next(timeout=10)
+        assert (ev.stream, ev.id, ev.domain) == ("MARK", "marker", None)
+        ev = es_hub.next(timeout=10)  # no domain: every context takes it
+        assert ev.id == "marker"
+    finally:
+        es_hub.stop()
+        es_other.stop()
+        nc.close()
