@@ -146,3 +146,16 @@ def test_parse_never_raises_for_valid_json(typ, fields):
     assert ev.type == typ
     for fmt in FORMATS:
         assert isinstance(render(ev, fmt), str)
+
+
+def test_validate_lists_every_problem_and_takes_models_and_short_names():
+    errors = schemas.validate({"name": "a b", "max_msgs": -5, "storage": "disk", "colour": 1, "retention": "limits",
+                               "max_consumers": -1, "max_bytes": -1, "max_age": 0, "num_replicas": 1},
+                              "stream_configuration")
+    assert [e.split(":")[0] for e in errors] == ["$.colour", "$.name", "$.max_msgs", "$.storage"]
+    assert schemas.validate(StreamConfig(name="S", subjects=["s"]), "stream_configuration") == []
+    assert schemas.validate(StreamConfig(name="S", max_msgs=-2), "stream_configuration") == [
+        "$.max_msgs: must be bigger than or equal to -1 (rule minimum)"]
+    assert schemas.schema("nak") == schemas.schema("io.nats.jetstream.advisory.v1.nak")
+    doc = {**NAK, "timestamp": "yesterday", "stream": None}
+    assert [e.split(":")[0] for e in schemas.validate(doc, "nak")] == ["$.timestamp", "$.stream"]
