@@ -26,7 +26,7 @@ import orjson
 
 from jetwire.jetstream._json import Model, format_time, parse_time
 from jetwire.jetstream.event_models import *  # noqa: F401,F403
-from jetwire.jetstream.event_models import EVENT_TYPES, Event
+from jetwire.jetstream.event_models import EVENT_TYPES, Event, _hms
 from jetwire.jetstream.event_models import __all__ as _models_all
 
 __all__ = ["parse", "render", "UnknownEvent", "FORMATS", "ADVISORY_SUBJECT", "METRIC_SUBJECT", "kinds_filter",
@@ -113,10 +113,6 @@ def accepts(kinds: Optional[frozenset], typ: str) -> bool:
 
 # ---------------------------------------------------------------------------------
 # rendering
-
-
-def _hms(t: Optional[datetime]) -> str:
-    return "--:--:--" if t is None else t.astimezone(timezone.utc).strftime("%H:%M:%S")
 
 
 def _wire(event: AnyEvent) -> Any:
