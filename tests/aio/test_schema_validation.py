@@ -136,3 +136,43 @@ async def test_invalid_configs_raise_with_nothing_sent(nats_url):
     finally:
         await plain.delete_stream(name)
         await nc.close()
+
+
+async def test_everything_jetwire_sends_validates(nats_url):
+    """KV, object stores, ordered and push consumers, paging, purges and message gets all
+    build requests the schemas accept."""
+    checked: list = []
+
+    def trace(subject, payload):
+        rel = subject[len("$JS.API."):] if subject.startswith("$JS.API.") else None
+        if rel is not None and payload and schemas.request_type(rel):
+            assert schemas.validate(payload, schemas.request_type(rel)) == [], (subject, payload)
+            checked.append(rel.split(".")[0:2])
+
+    nc = await jetwire.connect(nats_url)
+    js = nc.jetstream(validate=True, trace_cb=trace)
+    b, s = uniq("KV"), uniq("SV")
+    try:
+        kv = await js.create_key_value(bucket=b, history=5, ttl=60.0)
+        await kv.put("a", b"1")
+        assert (await kv.get("a")).value == b"1"
+        ob = await js.create_object_store(bucket=b)
+        await ob.put_bytes("x", b"y" * 300000)
+        assert len(await ob.get_bytes("x")) == 300000
+        await js.create_stream(name=s, subjects=[f"{s}.>"])
+        for _ in range(3):
+            await js.publish(f"{s}.a", b"x")
+        oc = await js.ordered_consumer(s)
+        assert len([m async for m in await oc.fetch(3)]) == 3
+        sub = await js.subscribe(f"{s}.a", durable="P")
+        assert (await sub.next_msg(timeout=5)).data == b"x"
+        await sub.unsubscribe()
+        stream = await js.stream(s)
+        await stream.purge(keep=1)
+        assert [n async for n in js.stream_names()]
+    finally:
+        await js.delete_key_value(b)
+        await js.delete_object_store(b)
+        await js.delete_stream(s)
+        await nc.close()
+    assert ["STREAM", "CREATE"] in checked and ["CONSUMER", "CREATE"] in checked

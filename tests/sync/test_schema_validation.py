@@ -137,3 +137,43 @@ def test_invalid_configs_raise_with_nothing_sent(nats_url):
     finally:
         plain.delete_stream(name)
         nc.close()
+
+
+def test_everything_jetwire_sends_validates(nats_url):
+    """KV, object stores, ordered and push consumers, paging, purges and message gets all
+    build requests the schemas accept."""
+    checked: list = []
+
+    def trace(subject, payload):
+        rel = subject[len("$JS.API."):] if subject.startswith("$JS.API.") else None
+        if rel is not None and payload and schemas.request_type(rel):
+            assert schemas.validate(payload, schemas.request_type(rel)) == [], (subject, payload)
+            checked.append(rel.split(".")[0:2])
+
+    nc = jetwire.connect(nats_url)
+    js = nc.jetstream(validate=True, trace_cb=trace)
+    b, s = uniq("KV"), uniq("SV")
+    try:
+        kv = js.create_key_value(bucket=b, history=5, ttl=60.0)
+        kv.put("a", b"1")
+        assert (kv.get("a")).value == b"1"
+        ob = js.create_object_store(bucket=b)
+        ob.put_bytes("x", b"y" * 300000)
+        assert len(ob.get_bytes("x")) == 300000
+        js.create_stream(name=s, subjects=[f"{s}.>"])
+        for _ in range(3):
+            js.publish(f"{s}.a", b"x")
+        oc = js.ordered_consumer(s)
+        assert len([m for m in oc.fetch(3)]) == 3
+        sub = js.subscribe(f"{s}.a", durable="P")
+        assert (sub.next_msg(timeout=5)).data == b"x"
+        sub.unsubscribe()
+        stream = js.stream(s)
+        stream.purge(keep=1)
+        assert [n for n in js.stream_names()]
+    finally:
+        js.delete_key_value(b)
+        js.delete_object_store(b)
+        js.delete_stream(s)
+        nc.close()
+    assert ["STREAM", "CREATE"] in checked and ["CONSUMER", "CREATE"] in checked
