@@ -38,6 +38,10 @@ def __getattr__(name: str) -> Any:
     try:
         return globals()[name]
     except KeyError:
+        if name in ("schemas", "events"):  # submodules: jetwire.events.parse(...) after a bare import jetwire
+            import importlib
+
+            return importlib.import_module(f"jetwire.{name}")
         raise AttributeError(f"module 'jetwire' has no attribute {name!r}") from None
 
 

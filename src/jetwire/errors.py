@@ -228,6 +228,16 @@ class DataLossError(JetStreamError):
     purge or deletion): the Spark reader raises it when ``failOnDataLoss`` is true."""
 
 
+class SchemaValidationError(JetStreamError, ValueError):
+    """A JetStream API request that does not validate against its JSON Schema
+    (``nc.jetstream(validate=True)``); nothing was sent. ``errors``: one string per
+    problem, naming the JSON path and the rule."""
+
+    def __init__(self, message: str, errors: "list[str]") -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+
 class OrderedConsumerResetError(JetStreamError):
     """The ordered consumer could not be recreated."""
 

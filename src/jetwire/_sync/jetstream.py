@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterator, Callable, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterator, Callable, Dict, Iterable, Optional, Tuple, Union
 
 import orjson
 
@@ -33,6 +33,7 @@ from ..errors import (
     TooManyStalledMsgsError,
     api_error,
 )
+from ..events import ADVISORY_SUBJECT, METRIC_SUBJECT
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.ensure_core import (
     DEFAULT_CONSUMER,
@@ -58,6 +59,7 @@ from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck
 from ..jetstream.pubmux import AckFuture, AioAckFuture, PubAckMux  # noqa: F401 - one future per flavour
 from ..jetstream.validate import validate_consumer_name, validate_stream_name
 from ..msg import Msg
+from ..schemas import check_request
 from . import _prims as prims
 from .stream import Stream, _stream_info
 
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
 
     from ..jetstream.backup_core import SnapshotResult
     from .consumer import Consumer
+    from .events import EventStream
     from .kv import KeyValue
     from .objects import ObjectStore
     from .ordered import OrderedConsumer
@@ -151,7 +154,11 @@ def _takes_three(cb: Callable[..., Any]) -> bool:
 
 class JetStream:
     """JetStream over one connection: ``nc.jetstream(domain=, api_prefix=, timeout=,
-    publish_async_max_pending=, trace_cb=)``.
+    publish_async_max_pending=, trace_cb=, validate=)``.
+
+    ``validate=True`` checks every API request against its JSON Schema
+    (:mod:`jetwire.schemas`) before it is sent, completed with the fields the published
+    schemas require, and raises ``SchemaValidationError`` with nothing sent.
 
     Async publishes share one reply subscription (and one count of acks in flight) per
     connection; ``publish_async_max_pending`` bounds that count for publishes made
@@ -178,7 +185,7 @@ class JetStream:
     def __init__(self, nc: Any, domain: Optional[str] = None, api_prefix: Optional[str] = None,
                  timeout: float = 5.0, publish_async_max_pending: int = 4000,
                  trace_cb: Optional[Callable[[str, bytes], Any]] = None,
-                 publish_async_err_cb: Optional[Callable[..., Any]] = None) -> None:
+                 publish_async_err_cb: Optional[Callable[..., Any]] = None, validate: bool = False) -> None:
         if domain is not None and api_prefix is not None:
             raise ValueError("give domain or api_prefix, not both")
         if domain:
@@ -205,6 +212,7 @@ class JetStream:
         self._err_cb = publish_async_err_cb
         self._err_cb_js = publish_async_err_cb is not None and _takes_three(publish_async_err_cb)
         self._on_fail = None if publish_async_err_cb is None else self._async_failed
+        self._validate = validate
 
     def __repr__(self) -> str:
         return f"<JetStream prefix={self._prefix!r}>"
@@ -232,7 +240,9 @@ class JetStream:
         subclasses with the server's ``err_code``; ``JetStreamNotEnabledError`` when nothing answers).
 
         Every management request of this context (streams, consumers, account, KV and
-        object-store buckets, backups) goes through here."""
+        object-store buckets, backups) goes through here. With ``validate=True`` the
+        payload is completed and checked against its schema first
+        (``SchemaValidationError``, nothing sent)."""
         full, data = self._api_prepare(subject, payload)
         try:
             msg = self._request(full, data, timeout or self._timeout)
@@ -247,19 +257,22 @@ class JetStream:
         self._link.request_nowait(full, data)
 
     def _api_prepare(self, subject: str, payload: Union[dict, bytes, None]) -> Tuple[str, bytes]:
-        """The full subject and the body of an API request: every API request is made here."""
+        """The full subject and the body of an API request: every API request is made here
+        (and checked against its schema here with ``validate=True``)."""
         if not isinstance(subject, str) or not subject:
             raise ValueError("subject is required (relative to the API prefix, e.g. 'STREAM.INFO.ORDERS')")
         if subject.startswith(("$JS.", self._prefix + ".")):
             raise ValueError(f"subject {subject!r} must be relative to the API prefix (e.g. 'STREAM.INFO.ORDERS')")
+        if payload is not None and not isinstance(payload, (bytes, bytearray, memoryview, dict)):
+            raise TypeError(f"payload must be a dict, bytes or None, not {type(payload).__name__}")
+        if self._validate:
+            payload = check_request(subject, bytes(payload) if isinstance(payload, memoryview) else payload)
         if payload is None:
             data = b""
-        elif isinstance(payload, (bytes, bytearray, memoryview)):
-            data = bytes(payload)
         elif isinstance(payload, dict):
             data = orjson.dumps(payload)
         else:
-            raise TypeError(f"payload must be a dict, bytes or None, not {type(payload).__name__}")
+            data = bytes(payload)
         full = f"{self._prefix}.{subject}"
         _impl.validate_subject(full)
         return full, data
@@ -568,6 +581,29 @@ class JetStream:
         oc = OrderedConsumer(self, stream, **options)
         oc._start()
         return oc
+
+    # -- advisories and metrics ------------------------------------------------------
+    def events(self, kinds: Optional[Iterable[str]] = None) -> "EventStream":
+        """Parsed advisories and metrics (``$JS.EVENT.ADVISORY.>`` and ``$JS.EVENT.METRIC.>``)
+        as an :class:`~jetwire.events.EventStream`; ``kinds``: full type strings or
+        their last token (``"api_audit"``). With a ``domain``, events of other domains are
+        skipped. Subscribed (and flushed) when this returns."""
+        from .events import EventStream
+
+        es = EventStream(self._link, [ADVISORY_SUBJECT, METRIC_SUBJECT], kinds, self._domain)
+        self._nc.flush()
+        return es
+
+    def consumer_ack_metrics(self, stream: str, consumer: str) -> "EventStream":
+        """The ack metrics (``ConsumerAckMetric``) of one consumer, which the server sends
+        for the share of acks its ``sample_freq`` asks for."""
+        from .events import EventStream
+
+        validate_stream_name(stream)
+        validate_consumer_name(consumer)
+        es = EventStream(self._link, [f"$JS.EVENT.METRIC.CONSUMER.ACK.{stream}.{consumer}"], None, self._domain)
+        self._nc.flush()
+        return es
 
     # -- push consumers (nats.go legacy style; implemented in push.py) ---------------
     def subscribe(self, subject: str, queue: Optional[str] = None, cb: Optional[Callable[..., Any]] = None,

@@ -921,13 +921,14 @@ class Client:
 
     def jetstream(self, domain: Optional[str] = None, api_prefix: Optional[str] = None, timeout: float = 5.0,
                   publish_async_max_pending: int = 4000, trace_cb: Optional[Callable[..., Any]] = None,
-                  publish_async_err_cb: Optional[Callable[..., Any]] = None) -> "JetStream":
+                  publish_async_err_cb: Optional[Callable[..., Any]] = None,
+                  validate: bool = False) -> "JetStream":
         """A JetStream context over this connection (options: see ``JetStream``)."""
         from .jetstream import JetStream
 
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout,
                          publish_async_max_pending=publish_async_max_pending, trace_cb=trace_cb,
-                         publish_async_err_cb=publish_async_err_cb)
+                         publish_async_err_cb=publish_async_err_cb, validate=validate)
 
 
 class Link:
