@@ -709,7 +709,10 @@ class Client:
         except BaseException:
             self._resp_map.pop(token, None)
             raise
-        self._writer.flush_now()  # a request waits: send now, not on the next turn
+        # asyncio: sent at the end of this loop turn, in one write with every other request
+        # and reply queued in it (a write per request was a third of a busy requester's time)
+        self._writer.kick()  # aio-only
+        # sync-only: self._writer.flush_now()  # the caller waits: send now, from its own thread
         return token, fut
 
     async def _wait_reply(self, subject: str, token: str, fut: Any, timeout: float) -> Msg:

@@ -48,6 +48,10 @@ class DirectSub(Protocol):
     @property
     def is_valid(self) -> bool: ...
 
+    def drain(self, timeout: Optional[float] = None) -> None:
+        """Stop taking new messages (UNSUB sent), let the handler see what the server sent
+        before that (a PING/PONG round trip), then close."""
+
 
 class Link(Protocol):
     """What the layers above the connection may use of it.
