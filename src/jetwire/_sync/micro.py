@@ -181,6 +181,13 @@ class _Workers:
                 with lock:
                     self._busy -= 1
 
+    @property
+    def free(self) -> bool:
+        """Nothing waits and fewer than ``limit`` are being handled."""
+        return not self._backlog and self._busy < self._limit
+
+
+
     def join(self, timeout: Optional[float]) -> bool:
         """Wait until nothing waits or is being handled; False on timeout."""
         return self._quiet.wait(timeout)
@@ -235,7 +242,9 @@ class Endpoint:
 
     def _start(self) -> None:
         ep = self._core
-        self._sub = self._svc._link.subscribe_direct(ep.subject, self._workers.submit, queue=ep.queue_group or None)
+        on_msg = self._workers.submit
+        self._sub = self._svc._link.subscribe_direct(ep.subject, on_msg, queue=ep.queue_group or None)
+
 
     def _handle(self, msg: Any) -> None:
         """Run the handler for one request (on a worker) and count it."""

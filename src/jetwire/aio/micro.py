@@ -181,6 +181,26 @@ class _Workers:
                 with lock:
                     self._busy -= 1
 
+    @property
+    def free(self) -> bool:
+        """Nothing waits and fewer than ``limit`` are being handled."""
+        return not self._backlog and self._busy < self._limit
+
+    def adopt(self, task: Any) -> None:  # aio-only
+        """Count a request whose handler, started eagerly, goes on as ``task``."""  # aio-only
+        self._busy += 1  # aio-only
+        self._quiet.clear()  # aio-only
+        task.add_done_callback(self._adopted_done)  # aio-only
+
+    def _adopted_done(self, task: Any) -> None:  # aio-only
+        self._busy -= 1  # aio-only
+        if self._backlog and not self._waking:  # aio-only
+            wake = self._wake_locked()  # aio-only
+            if wake is not None:  # aio-only
+                self._start(wake)  # aio-only
+        elif not self._busy and not self._backlog:  # aio-only
+            self._quiet.set()  # aio-only
+
     async def join(self, timeout: Optional[float]) -> bool:
         """Wait until nothing waits or is being handled; False on timeout."""
         return await self._quiet.wait(timeout)
@@ -235,7 +255,21 @@ class Endpoint:
 
     def _start(self) -> None:
         ep = self._core
-        self._sub = self._svc._link.subscribe_direct(ep.subject, self._workers.submit, queue=ep.queue_group or None)
+        on_msg = self._on_msg  # aio-only
+        # sync-only: on_msg = self._workers.submit
+        self._sub = self._svc._link.subscribe_direct(ep.subject, on_msg, queue=ep.queue_group or None)
+
+    def _on_msg(self, msg: Any) -> None:  # aio-only
+        """From the reader: start the handler at once when there is room (up to its first  # aio-only
+        wait, like an eager task: a handler that only responds costs no task and its answer  # aio-only
+        leaves with this read's), else queue the request for a worker."""  # aio-only
+        workers = self._workers  # aio-only
+        if not workers.free:  # aio-only
+            workers.submit(msg)  # aio-only
+            return  # aio-only
+        task = prims.eager_start(self._handle(msg))  # aio-only
+        if task is not None:  # aio-only
+            workers.adopt(task)  # aio-only
 
     async def _handle(self, msg: Any) -> None:
         """Run the handler for one request (on a worker) and count it."""
