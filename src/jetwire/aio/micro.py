@@ -122,12 +122,15 @@ class _Workers:
         with self._lock:
             self._backlog.append(item)
             self._quiet.clear()
-            wake = None if self._waking else self._wake_locked()
+            wake = self._wake_locked()
         if wake is not None:
             self._start(wake)
 
     def _wake_locked(self) -> Any:
-        """An idle worker's signal to set, True to start a worker, or None (all busy)."""
+        """When an item waits, there is room for it and no worker is on its way: an idle
+        worker's signal to set, or True to start a worker; else None."""
+        if self._waking or not self._backlog or self._busy >= self._limit:
+            return None
         if self._idle:
             self._waking += 1
             return self._idle.pop()
@@ -152,19 +155,18 @@ class _Workers:
         while True:
             wake = None
             with lock:
-                if backlog:
+                if backlog and self._busy < self._limit:
                     item = backlog.popleft()
                     self._busy += 1
-                    if backlog and not self._waking:
-                        wake = self._wake_locked()
-                elif self._closing:
+                    wake = self._wake_locked()  # more wait and there is room: the next worker
+                elif self._closing and not backlog:
                     self._workers -= 1
                     if not self._busy:
                         self._quiet.set()
                     return
                 else:
                     item = None
-                    if not self._busy:
+                    if not self._busy and not backlog:
                         self._quiet.set()
                     sig.clear()
                     self._idle.append(sig)
@@ -194,10 +196,9 @@ class _Workers:
 
     def _adopted_done(self, task: Any) -> None:  # aio-only
         self._busy -= 1  # aio-only
-        if self._backlog and not self._waking:  # aio-only
-            wake = self._wake_locked()  # aio-only
-            if wake is not None:  # aio-only
-                self._start(wake)  # aio-only
+        wake = self._wake_locked()  # aio-only
+        if wake is not None:  # aio-only
+            self._start(wake)  # aio-only
         elif not self._busy and not self._backlog:  # aio-only
             self._quiet.set()  # aio-only
 
