@@ -583,6 +583,10 @@ async def _discover(nc: Any, verb: str, name: Optional[str], id: Optional[str], 
     done = prims.Signal()
 
     def on_msg(msg: Any) -> None:  # from the reader
+        h = msg.headers
+        if h is not None and h.status == "503" and not msg.data:  # no responders: nobody will answer
+            done.set()
+            return
         with lock:
             got.append(msg.data)
             n = len(got)
