@@ -466,6 +466,11 @@ class Service(_EndpointAdder):
             for sub in self._verb_subs:
                 self._link.unsubscribe(sub)
             self._verbs.close()
+            if not self._nc.is_closed:
+                try:  # the server has every UNSUB when stop() returns
+                    self._nc.flush(wait)
+                except NatsError:
+                    pass
         finally:
             self._stopped = True
             if self._remove_close_cb is not None:

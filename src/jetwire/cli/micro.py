@@ -29,7 +29,7 @@ def _gather(verb: str, conn: Dict[str, Any], name: Optional[str], id: Optional[s
     import jetwire.micro as m
 
     with connected(conn) as nc:
-        fn = {"INFO": m.info, "STATS": m.stats}[verb]
+        fn: Any = {"INFO": m.info, "STATS": m.stats}[verb]
         found = fn(nc, name, id, timeout=timeout, max_results=1 if id else None)
     return sorted(found, key=lambda d: (d.name, d.id))
 
