@@ -9,13 +9,15 @@ metadata, description, stats data and queue groups; after requests, errors and a
 that raises), asks ``$SRV.PING|INFO|STATS`` on all three subjects of each, and validates
 every answer (formats included: ``started`` must be RFC 3339) against the schema its
 ``type`` names. Exit status 0 when every document is valid, 1 when one is not, 2 when
-the schemas are not there. CI runs it; the test suite does not need the schemas.
+the schemas are not there under CI (``CI=true``; elsewhere it says so and exits 0). CI
+runs it; the test suite does not need the schemas.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -128,8 +130,9 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--schemas", type=Path, default=DEFAULT_SCHEMAS, help=f"default: {DEFAULT_SCHEMAS}")
     args = ap.parse_args(argv)
     if not args.schemas.is_dir():
+        # CI always has shared/ beside the clone; a checkout elsewhere may not
         print(f"check_micro_schemas: no schemas at {args.schemas}", file=sys.stderr)
-        return 2
+        return 2 if os.environ.get("CI") == "true" else 0
     validators = load_validators(args.schemas)
     from jetwire.testing import NatsServer
 
