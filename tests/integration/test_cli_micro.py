@@ -68,3 +68,18 @@ def test_micro_ls_info_stats(nats_url):
         assert res.exit_code == 0 and json.loads(res.stdout) == []
         for s in svcs:
             s.stop()
+
+
+def test_the_example_runs(nats_url):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "examples" / "micro_service.py"
+    out = subprocess.run([sys.executable, str(script), "--server", nats_url], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "math.add [1, 2, 3] -> 6" in out.stdout
+    assert "service error 400: division by zero" in out.stdout
+    assert "stats div: 2 requests, 1 errors" in out.stdout
+    assert "service stopped: True" in out.stdout
