@@ -17,6 +17,7 @@ a burst of requests costs one wake-up, not a task or thread each.
 """
 from __future__ import annotations
 
+import threading
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional
 
@@ -108,7 +109,9 @@ class _Workers:
         self._handle = handle
         self._limit = max(1, int(limit))
         self._name = name
-        self._lock = prims.write_lock()
+        # taken from C by ``with`` (no Python frame: it is on every request); re-entrant, so
+        # a stats_handler may read an endpoint's counters while the service reads them all
+        self._lock = threading.RLock()
         self._backlog: Deque[Any] = deque()
         self._idle: List[Any] = []  # the signals of idle workers
         self._workers = 0
@@ -254,7 +257,7 @@ class Endpoint:
         t0 = _now_ns()
         failed: Optional[BaseException] = None
         try:
-            prims.call(self._handler, req)
+            r = self._handler(req)
         except Exception as exc:
             failed = exc
             code, desc = core.exception_answer(exc)

@@ -73,7 +73,6 @@ class _Deadlines:
 
 
 _INF = float("inf")
-_deadlines: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines]" = weakref.WeakKeyDictionary()
 
 
 async def wait_future(fut: "asyncio.Future[Any]", timeout: Optional[float]) -> Any:
@@ -81,9 +80,10 @@ async def wait_future(fut: "asyncio.Future[Any]", timeout: Optional[float]) -> A
     if timeout is None or fut.done():
         return await fut
     loop = fut.get_loop()
-    dl = _deadlines.get(loop)
+    dl = getattr(loop, "_jetwire_deadlines", None)  # the loop owns its one (no global to leak loops)
     if dl is None:
-        dl = _deadlines[loop] = _Deadlines(loop)
+        dl = _Deadlines(loop)
+        loop._jetwire_deadlines = dl  # type: ignore[attr-defined]
     dl.add(timeout, fut)
     return await fut
 
