@@ -236,6 +236,28 @@ class TooManyStalledMsgsError(JetStreamError):
     """``publish_async`` found no room in its window in time."""
 
 
+def _show(v: Any) -> str:
+    """A config value in an error message (an enum as its wire string)."""
+    return repr(getattr(v, "value", v))
+
+
+class ConfigDriftError(JetStreamError):
+    """``ensure_stream``/``ensure_consumer``: the stored config differs from the wanted one
+    in fields the server cannot update. ``fields``: those field names (in the config's
+    order); ``changes``: every differing field (updatable ones too) -> ``(stored, wanted)``
+    as wire values; ``kind``: ``"stream"`` or ``"consumer"``; ``name``: what was checked."""
+
+    def __init__(self, kind: str, name: str, fields: "list[str]",
+                 changes: "Optional[dict[str, tuple[Any, Any]]]" = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.fields = list(fields)
+        self.changes = dict(changes or {})
+        detail = ", ".join(f"{f} ({_show(self.changes[f][0])} -> {_show(self.changes[f][1])})"
+                           if f in self.changes else f for f in self.fields)
+        super().__init__(f"{kind} {name!r}: the stored config differs in fields that cannot be updated: {detail}")
+
+
 # --- key-value ----------------------------------------------------------------------
 class KeyNotFoundError(JetStreamError, KeyError):
     """The key does not exist."""
@@ -330,6 +352,7 @@ ERR_CODES: dict[int, type[APIError]] = {
     10149: ConsumerDoesNotExistError,
     10037: MsgNotFoundError,
     10003: BadRequestError,
+    10025: BadRequestError,  # invalid JSON
     10076: JetStreamNotEnabledError,
     10039: JetStreamNotEnabledError,
     10071: WrongLastSequenceError,

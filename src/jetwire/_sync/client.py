@@ -930,12 +930,14 @@ class Client:
         return self._core.info.get("client_id") if self._core is not None else None
 
     def jetstream(self, domain: Optional[str] = None, api_prefix: Optional[str] = None, timeout: float = 5.0,
-                  publish_async_max_pending: int = 4000, trace_cb: Optional[Callable[..., Any]] = None) -> "JetStream":
-        """A JetStream context over this connection (``trace_cb``: see ``JetStream``)."""
+                  publish_async_max_pending: int = 4000, trace_cb: Optional[Callable[..., Any]] = None,
+                  publish_async_err_cb: Optional[Callable[..., Any]] = None) -> "JetStream":
+        """A JetStream context over this connection (options: see ``JetStream``)."""
         from .jetstream import JetStream
 
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout,
-                         publish_async_max_pending=publish_async_max_pending, trace_cb=trace_cb)
+                         publish_async_max_pending=publish_async_max_pending, trace_cb=trace_cb,
+                         publish_async_err_cb=publish_async_err_cb)
 
 
 class Link:
@@ -1027,6 +1029,12 @@ class Link:
     # -- errors, timers, background work -----------------------------------------------
     def report_error(self, exc: BaseException) -> None:
         self._nc._report_error(exc)
+
+    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+        nc = self._nc
+        sched = nc._sched
+        if sched is not None and not nc._quiet():
+            sched.dispatch(cb, *args)
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any:
         return self._nc._sched.call_later(delay, fn, *args)

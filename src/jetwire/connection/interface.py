@@ -139,6 +139,12 @@ class Link(Protocol):
     def report_error(self, exc: BaseException) -> None:
         """Hand ``exc`` to the user's ``error_cb`` (on the callback dispatcher)."""
 
+    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+        """Call the user's callback ``cb(*args)`` (plain, or a coroutine function in
+        aio) on the callback dispatcher, in order with the connection's other callbacks;
+        nothing once the user closed the connection with ``no_callbacks_after_close``.
+        An exception it raises goes to ``error_cb``."""
+
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Cancellable:
         """Call plain ``fn(*args)`` once after ``delay`` seconds on the connection's timer."""
 
