@@ -269,7 +269,7 @@ class Endpoint:
         wait, like an eager task: a handler that only responds costs no task and its answer  # aio-only
         leaves with this read's), else queue the request for a worker."""  # aio-only
         workers = self._workers  # aio-only
-        if not workers.free:  # aio-only
+        if workers._backlog or workers._busy >= workers._limit:  # aio-only
             workers.submit(msg)  # aio-only
             return  # aio-only
         task = prims.eager_start(self._handle(msg))  # aio-only
