@@ -29,7 +29,8 @@ INFO_RESPONSE_TYPE = "io.nats.micro.v1.info_response"
 STATS_RESPONSE_TYPE = "io.nats.micro.v1.stats_response"
 VERBS = ("PING", "INFO", "STATS")
 
-# the regular expressions of ADR-32 / nats.go micro (semver: the one semver.org suggests)
+# the regular expressions of ADR-32 / nats.go micro (semver: the one semver.org suggests),
+# used with fullmatch (a "$" would let a trailing newline through)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 _SEMVER_RE = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -43,20 +44,20 @@ _BAD_SUBJECT_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
 
 def check_name(name: Any) -> str:
     """A service name: ``[A-Za-z0-9_-]+``, else ``InvalidServiceNameError``."""
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidServiceNameError(f"invalid service name {name!r}: use A-Z, a-z, 0-9, '-' and '_'")
     return name
 
 
 def check_version(version: Any) -> str:
     """A semantic version (2.0.0), else ``InvalidServiceVersionError``."""
-    if not isinstance(version, str) or not _SEMVER_RE.match(version):
+    if not isinstance(version, str) or not _SEMVER_RE.fullmatch(version):
         raise InvalidServiceVersionError(f"invalid service version {version!r}: not a semantic version (x.y.z)")
     return version
 
 
 def check_endpoint_name(name: Any) -> str:
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidServiceConfigError(f"invalid endpoint name {name!r}: use A-Z, a-z, 0-9, '-' and '_'")
     return name
 
