@@ -991,6 +991,9 @@ class Link:
     def send_now(self) -> None:
         self._nc._writer.flush_now()
 
+    def callback_thread(self, pending: Any) -> None:
+        self._nc._writer.callback_thread(pending)
+
     def wait_writable(self) -> None:
         writer = self._nc._writer
         if writer is not None and writer.congested:

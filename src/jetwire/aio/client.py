@@ -996,6 +996,10 @@ class Link:
     def send_now(self) -> None:
         self._nc._writer.flush_now()
 
+    def callback_thread(self, pending: Any) -> None:
+        return None  # aio-only
+        # sync-only: self._nc._writer.callback_thread(pending)
+
     async def wait_writable(self) -> None:
         writer = self._nc._writer
         if writer is not None and writer.congested:

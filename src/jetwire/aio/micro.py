@@ -106,8 +106,9 @@ class _Workers:
     only when none is waking already, and a worker taking an item while more wait wakes the
     next: a burst costs a wake-up or two, however long it is."""
 
-    def __init__(self, handle: Callable[[Any], Any], limit: int, name: str) -> None:
+    def __init__(self, handle: Callable[[Any], Any], limit: int, name: str, link: Any) -> None:
         self._handle = handle
+        self._link = link
         self._limit = max(1, int(limit))
         self._name = name
         # taken from C by ``with`` (no Python frame: it is on every request); re-entrant, so
@@ -154,6 +155,7 @@ class _Workers:
         lock = self._lock
         backlog = self._backlog
         handle = self._handle
+        link = self._link
         with lock:
             self._waking -= 1
         while True:
@@ -181,6 +183,7 @@ class _Workers:
                 continue
             if wake is not None:
                 self._start(wake)
+            link.callback_thread(backlog)  # blocking: an answer with nothing else waiting leaves at once
             try:
                 await handle(item)
             finally:
@@ -237,7 +240,7 @@ class Endpoint:
         self._handler = handler
         self._nc = svc._nc
         self._error_cb = svc._error_cb
-        self._workers = _Workers(self._handle, concurrency, f"jetwire-micro-{svc.name}-{ep.name}")
+        self._workers = _Workers(self._handle, concurrency, f"jetwire-micro-{svc.name}-{ep.name}", svc._link)
         self._lock = self._workers._lock
         self._sub: Any = None
 
@@ -372,7 +375,7 @@ class Service(_EndpointAdder):
         self._concurrency = concurrency
         self._endpoints: List[Endpoint] = []
         self._verb_subs: List[Any] = []
-        self._verbs = _Workers(self._answer, 1, f"jetwire-micro-{sc.name}")
+        self._verbs = _Workers(self._answer, 1, f"jetwire-micro-{sc.name}", self._link)
         self._stopped = False
         self._stopping = False
         self._remove_close_cb: Optional[Callable[[], None]] = None
