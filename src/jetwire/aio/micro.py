@@ -573,7 +573,13 @@ async def add_service(nc: Any, name: str, version: str, description: Optional[st
     request was answered with a 500 error). ``done_cb(service)`` is called once the
     service stopped. ``concurrency``: requests of one endpoint handled at once (in
     ``jetwire.aio`` coroutine handlers in progress, default 256; in ``jetwire`` the size of
-    the endpoint's thread pool, default 4)."""
+    the endpoint's thread pool, default 4).
+
+    In ``jetwire.aio`` a handler starts at once, on the connection's reader, and runs there
+    up to its first wait (as Python 3.12's eager tasks do); from then on it is a task.
+    Before that first wait ``asyncio.current_task()`` is not its own: a handler that opens
+    ``asyncio.timeout()`` first should ``await asyncio.sleep(0)`` before. ``stop()`` waits
+    for the requests in progress: a handler must not await it (spawn it instead)."""
     sc = core.ServiceCore(name, version, next_nuid(), description, metadata, queue_group, stats_handler)
     if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
         raise InvalidServiceConfigError("concurrency must be a positive int")
