@@ -158,6 +158,9 @@ async def test_respond_json_and_errors_are_counted(nats_url):
                 raise RuntimeError("handler broke")
             elif what == b"svcerr":
                 raise jetwire.ServiceError("418", "teapot")
+            elif what == b"late":
+                await req.respond(b"answered")
+                raise ValueError("after the answer")
             else:
                 await req.respond(b"h=" + req.headers["X-In"].encode(), headers={"X-Out": "1"})
 
@@ -185,12 +188,19 @@ async def test_respond_json_and_errors_are_counted(nats_url):
         assert (ei.value.code, ei.value.description) == ("418", "teapot")
         # the service keeps serving
         assert orjson.loads((await micro.request(client, "calc", b"json")).data)["sum"] == 3
+        ep = svc.stats().endpoints[0]  # counted by the time its answer arrived
+        assert (ep.num_requests, ep.num_errors, ep.last_error) == (7, 4, "418:teapot")
+        assert (await micro.request(client, "calc", b"late")).data == b"answered"  # raised after answering
 
+        async def late_counted():
+            return svc.stats().endpoints[0].num_errors == 5
+
+        assert await wait_until(late_counted)
         ep = svc.stats().endpoints[0]
-        assert (ep.num_requests, ep.num_errors) == (7, 4)
-        assert ep.last_error == "418:teapot"
-        assert ep.average_processing_time == pytest.approx(ep.processing_time / 7, rel=1e-3)
-        assert [type(e) for e in seen] == [RuntimeError, jetwire.ServiceError]
+        assert (ep.num_requests, ep.num_errors) == (8, 5)
+        assert ep.last_error == "500:ValueError: after the answer"
+        assert ep.average_processing_time == pytest.approx(ep.processing_time / 8, rel=1e-3)
+        assert [type(e) for e in seen] == [RuntimeError, jetwire.ServiceError, ValueError]
 
         await svc.reset()
         ep = svc.stats().endpoints[0]

@@ -48,13 +48,15 @@ class Request:
     return an awaitable that is done, or done once a congested socket drains: awaiting it
     is optional)."""
 
-    __slots__ = ("msg", "_nc", "_error", "_responded")
+    __slots__ = ("msg", "_nc", "_error", "_responded", "_ep", "_t0")
 
-    def __init__(self, msg: Any, nc: Any) -> None:
+    def __init__(self, msg: Any, nc: Any, ep: Optional["Endpoint"] = None) -> None:
         self.msg = msg
         self._nc = nc
         self._error: Optional[str] = None
         self._responded = False
+        self._ep = ep
+        self._t0 = _now_ns()
 
     @property
     def data(self) -> bytes:
@@ -78,7 +80,10 @@ class Request:
         reply = self.msg.reply
         if not reply:
             raise NatsError("the request has no reply subject")
-        self._responded = True
+        if not self._responded:
+            self._responded = True
+            if self._ep is not None:  # counted before the answer leaves: who gets it sees it counted
+                self._ep._account(self)
         if headers is None:
             return self._nc.publish(reply, data)
         return self._nc.publish(reply, data, headers=headers)
@@ -218,7 +223,8 @@ class Endpoint:
     """An endpoint of a service: where it listens (``name``, ``subject``, ``queue_group``,
     ``metadata``) and its counters (``num_requests``, ``num_errors``, ``last_error``,
     ``processing_time`` and ``average_processing_time`` in seconds). It is what a
-    ``stats_handler`` is given."""
+    ``stats_handler`` is given. A request is counted as its answer is sent (its time up to
+    then), so whoever received the answer finds it in the stats."""
 
     def __init__(self, svc: "Service", ep: core.EndpointCore, handler: Callable[[Request], Any],
                  concurrency: int) -> None:
@@ -254,23 +260,9 @@ class Endpoint:
         self._sub = self._svc._link.subscribe_direct(ep.subject, on_msg, queue=ep.queue_group or None)
 
 
-    def _handle(self, msg: Any) -> None:
-        """Run the handler for one request (on a worker) and count it."""
-        req = Request(msg, self._nc)
-        t0 = _now_ns()
-        failed: Optional[BaseException] = None
-        try:
-            r = self._handler(req)
-        except Exception as exc:
-            failed = exc
-            code, desc = core.exception_answer(exc)
-            req._error = f"{code}:{desc}"
-            if not req._responded and msg.reply:
-                try:
-                    req.respond_error(code, desc)
-                except Exception as err:  # e.g. the connection closed
-                    self._svc._link.report_error(err)
-        dt = _now_ns() - t0
+    def _account(self, req: Request) -> None:
+        """Count ``req``: its time so far and, when it answered with one, its error."""
+        dt = _now_ns() - req._t0
         ep = self._core
         with self._lock:
             ep.num_requests += 1
@@ -278,11 +270,40 @@ class Endpoint:
             if req._error is not None:
                 ep.num_errors += 1
                 ep.last_error = req._error
-        if failed is not None and self._error_cb is not None:
-            try:
-                prims.call(self._error_cb, failed)
-            except Exception as err:
-                self._svc._link.report_error(err)
+
+    def _handle(self, msg: Any) -> None:
+        """Run the handler for one request. It is counted when it answers (the time up to
+        the answer; an error answer counts an error), or when the handler returns without
+        answering; a handler that raises answers a 500 (or its ``ServiceError``)."""
+        req = Request(msg, self._nc, self)
+        try:
+            r = self._handler(req)
+        except Exception as exc:
+            code, desc = core.exception_answer(exc)
+            error = f"{code}:{desc}"
+            if not req._responded:
+                req._error = error
+                if msg.reply:
+                    try:
+                        req.respond_error(code, desc)  # counted there
+                    except Exception as err:  # e.g. the connection closed
+                        self._svc._link.report_error(err)
+                if not req._responded:
+                    req._responded = True
+                    self._account(req)
+            else:  # it raised after answering: counted already, now its error too
+                with self._lock:
+                    self._core.num_errors += 1
+                    self._core.last_error = error
+            if self._error_cb is not None:
+                try:
+                    prims.call(self._error_cb, exc)
+                except Exception as err:
+                    self._svc._link.report_error(err)
+            return
+        if not req._responded:
+            req._responded = True
+            self._account(req)
 
     def __repr__(self) -> str:
         return f"<Endpoint {self.name!r} subject={self.subject!r} queue_group={self.queue_group!r}>"
