@@ -30,9 +30,16 @@ def _load() -> None:
     g["__all__"] = ["connect", "Client", "Subscription"] + list(_exports.__all__)
 
 
+_SUBMODULES = ("micro",)  # ``import jetwire; jetwire.micro.add_service(...)`` works without importing it
+
+
 def __getattr__(name: str) -> Any:
     if name.startswith("_") and name != "__all__":  # dunders, and submodules being imported
         raise AttributeError(name)
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"jetwire.{name}")
     if "__all__" not in globals():
         _load()
     try:

@@ -16,12 +16,14 @@ __all__ = ["Msg", "Headers", "MsgMetadata", "SequencePair", "parse_metadata", "s
     n for n in _errors_all if n not in ("api_error", "ERR_CODES")
 ]
 
+import jetwire.micro_core as _micro  # not "from . import": that asks jetwire.__getattr__ first
+
 from .jetstream import backup_core as _backup
 from .jetstream import kv_models as _kv
 from .jetstream import models as _models
 from .jetstream import obj_models as _obj
 
-for _mod in (_models, _kv, _obj, _backup):
+for _mod in (_models, _kv, _obj, _backup, _micro):
     for _n in getattr(_mod, "__all__", ()):
         globals()[_n] = getattr(_mod, _n)
         __all__.append(_n)

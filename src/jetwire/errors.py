@@ -321,6 +321,35 @@ class LinkNotAllowedError(JetStreamError):
     """A link may not point at a link or a deleted object."""
 
 
+# --- services (ADR-32) -------------------------------------------------------------
+class ServiceError(NatsError):
+    """A service answered with an error (headers ``Nats-Service-Error-Code`` and
+    ``Nats-Service-Error``): ``code`` and ``description`` (both str), the answer's ``data``
+    and ``headers``. A handler may raise it to answer with that code and description."""
+
+    def __init__(self, code: Any = "500", description: str = "", data: bytes = b"", headers: Any = None) -> None:
+        self.code = str(code)
+        self.description = description
+        self.data = data
+        self.headers = headers
+        super().__init__(f"{self.code}: {description}" if description else self.code)
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.code, self.description, self.data))
+
+
+class InvalidServiceConfigError(NatsError, ValueError):
+    """A service, group or endpoint setting is invalid (raised before anything is subscribed)."""
+
+
+class InvalidServiceNameError(InvalidServiceConfigError):
+    """A service name is empty or holds characters other than A-Z, a-z, 0-9, '-' and '_'."""
+
+
+class InvalidServiceVersionError(InvalidServiceConfigError):
+    """A service version is not a semantic version (x.y.z[-pre][+build])."""
+
+
 # err_code -> class; the server's numbers (ADR-7)
 ERR_CODES: dict[int, type[APIError]] = {
     10059: StreamNotFoundError,

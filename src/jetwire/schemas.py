@@ -6,7 +6,7 @@ returns the problems (empty when valid). ``nc.jetstream(validate=True)`` calls
 :func:`check_request` on every API request before it is sent.
 
 Each schema is derived from a model class (:mod:`jetwire.jetstream.models`,
-``api_models``, ``event_models``, :mod:`jetwire.micro_wire`): one property per
+``api_models``, ``event_models``, :mod:`jetwire.micro_core`): one property per
 dataclass field under its wire name, typed from the type hint and the field's converter
 (durations are integer nanoseconds, times RFC 3339 strings, enums their wire values,
 nested models nested objects), so a model change is a schema change. What a type hint
@@ -37,7 +37,7 @@ from jetwire.jetstream import api_models as api
 from jetwire.jetstream import event_models as ev
 from jetwire.jetstream import models as m
 from jetwire.jetstream._json import Model, _plan
-from jetwire.micro_wire import EndpointInfoWire, EndpointStatsWire, InfoResponse, PingResponse, StatsResponse
+from jetwire.micro_core import EndpointInfo, EndpointStats, ServiceInfo, ServicePing, ServiceStats
 
 __all__ = ["names", "schema", "type_of", "validate", "check_request", "complete", "request_type", "UNKNOWN"]
 
@@ -85,9 +85,11 @@ RULES: Dict[type, Dict[str, Dict[str, Any]]] = {
                                  "idle_heartbeat": _NONNEG},
     api.StreamSnapshotRequest: {"deliver_subject": _SUBJECT, "chunk_size": _NONNEG},
     api.ConsumerResetRequest: {"seq": _NONNEG},
-    PingResponse: {"name": _BASIC_NAME, "version": _SEMVER, "id": {"minLength": 1}},
-    EndpointInfoWire: {"name": _BASIC_NAME, "subject": _SUBJECT},
-    EndpointStatsWire: {"name": _BASIC_NAME, "subject": _SUBJECT},
+    ServicePing: {"name": _BASIC_NAME, "version": _SEMVER, "id": {"minLength": 1}},
+    ServiceInfo: {"name": _BASIC_NAME, "version": _SEMVER, "id": {"minLength": 1}},
+    ServiceStats: {"name": _BASIC_NAME, "version": _SEMVER, "id": {"minLength": 1}},
+    EndpointInfo: {"name": _BASIC_NAME, "subject": _SUBJECT},
+    EndpointStats: {"name": _BASIC_NAME, "subject": _SUBJECT},
     ev.ServerInfo: {"name": {"minLength": 1}},
 }
 
@@ -103,11 +105,11 @@ REQUIRED: Dict[type, Tuple[str, ...]] = {
     api.StreamSnapshotRequest: ("deliver_subject",),
     api.StreamRestoreRequest: ("config", "state"),
     api.StreamRemovePeerRequest: ("peer",),
-    PingResponse: ("type", "name", "id", "version"),
-    InfoResponse: ("type", "name", "id", "version", "description", "endpoints"),
-    StatsResponse: ("type", "name", "id", "version", "started", "endpoints"),
-    EndpointInfoWire: ("name", "subject"),
-    EndpointStatsWire: ("name", "subject", "num_requests", "num_errors", "last_error", "processing_time",
+    ServicePing: ("type", "name", "id", "version"),
+    ServiceInfo: ("type", "name", "id", "version", "description", "endpoints"),
+    ServiceStats: ("type", "name", "id", "version", "started", "endpoints"),
+    EndpointInfo: ("name", "subject"),
+    EndpointStats: ("name", "subject", "num_requests", "num_errors", "last_error", "processing_time",
                         "average_processing_time"),
     ev.ClientInfo: ("acc",),
     ev.ServerInfo: ("name", "host", "id", "ver", "seq", "jetstream", "time"),
@@ -188,7 +190,7 @@ _TYPES: Dict[str, Tuple[type, str, str]] = {
 }
 for _cls in ev.EVENT_TYPES.values():
     _TYPES[_cls.TYPE] = (_cls, EVENT, (_cls.__doc__ or _cls.TYPE).strip().split("\n")[0])
-for _micro in (PingResponse, InfoResponse, StatsResponse):
+for _micro in (ServicePing, ServiceInfo, ServiceStats):
     _TYPES[_micro.TYPE] = (_micro, RESPONSE, f"A NATS service {_micro.TYPE.rsplit('.', 1)[-1].replace('_', ' ')}")
 
 # request subject (relative to the API prefix) -> request type

@@ -892,7 +892,12 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
                 cells.append("[bold red]FAILED[/bold red]")
             else:
                 m = v["median"]
-                txt = f"{m['rate']:,.0f}/s" if spec.kind == "rate" else f"p50 {m['p50_us']:.0f}us\np99 {m['p99_us']:.0f}us"
+                if spec.kind == "rate":
+                    txt = f"{m['rate']:,.0f}/s"
+                elif spec.kind == "service":
+                    txt = f"{m['rate']:,.0f}/s\np50 {m['p50_us']:.0f}us\np99 {m['p99_us']:.0f}us"
+                else:
+                    txt = f"p50 {m['p50_us']:.0f}us\np99 {m['p99_us']:.0f}us"
                 if v["failed"]:
                     txt += f"\n[red]{v['failed']} failed[/red]"
                 cells.append(txt)
@@ -900,6 +905,8 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
             x = row["ratios"].get(c)
             if x is None and c in row.get("vs_f", {}):
                 cells.append(f"{row['vs_f'][c]:.2f}x of f")
+            elif c in row.get("p50_ratios", {}):
+                cells.append(f"{x:.2f}x\np50 {row['p50_ratios'][c]:.2f}x")
             else:
                 cells.append(f"{x:.2f}x" if x is not None else "[dim]-[/dim]")
         cells.append(row["target"])

@@ -182,6 +182,9 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
         for c, v in row_out["clients"].items():
             if c != "nats-py" and base and v["median"]:
                 row_out["ratios"][c] = spec.ratio(v["median"], base)
+                p50 = spec.p50_ratio(v["median"], base)
+                if p50 is not None:
+                    row_out.setdefault("p50_ratios", {})[c] = p50
         row_out["n"] = max(1, int(spec.count * scale))
         out["rows"][r] = row_out
     g, f = out["rows"].get("g"), out["rows"].get("f")
@@ -196,7 +199,8 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
 def format_summary(summary: Dict[str, Any], rounds: int) -> str:
     """Plain-text report (``benchmarks/compare.py``; the CLI draws a rich table instead)."""
     lines = [f"medians over {rounds} round(s); ratio = how many times better than nats-py "
-             "(rates: jetwire/nats-py, latency: nats-py p50 / jetwire p50)"]
+             "(rates: jetwire/nats-py, latency: nats-py p50 / jetwire p50; service rows: the request "
+             "rate's ratio, and p50 as a fraction of nats-py's)"]
     for r, row in summary["rows"].items():
         spec = ROWS[r]
         lines.append("")
@@ -208,6 +212,8 @@ def format_summary(summary: Dict[str, Any], rounds: int) -> str:
             line = f"  {c:12s} {spec.show(v['median'])}"
             if c in row["ratios"]:
                 line += f"   ratio {row['ratios'][c]:.2f}x"
+            if c in row.get("p50_ratios", {}):
+                line += f"   p50 {row['p50_ratios'][c]:.2f}x of nats-py"
             if c in row.get("vs_f", {}):
                 line += f"   g/f {row['vs_f'][c]:.2f}x"
             if v["failed"]:

@@ -53,16 +53,25 @@ class Row:
     def show(self, res: Dict[str, Any]) -> str:
         if self.kind == "rate":
             return f"{res['rate']:>12,.0f} msg/s"
+        if self.kind == "service":
+            return f"{res['rate']:>10,.0f} req/s   p50 {res['p50_us']:7.1f} us   p99 {res['p99_us']:7.1f} us"
         return f"p50 {res['p50_us']:8.1f} us   p99 {res['p99_us']:8.1f} us"
 
     def value(self, res: Dict[str, Any]) -> float:
-        return res["rate"] if self.kind == "rate" else res["p50_us"]
+        return res["rate"] if self.kind in ("rate", "service") else res["p50_us"]
 
     def ratio(self, res: Dict[str, Any], base: Dict[str, Any]) -> float:
-        """How many times better ``res`` is than ``base`` (>1 is better)."""
-        if self.kind == "rate":
+        """How many times better ``res`` is than ``base`` (>1 is better; a service row by
+        its request rate, its p50 reported beside as :meth:`p50_ratio`)."""
+        if self.kind in ("rate", "service"):
             return res["rate"] / base["rate"]
         return base["p50_us"] / res["p50_us"]
+
+    def p50_ratio(self, res: Dict[str, Any], base: Dict[str, Any]) -> Optional[float]:
+        """A service row's p50 as a fraction of ``base``'s (<1 is better); None otherwise."""
+        if self.kind != "service":
+            return None
+        return res["p50_us"] / base["p50_us"]
 
 
 ROWS: Dict[str, Row] = {
@@ -82,11 +91,14 @@ ROWS: Dict[str, Row] = {
               ">= 5x nats-py", js=True, short="fetch(1000), ack each"),
     "g": Row("consume()/messages() continuous pull of 100k stored messages", "rate", 100_000,
              ">= f", js=True, short="consume(), continuous pull"),
+    "s": Row("20k requests to an echo service (ADR-32 micro), 16 concurrent requesters", "service", 20_000,
+             ">= 3x nats-py, p50 <= 0.7x", short="service echo, 16 requesters"),
 }
-ROW_ORDER = ["a", "b", "c", "d", "e", "f", "f2", "g"]
+ROW_ORDER = ["a", "b", "c", "d", "e", "f", "f2", "g", "s"]
 COUNTS = {k: r.count for k, r in ROWS.items()}
 
 PAYLOAD = b"x" * 16
+REQUESTERS = 16  # row s: concurrent requesters (one connection)
 WINDOW = 1000  # row e: acks in flight
 FETCH = 1000  # rows f, f2: fetch batch
 WAIT = 10.0  # seconds a pull may come back empty before the row fails
@@ -246,6 +258,16 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
         if len(lat) != n:
             raise RowFailed(f"{len(lat)} of {n} requests answered")
         return {"p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6, "n": n}
+    if row == "s":
+        n = n - n % REQUESTERS or REQUESTERS
+        cpu0 = time.process_time()
+        dt, lat = _run(fn, url, n, ctx)
+        cpu = time.process_time() - cpu0  # this process's CPU (set-up included): steadier than rates on a busy box
+        lat = sorted(lat)
+        if len(lat) != n:
+            raise RowFailed(f"{len(lat)} of {n} requests answered")
+        return {"rate": n / dt, "p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6,
+                "n": n, "seconds": dt, "cpu_us_per_req": cpu / n * 1e6}
     dt = _run(fn, url, n, ctx)
     if spec.js:
         _js_check(url, row, ctx)

@@ -47,6 +47,10 @@ class DirectSub(Protocol):
     @property
     def is_valid(self) -> bool: ...
 
+    async def drain(self, timeout: Optional[float] = None) -> None:
+        """Stop taking new messages (UNSUB sent), let the handler see what the server sent
+        before that (a PING/PONG round trip), then close."""
+
 
 class Link(Protocol):
     """What the layers above the connection may use of it.
@@ -95,6 +99,11 @@ class Link(Protocol):
 
     def send_now(self) -> None:
         """Hand what is queued to the socket now rather than at the end of the turn."""
+
+    def callback_thread(self, pending: Any) -> None:
+        """The calling thread runs user callbacks fed from ``pending`` (a sized queue):
+        while that is empty, its first publish is sent at once from this thread rather
+        than by the flusher thread (blocking flavour; nothing to do in asyncio)."""
 
     async def wait_writable(self) -> None:
         """Return once the transport takes more bytes (asyncio back-pressure; at once in
