@@ -210,9 +210,9 @@ class FaultProxy:
                     continue
                 if self._cut_next == direction and len(data) >= 2:
                     self._cut_next = None
+                    self.bytes_out[direction] += len(data) // 2  # counted first: a peer
+                    self.writes[direction] += 1                   # may look at once
                     writer.write(data[: len(data) // 2])
-                    self.bytes_out[direction] += len(data) // 2
-                    self.writes[direction] += 1
                     await writer.drain()
                     for p in list(self._pairs):
                         p.abort()
@@ -221,14 +221,14 @@ class FaultProxy:
                     await asyncio.sleep(self._latency)
                 if self._trickle:
                     for i in range(len(data)):
-                        writer.write(data[i:i + 1])
                         self.writes[direction] += 1
                         self.bytes_out[direction] += 1
+                        writer.write(data[i:i + 1])
                         await writer.drain()
                 else:
-                    writer.write(data)
                     self.writes[direction] += 1
                     self.bytes_out[direction] += len(data)
+                    writer.write(data)
                     await writer.drain()
         except (OSError, asyncio.IncompleteReadError):
             pass

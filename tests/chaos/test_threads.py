@@ -60,7 +60,9 @@ def test_eight_threads_on_one_connection(nats_url):
                 nc.publish(f"{base}.{t}", b"%d:%d" % (t, i))
 
         def jsp(t: int) -> None:
-            futs = [js.publish_async(f"{stream}.{t}", b"%d" % i, msg_id=f"{t}-{i}") for i in range(JS_MSGS)]
+            # a busy box may take longer than the default 0.2 s to make room in the window
+            futs = [js.publish_async(f"{stream}.{t}", b"%d" % i, msg_id=f"{t}-{i}", stall_wait=30)
+                    for i in range(JS_MSGS)]
             js.publish_async_complete(timeout=60)
             acked.extend(f.result(0).seq for f in futs)
 
