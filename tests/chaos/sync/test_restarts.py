@@ -357,3 +357,66 @@ def test_object_get_fails_clearly_or_completes(fresh_nats_server):
     finally:
         nc.close()
 
+
+
+def test_publish_with_msg_ids_is_exactly_once(fresh_nats_server):
+    """js.publish (waiting for each ack) while the server restarts: a publish that fails
+    is made again with the same msg id until it is acked."""
+    srv, conn = fresh_nats_server, Conn()
+    nc = conn.connect(srv.url)
+    total = 1600
+    try:
+        js = nc.jetstream()
+        name = uniq("P")
+        subj = f"{name}.x"
+        js.create_stream(name=name, subjects=[f"{name}.>"], storage="file")
+        bounces = kinds(ROUNDS)
+        bouncer = None
+        retried = 0
+        duplicate_acks = 0
+        for i in range(total):
+            if i % (total // (ROUNDS + 1)) == 0 and 0 < i // (total // (ROUNDS + 1)) <= ROUNDS:
+                assert prims.join(bouncer, 30)
+                bouncer = prims.spawn(bounce, srv, conn, bounces.pop(0))
+            while True:
+                try:
+                    ack = js.publish(subj, b"%d" % i, msg_id=f"{name}-{i}", timeout=1)
+                    break
+                except jetwire.NatsError:
+                    retried += 1
+                    prims.sleep(0.02)
+            duplicate_acks += ack.duplicate
+        assert prims.join(bouncer, 30)
+        ids = [int(m.data) for m in read_stream(js, name, total)]
+        dups = len(ids) - len(set(ids))
+        record(f"kill/restart x{ROUNDS}: publish + msg-id retry", FLAVOUR, published=total, acked=total,
+               stored=len(ids), lost=total - len(set(ids)), duplicated=dups, retried=retried,
+               recovery=max(conn.recoveries, default=None))
+        assert sorted(ids) == list(range(total)) and dups == 0
+        assert len(conn.recoveries) == ROUNDS
+    finally:
+        nc.close()
+
+
+def test_push_subscription_with_flow_control_survives_restarts(fresh_nats_server):
+    srv, conn, n = fresh_nats_server, Conn(), 2000
+    nc = conn.connect(srv.url)
+    tally = Tally(n, True)  # kill -9 among the bounces: counts may rewind (see Tally)
+    bounces = kinds(ROUNDS)
+
+    def handle(m):
+        if tally.add(m):
+            bounce(srv, conn, bounces.pop(0))
+
+    try:
+        js = nc.jetstream()
+        name = uniq("PU")
+        js.create_stream(name=name, subjects=[f"{name}.>"], storage="file")
+        fill(js, f"{name}.a", n)
+        sub = js.subscribe(f"{name}.a", cb=handle, durable="pd", flow_control=True, idle_heartbeat=0.5,
+                                 config={"ack_wait": 2.0, "max_ack_pending": 200})
+        assert tally.done.wait(60), f"{len(tally.seen)} of {n}"
+        sub.unsubscribe()
+        _finish(f"kill/restart x{ROUNDS}: push + flow control", js, name, n, tally, conn)
+    finally:
+        nc.close()
