@@ -180,3 +180,71 @@ def test_publish_and_consume_with_latency_on_every_write(proxy):
         _check_stream(js, name, total, first, retried, "proxy latency 20ms: publish_async", conn)
     finally:
         nc.close()
+
+
+def test_consumers_go_on_through_stalls_and_cuts(proxy):
+    """A durable consume() and an ordered consumer read one stream through the proxy while
+    it stalls (the connection found stale by pings), cuts a frame in the middle and sends
+    garbage: every message is processed, the ordered one exactly once and in order."""
+    conn = Conn()
+    nc = conn.connect(proxy.url, ping_interval=PING, max_pings_outstanding=MAX_OUT)
+    n = 3000
+    try:
+        js = nc.jetstream()
+        name = uniq("NC")
+        js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+        first, retried = _publish_exactly_once(js, f"{name}.a", name, n, {})
+        js.create_consumer(name, durable_name="d", ack_wait=2.0)
+        durable = js.consumer(name, "d")
+        ordered: list = []
+        processed: dict = {}
+        faults = ["stall", "cut", "garbage"]
+        marks = [n // 4, n // 2, 3 * n // 4]
+        all_in = prims.Signal()
+
+        def hit(kind: str) -> None:
+            conn.reconnected.clear()
+            t0 = time.monotonic()
+            if kind == "stall":
+                proxy.stall()
+                assert conn.disconnected.wait(PING * MAX_OUT + BOUND + 5)
+                proxy.heal()
+            elif kind == "cut":
+                proxy.cut_mid_frame(DOWN)
+            else:
+                proxy.inject(b"MSG garbage\r\n\x00\x01")
+            conn.wait_reconnected()
+            conn.recoveries.append(time.monotonic() - t0)
+
+        def on_ordered(m: Any) -> None:
+            ordered.append(m.metadata.sequence.stream)
+            if marks and len(ordered) >= marks[0]:
+                marks.pop(0)
+                hit(faults.pop(0))
+            if len(ordered) >= n and len(processed) >= n:
+                all_in.set()
+
+        def on_durable(m: Any) -> None:
+            s = m.metadata.sequence.stream
+            processed[s] = processed.get(s, 0) + 1
+            m.ack()
+            if len(ordered) >= n and len(processed) >= n:
+                all_in.set()
+
+        oc = js.ordered_consumer(name)
+        occ = oc.consume(on_ordered, max_messages=100)
+        dcc = durable.consume(on_durable, max_messages=100, expires=2)
+        assert all_in.wait(90), (len(ordered), len(processed))
+        occ.stop()
+        dcc.stop()
+        record("proxy stall+cut+garbage: ordered consumer", FLAVOUR, published=n, acked=len(ordered), stored=n,
+               lost=n - len(set(ordered)), duplicated=len(ordered) - len(set(ordered)),
+               recovery=max(conn.recoveries, default=None))
+        record("proxy stall+cut+garbage: durable consume", FLAVOUR, published=n, acked=len(processed), stored=n,
+               lost=n - len(processed), duplicated=0, retried=sum(v - 1 for v in processed.values()),
+               recovery=max(conn.recoveries, default=None))
+        assert ordered == list(range(1, n + 1))
+        assert sorted(processed) == list(range(1, n + 1))
+        assert faults == [] and len(conn.recoveries) == 3
+    finally:
+        nc.close()
