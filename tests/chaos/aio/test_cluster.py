@@ -1,6 +1,6 @@
 """A 3-node cluster losing leaders while the client publishes and consumes an R3 stream:
-the stream leader killed (-9), a stepdown request, the consumer leader killed, a node
-removed from the stream's peers and added back. No acked message lost, no gap or
+the stream leader killed (-9), a stepdown request, the consumer leader killed, then the
+killed node back, caught up and made the stream leader. No acked message lost, no gap or
 duplicate seen by an ordered consumer, every message processed by a durable consumer;
 the time until publishing resumes after each fault is recorded (asyncio source; the
 blocking twin is generated)."""
