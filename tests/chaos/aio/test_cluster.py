@@ -1,5 +1,6 @@
 """A 3-node cluster losing leaders while the client publishes and consumes an R3 stream:
-the stream leader killed (-9), a stepdown request, the consumer leader killed, then the
+the stream leader killed (-9), a stepdown request, a consumer leader stepdown, the
+consumer leader killed, then the
 killed node back, caught up and made the stream leader. No acked message lost, no gap or
 duplicate seen by an ordered consumer, every message processed by a durable consumer;
 the time until publishing resumes after each fault is recorded (asyncio source; the
@@ -106,7 +107,12 @@ async def test_leader_loss_and_stepdown_during_publish_and_consume(nats_cluster_
             killed.append(node)
             await resumed("consumer leader killed")
 
-        faults = {total // 4: kill_stream_leader, total // 2: stepdown, 3 * total // 4: kill_consumer_leader}
+        async def consumer_stepdown() -> None:
+            await retry(lambda: js.api_request(f"CONSUMER.LEADER.STEPDOWN.{name}.d"))
+            await resumed("consumer leader stepdown")
+
+        faults = {total // 5: kill_stream_leader, 2 * total // 5: stepdown, 3 * total // 5: consumer_stepdown,
+                  4 * total // 5: kill_consumer_leader}
         for i in range(total):
             if i in faults:
                 await faults[i]()
@@ -138,7 +144,7 @@ async def test_leader_loss_and_stepdown_during_publish_and_consume(nats_cluster_
         assert await _leader(js, name) in rejoined, "the rejoined node never became the leader"
         resumes["killed node back, made leader"] = time.monotonic() - t0
 
-        msgs = await read_stream(js, name, total + 3)
+        msgs = await read_stream(js, name, total + 4)
         ids = [int(m.data) for m in msgs if m.subject == subj]
         seqs = [m.metadata.sequence.stream for m in msgs if m.subject == subj]
         stored = len(ids)
@@ -153,14 +159,14 @@ async def test_leader_loss_and_stepdown_during_publish_and_consume(nats_cluster_
         for label, secs in resumes.items():
             record(f"R3 cluster: {label}", FLAVOUR, published=total, acked=len(first), stored=stored,
                    lost=acked_lost, duplicated=dups, retried=total - len(first), recovery=secs)
-        record("R3 cluster: ordered consumer across the 3 faults", FLAVOUR, published=total, acked=len(ordered),
+        record("R3 cluster: ordered consumer across the 4 faults", FLAVOUR, published=total, acked=len(ordered),
                stored=stored, lost=len(set(seqs) - set(ordered)), duplicated=len(ordered) - len(set(ordered)),
                recovery=max(resumes.values()))
-        record("R3 cluster: durable consume across the 3 faults", FLAVOUR, published=total, acked=len(set(seqs) & set(processed)),
+        record("R3 cluster: durable consume across the 4 faults", FLAVOUR, published=total, acked=len(set(seqs) & set(processed)),
                stored=stored, lost=len(set(seqs) - set(processed)), duplicated=0, retried=redelivered,
                recovery=max(resumes.values()))
         assert acked_lost == 0 and dups == 0 and stored == total
         assert gaps_or_dups == 0, "the ordered consumer saw a gap or a duplicate"
-        assert len(resumes) == 4
+        assert len(resumes) == 5
     finally:
         await nc.close()

@@ -14,6 +14,7 @@ import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
 from tests.aio._helpers import fill, uniq, wait_until
 
+from ..proxy import FaultProxy
 from ..report import record
 from ._chaos import FLAVOUR, Conn, bounce, kinds, read_stream, retry
 
@@ -26,13 +27,16 @@ async def _outcome(fut: Any) -> Any:
     return exc if exc is not None else fut.result()
 
 
-async def test_publish_async_with_msg_ids_is_exactly_once(fresh_nats_server):
+@pytest.mark.parametrize("via", ["direct", "proxy"])
+async def test_publish_async_with_msg_ids_is_exactly_once(fresh_nats_server, via):
     """The retry-by-msg-id pattern (README): publish_async with a msg id; a future that
     fails (the connection was lost before its ack) is published again with the same id;
-    the stream's deduplication window drops the copies that had been stored."""
+    the stream's deduplication window drops the copies that had been stored. ``proxy``:
+    through the fault proxy, which stays up while the server behind it restarts."""
     srv = fresh_nats_server
     conn = Conn()
-    nc = await conn.connect(srv.url)
+    proxy = FaultProxy(srv.host, srv.port).start() if via == "proxy" else None
+    nc = await conn.connect(proxy.url if proxy is not None else srv.url)
     per_round = 4000
     total = per_round * (ROUNDS + 1)
     try:
@@ -87,7 +91,8 @@ async def test_publish_async_with_msg_ids_is_exactly_once(fresh_nats_server):
         dups = stored - len(set(ids))
         acked_lost = len(acked_first - set(ids))
         lost = total - len(set(ids))
-        record(f"kill/restart x{ROUNDS}: publish_async + msg-id retry", FLAVOUR, published=total,
+        record(f"kill/restart x{ROUNDS}: publish_async + msg-id retry" + (" (via proxy)" if proxy else ""),
+               FLAVOUR, published=total,
                acked=len(acked_first), stored=stored, lost=acked_lost, duplicated=dups,
                retried=len(failed), recovery=max(conn.recoveries, default=None))
         assert acked_lost == 0 and lost == 0 and dups == 0
@@ -95,6 +100,8 @@ async def test_publish_async_with_msg_ids_is_exactly_once(fresh_nats_server):
         assert len(conn.recoveries) >= ROUNDS
     finally:
         await nc.close()
+        if proxy is not None:
+            proxy.stop()
 
 
 class Tally:
@@ -234,9 +241,11 @@ async def test_messages_survives_restarts(fresh_nats_server, kill):
         await nc.close()
 
 
-async def test_ordered_consumer_survives_restarts(fresh_nats_server):
+@pytest.mark.parametrize("via", ["direct", "proxy"])
+async def test_ordered_consumer_survives_restarts(fresh_nats_server, via):
     srv, conn, n = fresh_nats_server, Conn(), 2000
-    nc = await conn.connect(srv.url)
+    proxy = FaultProxy(srv.host, srv.port).start() if via == "proxy" else None
+    nc = await conn.connect(proxy.url if proxy is not None else srv.url)
     tally = Tally(n, False)
     bounces = kinds(ROUNDS)
 
@@ -254,13 +263,16 @@ async def test_ordered_consumer_survives_restarts(fresh_nats_server):
         assert await tally.done.wait(60), f"{len(tally.seen)} of {n}"
         cc.stop()
         gaps = sum(1 for a, b in zip(tally.order, tally.order[1:]) if b != a + 1)
-        record(f"kill/restart x{ROUNDS}: ordered consumer", FLAVOUR, published=n, acked=n, stored=n,
+        record(f"kill/restart x{ROUNDS}: ordered consumer" + (" (via proxy)" if proxy else ""), FLAVOUR,
+               published=n, acked=n, stored=n,
                lost=n - len(tally.seen), duplicated=len(tally.order) - len(set(tally.order)),
                recovery=max(conn.recoveries, default=None))
         assert tally.order == list(range(1, n + 1)), f"gaps {gaps}"
         assert len(conn.recoveries) >= ROUNDS
     finally:
         await nc.close()
+        if proxy is not None:
+            proxy.stop()
 
 
 async def test_kv_watcher_survives_restarts(fresh_nats_server):
