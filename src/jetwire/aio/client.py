@@ -132,8 +132,8 @@ class Subscription(SubscriptionBase):
                     report(exc)
             if outbox.buf:
                 writer.flush_now()  # the callbacks are done: send what they published
-            if self._slow and len(pending) < self._pmsgs_limit // 2:
-                self._slow = False
+            if self._slow:
+                self._end_slow_episode()
             if self._closed and not pending:
                 return
             await signal.wait()
