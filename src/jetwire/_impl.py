@@ -64,9 +64,11 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         AckMux,
         Lock,
         MsgBase,
+        MsgMetadata,
         Outbox,
         Parser,
         Router,
+        SequencePair,
         SubState,
         WriteLock,
         append_hpub,
@@ -75,6 +77,7 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         append_unsub,
         decode_headers,
         encode_headers,
+        parse_metadata,
         parse_metadata_fields,
         validate_subject,
     )
@@ -93,6 +96,9 @@ else:
     decode_headers = _mod.decode_headers
     encode_headers = _mod.encode_headers
     parse_metadata_fields = _mod.parse_metadata_fields
+    parse_metadata = _mod.parse_metadata
+    MsgMetadata = _mod.MsgMetadata
+    SequencePair = _mod.SequencePair
     validate_subject = _mod.validate_subject
     append_pub = _mod.append_pub
     append_hpub = _mod.append_hpub

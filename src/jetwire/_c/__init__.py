@@ -10,14 +10,15 @@ from .ackmux import AckFuture, AckMux
 from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
 from .lock import Lock, WriteLock
-from .metadata import parse_metadata_fields
+from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
 from .msg import MsgBase
 from .parser import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG, Parser
 from .router import Router, SubState
 
 __all__ = [
     "OP_INFO", "OP_PING", "OP_PONG", "OP_OK", "OP_ERR", "OP_FRAME_ERROR", "PING", "PONG", "DEFAULT_MAX_PAYLOAD",
-    "MsgBase", "Parser", "decode_headers", "encode_headers", "parse_metadata_fields", "validate_subject",
+    "MsgBase", "Parser", "decode_headers", "encode_headers", "parse_metadata_fields", "parse_metadata",
+    "MsgMetadata", "SequencePair", "validate_subject",
     "append_pub", "append_hpub", "append_sub", "append_unsub", "DONE", "Outbox", "WriteLock", "SubState",
     "Router", "AckMux", "AckFuture", "Lock",
 ]

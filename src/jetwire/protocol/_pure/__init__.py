@@ -34,7 +34,7 @@ from .common import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK,
 from .encoder import DONE, Outbox, WriteLock, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
 from .lock import Lock
-from .metadata import parse_metadata_fields
+from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
 from .msg import MsgBase
 from .parser import Parser
 from .router import Router, SubState
@@ -54,6 +54,9 @@ __all__ = [
     "decode_headers",
     "encode_headers",
     "parse_metadata_fields",
+    "parse_metadata",
+    "MsgMetadata",
+    "SequencePair",
     "validate_subject",
     "append_pub",
     "append_hpub",
