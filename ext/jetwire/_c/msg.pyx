@@ -116,7 +116,7 @@ cdef class MsgBase:
             if not self.c_reply:
                 raise NotJSMessageError("message has no JetStream ack subject")
             m = parse_metadata_c(self.c_reply)
-            self.c_meta = m  # untracked and atomic (see metadata.pyx): no need to re-track
+            self.c_meta = m  # not a cycle-collected type (see metadata.pyx): no need to re-track
         return m
 
     def __repr__(self):

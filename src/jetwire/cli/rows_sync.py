@@ -21,8 +21,10 @@ from typing import Any, Dict, List, Tuple
 
 import jetwire
 from jetwire._sync import _prims as prims
+from jetwire.msg import Msg
+from jetwire.protocol.metadata import parse_metadata
 
-from .rows import FETCH, IDLE, PAYLOAD, WAIT, WINDOW, RowFailed, now
+from .rows import FETCH, IDLE, PAYLOAD, WAIT, WINDOW, RowFailed, ack_subjects, cpu_now, now
 
 Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``done.wait(t) -> bool``)
 
@@ -65,6 +67,13 @@ class Client:
             if ack:
                 m.ack()
         return k
+
+    def js_msgs(self, subjects: List[str]) -> List[Any]:
+        """Messages as a pull delivers them (reply: an ack subject), metadata not yet read."""
+        return [Msg("bench.m", b"", reply=s) for s in subjects]
+
+    def parse_metadata(self, subject: str) -> Any:
+        return parse_metadata(subject)
 
 
 CLIENT = Client()
@@ -202,4 +211,32 @@ def g(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g}
+def m(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    """``msg.metadata`` of n fresh messages in batches of FETCH, as pulls deliver them (no
+    server; making the messages is not timed). Also noted in ``ctx``: the CPU seconds of
+    that (``cpu_seconds``: steadier than wall time on a busy machine) and the wall seconds
+    of ``parse_metadata`` over the same subjects (``parse_seconds``)."""
+    subjects = ack_subjects(n)
+    dt = cpu = 0.0
+    last = first = None
+    for i in range(0, n, FETCH):
+        msgs = cl.js_msgs(subjects[i : i + FETCH])
+        c0, t0 = cpu_now(), now()
+        for msg in msgs:
+            msg.metadata
+        dt += now() - t0
+        cpu += cpu_now() - c0
+        first = first or msgs[0].metadata
+        last = msgs[-1].metadata
+    if last is None or first is None or last.sequence.stream != n or first.num_pending != n - 1:
+        raise RowFailed("metadata parsed wrong")
+    parse = cl.parse_metadata
+    t0 = now()
+    for s in subjects:
+        parse(s)
+    ctx["parse_seconds"] = now() - t0
+    ctx["cpu_seconds"] = cpu
+    return dt
+
+
+ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "m": m}
