@@ -61,9 +61,21 @@ def fresh_msgs(name):
 @pytest.mark.parametrize("name", PEERS)
 def test_parse_metadata(benchmark, name):
     parse = parser(name)
-    benchmark.group = "parse_metadata of a v2 ack subject"
+    benchmark.group = "parse_metadata of a v2 ack subject (one call)"
     m = benchmark(parse, ACK)
     assert m.sequence.stream == 123456 and m.num_pending == 42
+
+
+@pytest.mark.parametrize("name", PEERS)
+def test_parse_metadata_10k(benchmark, name):
+    parse = parser(name)
+    benchmark.group = "parse_metadata of 10k ack subjects (results kept)"
+
+    def run():
+        return [parse(s) for s in ACKS]
+
+    out = benchmark.pedantic(run, rounds=10 if name == "compiled" else 3, iterations=1)
+    assert out[-1].sequence.consumer == N
 
 
 def _msg_metadata(benchmark, name, timestamp):
