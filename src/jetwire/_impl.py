@@ -71,14 +71,17 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         SequencePair,
         SubState,
         WriteLock,
+        ack_columns,
         append_hpub,
         append_pub,
         append_sub,
         append_unsub,
         decode_headers,
+        direct_columns,
         encode_headers,
         parse_metadata,
         parse_metadata_fields,
+        rfc3339_us,
         validate_subject,
     )
 else:
@@ -99,6 +102,9 @@ else:
     parse_metadata = _mod.parse_metadata
     MsgMetadata = _mod.MsgMetadata
     SequencePair = _mod.SequencePair
+    direct_columns = _mod.direct_columns
+    ack_columns = _mod.ack_columns
+    rfc3339_us = _mod.rfc3339_us
     validate_subject = _mod.validate_subject
     append_pub = _mod.append_pub
     append_hpub = _mod.append_hpub

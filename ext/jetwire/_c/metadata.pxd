@@ -18,3 +18,7 @@ cdef class MsgMetadata:
 
 
 cdef MsgMetadata parse_metadata_c(object subject)
+
+# (delivered, stream_seq, consumer_seq, timestamp_ns, pending) of an ack subject into out[0:5],
+# checked as parse_metadata_fields checks it (NotJSMessageError; OverflowError past int64)
+cdef int ack_numbers(object subject, long long* out) except -1

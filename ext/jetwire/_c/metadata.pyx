@@ -265,6 +265,29 @@ def parse_metadata_fields(subject):
     )
 
 
+cdef int ack_numbers(object subject, long long* out) except -1:
+    """The numbers of an ack subject, checked in ``parse_metadata_fields``' order."""
+    cdef Py_ssize_t ts[12]
+    cdef Py_ssize_t te[12]
+    cdef const char* s = NULL
+    cdef int r = _split(subject, &s, ts, te)
+    cdef int nt = r & 0xff
+    cdef Py_ssize_t i = r >> 8
+    if nt == 9:
+        out[4] = _meta_num(s, ts[8], te[8])
+    elif nt >= 11:
+        out[4] = _meta_num(s, ts[10], te[10])
+    else:
+        out[4] = 0
+    if te[i] == ts[i] or te[i + 1] == ts[i + 1]:
+        raise _not_ack(subject)
+    out[0] = _meta_num(s, ts[i + 2], te[i + 2])
+    out[1] = _meta_num(s, ts[i + 3], te[i + 3])
+    out[2] = _meta_num(s, ts[i + 4], te[i + 4])
+    out[3] = _meta_num(s, ts[i + 5], te[i + 5])
+    return 0
+
+
 cdef MsgMetadata parse_metadata_c(object subject):
     """``parse_metadata`` for C callers (``MsgBase.metadata``)."""
     cdef Py_ssize_t ts[12]

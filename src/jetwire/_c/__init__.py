@@ -1,12 +1,14 @@
 """The compiled hot path (``ext/jetwire/_c/*.pyx``), one extension module per concept:
 ``msg`` (MsgBase), ``parser``, ``headers`` (codec), ``metadata`` (ack subjects),
 ``encoder`` (PUB/HPUB/SUB/UNSUB, the outbox), ``router`` (SubState, Router), ``ackmux``
-(AckMux, AckFuture) and ``lock`` (Lock, WriteLock: the same). They share C-level types
+(AckMux, AckFuture), ``lock`` (Lock, WriteLock: the same) and ``columns`` (messages to
+column buffers for bulk readers). They share C-level types
 and functions through ``.pxd`` files (``cimport``: no Python attribute lookups between
 them on the hot path). Their pure-Python twins are the modules of
 ``jetwire.protocol._pure``; ``jetwire._impl`` selects one side as a whole (importing
 this package fails when any of the extensions is not built)."""
 from .ackmux import AckFuture, AckMux
+from .columns import ack_columns, direct_columns, rfc3339_us
 from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
 from .lock import Lock, WriteLock
@@ -20,5 +22,5 @@ __all__ = [
     "MsgBase", "Parser", "decode_headers", "encode_headers", "parse_metadata_fields", "parse_metadata",
     "MsgMetadata", "SequencePair", "validate_subject",
     "append_pub", "append_hpub", "append_sub", "append_unsub", "DONE", "Outbox", "WriteLock", "SubState",
-    "Router", "AckMux", "AckFuture", "Lock",
+    "Router", "AckMux", "AckFuture", "Lock", "direct_columns", "ack_columns", "rfc3339_us",
 ]

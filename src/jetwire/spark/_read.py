@@ -33,6 +33,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import _impl
 from .._nuid import NUID
 from ..errors import (
     APIError,
@@ -43,7 +44,7 @@ from ..errors import (
     StreamNotFoundError,
     TimeoutError,
 )
-from ._arrow import BatchBuilder, ts_from_ns, ts_from_strings
+from ._arrow import TS_TYPE, BatchBuilder, _parse_rfc3339_us
 from ._options import OptionError, connect_kwargs, jetstream_kwargs, parse_time
 
 __all__ = [
@@ -69,7 +70,6 @@ K_PENDING = "Nats-Num-Pending"
 K_LAST = "Nats-Last-Sequence"
 # headers a batched direct get adds to every message; what remains is what was published
 DIRECT_KEYS = frozenset((K_STREAM, K_SUBJECT, K_SEQ, K_TIME, K_PENDING, K_LAST))
-_N_DIRECT = len(DIRECT_KEYS)
 
 
 @dataclass(frozen=True)
@@ -236,10 +236,11 @@ def plan_ranges(lo: int, hi: int, num_partitions: Optional[int], max_per_partiti
 class _Fetch:
     """The replies to one request, filled in by the connection's reader thread."""
 
-    __slots__ = ("token", "msgs", "seqs", "times", "last_seq", "pending", "end", "error", "partial")
+    __slots__ = ("token", "reply", "msgs", "seqs", "times", "last_seq", "pending", "end", "error", "partial")
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, reply: str = "") -> None:
         self.token = token
+        self.reply = reply  # the request's reply subject: its replies arrive on it
         self.msgs: List[Any] = []
         self.seqs: List[int] = []  # consumer mode: stream sequences (direct: from headers)
         self.times: List[int] = []  # consumer mode: nanoseconds
@@ -268,7 +269,6 @@ class _Pump:
         self._finished = False
         self._cv = threading.Condition(threading.Lock())
         self._sub = nc.link.subscribe_direct(self.inbox + ".*", self._on_msg)
-        self._plen = len(self.inbox) + 1
 
     # reader side --------------------------------------------------------------------
     def _on_msg(self, m: Any) -> None:  # pragma: no cover - replaced per mode
@@ -290,11 +290,12 @@ class _Pump:
     def _issue(self) -> None:
         """Send the next request (caller holds the lock)."""
         self._ntok += 1
-        f = _Fetch(str(self._ntok))
+        token = str(self._ntok)
+        f = _Fetch(token, self.inbox + "." + token)
         self._cur = f
         try:
             subject, payload = self._request(f)
-            ok = self.nc.link.try_publish(subject, self.inbox + "." + f.token, payload)
+            ok = self.nc.link.try_publish(subject, f.reply, payload)
         except Exception as exc:  # pragma: no cover - defensive
             ok = False
             f.error = exc
@@ -358,7 +359,7 @@ class _DirectPump(_Pump):
 
     def _on_msg(self, m: Any) -> None:
         f = self._cur
-        if f is None or m.subject[self._plen:] != f.token:
+        if f is None or m.subject != f.reply:
             return  # a late reply to an abandoned request
         h = m.headers
         status = h.status if h is not None else None
@@ -387,52 +388,28 @@ class _DirectPump(_Pump):
 
 
 # --------------------------------------------------------------------------- to Arrow
+# The per-message work is in compiled code (jetwire._impl: ``direct_columns`` reads the
+# direct-get headers and parses the RFC 3339 time; ``ack_columns`` parses ack subjects):
+# sequences and times arrive as int64 buffers that Arrow wraps without a copy.
+def _int64(buf: Any, n: int, typ: pa.DataType = pa.int64()) -> pa.Array:
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(buf)])
+
+
 def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa.RecordBatch]:
     msgs = f.msgs
     if not msgs:
         return None
-    subjects: List[str] = []
-    seqs: List[str] = []
-    times: List[str] = []
-    data: List[bytes] = []
-    headers: Optional[List[Any]] = None
-    sa, qa, ta, da = subjects.append, seqs.append, times.append, data.append
-    n_direct = _N_DIRECT
-    for i, m in enumerate(msgs):
-        h = m.headers
-        sa(h[K_SUBJECT])
-        qa(h[K_SEQ])
-        ta(h[K_TIME])
-        da(m.data)
-        if len(h) != n_direct:
-            row = [(k, h.get_all(k)) for k in h if k not in DIRECT_KEYS] or None
-            if headers is None:
-                if row is None:
-                    continue
-                headers = [None] * i
-            headers.append(row)
-        elif headers is not None:
-            headers.append(None)
-    seq_arr = pa.array(seqs, pa.string()).cast(pa.int64())
-    batch = builder.build(subjects, seq_arr, ts_from_strings(times), data, headers)
-    return _trim(batch, seq_arr, hi)
-
-
-def _consumer_to_batch(builder: BatchBuilder, msgs: List[Any], seqs: List[int], times: List[int],
-                       hi: int) -> Optional[pa.RecordBatch]:
-    if not msgs:
-        return None
-    subjects = [m.subject for m in msgs]
-    data = [m.data for m in msgs]
-    headers: Optional[List[Any]] = None
-    for i, m in enumerate(msgs):
-        h = m.headers
-        if h is not None and len(h):
-            if headers is None:
-                headers = [None] * len(msgs)
-            headers[i] = list(h.to_dict().items())
-    seq_arr = pa.array(seqs, pa.int64())
-    batch = builder.build(subjects, seq_arr, ts_from_ns(times), data, headers)
+    subjects, seqs, times, data, headers, odd = _impl.direct_columns(msgs)
+    n = len(subjects)
+    if odd:  # times not in the usual RFC 3339 form: the lenient parser, row by row
+        fixed: List[Optional[int]] = list(times)
+        for i in odd:
+            fixed[i] = _parse_rfc3339_us(msgs[i].headers[K_TIME])
+        ts = pa.array(fixed, pa.int64()).cast(TS_TYPE)
+    else:
+        ts = _int64(times, n, TS_TYPE)
+    seq_arr = _int64(seqs, n)
+    batch = builder.build(subjects, seq_arr, ts, data, headers)
     return _trim(batch, seq_arr, hi)
 
 
@@ -514,33 +491,22 @@ def _pulled(cons: Any, hi: int, batch: int, timeout: float, builder: BatchBuilde
     """Record batches of ``cons`` up to stream sequence ``hi``, through the consumer's own
     ``fetch`` (jetwire's one pull implementation). The next pull is sent before a batch
     is converted, so the server prepares it meanwhile."""
+    ack_columns = _impl.ack_columns
     pending = cons.fetch(batch, max_wait=timeout)
     while True:
-        msgs: List[Any] = []
-        seqs: List[int] = []
-        times: List[int] = []
-        end = False
-        for m in pending:
-            meta = m.metadata
-            sseq = meta.sequence.stream
-            if sseq >= hi:
-                end = True
-                break
-            msgs.append(m)
-            seqs.append(sseq)
-            times.append(meta.timestamp_ns)
-            if meta.num_pending == 0 or sseq + 1 >= hi:
-                end = True
-                break
+        subjects, seqs, times, data, headers, end = ack_columns(pending, hi)
         if pending.error is not None:
             raise pending.error
-        if not msgs and not end:
+        if not subjects and not end:
             raise TimeoutError(f"consumer delivered nothing within fetchTimeout={timeout}s "
                                "although messages are pending")
         nxt = None if end else cons.fetch(batch, max_wait=timeout)
-        rb = _consumer_to_batch(builder, msgs, seqs, times, hi)
-        if rb is not None and rb.num_rows:
-            yield rb
+        n = len(subjects)
+        if n:
+            seq_arr = _int64(seqs, n)
+            rb = _trim(builder.build(subjects, seq_arr, _int64(times, n, TS_TYPE), data, headers), seq_arr, hi)
+            if rb is not None and rb.num_rows:
+                yield rb
         if nxt is None:
             return
         pending = nxt

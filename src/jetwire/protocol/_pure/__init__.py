@@ -1,6 +1,6 @@
 """Pure-Python twin of the compiled ``jetwire._c`` package, one module per concept like it
 (``msg``, ``parser``, ``headers``, ``metadata``, ``encoder``, ``router``, ``ackmux``,
-``lock``).
+``lock``, ``columns``).
 
 Every function and class here behaves exactly like its compiled counterpart in
 ``ext/jetwire/_c/``; the differential tests in ``tests/unit`` hold both to that. When
@@ -30,6 +30,7 @@ blocking flavour); the asyncio flavour sets none. See ``lock.py``.
 from __future__ import annotations
 
 from .ackmux import AckFuture, AckMux
+from .columns import ack_columns, direct_columns, rfc3339_us
 from .common import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG
 from .encoder import DONE, Outbox, WriteLock, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
@@ -70,5 +71,8 @@ __all__ = [
     "AckMux",
     "AckFuture",
     "Lock",
+    "direct_columns",
+    "ack_columns",
+    "rfc3339_us",
 ]
 
