@@ -148,3 +148,4 @@ def test_ack_columns_errors(impl, msg_cls):
         impl.ack_columns([msg_cls("a", b"", reply="_INBOX.x")], 10)
     with pytest.raises(OverflowError):
         impl.ack_columns([msg_cls("a", b"", reply=f"$JS.ACK.S.C.1.{2**64}.1.{TS}.1")], 10)
+
