@@ -62,6 +62,8 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         PONG,
         AckFuture,
         AckMux,
+        DirectCollector,
+        DirectRows,
         Lock,
         MsgBase,
         MsgMetadata,
@@ -77,7 +79,6 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         append_sub,
         append_unsub,
         decode_headers,
-        direct_columns,
         encode_headers,
         parse_metadata,
         parse_metadata_fields,
@@ -102,9 +103,10 @@ else:
     parse_metadata = _mod.parse_metadata
     MsgMetadata = _mod.MsgMetadata
     SequencePair = _mod.SequencePair
-    direct_columns = _mod.direct_columns
     ack_columns = _mod.ack_columns
     rfc3339_us = _mod.rfc3339_us
+    DirectRows = _mod.DirectRows
+    DirectCollector = _mod.DirectCollector
     validate_subject = _mod.validate_subject
     append_pub = _mod.append_pub
     append_hpub = _mod.append_hpub

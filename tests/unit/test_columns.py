@@ -1,5 +1,6 @@
-"""Messages to column buffers for bulk readers (``direct_columns``, ``ack_columns``,
-``rfc3339_us``), each run against both implementations."""
+"""Messages to column buffers for bulk readers (``DirectRows`` filled by a
+``DirectCollector``, ``ack_columns``, ``rfc3339_us``), each run against both
+implementations."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
@@ -62,47 +63,84 @@ def test_rfc3339_twins_agree(all_impls, text):
     assert len({repr(mod.rfc3339_us(text)) for mod in all_impls.values()}) == 1
 
 
+REPLY = "_INBOX.x.1"
+
+
 def direct_reply(msg_cls, seq, subject="orders.new", data=b"x", time="2026-11-25T12:34:56.123456789Z",
-                 extra=None):
+                 extra=None, reply=REPLY):
     h = Headers({"Nats-Stream": "S", "Nats-Subject": subject, "Nats-Sequence": str(seq), "Nats-Time-Stamp": time,
                  "Nats-Num-Pending": "5", "Nats-Last-Sequence": "0"})
     for k, v in (extra or {}).items():
         h[k] = v
-    return msg_cls("_INBOX.x.1", data, headers=h)
+    return msg_cls(reply, data, headers=h)
 
 
-def test_direct_columns(impl, msg_cls):
+def collect(impl, msgs, reply=REPLY):
+    """Feed ``msgs`` to a collector whose target is a fresh ``DirectRows``: (rows, statuses)."""
+    statuses = []
+    c = impl.DirectCollector(statuses.append)
+    rows = impl.DirectRows(reply)
+    c.target = rows
+    for m in msgs:
+        c(m)
+    return rows, statuses
+
+
+def test_direct_rows(impl, msg_cls):
     msgs = [direct_reply(msg_cls, 7, data=b"a"), direct_reply(msg_cls, 8, subject="orders.old", data=b"bb")]
-    subjects, seqs, times, data, headers, odd = impl.direct_columns(msgs)
+    rows, statuses = collect(impl, msgs)
+    assert len(rows) == 2 and rows.last_seq == 8 and rows.error is None and statuses == []
+    subjects, seqs, times, data, headers, odd = rows.columns()
     assert subjects == ["orders.new", "orders.old"] and data == [b"a", b"bb"]
     assert list(seqs) == [7, 8] and seqs.typecode == "q" and times.typecode == "q"
     t = us_of(datetime(2026, 11, 25, 12, 34, 56, 123456, tzinfo=timezone.utc))
     assert list(times) == [t, t] and headers is None and odd == []
 
 
-def test_direct_columns_published_headers(impl, msg_cls):
+def test_direct_rows_many(impl, msg_cls):
+    rows, _ = collect(impl, [direct_reply(msg_cls, s) for s in range(1, 2501)])
+    assert list(rows.columns()[1]) == list(range(1, 2501)) and len(rows.columns()[2]) == 2500
+    assert impl.DirectRows("r").last_seq == 0 and list(impl.DirectRows("r").columns()[1]) == []
+
+
+def test_direct_collector_routes(impl, msg_cls):
+    bare = msg_cls(REPLY, b"", headers=None)
+    late = direct_reply(msg_cls, 9, reply="_INBOX.x.0")
+    h = Headers({"Nats-Last-Sequence": "8"})
+    h.status, h.description = "204", "EOB"
+    end = msg_cls(REPLY, b"", headers=h)
+    rows, statuses = collect(impl, [direct_reply(msg_cls, 7), late, end, bare])
+    assert len(rows) == 1 and statuses == [end, bare]  # the late reply is dropped
+    c = impl.DirectCollector(statuses.append)
+    c(direct_reply(msg_cls, 1))  # no target: dropped
+    assert c.target is None and len(statuses) == 2
+
+
+def test_direct_rows_published_headers(impl, msg_cls):
     msgs = [direct_reply(msg_cls, 1), direct_reply(msg_cls, 2, extra={"A": ["1", "2"], "B": "x"}),
             direct_reply(msg_cls, 3)]
-    headers = impl.direct_columns(msgs)[4]
-    assert headers == [None, [("A", ["1", "2"]), ("B", ["x"])], None]
-    assert impl.direct_columns(msgs[:1])[4] is None
+    assert collect(impl, msgs)[0].columns()[4] == [None, [("A", ["1", "2"]), ("B", ["x"])], None]
+    assert collect(impl, msgs[:1])[0].columns()[4] is None
+    assert collect(impl, msgs[2:] + msgs[1:2])[0].columns()[4] == [None, [("A", ["1", "2"]), ("B", ["x"])]]
 
 
-def test_direct_columns_odd_time_left_to_the_caller(impl, msg_cls):
-    msgs = [direct_reply(msg_cls, 1), direct_reply(msg_cls, 2, time="Tuesday")]
-    _, seqs, times, _, _, odd = impl.direct_columns(msgs)
-    assert odd == [1] and times[1] == 0 and list(seqs) == [1, 2]
+def test_direct_rows_odd_time_left_to_the_caller(impl, msg_cls):
+    rows, _ = collect(impl, [direct_reply(msg_cls, 1), direct_reply(msg_cls, 2, time="Tuesday")])
+    _, seqs, times, _, _, odd = rows.columns()
+    assert odd == [(1, "Tuesday")] and times[1] == 0 and list(seqs) == [1, 2]
 
 
-def test_direct_columns_errors(impl, msg_cls):
+def test_direct_rows_errors(impl, msg_cls):
     m = direct_reply(msg_cls, 1)
     del m.headers["Nats-Subject"]
-    with pytest.raises(KeyError):
-        impl.direct_columns([m])
+    rows, _ = collect(impl, [direct_reply(msg_cls, 1), m, direct_reply(msg_cls, 3)])
+    assert isinstance(rows.error, KeyError) and len(rows) == 1  # nothing is added after an error
     for bad in ("", "x", "-1", "1" * 19, "١"):
-        with pytest.raises(ValueError):
-            impl.direct_columns([direct_reply(msg_cls, bad)])
-    assert list(impl.direct_columns([])[1]) == []
+        rows, _ = collect(impl, [direct_reply(msg_cls, bad)])
+        assert isinstance(rows.error, ValueError) and len(rows) == 0
+    rows = impl.DirectRows(REPLY)
+    rows.add(msg_cls(REPLY, b""))  # no headers at all
+    assert rows.error is not None and len(rows) == 0
 
 
 TS = 1_700_000_000_123_456_789

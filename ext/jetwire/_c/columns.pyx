@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Messages to column values for bulk readers (pure twin, with the rules:
-``jetwire.protocol._pure.columns``): ``direct_columns`` for batched direct get replies,
-``ack_columns`` for pull-consumer messages. Sequences and times are filled into
+``jetwire.protocol._pure.columns``): ``DirectRows`` filled by a ``DirectCollector`` for
+batched direct get replies, ``ack_columns`` for pull-consumer messages. Sequences and times are filled into
 ``array('q')`` buffers in C, with no Python int per row; the direct-get headers are
 read straight from the decoded header dict and the RFC 3339 time parsed in C."""
 include "common.pxi"
@@ -139,52 +139,6 @@ cdef inline object _first(dict d, object key):
     return (<list>values)[0]
 
 
-def direct_columns(list msgs):
-    """``(subjects, seqs, times_us, data, headers, odd_times)`` of direct get replies (see
-    the pure twin)."""
-    cdef Py_ssize_t n = len(msgs), i
-    cdef list subjects = [], data = [], odd = []
-    cdef object headers = None, m, h, row, t
-    cdef dict d
-    cdef array.array seqs = array.clone(_QTEMPLATE, n, False)
-    cdef array.array times = array.clone(_QTEMPLATE, n, False)
-    cdef long long* qs = seqs.data.as_longlongs
-    cdef long long* qt = times.data.as_longlongs
-    cdef Py_ssize_t tn
-    cdef const char* tp
-    for i in range(n):
-        m = msgs[i]
-        if isinstance(m, MsgBase):
-            h = (<MsgBase>m).c_headers
-            PyList_Append(data, (<MsgBase>m).c_data)
-        else:
-            h = m.headers
-            PyList_Append(data, m.data)
-        d = <dict?>h._d
-        PyList_Append(subjects, _first(d, _K_SUBJECT))
-        qs[i] = _seq(_first(d, _K_SEQ))
-        t = _first(d, _K_TIME)
-        tp = NULL
-        if type(t) is str:
-            try:
-                tp = PyUnicode_AsUTF8AndSize(t, &tn)
-            except UnicodeEncodeError:
-                tp = NULL
-        if tp == NULL or not _rfc3339_us(<const unsigned char*>tp, tn, &qt[i]):
-            PyList_Append(odd, i)
-            qt[i] = 0
-        if len(d) != _N_DIRECT:
-            row = [(k, list(v)) for k, v in d.items() if k not in _DIRECT_KEYS] or None
-            if headers is None:
-                if row is None:
-                    continue
-                headers = [None] * i
-            PyList_Append(headers, row)
-        elif headers is not None:
-            PyList_Append(headers, None)
-    return subjects, seqs, times, data, headers, odd
-
-
 def ack_columns(msgs, long long hi):
     """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
     stream sequence ``hi`` (see the pure twin)."""
@@ -237,3 +191,131 @@ def ack_columns(msgs, long long hi):
     array.resize(seqs, i)
     array.resize(times, i)
     return subjects, seqs, times, data, headers, end
+
+
+cdef class DirectRows:
+    """The rows of one batched direct get, filled by a ``DirectCollector`` as the replies
+    arrive (see the pure twin)."""
+
+    cdef public object reply
+    cdef public object error
+    cdef list _subjects, _data, _odd
+    cdef object _headers
+    cdef array.array _seqs, _times
+    cdef Py_ssize_t _n, _cap
+
+    def __init__(self, reply):
+        self.reply = reply
+        self.error = None
+        self._subjects = []
+        self._data = []
+        self._odd = []
+        self._headers = None
+        self._seqs = array.clone(_QTEMPLATE, 0, False)
+        self._times = array.clone(_QTEMPLATE, 0, False)
+        self._n = 0
+        self._cap = 0
+
+    def __len__(self):
+        return self._n
+
+    @property
+    def last_seq(self):
+        """The sequence of the last row (0 when there is none)."""
+        return self._seqs.data.as_longlongs[self._n - 1] if self._n else 0
+
+    cdef int _add(self, object m, dict d) except -1:
+        cdef Py_ssize_t i = self._n, tn
+        cdef long long seq, t = 0
+        cdef const char* tp = NULL
+        cdef object subject, text, row, headers
+        if self.error is not None:
+            return 0
+        try:
+            subject = _first(d, _K_SUBJECT)
+            seq = _seq(_first(d, _K_SEQ))
+            text = _first(d, _K_TIME)
+        except Exception as exc:
+            self.error = exc
+            return 0
+        if type(text) is str:
+            try:
+                tp = PyUnicode_AsUTF8AndSize(text, &tn)
+            except UnicodeEncodeError:
+                tp = NULL
+        if tp == NULL or not _rfc3339_us(<const unsigned char*>tp, tn, &t):
+            PyList_Append(self._odd, (i, text))
+            t = 0
+        if i == self._cap:
+            self._cap = self._cap * 2 if self._cap else 1024
+            array.resize(self._seqs, self._cap)
+            array.resize(self._times, self._cap)
+        self._seqs.data.as_longlongs[i] = seq
+        self._times.data.as_longlongs[i] = t
+        PyList_Append(self._subjects, subject)
+        if isinstance(m, MsgBase):
+            PyList_Append(self._data, (<MsgBase>m).c_data)
+        else:
+            PyList_Append(self._data, m.data)
+        self._n = i + 1
+        headers = self._headers
+        if len(d) != _N_DIRECT:
+            row = [(k, list(v)) for k, v in d.items() if k not in _DIRECT_KEYS] or None
+            if headers is None:
+                if row is None:
+                    return 0
+                headers = self._headers = [None] * i
+            PyList_Append(headers, row)
+        elif headers is not None:
+            PyList_Append(headers, None)
+        return 0
+
+    def add(self, m):
+        try:
+            d = <dict?>m.headers._d
+        except Exception as exc:
+            if self.error is None:
+                self.error = exc
+            return
+        self._add(m, d)
+
+    def columns(self):
+        """``(subjects, seqs, times_us, data, headers, odd_times)`` (see the pure twin)."""
+        array.resize(self._seqs, self._n)
+        array.resize(self._times, self._n)
+        self._cap = self._n
+        return self._subjects, self._seqs, self._times, self._data, self._headers, self._odd
+
+
+cdef class DirectCollector:
+    """The direct handler of a batched direct get's reply subscription (see the pure twin)."""
+
+    cdef public object target
+    cdef public object on_status
+
+    def __init__(self, on_status):
+        self.target = None
+        self.on_status = on_status
+
+    def __call__(self, m):
+        cdef object t = self.target, subject, reply, h, d
+        if t is None:
+            return
+        subject = (<MsgBase>m).c_subject if isinstance(m, MsgBase) else m.subject
+        reply = (<DirectRows>t).reply if type(t) is DirectRows else t.reply
+        if subject != reply:
+            return
+        h = (<MsgBase>m).c_headers if isinstance(m, MsgBase) else m.headers
+        if h is not None and h.status is None:
+            if type(t) is DirectRows:
+                try:
+                    d = <dict?>h._d
+                except Exception as exc:
+                    if (<DirectRows>t).error is None:
+                        (<DirectRows>t).error = exc
+                    return
+                (<DirectRows>t)._add(m, d)
+            else:
+                t.add(m)
+        else:
+            self.on_status(m)

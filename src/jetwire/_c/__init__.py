@@ -8,7 +8,7 @@ them on the hot path). Their pure-Python twins are the modules of
 ``jetwire.protocol._pure``; ``jetwire._impl`` selects one side as a whole (importing
 this package fails when any of the extensions is not built)."""
 from .ackmux import AckFuture, AckMux
-from .columns import ack_columns, direct_columns, rfc3339_us
+from .columns import DirectCollector, DirectRows, ack_columns, rfc3339_us
 from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
 from .lock import Lock, WriteLock
@@ -22,5 +22,6 @@ __all__ = [
     "MsgBase", "Parser", "decode_headers", "encode_headers", "parse_metadata_fields", "parse_metadata",
     "MsgMetadata", "SequencePair", "validate_subject",
     "append_pub", "append_hpub", "append_sub", "append_unsub", "DONE", "Outbox", "WriteLock", "SubState",
-    "Router", "AckMux", "AckFuture", "Lock", "direct_columns", "ack_columns", "rfc3339_us",
+    "Router", "AckMux", "AckFuture", "Lock", "ack_columns", "rfc3339_us",
+    "DirectRows", "DirectCollector",
 ]

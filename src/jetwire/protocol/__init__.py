@@ -15,7 +15,7 @@ from .headers import Headers
 # every name of the implementations (listed once, in ``_pure.__all__``) but the
 # connection-core pieces, which stay internal (``jetwire._impl``)
 _CORE_NAMES = {"Outbox", "DONE", "SubState", "Router", "AckMux", "AckFuture", "Lock", "WriteLock",
-               "direct_columns", "ack_columns", "rfc3339_us"}
+               "ack_columns", "rfc3339_us", "DirectRows", "DirectCollector"}
 _IMPL_NAMES = (frozenset(_pure.__all__) - _CORE_NAMES) | {"speedups_enabled", "implementations"}
 
 __all__ = ["Headers", *sorted(_IMPL_NAMES)]

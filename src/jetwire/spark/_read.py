@@ -236,12 +236,13 @@ def plan_ranges(lo: int, hi: int, num_partitions: Optional[int], max_per_partiti
 class _Fetch:
     """The replies to one request, filled in by the connection's reader thread."""
 
-    __slots__ = ("token", "reply", "msgs", "seqs", "times", "last_seq", "pending", "end", "error", "partial")
+    __slots__ = ("token", "reply", "msgs", "rows", "seqs", "times", "last_seq", "pending", "end", "error", "partial")
 
     def __init__(self, token: str, reply: str = "") -> None:
         self.token = token
         self.reply = reply  # the request's reply subject: its replies arrive on it
         self.msgs: List[Any] = []
+        self.rows: Any = None  # direct gets read into columns: the DirectRows being filled
         self.seqs: List[int] = []  # consumer mode: stream sequences (direct: from headers)
         self.times: List[int] = []  # consumer mode: nanoseconds
         self.last_seq = 0
@@ -268,11 +269,18 @@ class _Pump:
         self._ready: Deque[_Fetch] = deque()
         self._finished = False
         self._cv = threading.Condition(threading.Lock())
-        self._sub = nc.link.subscribe_direct(self.inbox + ".*", self._on_msg)
+        self._sub = nc.link.subscribe_direct(self.inbox + ".*", self._handler())
 
     # reader side --------------------------------------------------------------------
+    def _handler(self) -> Any:
+        """The direct handler of the reply subscription."""
+        return self._on_msg
+
     def _on_msg(self, m: Any) -> None:  # pragma: no cover - replaced per mode
         raise NotImplementedError
+
+    def _started(self, f: Optional[_Fetch]) -> None:
+        """``f`` is now the request in flight (None: none is)."""
 
     def _complete(self, f: _Fetch) -> None:
         """``f`` is done (called from the reader thread, or on errors from anywhere)."""
@@ -280,6 +288,7 @@ class _Pump:
             if self._cur is not f:
                 return
             self._cur = None
+            self._started(None)
             if f.error is not None or f.end:
                 self._finished = True
             self._ready.append(f)
@@ -293,6 +302,7 @@ class _Pump:
         token = str(self._ntok)
         f = _Fetch(token, self.inbox + "." + token)
         self._cur = f
+        self._started(f)
         try:
             subject, payload = self._request(f)
             ok = self.nc.link.try_publish(subject, f.reply, payload)
@@ -301,6 +311,7 @@ class _Pump:
             f.error = exc
         if not ok:
             self._cur = None
+            self._started(None)
             f.error = f.error or ConnectionClosedError("not connected: cannot request more messages")
             self._finished = True
             self._ready.append(f)
@@ -337,6 +348,7 @@ class _Pump:
         with self._cv:
             self._finished = True
             self._cur = None
+            self._started(None)
         try:
             self.nc.link.unsubscribe(self._sub)
         except Exception:
@@ -344,11 +356,29 @@ class _Pump:
 
 
 class _DirectPump(_Pump):
+    """Batched direct gets. With ``rows`` (the Spark reader) the replies become column
+    values as they arrive, in compiled code (``DirectCollector`` filling each fetch's
+    ``DirectRows``): no message is kept, and only the end-of-batch status reaches Python
+    (``_on_status``). Without, each fetch keeps its messages (``direct_get_batch``)."""
+
     def __init__(self, nc: Any, api_prefix: str, stream: str, lo: int, hi: int, subject: Optional[str],
-                 batch: int, timeout: float) -> None:
+                 batch: int, timeout: float, rows: bool = False) -> None:
         self.get_subject = f"{api_prefix}.DIRECT.GET.{stream}"
         self.filter = subject
+        self._collector = _impl.DirectCollector(self._on_status) if rows else None
         super().__init__(nc, lo, hi, batch, timeout)
+
+    def _handler(self) -> Any:
+        return self._collector if self._collector is not None else self._on_msg
+
+    def _started(self, f: Optional[_Fetch]) -> None:
+        c = self._collector
+        if c is not None:
+            if f is not None:
+                f.rows = _impl.DirectRows(f.reply)
+                c.target = f.rows
+            else:
+                c.target = None
 
     def _request(self, f: _Fetch) -> Tuple[str, bytes]:
         seq = self.next_seq
@@ -362,24 +392,41 @@ class _DirectPump(_Pump):
         if f is None or m.subject != f.reply:
             return  # a late reply to an abandoned request
         h = m.headers
-        status = h.status if h is not None else None
-        if status is None:
+        if h is not None and h.status is None:
             f.msgs.append(m)
             return
-        if status == "204":  # EOB
+        self._status(f, m)
+
+    def _on_status(self, m: Any) -> None:
+        f = self._cur
+        if f is not None and m.subject == f.reply:
+            self._status(f, m)
+
+    def _status(self, f: _Fetch, m: Any) -> None:
+        """A status reply (or one without headers) to the request in flight."""
+        h = m.headers
+        status = h.status if h is not None else None
+        rows = f.rows
+        count = len(rows) if rows is not None else len(f.msgs)
+        if rows is not None and rows.error is not None:
+            f.error = rows.error
+        elif status == "204":  # EOB
             last = h.get(K_LAST)
             pend = h.get(K_PENDING)
             if last:
                 f.last_seq = int(last)
-            elif f.msgs:  # (a server that leaves the header out of the EOB)
-                f.last_seq = int(f.msgs[-1].headers[K_SEQ])
+            elif count:  # (a server that leaves the header out of the EOB)
+                f.last_seq = rows.last_seq if rows is not None else int(f.msgs[-1].headers[K_SEQ])
             f.pending = int(pend) if pend else -1
-            if not f.msgs or f.pending == 0 or f.last_seq + 1 >= self.hi:
+            if not count or f.pending == 0 or f.last_seq + 1 >= self.hi:
                 f.end = True
             else:
                 self.next_seq = f.last_seq + 1
         elif status == "404":  # nothing stored at or after the requested sequence
             f.end = True
+        elif status is None:
+            f.error = APIError(code=None, err_code=None,
+                               description=f"direct get of {self.get_subject}: a reply without headers")
         else:
             desc = h.description or "direct get failed"
             f.error = APIError(code=int(status) if status.isdigit() else None, err_code=None,
@@ -388,23 +435,24 @@ class _DirectPump(_Pump):
 
 
 # --------------------------------------------------------------------------- to Arrow
-# The per-message work is in compiled code (jetwire._impl: ``direct_columns`` reads the
-# direct-get headers and parses the RFC 3339 time; ``ack_columns`` parses ack subjects):
-# sequences and times arrive as int64 buffers that Arrow wraps without a copy.
+# The per-message work is in compiled code (jetwire._impl: ``DirectCollector`` turns each
+# direct-get reply into a row of ``DirectRows`` on the reader thread as it arrives,
+# reading the direct-get headers and parsing the RFC 3339 time; ``ack_columns`` parses
+# ack subjects): sequences and times arrive as int64 buffers Arrow wraps without a copy.
 def _int64(buf: Any, n: int, typ: pa.DataType = pa.int64()) -> pa.Array:
     return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(buf)])
 
 
 def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa.RecordBatch]:
-    msgs = f.msgs
-    if not msgs:
+    rows = f.rows
+    if rows is None or not len(rows):
         return None
-    subjects, seqs, times, data, headers, odd = _impl.direct_columns(msgs)
+    subjects, seqs, times, data, headers, odd = rows.columns()
     n = len(subjects)
     if odd:  # times not in the usual RFC 3339 form: the lenient parser, row by row
         fixed: List[Optional[int]] = list(times)
-        for i in odd:
-            fixed[i] = _parse_rfc3339_us(msgs[i].headers[K_TIME])
+        for i, text in odd:
+            fixed[i] = _parse_rfc3339_us(text)
         ts = pa.array(fixed, pa.int64()).cast(TS_TYPE)
     else:
         ts = _int64(times, n, TS_TYPE)
@@ -452,13 +500,14 @@ def _pumped(pump: Any, to_batch: Any, builder: BatchBuilder, hi: int) -> Iterato
     for f in pump.fetches():
         rb = to_batch(builder, f, hi)
         f.msgs = []
+        f.rows = None
         if rb is not None and rb.num_rows:
             yield rb
 
 
 def _read_direct(nc: Any, js: Any, stream: str, part: RangePartition, subject: Optional[str], batch: int,
                  timeout: float, builder: BatchBuilder) -> Iterator[pa.RecordBatch]:
-    pump = _DirectPump(nc, js.api_prefix, stream, part.lo, part.hi, subject, batch, timeout)
+    pump = _DirectPump(nc, js.api_prefix, stream, part.lo, part.hi, subject, batch, timeout, rows=True)
     try:
         yield from _pumped(pump, _direct_to_batch, builder, part.hi)
     finally:

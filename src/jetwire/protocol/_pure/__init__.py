@@ -30,7 +30,7 @@ blocking flavour); the asyncio flavour sets none. See ``lock.py``.
 from __future__ import annotations
 
 from .ackmux import AckFuture, AckMux
-from .columns import ack_columns, direct_columns, rfc3339_us
+from .columns import DirectCollector, DirectRows, ack_columns, rfc3339_us
 from .common import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG
 from .encoder import DONE, Outbox, WriteLock, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
@@ -71,8 +71,9 @@ __all__ = [
     "AckMux",
     "AckFuture",
     "Lock",
-    "direct_columns",
     "ack_columns",
     "rfc3339_us",
+    "DirectRows",
+    "DirectCollector",
 ]
 

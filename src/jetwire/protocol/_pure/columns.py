@@ -1,9 +1,10 @@
 """Messages to column values for bulk readers (twin of the compiled
 ``jetwire._c.columns``): what the Spark reader turns into Arrow record batches.
 
-* ``direct_columns(msgs)``: replies of a batched direct get, whose headers carry the
-  message's subject, sequence and time (``Nats-Subject``, ``Nats-Sequence``,
-  ``Nats-Time-Stamp``, RFC 3339 with up to 9 fractional digits).
+* ``DirectRows`` / ``DirectCollector``: replies of a batched direct get, whose headers
+  carry the message's subject, sequence and time (``Nats-Subject``, ``Nats-Sequence``,
+  ``Nats-Time-Stamp``, RFC 3339 with up to 9 fractional digits), turned into rows as
+  they arrive.
 * ``ack_columns(msgs, hi)``: messages of a pull consumer, whose ack subjects carry the
   stream sequence, the time in nanoseconds and the pending count; it takes messages
   (from any iterable, e.g. a fetch still arriving) until one at or past stream sequence
@@ -12,7 +13,7 @@
 Sequences and times come back as ``array('q')`` (times in microseconds since the epoch,
 floored): Arrow wraps them without a Python int per row. A time that is not the RFC 3339
 form ``YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+HH:MM|-HH:MM)`` is left to the caller: its row
-index is listed in ``odd_times`` (its slot holds 0).
+text is listed in ``odd_times`` (its slot holds 0).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any, Iterable, List, Optional, Tuple
 from ...errors import NotJSMessageError
 from .metadata import parse_metadata_fields
 
-__all__ = ["DIRECT_KEYS", "direct_columns", "ack_columns", "rfc3339_us"]
+__all__ = ["DIRECT_KEYS", "DirectCollector", "DirectRows", "ack_columns", "rfc3339_us"]
 
 K_SUBJECT = "Nats-Subject"
 K_SEQ = "Nats-Sequence"
@@ -99,40 +100,6 @@ def _seq(s: str) -> int:
     raise ValueError(f"invalid {K_SEQ} header {s!r} in a direct get reply")
 
 
-def direct_columns(msgs: List[Any]) -> Tuple[List[str], "array[int]", "array[int]", List[bytes], Optional[List[Any]],
-                                            List[int]]:
-    """``(subjects, seqs, times_us, data, headers, odd_times)`` of direct get replies.
-    ``headers`` is None when no message has headers beyond the direct-get ones, else one
-    entry per message: None or a list of ``(name, [values])``. A missing direct-get header
-    raises ``KeyError``, a sequence that is not 1-18 ASCII digits ``ValueError``."""
-    subjects: List[str] = []
-    seqs = array("q")
-    times = array("q")
-    data: List[bytes] = []
-    headers: Optional[List[Any]] = None
-    odd: List[int] = []
-    for i, m in enumerate(msgs):
-        d = m.headers._d
-        subjects.append(d[K_SUBJECT][0])
-        seqs.append(_seq(d[K_SEQ][0]))
-        t = rfc3339_us(d[K_TIME][0])
-        if t is None:
-            odd.append(i)
-            t = 0
-        times.append(t)
-        data.append(m.data)
-        if len(d) != _N_DIRECT:
-            row = [(k, list(v)) for k, v in d.items() if k not in DIRECT_KEYS] or None
-            if headers is None:
-                if row is None:
-                    continue
-                headers = [None] * i
-            headers.append(row)
-        elif headers is not None:
-            headers.append(None)
-    return subjects, seqs, times, data, headers, odd
-
-
 def ack_columns(msgs: Iterable[Any], hi: int) -> Tuple[List[str], "array[int]", "array[int]", List[bytes],
                                                        Optional[List[Any]], bool]:
     """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
@@ -171,3 +138,93 @@ def ack_columns(msgs: Iterable[Any], hi: int) -> Tuple[List[str], "array[int]", 
             end = True
             break
     return subjects, seqs, times, data, headers, end
+
+
+class DirectRows:
+    """The rows of one batched direct get, filled by a ``DirectCollector`` as the replies
+    arrive (on the connection's reader thread), so no message outlives its arrival.
+    ``columns()`` gives them as ``(subjects, seqs, times_us, data, headers, odd_times)``;
+    ``headers`` is None when no message has headers beyond the direct-get ones, else one
+    entry per row: None or a list of ``(name, [values])``. A reply that could not be read
+    (a missing direct-get header: ``KeyError``; a sequence that is not 1-18 ASCII digits:
+    ``ValueError``) is kept as ``error``, and nothing is added after it."""
+
+    __slots__ = ("reply", "error", "_subjects", "_seqs", "_times", "_data", "_headers", "_odd")
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.error: Optional[BaseException] = None
+        self._subjects: List[str] = []
+        self._seqs = array("q")
+        self._times = array("q")
+        self._data: List[bytes] = []
+        self._headers: Optional[List[Any]] = None
+        self._odd: List[Tuple[int, str]] = []
+
+    def __len__(self) -> int:
+        return len(self._subjects)
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence of the last row (0 when there is none)."""
+        return self._seqs[-1] if self._seqs else 0
+
+    def add(self, m: Any) -> None:
+        if self.error is not None:
+            return
+        try:
+            d = m.headers._d
+            subject = d[K_SUBJECT][0]
+            seq = _seq(d[K_SEQ][0])
+            text = d[K_TIME][0]
+        except Exception as exc:
+            self.error = exc
+            return
+        i = len(self._subjects)
+        t = rfc3339_us(text) if type(text) is str else None
+        if t is None:
+            self._odd.append((i, text))
+            t = 0
+        self._subjects.append(subject)
+        self._seqs.append(seq)
+        self._times.append(t)
+        self._data.append(m.data)
+        headers = self._headers
+        if len(d) != _N_DIRECT:
+            row = [(k, list(v)) for k, v in d.items() if k not in DIRECT_KEYS] or None
+            if headers is None:
+                if row is None:
+                    return
+                headers = self._headers = [None] * i
+            headers.append(row)
+        elif headers is not None:
+            headers.append(None)
+
+    def columns(self) -> Tuple[List[str], "array[int]", "array[int]", List[bytes], Optional[List[Any]],
+                               List[Tuple[int, str]]]:
+        """``(subjects, seqs, times_us, data, headers, odd_times)``; ``odd_times`` lists
+        ``(row, text)`` of the times ``rfc3339_us`` could not read (their slot holds 0)."""
+        return self._subjects, self._seqs, self._times, self._data, self._headers, self._odd
+
+
+class DirectCollector:
+    """The direct handler of a batched direct get's reply subscription: a data reply on
+    ``target.reply`` becomes a row of ``target`` (a ``DirectRows``); a status reply (the
+    ``204`` end of batch, ``404``, an error) or one without headers goes to
+    ``on_status(msg)``; anything else (a late reply) is dropped."""
+
+    __slots__ = ("target", "on_status")
+
+    def __init__(self, on_status: Any) -> None:
+        self.target: Optional[DirectRows] = None
+        self.on_status = on_status
+
+    def __call__(self, m: Any) -> None:
+        t = self.target
+        if t is None or m.subject != t.reply:
+            return
+        h = m.headers
+        if h is not None and h.status is None:
+            t.add(m)
+        else:
+            self.on_status(m)
