@@ -25,7 +25,8 @@ of Spark's own Python data source cost in the same run: the targets are read >= 
 rows/s and write >= 100k rows/s, or 0.6x the do-nothing source, whichever is lower.
 Each action's client CPU time is reported too (user + sys of this process and every
 process it started -- the JVM and the Python workers -- but not the nats-server), which
-is steadier than wall time on a shared machine.
+is steadier than wall time on a shared machine, and the part of it spent in Python
+processes (where the data source runs; the JVM's share grows with wall time).
 """
 from __future__ import annotations
 
@@ -40,11 +41,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_tree(exclude: int) -> Dict[int, float]:
-    """CPU seconds (user + sys, with reaped children) of this process and its descendants
-    (not ``exclude``'s subtree), by pid."""
+def _cpu_tree(exclude: int) -> Dict[int, tuple]:
+    """``(CPU seconds, is a Python process)`` of this process and its descendants (not
+    ``exclude``'s subtree), by pid; CPU is user + sys with reaped children."""
     parent: Dict[int, int] = {}
-    times: Dict[int, float] = {}
+    times: Dict[int, tuple] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -56,9 +57,9 @@ def _cpu_tree(exclude: int) -> Dict[int, float]:
         fields = st[st.rindex(")") + 2:].split()
         pid = int(d)
         parent[pid] = int(fields[1])
-        times[pid] = sum(int(x) for x in fields[11:15]) / _TICK
+        times[pid] = (sum(int(x) for x in fields[11:15]) / _TICK, "python" in st[: st.rindex(")")])
     me = os.getpid()
-    out: Dict[int, float] = {}
+    out: Dict[int, tuple] = {}
     for pid, t in times.items():
         p, seen = pid, 0
         while p and p != me and p != exclude and seen < 64:
@@ -69,10 +70,12 @@ def _cpu_tree(exclude: int) -> Dict[int, float]:
     return out
 
 
-def _cpu_delta(before: Dict[int, float], after: Dict[int, float]) -> float:
-    """CPU seconds spent between two snapshots (a process that exited in between is in its
-    parent's reaped-children time)."""
-    return sum(after.values()) - sum(before.values())
+def _cpu_delta(before: Dict[int, tuple], after: Dict[int, tuple]) -> tuple:
+    """``(all, Python processes)`` CPU seconds spent between two snapshots (a process that
+    exited in between is in its parent's reaped-children time; the Python workers are
+    children of a Python daemon)."""
+    return (sum(t for t, _ in after.values()) - sum(t for t, _ in before.values()),
+            sum(t for t, py in after.values() if py) - sum(t for t, py in before.values() if py))
 
 
 def _spark(master: str) -> Any:
@@ -200,10 +203,10 @@ def main(argv: Any = None) -> int:
             t = time.perf_counter()
             c = r.load().count()
             dt = time.perf_counter() - t
-            cpu = _cpu_delta(c0, _cpu_tree(server_pid))
+            cpu, py = _cpu_delta(c0, _cpu_tree(server_pid))
             if c != n:
                 raise SystemExit(f"{fmt}: read {c} rows, expected {n}")
-            return n / dt, cpu / n * 1e6
+            return n / dt, cpu / n * 1e6, py / n * 1e6
 
         def write_once(fmt: str) -> tuple:
             _fresh_stream(url, "BENCH_W", args.storage)
@@ -212,11 +215,11 @@ def main(argv: Any = None) -> int:
             (src.write.format(fmt).option("servers", url).option("stream", "BENCH_W")
              .mode("append").save())
             dt = time.perf_counter() - t
-            cpu = _cpu_delta(c0, _cpu_tree(server_pid))
+            cpu, py = _cpu_delta(c0, _cpu_tree(server_pid))
             got = _count(url, "BENCH_W")
             if got != n and fmt != "jetwire_null":
                 raise SystemExit(f"{fmt}: stream holds {got} messages after the write, expected {n}")
-            return n / dt, cpu / n * 1e6
+            return n / dt, cpu / n * 1e6, py / n * 1e6
 
         # warm-up (JIT, Python workers, imports) on a small scale
         for _, fmt, extra in readers:
@@ -230,23 +233,28 @@ def main(argv: Any = None) -> int:
 
         results: Dict[str, List[float]] = {}
         cpus: Dict[str, List[float]] = {}
+        pys: Dict[str, List[float]] = {}
         for rnd in range(args.rounds):
             for label, fmt, extra in readers:
-                rate, cpu = read_once(fmt, extra)
+                rate, cpu, py = read_once(fmt, extra)
                 results.setdefault(label, []).append(rate)
                 cpus.setdefault(label, []).append(cpu)
+                pys.setdefault(label, []).append(py)
             for label, fmt in writers:
-                rate, cpu = write_once(fmt)
+                rate, cpu, py = write_once(fmt)
                 results.setdefault(label, []).append(rate)
                 cpus.setdefault(label, []).append(cpu)
-            print(f"round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:,.0f} ({cpus[k][-1]:.1f} us CPU/row)"
-                                                   for k, v in results.items()), flush=True)
+                pys.setdefault(label, []).append(py)
+            print(f"round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:,.0f} ({cpus[k][-1]:.1f} us CPU/row, "
+                                                   f"Python {pys[k][-1]:.1f})" for k, v in results.items()),
+                  flush=True)
 
         print()
         print(f"{n:,} messages of {args.size} B, {args.master}, {args.storage} storage, {args.rounds} rounds "
-              f"(load average {os.getloadavg()[0]:.1f}); client CPU = driver + JVM + Python workers")
-        print(f"{'':28s} {'median rows/s':>14s} {'best rows/s':>12s} {'CPU us/row':>11s} {'vs nats-py':>11s} "
-              f"{'vs do-nothing':>14s}")
+              f"(load average {os.getloadavg()[0]:.1f}); client CPU = driver + JVM + Python workers, "
+              "of which Python (the driver and the workers)")
+        print(f"{'':28s} {'median rows/s':>14s} {'best rows/s':>12s} {'CPU us/row':>11s} {'Python':>7s} "
+              f"{'vs nats-py':>11s} {'vs do-nothing':>14s}")
         med = {k: statistics.median(v) for k, v in results.items()}
         for label, vals in results.items():
             kind = label.split()[0]
@@ -255,7 +263,7 @@ def main(argv: Any = None) -> int:
             ratio = f"{med[label] / ref:.2f}x" if ref and "nats-py" not in label else ""
             vs_null = f"{med[label] / null:.2f}x" if null and "do-nothing" not in label else ""
             print(f"{label:28s} {med[label]:14,.0f} {max(vals):12,.0f} {statistics.median(cpus[label]):11.2f} "
-                  f"{ratio:>11s} {vs_null:>14s}")
+                  f"{statistics.median(pys[label]):7.2f} {ratio:>11s} {vs_null:>14s}")
         for kind, floor in (("read", 150_000), ("write", 100_000)):
             null = med.get(f"{kind} do-nothing")
             target = min(floor, 0.6 * null) if null else floor
