@@ -32,7 +32,7 @@ def extensions():
     try:
         from setuptools import Extension
 
-        concepts = ["lock", "msg", "headers", "metadata", "parser", "encoder", "router", "ackmux"]
+        concepts = ["lock", "msg", "headers", "metadata", "parser", "encoder", "router", "ackmux", "columns"]
         mods = [
             Extension(f"jetwire._c.{name}", [f"ext/jetwire/_c/{name}.pyx"], extra_compile_args=["-O3"])
             for name in concepts

@@ -76,6 +76,16 @@ class NatsPy:
         await nc.flush()  # nats-py's add_endpoint does not wait for the server to have the subscription
         return svc
 
+    def js_msgs(self, subjects: List[str]) -> List[Any]:
+        from nats.aio.msg import Msg
+
+        return [Msg(None, "bench.m", s, b"", None) for s in subjects]
+
+    def parse_metadata(self, subject: str) -> Any:
+        from nats.aio.msg import Msg
+
+        return Msg.Metadata._from_reply(subject)
+
 
 CLIENT = NatsPy()
 

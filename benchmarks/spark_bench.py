@@ -18,6 +18,15 @@ Every (operation, client) pair runs once per round, in turns; the median and bes
 rows/s per pair are printed with the jetwire / nats-py ratio. An embedded nats-server
 (``jetwire.testing.NatsServer``, file storage unless ``--storage memory``) is used.
 Absolute figures swing with machine load; compare within one run.
+
+Beside them runs a do-nothing Python data source of the same shape
+(``spark_null_source.py``: prebuilt Arrow batches out, batches counted in), the measure
+of Spark's own Python data source cost in the same run: the targets are read >= 150k
+rows/s and write >= 100k rows/s, or 0.6x the do-nothing source, whichever is lower.
+Each action's client CPU time is reported too (user + sys of this process and every
+process it started -- the JVM and the Python workers -- but not the nats-server), which
+is steadier than wall time on a shared machine, and the part of it spent in Python
+processes (where the data source runs; the JVM's share grows with wall time).
 """
 from __future__ import annotations
 
@@ -29,6 +38,44 @@ import time
 from typing import Any, Dict, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_tree(exclude: int) -> Dict[int, tuple]:
+    """``(CPU seconds, is a Python process)`` of this process and its descendants (not
+    ``exclude``'s subtree), by pid; CPU is user + sys with reaped children."""
+    parent: Dict[int, int] = {}
+    times: Dict[int, tuple] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        fields = st[st.rindex(")") + 2:].split()
+        pid = int(d)
+        parent[pid] = int(fields[1])
+        times[pid] = (sum(int(x) for x in fields[11:15]) / _TICK, "python" in st[: st.rindex(")")])
+    me = os.getpid()
+    out: Dict[int, tuple] = {}
+    for pid, t in times.items():
+        p, seen = pid, 0
+        while p and p != me and p != exclude and seen < 64:
+            p = parent.get(p, 0)
+            seen += 1
+        if p == me and pid != exclude:
+            out[pid] = t
+    return out
+
+
+def _cpu_delta(before: Dict[int, tuple], after: Dict[int, tuple]) -> tuple:
+    """``(all, Python processes)`` CPU seconds spent between two snapshots (a process that
+    exited in between is in its parent's reaped-children time; the Python workers are
+    children of a Python daemon)."""
+    return (sum(t for t, _ in after.values()) - sum(t for t, _ in before.values()),
+            sum(t for t, py in after.values() if py) - sum(t for t, py in before.values() if py))
 
 
 def _spark(master: str) -> Any:
@@ -47,11 +94,13 @@ def _spark(master: str) -> Any:
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     from spark_natspy_reference import NatsPyDataSource
+    from spark_null_source import NullDataSource
 
     import jetwire.spark
 
     jetwire.spark.register(spark)
     spark.dataSource.register(NatsPyDataSource)
+    spark.dataSource.register(NullDataSource)
     return spark
 
 
@@ -100,7 +149,7 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--storage", default="file", choices=["file", "memory"])
     ap.add_argument("--read-modes", default="auto", help="jetwire readMode values to time (comma-separated)")
     ap.add_argument("--partitions", type=int, default=0, help="numPartitions for reads (0: the default planning)")
-    ap.add_argument("--skip", default="", help="comma-separated: read, write, natspy")
+    ap.add_argument("--skip", default="", help="comma-separated: read, write, natspy, null")
     ap.add_argument("--server", default=None, help="use this NATS URL instead of an embedded server")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
@@ -126,11 +175,15 @@ def main(argv: Any = None) -> int:
                 readers.append((f"read jetwire ({mode})", "jetstream", {"readMode": mode}))
             if "natspy" not in skip:
                 readers.append(("read nats-py", "jetstream_natspy", {}))
+            if "null" not in skip:
+                readers.append(("read do-nothing", "jetwire_null", {"rows": str(n)}))
         writers: List[tuple] = []
         if "write" not in skip:
             writers.append(("write jetwire", "jetstream"))
             if "natspy" not in skip:
                 writers.append(("write nats-py", "jetstream_natspy"))
+            if "null" not in skip:
+                writers.append(("write do-nothing", "jetwire_null"))
             payload = "ab" * args.size
             src = (spark.range(n, numPartitions=2)
                    .select(F.concat(F.lit("bench_w.k"), (F.col("id") % 16).cast("string")).alias("subject"),
@@ -138,29 +191,35 @@ def main(argv: Any = None) -> int:
                    .cache())
             assert src.count() == n
 
-        def read_once(fmt: str, extra: Dict[str, str]) -> float:
+        server_pid = srv.pid if srv is not None else 0
+
+        def read_once(fmt: str, extra: Dict[str, str]) -> tuple:
             r = spark.read.format(fmt).option("servers", url).option("stream", "BENCH_R")
             for k, v in extra.items():
                 r = r.option(k, v)
             if args.partitions:
                 r = r.option("numPartitions", args.partitions)
+            c0 = _cpu_tree(server_pid)
             t = time.perf_counter()
             c = r.load().count()
             dt = time.perf_counter() - t
+            cpu, py = _cpu_delta(c0, _cpu_tree(server_pid))
             if c != n:
                 raise SystemExit(f"{fmt}: read {c} rows, expected {n}")
-            return n / dt
+            return n / dt, cpu / n * 1e6, py / n * 1e6
 
-        def write_once(fmt: str) -> float:
+        def write_once(fmt: str) -> tuple:
             _fresh_stream(url, "BENCH_W", args.storage)
+            c0 = _cpu_tree(server_pid)
             t = time.perf_counter()
             (src.write.format(fmt).option("servers", url).option("stream", "BENCH_W")
              .mode("append").save())
             dt = time.perf_counter() - t
+            cpu, py = _cpu_delta(c0, _cpu_tree(server_pid))
             got = _count(url, "BENCH_W")
-            if got != n:
+            if got != n and fmt != "jetwire_null":
                 raise SystemExit(f"{fmt}: stream holds {got} messages after the write, expected {n}")
-            return n / dt
+            return n / dt, cpu / n * 1e6, py / n * 1e6
 
         # warm-up (JIT, Python workers, imports) on a small scale
         for _, fmt, extra in readers:
@@ -173,24 +232,46 @@ def main(argv: Any = None) -> int:
             src.limit(2000).write.format(fmt).option("servers", url).option("stream", "BENCH_W").mode("append").save()
 
         results: Dict[str, List[float]] = {}
+        cpus: Dict[str, List[float]] = {}
+        pys: Dict[str, List[float]] = {}
         for rnd in range(args.rounds):
             for label, fmt, extra in readers:
-                results.setdefault(label, []).append(read_once(fmt, extra))
+                rate, cpu, py = read_once(fmt, extra)
+                results.setdefault(label, []).append(rate)
+                cpus.setdefault(label, []).append(cpu)
+                pys.setdefault(label, []).append(py)
             for label, fmt in writers:
-                results.setdefault(label, []).append(write_once(fmt))
-            print(f"round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:,.0f}" for k, v in results.items()), flush=True)
+                rate, cpu, py = write_once(fmt)
+                results.setdefault(label, []).append(rate)
+                cpus.setdefault(label, []).append(cpu)
+                pys.setdefault(label, []).append(py)
+            print(f"round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:,.0f} ({cpus[k][-1]:.1f} us CPU/row, "
+                                                   f"Python {pys[k][-1]:.1f})" for k, v in results.items()),
+                  flush=True)
 
         print()
         print(f"{n:,} messages of {args.size} B, {args.master}, {args.storage} storage, {args.rounds} rounds "
-              f"(load average {os.getloadavg()[0]:.1f})")
-        print(f"{'':28s} {'median rows/s':>14s} {'best rows/s':>12s} {'vs nats-py (median)':>20s}")
-        ref_read = statistics.median(results["read nats-py"]) if "read nats-py" in results else None
-        ref_write = statistics.median(results["write nats-py"]) if "write nats-py" in results else None
+              f"(load average {os.getloadavg()[0]:.1f}); client CPU = driver + JVM + Python workers, "
+              "of which Python (the driver and the workers)")
+        print(f"{'':28s} {'median rows/s':>14s} {'best rows/s':>12s} {'CPU us/row':>11s} {'Python':>7s} "
+              f"{'vs nats-py':>11s} {'vs do-nothing':>14s}")
+        med = {k: statistics.median(v) for k, v in results.items()}
         for label, vals in results.items():
-            med = statistics.median(vals)
-            ref = ref_read if label.startswith("read") else ref_write
-            ratio = f"{med / ref:.2f}x" if ref and "nats-py" not in label else ""
-            print(f"{label:28s} {med:14,.0f} {max(vals):12,.0f} {ratio:>20s}")
+            kind = label.split()[0]
+            ref = med.get(f"{kind} nats-py")
+            null = med.get(f"{kind} do-nothing")
+            ratio = f"{med[label] / ref:.2f}x" if ref and "nats-py" not in label else ""
+            vs_null = f"{med[label] / null:.2f}x" if null and "do-nothing" not in label else ""
+            print(f"{label:28s} {med[label]:14,.0f} {max(vals):12,.0f} {statistics.median(cpus[label]):11.2f} "
+                  f"{statistics.median(pys[label]):7.2f} {ratio:>11s} {vs_null:>14s}")
+        for kind, floor in (("read", 150_000), ("write", 100_000)):
+            null = med.get(f"{kind} do-nothing")
+            target = min(floor, 0.6 * null) if null else floor
+            for label in results:
+                if label.startswith(kind) and "jetwire" in label:
+                    ok = "met" if med[label] >= target else "MISSED"
+                    print(f"target {kind} >= {target:,.0f} rows/s (min of {floor:,} and 0.6x do-nothing): "
+                          f"{label} {ok}")
         spark.stop()
     finally:
         if srv is not None:

@@ -62,20 +62,27 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         PONG,
         AckFuture,
         AckMux,
+        DirectCollector,
+        DirectRows,
         Lock,
         MsgBase,
+        MsgMetadata,
         Outbox,
         Parser,
         Router,
+        SequencePair,
         SubState,
         WriteLock,
+        ack_columns,
         append_hpub,
         append_pub,
         append_sub,
         append_unsub,
         decode_headers,
         encode_headers,
+        parse_metadata,
         parse_metadata_fields,
+        rfc3339_us,
         validate_subject,
     )
 else:
@@ -93,6 +100,13 @@ else:
     decode_headers = _mod.decode_headers
     encode_headers = _mod.encode_headers
     parse_metadata_fields = _mod.parse_metadata_fields
+    parse_metadata = _mod.parse_metadata
+    MsgMetadata = _mod.MsgMetadata
+    SequencePair = _mod.SequencePair
+    ack_columns = _mod.ack_columns
+    rfc3339_us = _mod.rfc3339_us
+    DirectRows = _mod.DirectRows
+    DirectCollector = _mod.DirectCollector
     validate_subject = _mod.validate_subject
     append_pub = _mod.append_pub
     append_hpub = _mod.append_hpub

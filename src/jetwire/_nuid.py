@@ -1,7 +1,14 @@
-"""Unique ids for inboxes and object chunks (NUID-style: random prefix + sequence)."""
+"""Unique ids for inboxes and object chunks (NUID-style: random prefix + sequence).
+
+Every ``NUID`` draws a new random prefix and sequence in the child of an ``os.fork()``
+(Spark's Python workers, ``multiprocessing``): otherwise the module-level ones would hand
+the same ids (consumer names, inboxes) to parent and child.
+"""
 from __future__ import annotations
 
+import os
 import secrets
+import weakref
 
 _DIGITS = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _BASE = 62
@@ -13,9 +20,13 @@ _MAX_SEQ = _BASE**_SEQ_LEN
 class NUID:
     """Fast, unique-enough ids; not thread-locked (each holder owns one)."""
 
-    __slots__ = ("_pre", "_seq", "_inc")
+    __slots__ = ("_pre", "_seq", "_inc", "__weakref__")
 
     def __init__(self) -> None:
+        self._reseed()
+        _all.add(self)
+
+    def _reseed(self) -> None:
         self._randomize_prefix()
         self._seq = secrets.randbelow(_MAX_SEQ)
         self._inc = 33 + secrets.randbelow(333)
@@ -35,6 +46,17 @@ class NUID:
             out.append(chr(_DIGITS[r]))
         return self._pre + "".join(out)
 
+
+_all: "weakref.WeakSet[NUID]" = weakref.WeakSet()
+
+
+def _reseed_all() -> None:
+    for nuid in list(_all):
+        nuid._reseed()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reseed_all)
 
 _global = NUID()
 

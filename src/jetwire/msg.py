@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import _impl
-from .errors import NatsError, NotJSMessageError
+from .errors import NatsError
 
 _ACK = b"+ACK"
 _NAK = b"-NAK"
@@ -38,20 +38,7 @@ class Msg(_impl.MsgBase):
             raise NatsError("message has no reply subject")
         return self._conn().publish(self.reply, data, headers=headers)
 
-    # -- JetStream ---------------------------------------------------------------------
-    @property
-    def metadata(self) -> Any:
-        """JetStream metadata parsed from the ack subject (``NotJSMessageError`` otherwise)."""
-        meta: Any = self._meta
-        if meta is None:
-            if not self.reply:
-                raise NotJSMessageError("message has no JetStream ack subject")
-            from .protocol.metadata import parse_metadata
-
-            meta = parse_metadata(self.reply)
-            self._meta = meta
-        return meta
-
+    # -- JetStream (``metadata`` is MsgBase's: parsed in compiled code) ------------------
     def ack(self) -> Any:
         """Acknowledge (fire and forget)."""
         return self._conn()._js_ack(self, _ACK, True, False, None)

@@ -1,50 +1,206 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Ack-subject metadata: the fields of a ``$JS.ACK...`` subject (pure twin:
-``jetwire.protocol._pure.metadata``).
+"""Ack-subject metadata: ``SequencePair``, ``MsgMetadata`` and the parsers of a
+``$JS.ACK...`` subject (pure twin: ``jetwire.protocol._pure.metadata``).
+
+The two types behave like frozen dataclasses (fields, keyword or positional
+construction, ``==``, ``hash``, ``repr``, assignment raising ``FrozenInstanceError``,
+pickling), and ``MsgMetadata.timestamp`` (an aware UTC datetime) is built from
+``timestamp_ns`` on first use. ``parse_metadata`` builds them in one C call.
+
+They are not cycle-collected types (``cython.no_gc``): what they hold is ints, strs,
+None, a datetime and a ``SequencePair``, which cannot lead back to them, and leaving
+the collector out makes each parse two plain allocations that do not count towards
+(and trigger) collections -- half the cost of a parse when messages are kept. A
+reference cycle through a hand-built instance (a field holding a container that holds
+the instance) would never be freed.
 
 A subject that is not a JetStream ack subject -- including one holding bytes that are
 not UTF-8 (surrogate escapes) -- raises ``NotJSMessageError`` for that one message.
 """
 include "common.pxi"
 
+from cpython.datetime cimport datetime_new, import_datetime
+from cpython.long cimport PyLong_FromUnsignedLongLong
+
+from dataclasses import FrozenInstanceError
+from datetime import datetime, timedelta, timezone
+
 from jetwire.errors import NotJSMessageError
 
+import_datetime()
 
-# ------------------------------------------------------------------------------ metadata
+cdef object _UTC = timezone.utc
+cdef object _EPOCH = datetime(1970, 1, 1, tzinfo=_UTC)
+cdef object _timedelta = timedelta
+cdef object _Frozen = FrozenInstanceError
+
+cdef enum:
+    _US_PER_DAY = 86400000000
+    _LAST_DAY = 2932896  # 9999-12-31, in days since 1970-01-01
+
+
+cdef object _utc_from_ns(object ns):
+    """``_EPOCH + timedelta(microseconds=ns // 1000)``, built directly for an int in
+    datetime's range (the civil date from the day count: H. Hinnant's algorithm)."""
+    cdef long long v, us, days, z, era, doe, yoe, doy, mp, y, m, d, rem
+    if type(ns) is int and 0 <= ns < 9223372036854775807:
+        v = ns
+        us = v // 1000
+        days = us // _US_PER_DAY
+        if days <= _LAST_DAY:
+            rem = us - days * _US_PER_DAY
+            z = days + 719468
+            era = z // 146097
+            doe = z - era * 146097
+            yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+            doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+            mp = (5 * doy + 2) // 153
+            d = doy - (153 * mp + 2) // 5 + 1
+            m = mp + 3 if mp < 10 else mp - 9
+            y = yoe + era * 400 + (1 if m <= 2 else 0)
+            return datetime_new(<int>y, <int>m, <int>d, <int>(rem // 3600000000), <int>(rem // 60000000 % 60),
+                                <int>(rem // 1000000 % 60), <int>(rem % 1000000), _UTC)
+    return _EPOCH + _timedelta(microseconds=ns // 1000)
+
+
+# --------------------------------------------------------------------------------- types
+@cython.no_gc
+@cython.freelist(16)
+cdef class SequencePair:
+    """Stream and consumer sequence of a JetStream message (immutable)."""
+
+    __match_args__ = ("stream", "consumer")
+
+    def __init__(self, stream, consumer):
+        self.stream = stream
+        self.consumer = consumer
+
+    def __setattr__(self, name, value):
+        raise _Frozen(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise _Frozen(f"cannot delete field {name!r}")
+
+    def __repr__(self):
+        return f"{type(self).__qualname__}(stream={self.stream!r}, consumer={self.consumer!r})"
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        cdef SequencePair o = <SequencePair>other
+        return (self.stream, self.consumer) == (o.stream, o.consumer)
+
+    def __hash__(self):
+        return hash((self.stream, self.consumer))
+
+    def __reduce__(self):
+        return type(self), (self.stream, self.consumer)
+
+
+@cython.no_gc
+@cython.freelist(16)
+cdef class MsgMetadata:
+    """What a JetStream ack subject tells about a message (immutable).
+
+    ``timestamp`` is an aware UTC datetime (microsecond precision), built from
+    ``timestamp_ns`` (the exact nanoseconds) on first use unless one is given.
+    ``domain`` is ``None`` when the subject has none (or ``_``).
+    """
+
+    __match_args__ = ("sequence", "num_delivered", "num_pending", "timestamp", "timestamp_ns", "stream",
+                      "consumer", "domain")
+
+    def __init__(self, sequence, num_delivered, num_pending, timestamp, timestamp_ns, stream, consumer,
+                 domain=None):
+        self.sequence = sequence
+        self.num_delivered = num_delivered
+        self.num_pending = num_pending
+        self._ts = timestamp
+        self.timestamp_ns = timestamp_ns
+        self.stream = stream
+        self.consumer = consumer
+        self.domain = domain
+
+    @property
+    def timestamp(self):
+        """When the message was stored: an aware UTC datetime (microseconds, truncated)."""
+        ts = self._ts
+        if ts is None:
+            ts = self._ts = _utc_from_ns(self.timestamp_ns)
+        return ts
+
+    def __setattr__(self, name, value):
+        raise _Frozen(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise _Frozen(f"cannot delete field {name!r}")
+
+    def __repr__(self):
+        return (
+            f"{type(self).__qualname__}(sequence={self.sequence!r}, num_delivered={self.num_delivered!r}, "
+            f"num_pending={self.num_pending!r}, timestamp={self.timestamp!r}, timestamp_ns={self.timestamp_ns!r}, "
+            f"stream={self.stream!r}, consumer={self.consumer!r}, domain={self.domain!r})"
+        )
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        cdef MsgMetadata o = <MsgMetadata>other
+        if not ((self.sequence, self.num_delivered, self.num_pending, self.timestamp_ns, self.stream,
+                 self.consumer, self.domain)
+                == (o.sequence, o.num_delivered, o.num_pending, o.timestamp_ns, o.stream, o.consumer, o.domain)):
+            return False
+        if self._ts is None and o._ts is None:
+            return True  # both derived from the same timestamp_ns
+        return self.timestamp == o.timestamp
+
+    def __hash__(self):
+        return hash((self.sequence, self.num_delivered, self.num_pending, self.timestamp, self.timestamp_ns,
+                     self.stream, self.consumer, self.domain))
+
+    def __reduce__(self):
+        return type(self), (self.sequence, self.num_delivered, self.num_pending, self._ts, self.timestamp_ns,
+                            self.stream, self.consumer, self.domain)
+
+
+# -------------------------------------------------------------------------------- parsing
 cdef object _meta_num(const char* s, Py_ssize_t a, Py_ssize_t b):
-    cdef long long v
+    """The decimal number s[a:b] (ASCII digits only), else ``NotJSMessageError``."""
+    cdef unsigned long long v = 0
+    cdef unsigned int d
     cdef Py_ssize_t i
-    if b - a <= 18:
-        v = jw_uint(<const unsigned char*>s + a, b - a)
-        if v >= 0:
-            return PyLong_FromLongLong(v)
-    else:
+    if a < b:
         for i in range(a, b):
-            if s[i] < b'0' or s[i] > b'9':
+            d = <unsigned char>s[i] - 48
+            if d > 9:
                 break
+            v = v * 10 + d
         else:
+            if b - a <= 19:  # 19 digits always fit in 64 bits
+                return PyLong_FromUnsignedLongLong(v)
             return int(PyBytes_FromStringAndSize(s + a, b - a))
     tok = PyUnicode_DecodeUTF8(s + a, b - a, NULL)
     raise NotJSMessageError(f"invalid number {tok!r} in ack subject")
 
 
-def parse_metadata_fields(subject):
-    """Split a ``$JS.ACK...`` subject into
-    ``(domain, acc_hash, stream, consumer, delivered, stream_seq, consumer_seq, timestamp_ns, pending)``.
-    """
+cdef inline object _not_ack(object subject):
+    return NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+
+
+cdef int _split(object subject, const char** sp, Py_ssize_t* ts, Py_ssize_t* te) except -1:
+    """Token bounds of an ack subject (at most 12 kept); the number of tokens, and the
+    index of the stream token (2 or 4) in the high bits: ``nt | (i << 8)``. (The empty
+    stream or consumer check comes after the pending count, as in the pure twin.)"""
     cdef Py_ssize_t n, i, nt, st
-    cdef Py_ssize_t ts[12]
-    cdef Py_ssize_t te[12]
     cdef const char* s
-    cdef object domain, acc, stream, consumer, pending
     if type(subject) is not str:
-        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+        raise _not_ack(subject)
     try:
         s = PyUnicode_AsUTF8AndSize(subject, &n)
     except UnicodeEncodeError:
-        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}") from None
+        raise _not_ack(subject) from None
     if n < 8 or s[0] != b'$' or s[1] != b'J' or s[2] != b'S' or s[3] != b'.' or s[4] != b'A' or s[5] != b'C' or s[6] != b'K' or s[7] != b'.':
-        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
+        raise _not_ack(subject)
     ts[0] = 0
     te[0] = 3
     ts[1] = 4
@@ -62,27 +218,45 @@ def parse_metadata_fields(subject):
         ts[nt] = st
         te[nt] = n
     nt += 1
-    if nt == 9:
-        domain = acc = None
+    if nt == 9 or nt == 8:
         i = 2
+    elif nt >= 11:
+        i = 4
+    else:
+        raise _not_ack(subject)
+    sp[0] = s
+    return <int>(nt if nt < 12 else 12) | (<int>i << 8)
+
+
+cdef inline object _domain(const char* s, Py_ssize_t a, Py_ssize_t b):
+    if b == a or (b - a == 1 and s[a] == b'_'):
+        return None
+    return jw_str(<const unsigned char*>s + a, b - a)
+
+
+def parse_metadata_fields(subject):
+    """Split a ``$JS.ACK...`` subject into
+    ``(domain, acc_hash, stream, consumer, delivered, stream_seq, consumer_seq, timestamp_ns, pending)``.
+    """
+    cdef Py_ssize_t ts[12]
+    cdef Py_ssize_t te[12]
+    cdef const char* s = NULL
+    cdef int r = _split(subject, &s, ts, te)
+    cdef int nt = r & 0xff
+    cdef Py_ssize_t i = r >> 8
+    cdef object domain = None, acc = None, pending = 0
+    if nt == 9:
         pending = _meta_num(s, ts[8], te[8])
     elif nt >= 11:
-        domain = None if (te[2] == ts[2] or (te[2] - ts[2] == 1 and s[ts[2]] == b'_')) else PyUnicode_DecodeUTF8(s + ts[2], te[2] - ts[2], NULL)
-        acc = None if te[3] == ts[3] else PyUnicode_DecodeUTF8(s + ts[3], te[3] - ts[3], NULL)
-        i = 4
+        domain = _domain(s, ts[2], te[2])
+        acc = None if te[3] == ts[3] else jw_str(<const unsigned char*>s + ts[3], te[3] - ts[3])
         pending = _meta_num(s, ts[10], te[10])
-    elif nt == 8:
-        domain = acc = None
-        i = 2
-        pending = 0
-    else:
-        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
     if te[i] == ts[i] or te[i + 1] == ts[i + 1]:
-        raise NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
-    stream = PyUnicode_DecodeUTF8(s + ts[i], te[i] - ts[i], NULL)
-    consumer = PyUnicode_DecodeUTF8(s + ts[i + 1], te[i + 1] - ts[i + 1], NULL)
+        raise _not_ack(subject)
     return (
-        domain, acc, stream, consumer,
+        domain, acc,
+        jw_str(<const unsigned char*>s + ts[i], te[i] - ts[i]),
+        jw_str(<const unsigned char*>s + ts[i + 1], te[i + 1] - ts[i + 1]),
         _meta_num(s, ts[i + 2], te[i + 2]),
         _meta_num(s, ts[i + 3], te[i + 3]),
         _meta_num(s, ts[i + 4], te[i + 4]),
@@ -91,3 +265,59 @@ def parse_metadata_fields(subject):
     )
 
 
+cdef int ack_numbers(object subject, long long* out) except -1:
+    """The numbers of an ack subject, checked in ``parse_metadata_fields``' order."""
+    cdef Py_ssize_t ts[12]
+    cdef Py_ssize_t te[12]
+    cdef const char* s = NULL
+    cdef int r = _split(subject, &s, ts, te)
+    cdef int nt = r & 0xff
+    cdef Py_ssize_t i = r >> 8
+    if nt == 9:
+        out[4] = _meta_num(s, ts[8], te[8])
+    elif nt >= 11:
+        out[4] = _meta_num(s, ts[10], te[10])
+    else:
+        out[4] = 0
+    if te[i] == ts[i] or te[i + 1] == ts[i + 1]:
+        raise _not_ack(subject)
+    out[0] = _meta_num(s, ts[i + 2], te[i + 2])
+    out[1] = _meta_num(s, ts[i + 3], te[i + 3])
+    out[2] = _meta_num(s, ts[i + 4], te[i + 4])
+    out[3] = _meta_num(s, ts[i + 5], te[i + 5])
+    return 0
+
+
+cdef MsgMetadata parse_metadata_c(object subject):
+    """``parse_metadata`` for C callers (``MsgBase.metadata``)."""
+    cdef Py_ssize_t ts[12]
+    cdef Py_ssize_t te[12]
+    cdef const char* s = NULL
+    cdef int r = _split(subject, &s, ts, te)
+    cdef int nt = r & 0xff
+    cdef Py_ssize_t i = r >> 8
+    cdef SequencePair seq = SequencePair.__new__(SequencePair)
+    cdef MsgMetadata m = MsgMetadata.__new__(MsgMetadata)
+    if nt == 9:
+        m.num_pending = _meta_num(s, ts[8], te[8])
+    elif nt >= 11:
+        m.domain = _domain(s, ts[2], te[2])
+        m.num_pending = _meta_num(s, ts[10], te[10])
+    else:
+        m.num_pending = 0
+    if te[i] == ts[i] or te[i + 1] == ts[i + 1]:
+        raise _not_ack(subject)
+    m.stream = jw_str(<const unsigned char*>s + ts[i], te[i] - ts[i])
+    m.consumer = jw_str(<const unsigned char*>s + ts[i + 1], te[i + 1] - ts[i + 1])
+    m.num_delivered = _meta_num(s, ts[i + 2], te[i + 2])
+    seq.stream = _meta_num(s, ts[i + 3], te[i + 3])
+    seq.consumer = _meta_num(s, ts[i + 4], te[i + 4])
+    m.timestamp_ns = _meta_num(s, ts[i + 5], te[i + 5])
+    m.sequence = seq
+    return m
+
+
+def parse_metadata(subject):
+    """Parse an ack subject (v1 ``$JS.ACK.<stream>...`` or v2 with domain and account hash)
+    into a ``MsgMetadata``. Raises ``NotJSMessageError`` for anything else."""
+    return parse_metadata_c(subject)

@@ -2,6 +2,9 @@
 """``MsgBase``: the fields of a message, shared by the parser, the router and the ack mux."""
 include "common.pxi"
 
+from jetwire._c.metadata cimport parse_metadata_c
+
+from jetwire.errors import NotJSMessageError
 from jetwire.protocol.headers import Headers
 
 cdef object _Headers = Headers
@@ -103,6 +106,18 @@ cdef class MsgBase:
     def _meta(self, value):
         self.c_meta = value
         jw_track_if(self, value)
+
+    @property
+    def metadata(self):
+        """JetStream metadata parsed from the ack subject, once (``NotJSMessageError`` when
+        the message has none)."""
+        m = self.c_meta
+        if m is None:
+            if not self.c_reply:
+                raise NotJSMessageError("message has no JetStream ack subject")
+            m = parse_metadata_c(self.c_reply)
+            self.c_meta = m  # not a cycle-collected type (see metadata.pyx): no need to re-track
+        return m
 
     def __repr__(self):
         data = self.data

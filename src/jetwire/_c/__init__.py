@@ -1,23 +1,27 @@
 """The compiled hot path (``ext/jetwire/_c/*.pyx``), one extension module per concept:
 ``msg`` (MsgBase), ``parser``, ``headers`` (codec), ``metadata`` (ack subjects),
 ``encoder`` (PUB/HPUB/SUB/UNSUB, the outbox), ``router`` (SubState, Router), ``ackmux``
-(AckMux, AckFuture) and ``lock`` (Lock, WriteLock: the same). They share C-level types
+(AckMux, AckFuture), ``lock`` (Lock, WriteLock: the same) and ``columns`` (messages to
+column buffers for bulk readers). They share C-level types
 and functions through ``.pxd`` files (``cimport``: no Python attribute lookups between
 them on the hot path). Their pure-Python twins are the modules of
 ``jetwire.protocol._pure``; ``jetwire._impl`` selects one side as a whole (importing
 this package fails when any of the extensions is not built)."""
 from .ackmux import AckFuture, AckMux
+from .columns import DirectCollector, DirectRows, ack_columns, rfc3339_us
 from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
 from .lock import Lock, WriteLock
-from .metadata import parse_metadata_fields
+from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
 from .msg import MsgBase
 from .parser import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG, Parser
 from .router import Router, SubState
 
 __all__ = [
     "OP_INFO", "OP_PING", "OP_PONG", "OP_OK", "OP_ERR", "OP_FRAME_ERROR", "PING", "PONG", "DEFAULT_MAX_PAYLOAD",
-    "MsgBase", "Parser", "decode_headers", "encode_headers", "parse_metadata_fields", "validate_subject",
+    "MsgBase", "Parser", "decode_headers", "encode_headers", "parse_metadata_fields", "parse_metadata",
+    "MsgMetadata", "SequencePair", "validate_subject",
     "append_pub", "append_hpub", "append_sub", "append_unsub", "DONE", "Outbox", "WriteLock", "SubState",
-    "Router", "AckMux", "AckFuture", "Lock",
+    "Router", "AckMux", "AckFuture", "Lock", "ack_columns", "rfc3339_us",
+    "DirectRows", "DirectCollector",
 ]

@@ -3,6 +3,8 @@ from typing import Any, Dict, List, Optional, Union
 
 from jetwire.protocol.headers import Headers
 
+from .metadata import MsgMetadata
+
 _Buffer = Union[bytes, bytearray, memoryview]
 
 class MsgBase:
@@ -22,3 +24,5 @@ class MsgBase:
         headers: Union[Headers, Dict[str, Union[str, List[str]]], None] = None,
         sid: int = 0,
     ) -> None: ...
+    @property
+    def metadata(self) -> MsgMetadata: ...

@@ -898,6 +898,10 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
                     txt = f"{m['rate']:,.0f}/s\np50 {m['p50_us']:.0f}us\np99 {m['p99_us']:.0f}us"
                 else:
                     txt = f"p50 {m['p50_us']:.0f}us\np99 {m['p99_us']:.0f}us"
+                if "cpu_rate" in m:
+                    txt += f"\n{m['cpu_rate']:,.0f}/s CPU"
+                if "vs_pure" in m:
+                    txt += f"\n{m['vs_pure']:.1f}x pure twin"
                 if v["failed"]:
                     txt += f"\n[red]{v['failed']} failed[/red]"
                 cells.append(txt)

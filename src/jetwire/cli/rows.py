@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
 now = time.perf_counter
+cpu_now = time.process_time
 
 
 def varz(monitor: str) -> Dict[str, Any]:
@@ -49,10 +50,16 @@ class Row:
     target: str = ""
     js: bool = False  # needs a JetStream stream set up around it
     short: str = ""  # for narrow tables
+    ratio_key: str = "rate"  # what rate ratios compare (row m: CPU-time rate, steadier on a busy box)
 
     def show(self, res: Dict[str, Any]) -> str:
         if self.kind == "rate":
-            return f"{res['rate']:>12,.0f} msg/s"
+            text = f"{res['rate']:>12,.0f} msg/s"
+            if "cpu_rate" in res:
+                text += f"  ({res['cpu_rate']:,.0f}/s of CPU time)"
+            if "vs_pure" in res:
+                text += f"  ({res['vs_pure']:.1f}x the pure twin)"
+            return text
         if self.kind == "service":
             return f"{res['rate']:>10,.0f} req/s   p50 {res['p50_us']:7.1f} us   p99 {res['p99_us']:7.1f} us"
         return f"p50 {res['p50_us']:8.1f} us   p99 {res['p99_us']:8.1f} us"
@@ -63,7 +70,10 @@ class Row:
     def ratio(self, res: Dict[str, Any], base: Dict[str, Any]) -> float:
         """How many times better ``res`` is than ``base`` (>1 is better; a service row by
         its request rate, its p50 reported beside as :meth:`p50_ratio`)."""
-        if self.kind in ("rate", "service"):
+        if self.kind == "rate":
+            k = self.ratio_key if self.ratio_key in res and self.ratio_key in base else "rate"
+            return res[k] / base[k]
+        if self.kind == "service":
             return res["rate"] / base["rate"]
         return base["p50_us"] / res["p50_us"]
 
@@ -91,10 +101,12 @@ ROWS: Dict[str, Row] = {
               ">= 5x nats-py", js=True, short="fetch(1000), ack each"),
     "g": Row("consume()/messages() continuous pull of 100k stored messages", "rate", 100_000,
              ">= f", js=True, short="consume(), continuous pull"),
+    "m": Row("msg.metadata of 200k fresh JetStream messages in batches of 1000 (no server)", "rate", 200_000,
+             ">= 10x nats-py, >= 8x pure twin", short="metadata parses", ratio_key="cpu_rate"),
     "s": Row("20k requests to an echo service (ADR-32 micro), 16 concurrent requesters", "service", 20_000,
              ">= 3x nats-py, p50 <= 0.7x", short="service echo, 16 requesters"),
 }
-ROW_ORDER = ["a", "b", "c", "d", "e", "f", "f2", "g", "s"]
+ROW_ORDER = ["a", "b", "c", "d", "e", "f", "f2", "g", "m", "s"]
 COUNTS = {k: r.count for k, r in ROWS.items()}
 
 PAYLOAD = b"x" * 16
@@ -102,6 +114,35 @@ REQUESTERS = 16  # row s: concurrent requesters (one connection)
 WINDOW = 1000  # row e: acks in flight
 FETCH = 1000  # rows f, f2: fetch batch
 WAIT = 10.0  # seconds a pull may come back empty before the row fails
+
+
+def ack_subjects(n: int) -> list:
+    """Row m: ``n`` distinct ack subjects as the server sends them (stream and consumer
+    sequences, delivery count, nanosecond time, pending count)."""
+    ts = 1_700_000_000_000_000_000
+    return [f"$JS.ACK.BENCH_M.worker.1.{i + 1}.{i + 1}.{ts + i * 1000}.{n - i - 1}" for i in range(n)]
+
+
+def _pure_metadata_rate(n: int) -> Tuple[float, float]:
+    """Row m through jetwire's pure twin in this process (the compiled one's yardstick):
+    ``(rate by wall time, rate by CPU time)``."""
+    from .. import _impl
+
+    base: Any = _impl.implementations()["pure"].MsgBase
+
+    class PureMsg(base):
+        __slots__ = ()
+
+    subjects = ack_subjects(n)
+    dt = cpu = 0.0
+    for i in range(0, n, FETCH):
+        msgs = [PureMsg("bench.m", b"", reply=s) for s in subjects[i : i + FETCH]]
+        c0, t0 = cpu_now(), now()
+        for msg in msgs:
+            msg.metadata
+        dt += now() - t0
+        cpu += cpu_now() - c0
+    return n / dt, n / cpu
 
 
 # The rows are written once (rows_aio.py; the blocking rows_sync.py is generated), as
@@ -271,7 +312,17 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
     dt = _run(fn, url, n, ctx)
     if spec.js:
         _js_check(url, row, ctx)
-    return {"rate": n / dt, "n": n, "seconds": dt}
+    out = {"rate": n / dt, "n": n, "seconds": dt}
+    if row == "m":
+        out["parse_rate"] = n / ctx["parse_seconds"]
+        out["cpu_rate"] = n / ctx["cpu_seconds"]
+        if peer is None:
+            from .. import speedups_enabled
+
+            out["pure_rate"], out["pure_cpu_rate"] = _pure_metadata_rate(n)
+            out["vs_pure"] = out["cpu_rate"] / out["pure_cpu_rate"]  # CPU time: steadier on a busy box
+            out["compiled"] = 1 if speedups_enabled() else 0
+    return out
 
 
 def main(argv: Optional[list] = None, peer: Any = None) -> int:

@@ -22,8 +22,10 @@ from typing import Any, Dict, List, Tuple
 
 import jetwire
 from jetwire._sync import _prims as prims
+from jetwire.msg import Msg
+from jetwire.protocol.metadata import parse_metadata
 
-from .rows import FETCH, IDLE, PAYLOAD, REQUESTERS, WAIT, WINDOW, RowFailed, now
+from .rows import FETCH, IDLE, PAYLOAD, REQUESTERS, WAIT, WINDOW, RowFailed, ack_subjects, cpu_now, now
 
 Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``done.wait(t) -> bool``)
 
@@ -75,6 +77,13 @@ class Client:
         svc = jetwire.micro.add_service(nc, name=name, version="1.0.0")
         svc.add_endpoint("echo", echo, subject=subject)
         return svc
+
+    def js_msgs(self, subjects: List[str]) -> List[Any]:
+        """Messages as a pull delivers them (reply: an ack subject), metadata not yet read."""
+        return [Msg("bench.m", b"", reply=s) for s in subjects]
+
+    def parse_metadata(self, subject: str) -> Any:
+        return parse_metadata(subject)
 
 
 CLIENT = Client()
@@ -240,4 +249,32 @@ def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list]:
     return dt, [x for lat in lats for x in lat]
 
 
-ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "s": s}
+def m(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    """``msg.metadata`` of n fresh messages in batches of FETCH, as pulls deliver them (no
+    server; making the messages is not timed). Also noted in ``ctx``: the CPU seconds of
+    that (``cpu_seconds``: steadier than wall time on a busy machine) and the wall seconds
+    of ``parse_metadata`` over the same subjects (``parse_seconds``)."""
+    subjects = ack_subjects(n)
+    dt = cpu = 0.0
+    last = first = None
+    for i in range(0, n, FETCH):
+        msgs = cl.js_msgs(subjects[i : i + FETCH])
+        c0, t0 = cpu_now(), now()
+        for msg in msgs:
+            msg.metadata
+        dt += now() - t0
+        cpu += cpu_now() - c0
+        first = first or msgs[0].metadata
+        last = msgs[-1].metadata
+    if last is None or first is None or last.sequence.stream != n or first.num_pending != n - 1:
+        raise RowFailed("metadata parsed wrong")
+    parse = cl.parse_metadata
+    t0 = now()
+    for s in subjects:
+        parse(s)
+    ctx["parse_seconds"] = now() - t0
+    ctx["cpu_seconds"] = cpu
+    return dt
+
+
+ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "m": m, "s": s}

@@ -1,8 +1,9 @@
 """NATS wire protocol: parser, header codec, ack-subject metadata and encoder.
 
-``Headers`` and the metadata dataclasses are shared by both implementations. Every
-other name resolves (lazily, to avoid an import cycle with ``jetwire._impl``) to the
-selected implementation: compiled ``jetwire._c`` or ``jetwire.protocol._pure``.
+``Headers`` is shared by both implementations. Every other name (the metadata types
+and ``parse_metadata`` included) resolves (lazily, to avoid an import cycle with
+``jetwire._impl``) to the selected implementation: compiled ``jetwire._c`` or
+``jetwire.protocol._pure``.
 """
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ from typing import Any
 
 from . import _pure
 from .headers import Headers
-from .metadata import MsgMetadata, SequencePair, parse_metadata
 
 # every name of the implementations (listed once, in ``_pure.__all__``) but the
 # connection-core pieces, which stay internal (``jetwire._impl``)
-_CORE_NAMES = {"Outbox", "DONE", "SubState", "Router", "AckMux", "AckFuture", "Lock", "WriteLock"}
+_CORE_NAMES = {"Outbox", "DONE", "SubState", "Router", "AckMux", "AckFuture", "Lock", "WriteLock",
+               "ack_columns", "rfc3339_us", "DirectRows", "DirectCollector"}
 _IMPL_NAMES = (frozenset(_pure.__all__) - _CORE_NAMES) | {"speedups_enabled", "implementations"}
 
-__all__ = ["Headers", "MsgMetadata", "SequencePair", "parse_metadata", *sorted(_IMPL_NAMES)]
+__all__ = ["Headers", *sorted(_IMPL_NAMES)]
 
 
 def __getattr__(name: str) -> Any:

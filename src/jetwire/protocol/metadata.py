@@ -1,63 +1,25 @@
-"""JetStream message metadata parsed from the ``$JS.ACK...`` reply subject."""
+"""JetStream message metadata parsed from the ``$JS.ACK...`` reply subject.
+
+``SequencePair``, ``MsgMetadata`` and ``parse_metadata`` are those of the selected
+implementation (``jetwire._impl``): compiled in ``jetwire._c.metadata``, or the pure
+twin ``jetwire.protocol._pure.metadata``. They resolve on first use (this module is
+imported while ``jetwire._impl`` itself may still be loading).
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["SequencePair", "MsgMetadata", "parse_metadata"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones match them)
+    from ._pure.metadata import MsgMetadata, SequencePair, parse_metadata
+else:
 
+    def __getattr__(name: str) -> Any:
+        if name in __all__:
+            from jetwire import _impl
 
-@dataclass(frozen=True, slots=True)
-class SequencePair:
-    """Stream and consumer sequence of a JetStream message."""
-
-    stream: int
-    consumer: int
-
-
-@dataclass(frozen=True, slots=True)
-class MsgMetadata:
-    """What a JetStream ack subject tells about a message.
-
-    ``timestamp`` is an aware UTC datetime (microsecond precision); ``timestamp_ns`` keeps
-    the exact nanoseconds. ``domain`` is ``None`` when the subject has none (or ``_``).
-    """
-
-    sequence: SequencePair
-    num_delivered: int
-    num_pending: int
-    timestamp: datetime
-    timestamp_ns: int
-    stream: str
-    consumer: str
-    domain: Optional[str] = None
-
-
-_fields: Any = None
-
-
-def parse_metadata(subject: str) -> MsgMetadata:
-    """Parse an ack subject (v1 ``$JS.ACK.<stream>...`` or v2 with domain and account hash).
-
-    Raises ``NotJSMessageError`` for anything else.
-    """
-    global _fields
-    fields = _fields
-    if fields is None:
-        from jetwire._impl import parse_metadata_fields as fields
-
-        _fields = fields
-    domain, _acc, stream, consumer, delivered, sseq, cseq, ts_ns, pending = fields(subject)
-    return MsgMetadata(
-        SequencePair(sseq, cseq),
-        delivered,
-        pending,
-        _EPOCH + timedelta(microseconds=ts_ns // 1000),
-        ts_ns,
-        stream,
-        consumer,
-        domain,
-    )
+            value = getattr(_impl, name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,6 +33,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import _impl
 from .._nuid import NUID
 from ..errors import (
     APIError,
@@ -43,7 +44,7 @@ from ..errors import (
     StreamNotFoundError,
     TimeoutError,
 )
-from ._arrow import BatchBuilder, ts_from_ns, ts_from_strings
+from ._arrow import TS_TYPE, BatchBuilder, _parse_rfc3339_us
 from ._options import OptionError, connect_kwargs, jetstream_kwargs, parse_time
 
 __all__ = [
@@ -69,7 +70,6 @@ K_PENDING = "Nats-Num-Pending"
 K_LAST = "Nats-Last-Sequence"
 # headers a batched direct get adds to every message; what remains is what was published
 DIRECT_KEYS = frozenset((K_STREAM, K_SUBJECT, K_SEQ, K_TIME, K_PENDING, K_LAST))
-_N_DIRECT = len(DIRECT_KEYS)
 
 
 @dataclass(frozen=True)
@@ -236,11 +236,13 @@ def plan_ranges(lo: int, hi: int, num_partitions: Optional[int], max_per_partiti
 class _Fetch:
     """The replies to one request, filled in by the connection's reader thread."""
 
-    __slots__ = ("token", "msgs", "seqs", "times", "last_seq", "pending", "end", "error", "partial")
+    __slots__ = ("token", "reply", "msgs", "rows", "seqs", "times", "last_seq", "pending", "end", "error", "partial")
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, token: str, reply: str = "") -> None:
         self.token = token
+        self.reply = reply  # the request's reply subject: its replies arrive on it
         self.msgs: List[Any] = []
+        self.rows: Any = None  # direct gets read into columns: the DirectRows being filled
         self.seqs: List[int] = []  # consumer mode: stream sequences (direct: from headers)
         self.times: List[int] = []  # consumer mode: nanoseconds
         self.last_seq = 0
@@ -267,12 +269,18 @@ class _Pump:
         self._ready: Deque[_Fetch] = deque()
         self._finished = False
         self._cv = threading.Condition(threading.Lock())
-        self._sub = nc.link.subscribe_direct(self.inbox + ".*", self._on_msg)
-        self._plen = len(self.inbox) + 1
+        self._sub = nc.link.subscribe_direct(self.inbox + ".*", self._handler())
 
     # reader side --------------------------------------------------------------------
+    def _handler(self) -> Any:
+        """The direct handler of the reply subscription."""
+        return self._on_msg
+
     def _on_msg(self, m: Any) -> None:  # pragma: no cover - replaced per mode
         raise NotImplementedError
+
+    def _started(self, f: Optional[_Fetch]) -> None:
+        """``f`` is now the request in flight (None: none is)."""
 
     def _complete(self, f: _Fetch) -> None:
         """``f`` is done (called from the reader thread, or on errors from anywhere)."""
@@ -280,6 +288,7 @@ class _Pump:
             if self._cur is not f:
                 return
             self._cur = None
+            self._started(None)
             if f.error is not None or f.end:
                 self._finished = True
             self._ready.append(f)
@@ -290,16 +299,19 @@ class _Pump:
     def _issue(self) -> None:
         """Send the next request (caller holds the lock)."""
         self._ntok += 1
-        f = _Fetch(str(self._ntok))
+        token = str(self._ntok)
+        f = _Fetch(token, self.inbox + "." + token)
         self._cur = f
+        self._started(f)
         try:
             subject, payload = self._request(f)
-            ok = self.nc.link.try_publish(subject, self.inbox + "." + f.token, payload)
+            ok = self.nc.link.try_publish(subject, f.reply, payload)
         except Exception as exc:  # pragma: no cover - defensive
             ok = False
             f.error = exc
         if not ok:
             self._cur = None
+            self._started(None)
             f.error = f.error or ConnectionClosedError("not connected: cannot request more messages")
             self._finished = True
             self._ready.append(f)
@@ -336,6 +348,7 @@ class _Pump:
         with self._cv:
             self._finished = True
             self._cur = None
+            self._started(None)
         try:
             self.nc.link.unsubscribe(self._sub)
         except Exception:
@@ -343,11 +356,29 @@ class _Pump:
 
 
 class _DirectPump(_Pump):
+    """Batched direct gets. With ``rows`` (the Spark reader) the replies become column
+    values as they arrive, in compiled code (``DirectCollector`` filling each fetch's
+    ``DirectRows``): no message is kept, and only the end-of-batch status reaches Python
+    (``_on_status``). Without, each fetch keeps its messages (``direct_get_batch``)."""
+
     def __init__(self, nc: Any, api_prefix: str, stream: str, lo: int, hi: int, subject: Optional[str],
-                 batch: int, timeout: float) -> None:
+                 batch: int, timeout: float, rows: bool = False) -> None:
         self.get_subject = f"{api_prefix}.DIRECT.GET.{stream}"
         self.filter = subject
+        self._collector = _impl.DirectCollector(self._on_status) if rows else None
         super().__init__(nc, lo, hi, batch, timeout)
+
+    def _handler(self) -> Any:
+        return self._collector if self._collector is not None else self._on_msg
+
+    def _started(self, f: Optional[_Fetch]) -> None:
+        c = self._collector
+        if c is not None:
+            if f is not None:
+                f.rows = _impl.DirectRows(f.reply)
+                c.target = f.rows
+            else:
+                c.target = None
 
     def _request(self, f: _Fetch) -> Tuple[str, bytes]:
         seq = self.next_seq
@@ -358,27 +389,44 @@ class _DirectPump(_Pump):
 
     def _on_msg(self, m: Any) -> None:
         f = self._cur
-        if f is None or m.subject[self._plen:] != f.token:
+        if f is None or m.subject != f.reply:
             return  # a late reply to an abandoned request
         h = m.headers
-        status = h.status if h is not None else None
-        if status is None:
+        if h is not None and h.status is None:
             f.msgs.append(m)
             return
-        if status == "204":  # EOB
+        self._status(f, m)
+
+    def _on_status(self, m: Any) -> None:
+        f = self._cur
+        if f is not None and m.subject == f.reply:
+            self._status(f, m)
+
+    def _status(self, f: _Fetch, m: Any) -> None:
+        """A status reply (or one without headers) to the request in flight."""
+        h = m.headers
+        status = h.status if h is not None else None
+        rows = f.rows
+        count = len(rows) if rows is not None else len(f.msgs)
+        if rows is not None and rows.error is not None:
+            f.error = rows.error
+        elif status == "204":  # EOB
             last = h.get(K_LAST)
             pend = h.get(K_PENDING)
             if last:
                 f.last_seq = int(last)
-            elif f.msgs:  # (a server that leaves the header out of the EOB)
-                f.last_seq = int(f.msgs[-1].headers[K_SEQ])
+            elif count:  # (a server that leaves the header out of the EOB)
+                f.last_seq = rows.last_seq if rows is not None else int(f.msgs[-1].headers[K_SEQ])
             f.pending = int(pend) if pend else -1
-            if not f.msgs or f.pending == 0 or f.last_seq + 1 >= self.hi:
+            if not count or f.pending == 0 or f.last_seq + 1 >= self.hi:
                 f.end = True
             else:
                 self.next_seq = f.last_seq + 1
         elif status == "404":  # nothing stored at or after the requested sequence
             f.end = True
+        elif status is None:
+            f.error = APIError(code=None, err_code=None,
+                               description=f"direct get of {self.get_subject}: a reply without headers")
         else:
             desc = h.description or "direct get failed"
             f.error = APIError(code=int(status) if status.isdigit() else None, err_code=None,
@@ -387,52 +435,29 @@ class _DirectPump(_Pump):
 
 
 # --------------------------------------------------------------------------- to Arrow
+# The per-message work is in compiled code (jetwire._impl: ``DirectCollector`` turns each
+# direct-get reply into a row of ``DirectRows`` on the reader thread as it arrives,
+# reading the direct-get headers and parsing the RFC 3339 time; ``ack_columns`` parses
+# ack subjects): sequences and times arrive as int64 buffers Arrow wraps without a copy.
+def _int64(buf: Any, n: int, typ: pa.DataType = pa.int64()) -> pa.Array:
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(buf)])
+
+
 def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa.RecordBatch]:
-    msgs = f.msgs
-    if not msgs:
+    rows = f.rows
+    if rows is None or not len(rows):
         return None
-    subjects: List[str] = []
-    seqs: List[str] = []
-    times: List[str] = []
-    data: List[bytes] = []
-    headers: Optional[List[Any]] = None
-    sa, qa, ta, da = subjects.append, seqs.append, times.append, data.append
-    n_direct = _N_DIRECT
-    for i, m in enumerate(msgs):
-        h = m.headers
-        sa(h[K_SUBJECT])
-        qa(h[K_SEQ])
-        ta(h[K_TIME])
-        da(m.data)
-        if len(h) != n_direct:
-            row = [(k, h.get_all(k)) for k in h if k not in DIRECT_KEYS] or None
-            if headers is None:
-                if row is None:
-                    continue
-                headers = [None] * i
-            headers.append(row)
-        elif headers is not None:
-            headers.append(None)
-    seq_arr = pa.array(seqs, pa.string()).cast(pa.int64())
-    batch = builder.build(subjects, seq_arr, ts_from_strings(times), data, headers)
-    return _trim(batch, seq_arr, hi)
-
-
-def _consumer_to_batch(builder: BatchBuilder, msgs: List[Any], seqs: List[int], times: List[int],
-                       hi: int) -> Optional[pa.RecordBatch]:
-    if not msgs:
-        return None
-    subjects = [m.subject for m in msgs]
-    data = [m.data for m in msgs]
-    headers: Optional[List[Any]] = None
-    for i, m in enumerate(msgs):
-        h = m.headers
-        if h is not None and len(h):
-            if headers is None:
-                headers = [None] * len(msgs)
-            headers[i] = list(h.to_dict().items())
-    seq_arr = pa.array(seqs, pa.int64())
-    batch = builder.build(subjects, seq_arr, ts_from_ns(times), data, headers)
+    subjects, seqs, times, data, headers, odd = rows.columns()
+    n = len(subjects)
+    if odd:  # times not in the usual RFC 3339 form: the lenient parser, row by row
+        fixed: List[Optional[int]] = list(times)
+        for i, text in odd:
+            fixed[i] = _parse_rfc3339_us(text)
+        ts = pa.array(fixed, pa.int64()).cast(TS_TYPE)
+    else:
+        ts = _int64(times, n, TS_TYPE)
+    seq_arr = _int64(seqs, n)
+    batch = builder.build(subjects, seq_arr, ts, data, headers)
     return _trim(batch, seq_arr, hi)
 
 
@@ -475,13 +500,14 @@ def _pumped(pump: Any, to_batch: Any, builder: BatchBuilder, hi: int) -> Iterato
     for f in pump.fetches():
         rb = to_batch(builder, f, hi)
         f.msgs = []
+        f.rows = None
         if rb is not None and rb.num_rows:
             yield rb
 
 
 def _read_direct(nc: Any, js: Any, stream: str, part: RangePartition, subject: Optional[str], batch: int,
                  timeout: float, builder: BatchBuilder) -> Iterator[pa.RecordBatch]:
-    pump = _DirectPump(nc, js.api_prefix, stream, part.lo, part.hi, subject, batch, timeout)
+    pump = _DirectPump(nc, js.api_prefix, stream, part.lo, part.hi, subject, batch, timeout, rows=True)
     try:
         yield from _pumped(pump, _direct_to_batch, builder, part.hi)
     finally:
@@ -514,33 +540,22 @@ def _pulled(cons: Any, hi: int, batch: int, timeout: float, builder: BatchBuilde
     """Record batches of ``cons`` up to stream sequence ``hi``, through the consumer's own
     ``fetch`` (jetwire's one pull implementation). The next pull is sent before a batch
     is converted, so the server prepares it meanwhile."""
+    ack_columns = _impl.ack_columns
     pending = cons.fetch(batch, max_wait=timeout)
     while True:
-        msgs: List[Any] = []
-        seqs: List[int] = []
-        times: List[int] = []
-        end = False
-        for m in pending:
-            meta = m.metadata
-            sseq = meta.sequence.stream
-            if sseq >= hi:
-                end = True
-                break
-            msgs.append(m)
-            seqs.append(sseq)
-            times.append(meta.timestamp_ns)
-            if meta.num_pending == 0 or sseq + 1 >= hi:
-                end = True
-                break
+        subjects, seqs, times, data, headers, end = ack_columns(pending, hi)
         if pending.error is not None:
             raise pending.error
-        if not msgs and not end:
+        if not subjects and not end:
             raise TimeoutError(f"consumer delivered nothing within fetchTimeout={timeout}s "
                                "although messages are pending")
         nxt = None if end else cons.fetch(batch, max_wait=timeout)
-        rb = _consumer_to_batch(builder, msgs, seqs, times, hi)
-        if rb is not None and rb.num_rows:
-            yield rb
+        n = len(subjects)
+        if n:
+            seq_arr = _int64(seqs, n)
+            rb = _trim(builder.build(subjects, seq_arr, _int64(times, n, TS_TYPE), data, headers), seq_arr, hi)
+            if rb is not None and rb.num_rows:
+                yield rb
         if nxt is None:
             return
         pending = nxt

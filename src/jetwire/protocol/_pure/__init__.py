@@ -1,6 +1,6 @@
 """Pure-Python twin of the compiled ``jetwire._c`` package, one module per concept like it
 (``msg``, ``parser``, ``headers``, ``metadata``, ``encoder``, ``router``, ``ackmux``,
-``lock``).
+``lock``, ``columns``).
 
 Every function and class here behaves exactly like its compiled counterpart in
 ``ext/jetwire/_c/``; the differential tests in ``tests/unit`` hold both to that. When
@@ -30,11 +30,12 @@ blocking flavour); the asyncio flavour sets none. See ``lock.py``.
 from __future__ import annotations
 
 from .ackmux import AckFuture, AckMux
+from .columns import DirectCollector, DirectRows, ack_columns, rfc3339_us
 from .common import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG
 from .encoder import DONE, Outbox, WriteLock, append_hpub, append_pub, append_sub, append_unsub, validate_subject
 from .headers import decode_headers, encode_headers
 from .lock import Lock
-from .metadata import parse_metadata_fields
+from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
 from .msg import MsgBase
 from .parser import Parser
 from .router import Router, SubState
@@ -54,6 +55,9 @@ __all__ = [
     "decode_headers",
     "encode_headers",
     "parse_metadata_fields",
+    "parse_metadata",
+    "MsgMetadata",
+    "SequencePair",
     "validate_subject",
     "append_pub",
     "append_hpub",
@@ -67,5 +71,9 @@ __all__ = [
     "AckMux",
     "AckFuture",
     "Lock",
+    "ack_columns",
+    "rfc3339_us",
+    "DirectRows",
+    "DirectCollector",
 ]
 

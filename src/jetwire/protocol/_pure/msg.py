@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ...errors import NotJSMessageError
 from ..headers import Headers
+from .metadata import MsgMetadata, parse_metadata
 
 
 class MsgBase:
@@ -25,7 +27,18 @@ class MsgBase:
         self.sid = sid
         self._client = None
         self._ackd = False
-        self._meta = None
+        self._meta: Optional[MsgMetadata] = None
+
+    @property
+    def metadata(self) -> MsgMetadata:
+        """JetStream metadata parsed from the ack subject, once (``NotJSMessageError`` when
+        the message has none)."""
+        m: Optional[MsgMetadata] = self._meta
+        if m is None:
+            if not self.reply:
+                raise NotJSMessageError("message has no JetStream ack subject")
+            m = self._meta = parse_metadata(self.reply)
+        return m
 
     def __repr__(self) -> str:
         data = self.data

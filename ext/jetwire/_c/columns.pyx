@@ -1,0 +1,321 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Messages to column values for bulk readers (pure twin, with the rules:
+``jetwire.protocol._pure.columns``): ``DirectRows`` filled by a ``DirectCollector`` for
+batched direct get replies, ``ack_columns`` for pull-consumer messages. Sequences and times are filled into
+``array('q')`` buffers in C, with no Python int per row; the direct-get headers are
+read straight from the decoded header dict and the RFC 3339 time parsed in C."""
+include "common.pxi"
+
+from cpython cimport array
+
+import array as _array_mod
+
+from jetwire._c.metadata cimport ack_numbers
+from jetwire._c.msg cimport MsgBase
+
+from jetwire.errors import NotJSMessageError
+
+K_SUBJECT = "Nats-Subject"
+K_SEQ = "Nats-Sequence"
+K_TIME = "Nats-Time-Stamp"
+DIRECT_KEYS = frozenset(("Nats-Stream", K_SUBJECT, K_SEQ, K_TIME, "Nats-Num-Pending", "Nats-Last-Sequence"))
+cdef Py_ssize_t _N_DIRECT = len(DIRECT_KEYS)
+cdef object _K_SUBJECT = K_SUBJECT
+cdef object _K_SEQ = K_SEQ
+cdef object _K_TIME = K_TIME
+cdef object _DIRECT_KEYS = DIRECT_KEYS
+cdef array.array _QTEMPLATE = _array_mod.array("q")
+
+cdef int[12] _MDAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+
+cdef inline int _d2(const unsigned char* p) noexcept:
+    """Two ASCII digits -> 0..99, else -1."""
+    cdef unsigned int a = p[0] - 48, b = p[1] - 48
+    if a > 9 or b > 9:
+        return -1
+    return <int>(a * 10 + b)
+
+
+cdef inline long long _days_from_civil(long long y, long long m, long long d) noexcept:
+    cdef long long era, yoe, doy, doe
+    if m <= 2:
+        y -= 1
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+cdef bint _rfc3339_us(const unsigned char* s, Py_ssize_t n, long long* out) noexcept:
+    """See ``rfc3339_us`` in the pure twin (the same rules, on the UTF-8 bytes)."""
+    cdef int y1, y2, mo, d, hh, mi, ss, oh, om
+    cdef long long y, frac = 0, off = 0, secs
+    cdef Py_ssize_t i, j, nd
+    if n < 20 or s[4] != 45 or s[7] != 45 or (s[10] != 84 and s[10] != 116) or s[13] != 58 or s[16] != 58:
+        return False
+    y1 = _d2(s)
+    y2 = _d2(s + 2)
+    mo = _d2(s + 5)
+    d = _d2(s + 8)
+    hh = _d2(s + 11)
+    mi = _d2(s + 14)
+    ss = _d2(s + 17)
+    if y1 < 0 or y2 < 0 or mo < 0 or d < 0 or hh < 0 or mi < 0 or ss < 0:
+        return False
+    y = y1 * 100 + y2
+    i = 19
+    if s[i] == 46:
+        j = i + 1
+        while j < n and s[j] >= 48 and s[j] <= 57:
+            j += 1
+        nd = j - i - 1
+        if nd < 1 or nd > 9:
+            return False
+        for k in range(6):
+            frac = frac * 10 + ((s[i + 1 + k] - 48) if k < nd else 0)
+        i = j
+    if i >= n:
+        return False
+    if (s[i] == 90 or s[i] == 122) and i + 1 == n:
+        off = 0
+    elif (s[i] == 43 or s[i] == 45) and n - i == 6 and s[i + 3] == 58:
+        oh = _d2(s + i + 1)
+        om = _d2(s + i + 4)
+        if oh < 0 or om < 0:
+            return False
+        off = (oh * 60 + om) * 60
+        if s[i] == 45:
+            off = -off
+    else:
+        return False
+    if mo < 1 or mo > 12 or d < 1 or d > _MDAYS[mo - 1] or hh > 23 or mi > 59 or ss > 60:
+        return False
+    if mo == 2 and d == 29 and not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)):
+        return False
+    secs = _days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60 + ss - off
+    out[0] = secs * 1000000 + frac
+    return True
+
+
+def rfc3339_us(s):
+    """Microseconds since the epoch (floored) of an RFC 3339 time, or None when ``s`` is not
+    of the form ``YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+HH:MM|-HH:MM)``."""
+    cdef Py_ssize_t n
+    cdef const char* p
+    cdef long long v
+    if type(s) is not str:
+        raise TypeError("rfc3339_us() takes a str")
+    try:
+        p = PyUnicode_AsUTF8AndSize(s, &n)
+    except UnicodeEncodeError:
+        return None
+    if _rfc3339_us(<const unsigned char*>p, n, &v):
+        return v
+    return None
+
+
+cdef long long _seq(object s) except? -1:
+    cdef Py_ssize_t n
+    cdef const char* p = NULL
+    cdef long long v = -1
+    if type(s) is str:
+        try:
+            p = PyUnicode_AsUTF8AndSize(s, &n)
+        except UnicodeEncodeError:
+            p = NULL
+        if p != NULL:
+            v = jw_uint(<const unsigned char*>p, n)
+    if v < 0:
+        raise ValueError(f"invalid {K_SEQ} header {s!r} in a direct get reply")
+    return v
+
+
+cdef inline object _first(dict d, object key):
+    values = d.get(key)
+    if values is None:
+        raise KeyError(key)
+    return (<list>values)[0]
+
+
+def ack_columns(msgs, long long hi):
+    """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
+    stream sequence ``hi`` (see the pure twin)."""
+    cdef list subjects = [], data = []
+    cdef object headers = None, m, reply, h, subject, payload
+    cdef array.array seqs = array.clone(_QTEMPLATE, 0, False)
+    cdef array.array times = array.clone(_QTEMPLATE, 0, False)
+    cdef long long nums[5]
+    cdef long long sseq
+    cdef Py_ssize_t i = 0, cap = 0
+    cdef bint end = False
+    for m in msgs:
+        if isinstance(m, MsgBase):
+            reply = (<MsgBase>m).c_reply
+        else:
+            reply = m.reply
+        if not reply:
+            raise NotJSMessageError("message has no JetStream ack subject")
+        ack_numbers(reply, nums)
+        sseq = nums[1]
+        if sseq >= hi:
+            end = True
+            break
+        if isinstance(m, MsgBase):
+            subject = (<MsgBase>m).c_subject
+            payload = (<MsgBase>m).c_data
+            h = (<MsgBase>m).c_headers
+        else:
+            subject = m.subject
+            payload = m.data
+            h = m.headers
+        if i == cap:
+            cap = cap * 2 if cap else 1024
+            array.resize(seqs, cap)
+            array.resize(times, cap)
+        seqs.data.as_longlongs[i] = sseq
+        times.data.as_longlongs[i] = nums[3] // 1000
+        PyList_Append(subjects, subject)
+        PyList_Append(data, payload)
+        if h is not None and len(h):
+            if headers is None:
+                headers = [None] * i
+            PyList_Append(headers, [(k, list(v)) for k, v in h._d.items()])
+        elif headers is not None:
+            PyList_Append(headers, None)
+        i += 1
+        if nums[4] == 0 or sseq + 1 >= hi:
+            end = True
+            break
+    array.resize(seqs, i)
+    array.resize(times, i)
+    return subjects, seqs, times, data, headers, end
+
+
+cdef class DirectRows:
+    """The rows of one batched direct get, filled by a ``DirectCollector`` as the replies
+    arrive (see the pure twin)."""
+
+    cdef public object reply
+    cdef public object error
+    cdef list _subjects, _data, _odd
+    cdef object _headers
+    cdef array.array _seqs, _times
+    cdef Py_ssize_t _n, _cap
+
+    def __init__(self, reply):
+        self.reply = reply
+        self.error = None
+        self._subjects = []
+        self._data = []
+        self._odd = []
+        self._headers = None
+        self._seqs = array.clone(_QTEMPLATE, 0, False)
+        self._times = array.clone(_QTEMPLATE, 0, False)
+        self._n = 0
+        self._cap = 0
+
+    def __len__(self):
+        return self._n
+
+    @property
+    def last_seq(self):
+        """The sequence of the last row (0 when there is none)."""
+        return self._seqs.data.as_longlongs[self._n - 1] if self._n else 0
+
+    cdef int _add(self, object m, dict d) except -1:
+        cdef Py_ssize_t i = self._n, tn
+        cdef long long seq, t = 0
+        cdef const char* tp = NULL
+        cdef object subject, text, row, headers
+        if self.error is not None:
+            return 0
+        try:
+            subject = _first(d, _K_SUBJECT)
+            seq = _seq(_first(d, _K_SEQ))
+            text = _first(d, _K_TIME)
+        except Exception as exc:
+            self.error = exc
+            return 0
+        if type(text) is str:
+            try:
+                tp = PyUnicode_AsUTF8AndSize(text, &tn)
+            except UnicodeEncodeError:
+                tp = NULL
+        if tp == NULL or not _rfc3339_us(<const unsigned char*>tp, tn, &t):
+            PyList_Append(self._odd, (i, text))
+            t = 0
+        if i == self._cap:
+            self._cap = self._cap * 2 if self._cap else 1024
+            array.resize(self._seqs, self._cap)
+            array.resize(self._times, self._cap)
+        self._seqs.data.as_longlongs[i] = seq
+        self._times.data.as_longlongs[i] = t
+        PyList_Append(self._subjects, subject)
+        if isinstance(m, MsgBase):
+            PyList_Append(self._data, (<MsgBase>m).c_data)
+        else:
+            PyList_Append(self._data, m.data)
+        self._n = i + 1
+        headers = self._headers
+        if len(d) != _N_DIRECT:
+            row = [(k, list(v)) for k, v in d.items() if k not in _DIRECT_KEYS] or None
+            if headers is None:
+                if row is None:
+                    return 0
+                headers = self._headers = [None] * i
+            PyList_Append(headers, row)
+        elif headers is not None:
+            PyList_Append(headers, None)
+        return 0
+
+    def add(self, m):
+        try:
+            d = <dict?>m.headers._d
+        except Exception as exc:
+            if self.error is None:
+                self.error = exc
+            return
+        self._add(m, d)
+
+    def columns(self):
+        """``(subjects, seqs, times_us, data, headers, odd_times)`` (see the pure twin)."""
+        array.resize(self._seqs, self._n)
+        array.resize(self._times, self._n)
+        self._cap = self._n
+        return self._subjects, self._seqs, self._times, self._data, self._headers, self._odd
+
+
+cdef class DirectCollector:
+    """The direct handler of a batched direct get's reply subscription (see the pure twin)."""
+
+    cdef public object target
+    cdef public object on_status
+
+    def __init__(self, on_status):
+        self.target = None
+        self.on_status = on_status
+
+    def __call__(self, m):
+        cdef object t = self.target, subject, reply, h, d
+        if t is None:
+            return
+        subject = (<MsgBase>m).c_subject if isinstance(m, MsgBase) else m.subject
+        reply = (<DirectRows>t).reply if type(t) is DirectRows else t.reply
+        if subject != reply:
+            return
+        h = (<MsgBase>m).c_headers if isinstance(m, MsgBase) else m.headers
+        if h is not None and h.status is None:
+            if type(t) is DirectRows:
+                try:
+                    d = <dict?>h._d
+                except Exception as exc:
+                    if (<DirectRows>t).error is None:
+                        (<DirectRows>t).error = exc
+                    return
+                (<DirectRows>t)._add(m, d)
+            else:
+                t.add(m)
+        else:
+            self.on_status(m)

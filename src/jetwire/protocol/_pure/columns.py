@@ -1,0 +1,230 @@
+"""Messages to column values for bulk readers (twin of the compiled
+``jetwire._c.columns``): what the Spark reader turns into Arrow record batches.
+
+* ``DirectRows`` / ``DirectCollector``: replies of a batched direct get, whose headers
+  carry the message's subject, sequence and time (``Nats-Subject``, ``Nats-Sequence``,
+  ``Nats-Time-Stamp``, RFC 3339 with up to 9 fractional digits), turned into rows as
+  they arrive.
+* ``ack_columns(msgs, hi)``: messages of a pull consumer, whose ack subjects carry the
+  stream sequence, the time in nanoseconds and the pending count; it takes messages
+  (from any iterable, e.g. a fetch still arriving) until one at or past stream sequence
+  ``hi``, one with no more pending, or the one at ``hi - 1``.
+
+Sequences and times come back as ``array('q')`` (times in microseconds since the epoch,
+floored): Arrow wraps them without a Python int per row. A time that is not the RFC 3339
+form ``YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+HH:MM|-HH:MM)`` is left to the caller: its row
+text is listed in ``odd_times`` (its slot holds 0).
+"""
+from __future__ import annotations
+
+from array import array
+from typing import Any, Iterable, List, Optional, Tuple
+
+from ...errors import NotJSMessageError
+from .metadata import parse_metadata_fields
+
+__all__ = ["DIRECT_KEYS", "DirectCollector", "DirectRows", "ack_columns", "rfc3339_us"]
+
+K_SUBJECT = "Nats-Subject"
+K_SEQ = "Nats-Sequence"
+K_TIME = "Nats-Time-Stamp"
+# headers a batched direct get adds to every message; what remains is what was published
+DIRECT_KEYS = frozenset(("Nats-Stream", K_SUBJECT, K_SEQ, K_TIME, "Nats-Num-Pending", "Nats-Last-Sequence"))
+_N_DIRECT = len(DIRECT_KEYS)
+
+_DIGITS = frozenset("0123456789")
+_INT64_MAX = 2**63 - 1
+
+
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+_MDAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _int(s: str) -> int:
+    if not s or not (set(s) <= _DIGITS):
+        raise ValueError
+    return int(s)
+
+
+def rfc3339_us(s: str) -> Optional[int]:
+    """Microseconds since the epoch (floored) of an RFC 3339 time, or None when ``s`` is not
+    of the form ``YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+HH:MM|-HH:MM)``."""
+    n = len(s)
+    if n < 20 or s[4] != "-" or s[7] != "-" or s[10] not in "Tt" or s[13] != ":" or s[16] != ":":
+        return None
+    try:
+        y, mo, d = _int(s[0:4]), _int(s[5:7]), _int(s[8:10])
+        hh, mi, ss = _int(s[11:13]), _int(s[14:16]), _int(s[17:19])
+        i = 19
+        frac = 0
+        if s[i] == ".":
+            j = i + 1
+            while j < n and s[j] in _DIGITS:
+                j += 1
+            digits = s[i + 1 : j]
+            if not 1 <= len(digits) <= 9:
+                return None
+            frac = int((digits + "000000")[:6])
+            i = j
+        if i >= n:
+            return None
+        if s[i] in "Zz" and i + 1 == n:
+            off = 0
+        elif s[i] in "+-" and n - i == 6 and s[i + 3] == ":":
+            off = (_int(s[i + 1 : i + 3]) * 60 + _int(s[i + 4 : i + 6])) * 60
+            if s[i] == "-":
+                off = -off
+        else:
+            return None
+    except ValueError:
+        return None
+    if not (1 <= mo <= 12 and 1 <= d <= _MDAYS[mo - 1] and hh <= 23 and mi <= 59 and ss <= 60):
+        return None
+    if mo == 2 and d == 29 and not (y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)):
+        return None
+    secs = _days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60 + ss - off
+    return secs * 1_000_000 + frac
+
+
+def _seq(s: str) -> int:
+    if 1 <= len(s) <= 18 and set(s) <= _DIGITS:
+        return int(s)
+    raise ValueError(f"invalid {K_SEQ} header {s!r} in a direct get reply")
+
+
+def ack_columns(msgs: Iterable[Any], hi: int) -> Tuple[List[str], "array[int]", "array[int]", List[bytes],
+                                                       Optional[List[Any]], bool]:
+    """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
+    stream sequence ``hi`` (see the module docstring); ``end``: nothing more to read. A
+    reply that is not an ack subject raises ``NotJSMessageError``."""
+    subjects: List[str] = []
+    seqs = array("q")
+    times = array("q")
+    data: List[bytes] = []
+    headers: Optional[List[Any]] = None
+    end = False
+    for m in msgs:
+        reply = m.reply
+        if not reply:
+            raise NotJSMessageError("message has no JetStream ack subject")
+        f = parse_metadata_fields(reply)
+        if max(f[4:9]) > _INT64_MAX:
+            raise OverflowError("ack subject number out of range")
+        sseq = f[5]
+        if sseq >= hi:
+            end = True
+            break
+        i = len(subjects)
+        subjects.append(m.subject)
+        seqs.append(sseq)
+        times.append(f[7] // 1000)
+        data.append(m.data)
+        h = m.headers
+        if h is not None and len(h):
+            if headers is None:
+                headers = [None] * i
+            headers.append([(k, list(v)) for k, v in h._d.items()])
+        elif headers is not None:
+            headers.append(None)
+        if f[8] == 0 or sseq + 1 >= hi:
+            end = True
+            break
+    return subjects, seqs, times, data, headers, end
+
+
+class DirectRows:
+    """The rows of one batched direct get, filled by a ``DirectCollector`` as the replies
+    arrive (on the connection's reader thread), so no message outlives its arrival.
+    ``columns()`` gives them as ``(subjects, seqs, times_us, data, headers, odd_times)``;
+    ``headers`` is None when no message has headers beyond the direct-get ones, else one
+    entry per row: None or a list of ``(name, [values])``. A reply that could not be read
+    (a missing direct-get header: ``KeyError``; a sequence that is not 1-18 ASCII digits:
+    ``ValueError``) is kept as ``error``, and nothing is added after it."""
+
+    __slots__ = ("reply", "error", "_subjects", "_seqs", "_times", "_data", "_headers", "_odd")
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.error: Optional[BaseException] = None
+        self._subjects: List[str] = []
+        self._seqs = array("q")
+        self._times = array("q")
+        self._data: List[bytes] = []
+        self._headers: Optional[List[Any]] = None
+        self._odd: List[Tuple[int, str]] = []
+
+    def __len__(self) -> int:
+        return len(self._subjects)
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence of the last row (0 when there is none)."""
+        return self._seqs[-1] if self._seqs else 0
+
+    def add(self, m: Any) -> None:
+        if self.error is not None:
+            return
+        try:
+            d = m.headers._d
+            subject = d[K_SUBJECT][0]
+            seq = _seq(d[K_SEQ][0])
+            text = d[K_TIME][0]
+        except Exception as exc:
+            self.error = exc
+            return
+        i = len(self._subjects)
+        t = rfc3339_us(text) if type(text) is str else None
+        if t is None:
+            self._odd.append((i, text))
+            t = 0
+        self._subjects.append(subject)
+        self._seqs.append(seq)
+        self._times.append(t)
+        self._data.append(m.data)
+        headers = self._headers
+        if len(d) != _N_DIRECT:
+            row = [(k, list(v)) for k, v in d.items() if k not in DIRECT_KEYS] or None
+            if headers is None:
+                if row is None:
+                    return
+                headers = self._headers = [None] * i
+            headers.append(row)
+        elif headers is not None:
+            headers.append(None)
+
+    def columns(self) -> Tuple[List[str], "array[int]", "array[int]", List[bytes], Optional[List[Any]],
+                               List[Tuple[int, str]]]:
+        """``(subjects, seqs, times_us, data, headers, odd_times)``; ``odd_times`` lists
+        ``(row, text)`` of the times ``rfc3339_us`` could not read (their slot holds 0)."""
+        return self._subjects, self._seqs, self._times, self._data, self._headers, self._odd
+
+
+class DirectCollector:
+    """The direct handler of a batched direct get's reply subscription: a data reply on
+    ``target.reply`` becomes a row of ``target`` (a ``DirectRows``); a status reply (the
+    ``204`` end of batch, ``404``, an error) or one without headers goes to
+    ``on_status(msg)``; anything else (a late reply) is dropped."""
+
+    __slots__ = ("target", "on_status")
+
+    def __init__(self, on_status: Any) -> None:
+        self.target: Optional[DirectRows] = None
+        self.on_status = on_status
+
+    def __call__(self, m: Any) -> None:
+        t = self.target
+        if t is None or m.subject != t.reply:
+            return
+        h = m.headers
+        if h is not None and h.status is None:
+            t.add(m)
+        else:
+            self.on_status(m)
