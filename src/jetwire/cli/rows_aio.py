@@ -15,13 +15,14 @@ gives the same methods over its own API and runs these functions.
 """
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any, Dict, List, Tuple
 
 import jetwire.aio
 from jetwire.aio import _prims as prims
 
-from .rows import FETCH, IDLE, PAYLOAD, WAIT, WINDOW, RowFailed, now
+from .rows import FETCH, IDLE, PAYLOAD, RATE, WAIT, WINDOW, RowFailed, now
 
 Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``await done.wait(t) -> bool``)
 
@@ -48,6 +49,21 @@ class Client:
 
         return cb, done, count
 
+    def stamps(self, n: int) -> Tuple[Any, Any, List[int], List[float]]:
+        """``(cb, done, count, lat)``: like :meth:`tally`, and the callback appends to
+        ``lat`` how long ago (seconds) the message was published (:func:`stamp`)."""
+        done = Signal()
+        count = [0]
+        lat: List[float] = []
+
+        def cb(msg: Any) -> None:
+            lat.append(stamp_age(msg.data))
+            count[0] += 1
+            if count[0] == n:
+                done.set()
+
+        return cb, done, count, lat
+
     async def acks_complete(self, js: Any, timeout: float) -> None:
         """Wait until every async publish is acknowledged."""
         await js.publish_async_complete(timeout=timeout)
@@ -67,6 +83,18 @@ class Client:
 
 
 CLIENT = Client()
+
+_STAMP = struct.Struct("<q8x")  # row h's 16 B payload: the publish time (perf_counter_ns) first
+
+
+def stamp() -> bytes:
+    """A row h payload: 16 bytes starting with the time now (``time.perf_counter_ns``)."""
+    return _STAMP.pack(time.perf_counter_ns())
+
+
+def stamp_age(data: bytes) -> float:
+    """Seconds since the :func:`stamp` that made ``data``."""
+    return (time.perf_counter_ns() - _STAMP.unpack_from(data)[0]) * 1e-9
 
 
 async def wait_count(done: Any, count: list) -> bool:
@@ -203,4 +231,29 @@ async def g(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g}
+async def h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
+    """One-way latency at a steady RATE: each payload carries its publish time, the
+    subscriber's callback (another connection) notes how long ago that was."""
+    sub_nc = await cl.connect(url)
+    pub_nc = await cl.connect(url)
+    cb, done, count, lat = cl.stamps(n)
+    await sub_nc.subscribe("bench.h", cb=cb, pending_msgs_limit=n + 1, pending_bytes_limit=-1)
+    await sub_nc.flush()
+    pub = pub_nc.publish
+    interval = 1.0 / RATE
+    i = 0
+    t0 = now()
+    while i < n:
+        due = min(n, int((now() - t0) / interval) + 1)
+        while i < due:
+            await pub("bench.h", stamp())
+            i += 1
+        await prims.sleep(max(0.0, t0 + i * interval - now()))
+    if not await wait_count(done, count):
+        raise RowFailed(f"lost messages: {count[0]} of {n}")
+    await pub_nc.close()
+    await sub_nc.close()
+    return lat
+
+
+ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "h": h}
