@@ -118,6 +118,25 @@ def test_waiters_call_after_pop(impl):
     assert mux.pops == 2
 
 
+def test_after_pop_only_when_a_waiter_is_due(impl):
+    """No Python call per ack while the window stays above the stall waiters' low water
+    mark, or while acks are still pending for a completion waiter."""
+    mux = make(impl)
+    toks = [mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25) for _ in range(4)]
+    mux.stall_waiters.append(object())
+    mux.wake_at = 2
+    mux.on_msg(Msg(PREFIX + toks[0], b'{"stream":"S","seq":1}'))
+    assert mux.pops == 0  # 3 pending > 2
+    mux.on_msg(Msg(PREFIX + toks[1], b'{"stream":"S","seq":2}'))
+    assert mux.pops == 1  # 2 pending
+    mux.stall_waiters.clear()
+    mux.complete_waiters.append(object())
+    mux.on_msg(Msg(PREFIX + toks[2], b'{"stream":"S","seq":3}'))
+    assert mux.pops == 1  # one still pending
+    mux.on_msg(Msg(PREFIX + toks[3], b'{"stream":"S","seq":4}'))
+    assert mux.pops == 2
+
+
 @pytest.mark.parametrize("data", [
     b"", b'{"seq":1,"stream":"S"}', b'{"stream":"S","seq":1,"domain":"d"}', b'{"stream":"","seq":1}',
     b'{"stream":"S","seq":01}', b'{"stream":"S","seq":-1}', b'{"stream":"S","seq":1.0}', b'{"stream":"S","seq":}',

@@ -221,6 +221,10 @@ class Transport:
 
 
 FLUSH_THRESHOLD = 64 * 1024
+# a publish finding the connection quiet this long (seconds since the last write) is
+# sent by the publishing thread itself: no flusher wake-up for a lone message
+QUIET = 20e-6
+_clock = time.perf_counter
 
 
 class _Local(threading.local):
@@ -231,8 +235,10 @@ class Writer:
     """Moves the core's write buffer (``core.outbox``) to the socket from a flusher thread
     (or inline when large).
 
-    It wires the outbox's fast path: ``on_first`` wakes the flusher thread, ``on_full``
-    flushes inline at ``FLUSH_THRESHOLD`` bytes. ``lock`` guards Python-level appends to
+    It wires the outbox's fast path: ``on_first`` wakes the flusher thread (or, when
+    nothing was written for ``QUIET`` seconds, sends at once from the publishing thread:
+    a lone message costs no thread handoff, a stream of them is batched by the flusher),
+    ``on_full`` flushes inline at ``FLUSH_THRESHOLD`` bytes. ``lock`` guards Python-level appends to
     ``core.wbuf`` and every ``outbox.take()``; the pure outbox's ``publish`` takes it too,
     the compiled one needs no lock (each of its operations is atomic under the GIL).
     """
@@ -249,6 +255,7 @@ class Writer:
         self._ev = threading.Event()
         self._local = _Local()
         self._closed = False
+        self._last_write = 0.0  # when flush_now last wrote (perf_counter)
         outbox.threshold = FLUSH_THRESHOLD
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
@@ -277,6 +284,9 @@ class Writer:
                 local.idle = None
                 self.flush_now()
                 return
+            if _clock() - self._last_write > QUIET:
+                self.flush_now()  # a quiet connection: send now, from this thread
+                return
             self._ev.set()
 
     def callback_thread(self, pending: Any) -> None:
@@ -294,8 +304,10 @@ class Writer:
                 buf = self.outbox.take()
             if not buf:
                 return
+            self._last_write = _clock()  # a write under way: not quiet
             try:
                 tr.write(buf)
+                self._last_write = _clock()
             except NatsTimeoutError as exc:  # stuck: fail the connection (it reconnects)
                 if self.on_stuck is not None:
                     self.on_stuck(exc)

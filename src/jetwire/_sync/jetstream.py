@@ -58,7 +58,6 @@ if TYPE_CHECKING:
 
 _encode_headers = _impl.encode_headers
 _from_ack = PubAck.from_json_bytes
-_new_future = AckFuture  # a concurrent.futures.Future that is cheap to make and resolve
 
 # how often pending async-publish ack deadlines are checked (only when a timeout is given)
 _SWEEP_INTERVAL = 0.05
@@ -144,6 +143,11 @@ class JetStream:
         self._timeout = timeout
         self._max_pending = publish_async_max_pending
         self._mux: Optional[PubAckMux] = None
+        self._publish = nc.publish  # the outbox's compiled fast path once connected
+        # what publish_async returns: a future of the connection's loop (made without
+        # looking the loop up per message; set on first use) / an AckFuture, cheap to
+        # make and resolve
+        self._make_future = AckFuture
         self._nuid = NUID()
         self._sweep_lock = prims.write_lock()
         self._sweeper: Any = None
@@ -561,6 +565,21 @@ class JetStream:
         their acks. ``timeout`` bounds the wait for an ack (deadlines are checked every
         50 ms). ``ttl``: a per-message TTL, as in :meth:`publish`."""
         mux = self._mux
+        if mux is not None and headers is None and timeout is None and msg_id is None and ttl is None \
+                and expected_stream is None and expected_last_seq is None and expected_last_subject_seq is None \
+                and expected_last_msg_id is None and not mux.closed and len(mux.pending) < self._max_pending:
+            # the common case: no headers, room in the window; the PUB goes through the
+            # client's publish (the outbox's compiled fast path; it checks max_payload)
+            make = self._make_future
+            fut = make()
+            token = mux.add(fut, subject, None, data, retry_attempts, retry_wait)
+            try:
+                # aio: an awaitable, done (or, congested, done once the socket drains)
+                self._publish(subject, data, mux.prefix + token)
+            except BaseException:
+                mux.discard(token)
+                raise
+            return fut
         if mux is None or mux.closed:
             mux = self._pub_mux()
         if len(mux.pending) >= self._max_pending:
@@ -578,7 +597,8 @@ class JetStream:
         link = self._link
         if size > link.max_payload:
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {link.max_payload}")
-        fut = _new_future()
+        make = self._make_future
+        fut = make()
         token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait)
         try:
             link.publish_raw(subject, mux.prefix + token, hdr, data)

@@ -18,6 +18,13 @@ def new_future() -> "asyncio.Future[Any]":
 new_waiter = new_future  # a future for exactly one waiter (the blocking flavour's is lighter)
 
 
+def future_maker() -> Callable[[], "asyncio.Future[Any]"]:
+    """A function making futures of the running loop: ``new_future`` without looking the
+    loop up per call (which costs a ``getpid`` system call). Call it from the loop the
+    futures are for."""
+    return asyncio.get_running_loop().create_future
+
+
 def _expire(fut: "asyncio.Future[Any]") -> None:
     if not fut.done():
         fut.set_exception(NatsTimeoutError("timed out"))
@@ -27,7 +34,7 @@ async def wait_future(fut: "asyncio.Future[Any]", timeout: Optional[float]) -> A
     """Wait for ``fut``; on timeout raise jetwire's TimeoutError (the future is failed, not cancelled)."""
     if timeout is None or fut.done():
         return await fut
-    handle = asyncio.get_running_loop().call_later(timeout, _expire, fut)
+    handle = fut.get_loop().call_later(timeout, _expire, fut)
     try:
         return await fut
     finally:
@@ -35,13 +42,15 @@ async def wait_future(fut: "asyncio.Future[Any]", timeout: Optional[float]) -> A
 
 
 class Signal:
-    """A level-triggered wake-up flag for one waiter at a time."""
+    """A level-triggered wake-up flag for one waiter at a time (the loop of its first
+    ``wait`` is kept: one loop waits on a signal)."""
 
-    __slots__ = ("_flag", "_waiter")
+    __slots__ = ("_flag", "_waiter", "_loop")
 
     def __init__(self) -> None:
         self._flag = False
         self._waiter: Optional[asyncio.Future[Any]] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
 
     def set(self) -> None:
         self._flag = True
@@ -60,7 +69,9 @@ class Signal:
             return True
         if timeout is not None and timeout <= 0:
             return False
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._loop = asyncio.get_running_loop()
         fut = loop.create_future()
         self._waiter = fut
         handle = None

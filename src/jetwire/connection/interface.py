@@ -216,6 +216,9 @@ class PrimsAPI(Protocol):
 
     def new_future(self) -> Any: ...
 
+    def future_maker(self) -> Callable[[], Any]:
+        """``new_future`` bound to the running loop (asyncio: no loop look-up per future)."""
+
     def new_waiter(self) -> Any: ...
 
     async def wait_future(self, fut: Any, timeout: Optional[float]) -> Any: ...
