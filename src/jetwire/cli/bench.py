@@ -793,10 +793,10 @@ for _mode in MODES:
 @click.option("--scale", default=1.0, show_default=True, type=click.FloatRange(min=0.0001),
               help="Multiply the rows' message counts (0.05 for a smoke run).")
 @click.option("--clients", default=None,
-              help="Clients to run (default: jetwire,jetwire.aio,nats.go,nats-py when available).")
+              help="Clients to run (default: jetwire,jetwire.aio,nats.go,nats-py,raw when available).")
 @click.option("--peers", default=None, metavar="DIR", envvar="JETWIRE_BENCH_PEERS",
               type=click.Path(exists=True, file_okay=False),
-              help="Folder holding the peers' rows, natspy_rows.py and natsgo_rows.py (default: the "
+              help="Folder holding the peers' rows, natspy_rows.py, natsgo_rows.py and raw_rows.py (default: the "
                    "benchmarks/ folder of the source checkout; they are not in the package).")
 @click.option("-s", "--server", default=None, metavar="URL", help="A running server (default: a fresh embedded one).")
 @click.option("--monitor", default=None, metavar="URL", help="Monitoring URL of --server (row a accounting).")
@@ -878,7 +878,8 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
 
     con = console()
     t = Table(title=f"medians over {summary['rounds']} round(s), scale {summary['scale']:g}; "
-                    "ratio = times better than nats.go (go) / nats-py (py): rates jetwire/peer, "
+                    "ratio = times better than nats.go (go) / nats-py (py) / the raw-socket limit (raw): "
+                    "rates jetwire/peer, "
                     "latency peer/jetwire (p50 for c, p99 for h); cpu = client CPU per message",
               title_justify="left", header_style="bold")
     t.add_column("row")
@@ -886,10 +887,12 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
     t.add_column("n", justify="right")
     for c in clients:
         t.add_column(c, justify="right")
-    peers = [p for p in ("nats.go", "nats-py") if p in clients]
+    short = {"nats.go": "go", "nats-py": "py", "raw": "raw"}
+    keys = {"nats.go": "ratios_go", "nats-py": "ratios", "raw": "ratios_raw"}
+    peers = [p for p in short if p in clients]
     ratio_cols = [c for c in clients if c.startswith("jetwire")] if peers else []
     for c in ratio_cols:
-        t.add_column(f"{c}\nvs " + " / ".join("go" if p == "nats.go" else "py" for p in peers), justify="right")
+        t.add_column(f"{c}\nvs " + " / ".join(short[p] for p in peers), justify="right")
     t.add_column("target")
     for r, row in summary["rows"].items():
         spec = ROWS[r]
@@ -913,7 +916,7 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
         for c in ratio_cols:
             parts = []
             for p in peers:
-                x = row["ratios_go" if p == "nats.go" else "ratios"].get(c)
+                x = row.get(keys[p], {}).get(c)
                 parts.append(f"{x:.2f}x" if x is not None else "-")
             if all(x == "-" for x in parts) and c in row.get("vs_f", {}):
                 cells.append(f"{row['vs_f'][c]:.2f}x of f")

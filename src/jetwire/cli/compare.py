@@ -12,8 +12,9 @@ of BENCHMARKS.md. A row whose messages are not all accounted for fails instead o
 reporting a number, and the run exits non-zero.
 
 jetwire's rows come from this package. The peers' are not part of it: they are
-``natspy_rows.py`` (needs nats-py installed) and ``natsgo_rows.py`` (a Go program over
-nats.go; needs ``go`` and Debian's nats.go package) in a ``benchmarks/`` folder
+``natspy_rows.py`` (needs nats-py installed), ``natsgo_rows.py`` (a Go program over
+nats.go; needs ``go`` and Debian's nats.go package) and ``raw_rows.py`` (the raw-socket
+limit: stdlib sockets, no client logic) in a ``benchmarks/`` folder
 (``--peers DIR``; by default ``$JETWIRE_BENCH_PEERS``, else the ``benchmarks/`` of the
 source checkout jetwire runs from). Without them one line per peer says why, and the
 other clients' rows run.
@@ -33,11 +34,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ._stats import median
 from .rows import ROW_ORDER, ROWS, supported
 
-CLIENTS = ["jetwire", "jetwire.aio", "nats.go", "nats-py"]
+CLIENTS = ["jetwire", "jetwire.aio", "nats.go", "nats-py", "raw"]
 
 PEER_FILE = "natspy_rows.py"
 # the peers' row files (in the benchmarks/ folder, not in the package)
-PEER_FILES = {"nats.go": "natsgo_rows.py", "nats-py": PEER_FILE}
+PEER_FILES = {"nats.go": "natsgo_rows.py", "nats-py": PEER_FILE, "raw": "raw_rows.py"}
 REFERENCE = "nats.go"  # the peer the targets of BENCHMARKS.md are ratios against
 
 
@@ -63,6 +64,8 @@ def find_peers(peers: Optional[str] = None, client: str = "nats-py") -> Tuple[Op
                       "source checkout, or pass --peers DIR)")
     if not os.path.isfile(os.path.join(folder, name)):
         return None, f"no {name} in {folder}"
+    if client == "raw":  # stdlib sockets: nothing to install
+        return os.path.abspath(folder), ""
     if client == "nats.go":
         try:
             out = subprocess.run([sys.executable, os.path.join(folder, name), "--prepare"], capture_output=True,
@@ -181,13 +184,15 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
 
     ``{"rows": {row: {"title", "kind", "target", "clients": {client: {"median": {...},
     "runs", "failed", "errors"}}, "ratios": {client: x}, "ratios_go": {client: x}}},
-    "failed": bool}`` (``ratios``: against nats-py; ``ratios_go``: against nats.go)
+    "failed": bool}`` (``ratios``: against nats-py; ``ratios_go``: against nats.go;
+    ``ratios_raw``: against the raw-socket limit)
     """
     out: Dict[str, Any] = {"rows": {}, "failed": False}
     for r, per_client in results.items():
         spec = ROWS[r]
         row_out: Dict[str, Any] = {"title": spec.title, "short": spec.short, "kind": spec.kind,
-                                   "target": spec.target, "clients": {}, "ratios": {}, "ratios_go": {}}
+                                   "target": spec.target, "clients": {}, "ratios": {}, "ratios_go": {},
+                                   "ratios_raw": {}}
         for c, runs in per_client.items():
             ok = [x for x in runs if "error" not in x]
             errors = [x["error"] for x in runs if "error" in x]
@@ -197,7 +202,7 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
             if ok:
                 med = {k: median([x[k] for x in ok]) for k in ok[0] if isinstance(ok[0][k], (int, float))}
             row_out["clients"][c] = {"median": med, "runs": len(runs), "failed": len(errors), "errors": errors}
-        for peer, key in (("nats-py", "ratios"), (REFERENCE, "ratios_go")):
+        for peer, key in (("nats-py", "ratios"), (REFERENCE, "ratios_go"), ("raw", "ratios_raw")):
             base = (row_out["clients"].get(peer) or {}).get("median")
             for c, v in row_out["clients"].items():
                 if c.startswith("jetwire") and base and v["median"]:
@@ -215,9 +220,9 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
 
 def format_summary(summary: Dict[str, Any], rounds: int) -> str:
     """Plain-text report (``benchmarks/compare.py``; the CLI draws a rich table instead)."""
-    lines = [f"medians over {rounds} round(s); ratio = how many times better than nats.go (go) and "
-             "nats-py (py) (rates: jetwire/peer; latency: peer / jetwire, p50 for c, p99 for h); "
-             "cpu: the client process's CPU per message"]
+    lines = [f"medians over {rounds} round(s); ratio = how many times better than nats.go (go), "
+             "nats-py (py) and the raw-socket limit (raw) (rates: jetwire/peer; latency: peer / jetwire, "
+             "p50 for c, p99 for h); cpu: the client process's CPU per message"]
     for r, row in summary["rows"].items():
         spec = ROWS[r]
         lines.append("")
@@ -231,6 +236,8 @@ def format_summary(summary: Dict[str, Any], rounds: int) -> str:
                 line += f"   go {row['ratios_go'][c]:.2f}x"
             if c in row["ratios"]:
                 line += f"   py {row['ratios'][c]:.2f}x"
+            if c in row.get("ratios_raw", {}):
+                line += f"   raw {row['ratios_raw'][c]:.2f}x"
             if c in row.get("vs_f", {}):
                 line += f"   g/f {row['vs_f'][c]:.2f}x"
             if v["failed"]:
@@ -250,7 +257,8 @@ def main(argv: Optional[List[str]] = None, peers: Optional[str] = None) -> int:
     ap.add_argument("--monitor", default=None, help="monitoring URL of --server (for row a accounting)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply message counts (e.g. 0.1 for a smoke run)")
     ap.add_argument("--peers", default=peers, metavar="DIR",
-                    help="folder holding natspy_rows.py and natsgo_rows.py (default: the checkout's benchmarks/)")
+                    help="folder holding natspy_rows.py, natsgo_rows.py and raw_rows.py (default: the checkout's "
+                         "benchmarks/)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
     try:

@@ -88,7 +88,7 @@ ROWS: Dict[str, Row] = {
     "d": Row("5k JetStream publishes, each waiting for its ack", "rate", 5_000,
              ">= 1.0x nats.go", js=True, short="JS publish, await each ack"),
     "e": Row("50k JetStream async publishes, <= 1000 acks in flight, until all acked", "rate", 50_000,
-             ">= 1.2x nats.go", js=True, short="JS publish_async, 1000 in flight"),
+             ">= 1.2x nats.go, >= 0.7x raw", js=True, short="JS publish_async, 1000 in flight"),
     "f": Row("100k stored messages pulled with fetch(1000), AckNone", "rate", 100_000,
              ">= 1.0x nats.go", js=True, short="fetch(1000), AckNone"),
     "f2": Row("100k stored messages, fetch(1000), AckExplicit, one ack per message", "rate", 100_000,
@@ -117,6 +117,7 @@ CLIENT_ROWS: Dict[str, list] = {
     "jetwire.aio": ROW_ORDER,
     "nats-py": [r for r in ROW_ORDER if r != "g"],  # nats-py has no continuous-pull API: no row g
     "nats.go": [r for r in ROW_ORDER if r != "g"],  # nor has nats.go 1.22's legacy JetStream API
+    "raw": ["a", "c", "d", "e", "h"],  # the raw-socket limit (benchmarks/raw_rows.py)
 }
 
 
