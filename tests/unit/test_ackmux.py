@@ -118,6 +118,40 @@ def test_waiters_call_after_pop(impl):
     assert mux.pops == 2
 
 
+def test_submit_registers_then_publishes_with_the_token_reply(impl):
+    mux = make(impl)
+    sent = []
+
+    def publish(subject, data, reply):
+        sent.append((subject, data, reply))
+        return "result"
+
+    fut = impl.AckFuture()
+    assert mux.submit(fut, "orders.new", b"x", 2, 0.25, publish) == "result"
+    ((token, entry),) = mux.pending.items()
+    assert sent == [("orders.new", b"x", PREFIX + token)]
+    assert entry == (fut, "orders.new", None, b"x", 2, 0.25)
+    mux.on_msg(Msg(PREFIX + token, b'{"stream":"S","seq":7}'))
+    assert fut.result(0) == PubAck(stream="S", seq=7) and not mux.pending
+
+
+def test_submit_forgets_the_entry_when_publish_raises(impl):
+    mux = make(impl)
+
+    def failing(subject, data, reply):
+        raise ConnectionError("closed")
+
+    mux.submit(impl.AckFuture(), "s", b"1", 2, 0.25, lambda *a: None)  # stays pending
+    with pytest.raises(ConnectionError):
+        mux.submit(impl.AckFuture(), "s", b"2", 2, 0.25, failing)
+    assert [e[3] for e in mux.pending.values()] == [b"1"] and mux.pops == 0  # nobody waits
+    mux.stall_waiters.append(object())
+    mux.wake_at = 1
+    with pytest.raises(ConnectionError):
+        mux.submit(impl.AckFuture(), "s", b"3", 2, 0.25, failing)
+    assert len(mux.pending) == 1 and mux.pops == 1  # the stall waiter is due
+
+
 def test_after_pop_only_when_a_waiter_is_due(impl):
     """No Python call per ack while the window stays above the stall waiters' low water
     mark, or while acks are still pending for a completion waiter."""

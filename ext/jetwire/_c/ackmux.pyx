@@ -198,6 +198,41 @@ cdef class AckMux:
                 release_any(lock)
         return token
 
+    def submit(self, fut, subject, data, retries, retry_wait, publish):
+        """``add(fut, subject, None, data, retries, retry_wait)`` and then
+        ``publish(subject, data, prefix + token)``, whose result it returns; when
+        ``publish`` raises, the entry is removed again (waking a waiter that is due) and
+        the exception propagates."""
+        cdef object entry = (fut, subject, None, data, retries, retry_wait)
+        cdef object lock = self.lock
+        cdef object token
+        cdef Py_ssize_t n
+        cdef bint wake
+        if lock is not None:
+            acquire_any(lock)
+        try:
+            self._n += 1
+            token = str(self._n)
+            self.pending[token] = entry
+        finally:
+            if lock is not None:
+                release_any(lock)
+        try:
+            return publish(subject, data, self.prefix + token)
+        except BaseException:
+            if lock is not None:
+                acquire_any(lock)
+            try:
+                self.pending.pop(token, None)
+                n = len(self.pending)
+                wake = (bool(self.stall_waiters) and n <= self.wake_at) or (bool(self.complete_waiters) and n == 0)
+            finally:
+                if lock is not None:
+                    release_any(lock)
+            if wake:
+                self._after_pop()
+            raise
+
     def on_msg(self, msg):
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
         cdef object subject, data, token, entry, name, ack, lock

@@ -572,13 +572,9 @@ class JetStream:
             # client's publish (the outbox's compiled fast path; it checks max_payload)
             make = self._make_future
             fut = make()
-            token = mux.add(fut, subject, None, data, retry_attempts, retry_wait)
-            try:
-                # aio: an awaitable, done (or, congested, done once the socket drains)
-                self._publish(subject, data, mux.prefix + token)
-            except BaseException:
-                mux.discard(token)
-                raise
+            # registered and published in one compiled call (removed again if publish raises)
+            # aio: what publish returns is done, or (congested) done once the socket drains
+            mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish)
             return fut
         if mux is None or mux.closed:
             mux = self._pub_mux()

@@ -574,15 +574,11 @@ class JetStream:
             if make is None:  # aio-only
                 make = self._make_future = prims.future_maker()  # aio-only
             fut = make()
-            token = mux.add(fut, subject, None, data, retry_attempts, retry_wait)
-            try:
-                # aio: an awaitable, done (or, congested, done once the socket drains)
-                r = self._publish(subject, data, mux.prefix + token)  # aio-only
-                # sync-only: self._publish(subject, data, mux.prefix + token)
-            except BaseException:
-                mux.discard(token)
-                raise
+            # registered and published in one compiled call (removed again if publish raises)
+            # aio: what publish returns is done, or (congested) done once the socket drains
+            r = mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish)  # aio-only
             await r  # aio-only
+            # sync-only: mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish)
             return fut
         if mux is None or mux.closed:
             mux = self._pub_mux()

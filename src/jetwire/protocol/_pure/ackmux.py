@@ -8,7 +8,7 @@ import threading
 from concurrent.futures import Future as _CFuture
 from concurrent.futures import InvalidStateError
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 __all__ = ["AckMux", "AckFuture"]
 
@@ -154,6 +154,28 @@ class AckMux:
                 token = str(n)
                 self.pending[token] = entry
         return token
+
+    def submit(self, fut: Any, subject: str, data: Any, retries: int, retry_wait: float,
+               publish: Callable[[str, Any, str], Any]) -> Any:
+        """``add(fut, subject, None, data, retries, retry_wait)`` and then
+        ``publish(subject, data, prefix + token)``, whose result it returns; when
+        ``publish`` raises, the entry is removed again (waking a waiter that is due) and
+        the exception propagates."""
+        token = self.add(fut, subject, None, data, retries, retry_wait)
+        try:
+            return publish(subject, data, self.prefix + token)
+        except BaseException:
+            lock = self.lock
+            if lock is None:
+                self.pending.pop(token, None)
+                wake = self._wake()
+            else:
+                with lock:
+                    self.pending.pop(token, None)
+                    wake = self._wake()
+            if wake:
+                self._after_pop()
+            raise
 
     def on_msg(self, msg: Any) -> None:
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
