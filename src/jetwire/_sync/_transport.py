@@ -255,7 +255,9 @@ class Writer:
         self._ev = threading.Event()
         self._local = _Local()
         self._closed = False
-        self._last_write = 0.0  # when flush_now last wrote (perf_counter)
+        # when flush_now last wrote (perf_counter; set under _send_lock, read without it
+        # by kick: a stale value only picks the other of two correct ways to send)
+        self._last_write = 0.0
         outbox.threshold = FLUSH_THRESHOLD
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
