@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from typing import Any, List, Tuple
 
 import jetwire
@@ -36,10 +37,11 @@ def test_a_lone_publish_on_a_quiet_connection_is_written_by_the_caller(nats_url:
     try:
         sub = sub_nc.subscribe("send.paths.lone")
         sub_nc.flush()
-        nc.flush()  # the PING went out and its PONG came back: the connection is quiet
+        nc.flush()
         me = threading.current_thread().name
         for i in range(3):
             del calls[:]
+            time.sleep(0.001)  # not a wait for anything: 1 ms without a write is what "quiet" means
             nc.publish("send.paths.lone", b"m%d" % i)
             # written before publish() returned, by this thread
             assert calls == [(me, b"PUB send.paths.lone 2\r\nm%d\r\n" % i)]
@@ -96,3 +98,24 @@ def test_a_stream_of_publishes_is_batched_and_every_message_arrives(nats_url: st
     finally:
         nc.close()
         sub_nc.close()
+
+
+def test_the_reader_thread_never_writes(nats_url: str) -> None:
+    """What a direct handler publishes (on the reader thread) goes out through the flusher:
+    the reader never waits on a write."""
+    calls: List[Tuple[str, bytes]] = []
+    other = jetwire.connect(nats_url)
+    nc = jetwire.connect(nats_url, socket_factory=recording_factory(calls))
+    try:
+        nc.link.subscribe_direct("send.paths.direct", lambda m: nc.link.try_publish("send.paths.echo", None, m.data))
+        echo = other.subscribe("send.paths.echo")
+        other.flush()
+        nc.flush()
+        for i in range(3):
+            del calls[:]
+            other.publish("send.paths.direct", b"d%d" % i)
+            assert echo.next_msg(5).data == b"d%d" % i
+            assert [name for name, data in calls if b"send.paths.echo" in data] == ["jetwire-flusher"]
+    finally:
+        nc.close()
+        other.close()

@@ -225,6 +225,7 @@ FLUSH_THRESHOLD = 64 * 1024
 # sent by the publishing thread itself: no flusher wake-up for a lone message
 QUIET = 20e-6
 _clock = time.perf_counter
+_current_thread = threading.current_thread
 
 
 class _Local(threading.local):
@@ -271,7 +272,8 @@ class Writer:
         self.tr = tr
 
     def kick(self) -> None:
-        if self.tr is None:
+        tr = self.tr
+        if tr is None:
             return
         if len(self.outbox.buf) >= FLUSH_THRESHOLD:
             self.flush_now()
@@ -286,8 +288,10 @@ class Writer:
                 local.idle = None
                 self.flush_now()
                 return
-            if _clock() - self._last_write > QUIET:
-                self.flush_now()  # a quiet connection: send now, from this thread
+            if _clock() - self._last_write > QUIET and tr._reader is not _current_thread():
+                # a quiet connection: send now, from this thread (never from the reader,
+                # which must not wait on a write while the server may be waiting on it)
+                self.flush_now()
                 return
             self._ev.set()
 
