@@ -78,6 +78,17 @@ class NatsPy:
                 await m.ack()
         return len(msgs)
 
+    async def echo_service(self, nc: Any, name: str, subject: str) -> Any:
+        import nats.micro
+
+        async def echo(req: Any) -> None:
+            await req.respond(req.data)
+
+        svc = await nats.micro.add_service(nc, name=name, version="1.0.0")
+        await svc.add_endpoint(name="echo", subject=subject, handler=echo)
+        await nc.flush()  # nats-py's add_endpoint does not wait for the server to have the subscription
+        return svc
+
 
 CLIENT = NatsPy()
 

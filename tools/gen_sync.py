@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAIRS = [
     (ROOT / "src" / "jetwire" / "aio", ROOT / "src" / "jetwire" / "_sync"),
     (ROOT / "tests" / "aio", ROOT / "tests" / "sync"),
+    (ROOT / "tests" / "chaos" / "aio", ROOT / "tests" / "chaos" / "sync"),
 ]
 # single files outside those folders: (asyncio source, generated blocking twin)
 FILES = [

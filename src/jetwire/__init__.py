@@ -30,14 +30,25 @@ def _load() -> None:
     g["__all__"] = ["connect", "Client", "Subscription"] + list(_exports.__all__)
 
 
+_SUBMODULES = ("micro",)  # ``import jetwire; jetwire.micro.add_service(...)`` works without importing it
+
+
 def __getattr__(name: str) -> Any:
     if name.startswith("_") and name != "__all__":  # dunders, and submodules being imported
         raise AttributeError(name)
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"jetwire.{name}")
     if "__all__" not in globals():
         _load()
     try:
         return globals()[name]
     except KeyError:
+        if name in ("schemas", "events"):  # submodules: jetwire.events.parse(...) after a bare import jetwire
+            import importlib
+
+            return importlib.import_module(f"jetwire.{name}")
         raise AttributeError(f"module 'jetwire' has no attribute {name!r}") from None
 
 

@@ -228,12 +228,44 @@ class DataLossError(JetStreamError):
     purge or deletion): the Spark reader raises it when ``failOnDataLoss`` is true."""
 
 
+class SchemaValidationError(JetStreamError, ValueError):
+    """A JetStream API request that does not validate against its JSON Schema
+    (``nc.jetstream(validate=True)``); nothing was sent. ``errors``: one string per
+    problem, naming the JSON path and the rule."""
+
+    def __init__(self, message: str, errors: "list[str]") -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+
 class OrderedConsumerResetError(JetStreamError):
     """The ordered consumer could not be recreated."""
 
 
 class TooManyStalledMsgsError(JetStreamError):
     """``publish_async`` found no room in its window in time."""
+
+
+def _show(v: Any) -> str:
+    """A config value in an error message (an enum as its wire string)."""
+    return repr(getattr(v, "value", v))
+
+
+class ConfigDriftError(JetStreamError):
+    """``ensure_stream``/``ensure_consumer``: the stored config differs from the wanted one
+    in fields the server cannot update. ``fields``: those field names (in the config's
+    order); ``changes``: every differing field (updatable ones too) -> ``(stored, wanted)``
+    as wire values; ``kind``: ``"stream"`` or ``"consumer"``; ``name``: what was checked."""
+
+    def __init__(self, kind: str, name: str, fields: "list[str]",
+                 changes: "Optional[dict[str, tuple[Any, Any]]]" = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.fields = list(fields)
+        self.changes = dict(changes or {})
+        detail = ", ".join(f"{f} ({_show(self.changes[f][0])} -> {_show(self.changes[f][1])})"
+                           if f in self.changes else f for f in self.fields)
+        super().__init__(f"{kind} {name!r}: the stored config differs in fields that cannot be updated: {detail}")
 
 
 # --- key-value ----------------------------------------------------------------------
@@ -289,6 +321,35 @@ class LinkNotAllowedError(JetStreamError):
     """A link may not point at a link or a deleted object."""
 
 
+# --- services (ADR-32) -------------------------------------------------------------
+class ServiceError(NatsError):
+    """A service answered with an error (headers ``Nats-Service-Error-Code`` and
+    ``Nats-Service-Error``): ``code`` and ``description`` (both str), the answer's ``data``
+    and ``headers``. A handler may raise it to answer with that code and description."""
+
+    def __init__(self, code: Any = "500", description: str = "", data: bytes = b"", headers: Any = None) -> None:
+        self.code = str(code)
+        self.description = description
+        self.data = data
+        self.headers = headers
+        super().__init__(f"{self.code}: {description}" if description else self.code)
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.code, self.description, self.data))
+
+
+class InvalidServiceConfigError(NatsError, ValueError):
+    """A service, group or endpoint setting is invalid (raised before anything is subscribed)."""
+
+
+class InvalidServiceNameError(InvalidServiceConfigError):
+    """A service name is empty or holds characters other than A-Z, a-z, 0-9, '-' and '_'."""
+
+
+class InvalidServiceVersionError(InvalidServiceConfigError):
+    """A service version is not a semantic version (x.y.z[-pre][+build])."""
+
+
 # err_code -> class; the server's numbers (ADR-7)
 ERR_CODES: dict[int, type[APIError]] = {
     10059: StreamNotFoundError,
@@ -301,6 +362,7 @@ ERR_CODES: dict[int, type[APIError]] = {
     10149: ConsumerDoesNotExistError,
     10037: MsgNotFoundError,
     10003: BadRequestError,
+    10025: BadRequestError,  # invalid JSON
     10076: JetStreamNotEnabledError,
     10039: JetStreamNotEnabledError,
     10071: WrongLastSequenceError,

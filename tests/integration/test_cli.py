@@ -22,8 +22,8 @@ from click.testing import CliRunner  # noqa: E402
 
 import jetwire  # noqa: E402
 from jetwire.cli import _conn, _stats  # noqa: E402
-from jetwire.cli.admin import render_advisory  # noqa: E402
 from jetwire.cli.main import cli  # noqa: E402
+from jetwire.events import parse, render  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -128,9 +128,9 @@ def test_value_parsing_and_stats() -> None:
     sp = _stats.spread([1.0, 2.0, 3.0])
     assert sp["min"] == 1 and sp["max"] == 3 and sp["avg"] == 2 and abs(sp["stddev"] - 0.8165) < 1e-3
     assert _stats.percentile([1, 2, 3, 4], 50) == 2 and _stats.percentile([1, 2, 3, 4], 99) == 4
-    line = render_advisory({"type": "io.nats.jetstream.advisory.v1.stream_action", "action": "create",
-                            "stream": "ORDERS", "timestamp": "2026-01-02T03:04:05.1Z"})
-    assert line == "[03:04:05] [stream_action] create stream=ORDERS"
+    line = render(parse({"type": "io.nats.jetstream.advisory.v1.stream_action", "action": "create",
+                         "stream": "ORDERS", "timestamp": "2026-01-02T03:04:05.1Z"}))
+    assert line == "03:04:05 [Stream Create] ORDERS"
 
 
 def test_auth_and_tls_options(nats_server_factory: Any, tmp_path: Path) -> None:
@@ -298,22 +298,37 @@ def test_sub_count_pub_and_req(nats_url: str) -> None:
 
 
 def test_events_renders_advisories(nats_url: str) -> None:
-    p = subprocess.Popen(jetwire_cmd("events", "--count", "1", "--json", "--subject",
-                                     "$JS.EVENT.ADVISORY.STREAM.CREATED.>", "-s", nats_url),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     s = uid("EV")
+    procs = {fmt: subprocess.Popen(jetwire_cmd("events", "--count", "2", "--format", fmt, "--kind", "stream_action",
+                                               "--kind", "io.nats.jetstream.advisory.v1.consumer_action",
+                                               "-s", nats_url),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for fmt in ("json", "cloudevents", "text")}
+    outs = {}
     try:
-        _wait_line(p.stderr, "Listening")
+        for p in procs.values():
+            _wait_line(p.stderr, "Listening")
         assert run("stream", "add", s, "--subjects", s.lower(), "-s", nats_url).exit_code == 0
-        out, _ = p.communicate(timeout=20)
+        with jetwire.connect(nats_url) as nc:
+            nc.jetstream().create_consumer(s, durable_name="D")
+        for fmt, p in procs.items():
+            outs[fmt], _ = p.communicate(timeout=20)
+            assert p.returncode == 0, fmt
     finally:
-        if p.poll() is None:
-            p.kill()
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
         run("stream", "rm", s, "-f", "-s", nats_url)
-    assert p.returncode == 0
-    ev = json.loads(out.strip().splitlines()[0])
-    assert ev["type"] == "io.nats.jetstream.advisory.v1.stream_action" and ev["stream"] == s
-    assert render_advisory(ev).endswith(f"create stream={s}")
+    first, second = (parse(line) for line in outs["json"].splitlines())  # one document a line
+    assert first.type == "io.nats.jetstream.advisory.v1.stream_action" and first.stream == s
+    assert second.type == "io.nats.jetstream.advisory.v1.consumer_action" and second.consumer == "D"
+    ces = [json.loads(line) for line in outs["cloudevents"].splitlines()]
+    assert [c["type"] for c in ces] == [first.type, second.type]
+    assert all(c["specversion"] == "1.0" and c["source"] == "urn:nats:jetstream" for c in ces)
+    lines = outs["text"].splitlines()
+    assert len(lines) == 2 and lines[0].endswith(f"[Stream Create] {s}")
+    assert lines[1].endswith(f"[Consumer Create] {s} > D")
+    assert render(first) == lines[0]  # the same advisory, rendered by the library
 
 
 # ------------------------------------------------------------------------------ server
@@ -487,9 +502,10 @@ def test_compare_runs_every_row_for_every_client_from_one_implementation(nats_se
     summary = js_out(res)
     assert summary["failed"] is False, summary
     assert summary["clients"] == ["jetwire", "jetwire.aio", *sorted(GO), "nats-py", "raw"]
-    assert set(summary["rows"]) == {"a", "b", "c", "d", "e", "f", "f2", "g", "h"}
+    assert set(summary["rows"]) == {"a", "b", "c", "d", "e", "f", "f2", "g", "h", "s"}
     for r, row in summary["rows"].items():
-        expected = {"jetwire", "jetwire.aio"} | ({"nats-py"} | GO if r != "g" else set()) | (
+        go = GO if r not in ("g", "s") else set()  # nats.go 1.22: no continuous pull, no service row
+        expected = {"jetwire", "jetwire.aio"} | ({"nats-py"} if r != "g" else set()) | go | (
             {"raw"} if r in ("a", "c", "d", "e", "h") else set())
         assert set(row["clients"]) == expected, r
         for c, v in row["clients"].items():
@@ -497,7 +513,7 @@ def test_compare_runs_every_row_for_every_client_from_one_implementation(nats_se
             assert v["median"]["cpu_us"] > 0, (r, c)
         if r != "g":
             assert set(row["ratios"]) == {"jetwire", "jetwire.aio"}
-            assert set(row["ratios_go"]) == ({"jetwire", "jetwire.aio"} if HAVE_GO else set())
+            assert set(row["ratios_go"]) == ({"jetwire", "jetwire.aio"} if go else set())
             assert set(row["ratios_raw"]) == ({"jetwire", "jetwire.aio"} if "raw" in row["clients"] else set())
     h = summary["rows"]["h"]["clients"]["jetwire"]["median"]
     assert 0 < h["p50_us"] <= h["p99_us"] <= h["p999_us"]

@@ -164,3 +164,190 @@ def test_messages_without_heartbeat_errors_keep_going(fresh_nats_server: NatsSer
     finally:
         js.delete_stream(name)
         nc.close()
+
+
+# -- batched direct get: stream.get_msgs() -------------------------------------------------
+def test_get_msgs_range_pages_filters_and_errors(nats_url):
+    nc = jetwire.connect(nats_url)
+    js = nc.jetstream()
+    name = uniq("BATCH")
+    s = js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory", allow_direct=True)
+    try:
+        for i in range(600):  # seqs 1..600 on a, b, c in turn
+            js.publish_async(f"{name}.{'abc'[i % 3]}", b"%d" % i, headers={"X-I": str(i)})
+        js.publish_async_complete(timeout=30)
+        s.delete_msg(3)
+
+        everything = [m for m in s.get_msgs(page=100)]  # six pages and more
+        assert [m.seq for m in everything] == [q for q in range(1, 601) if q != 3]
+        first = everything[0]
+        assert (first.subject, first.data, first.headers["X-I"]) == (f"{name}.a", b"0", "0")
+        assert all(not k.startswith("Nats-") for k in first.headers)  # the direct-get headers are gone
+        assert [m.data for m in everything] == [b"%d" % (q - 1) for q in range(1, 601) if q != 3]
+
+        assert [m.seq for m in [m for m in s.get_msgs(batch=10, seq=2)]] == [2] + list(range(4, 13))
+        bs = [m for m in s.get_msgs(subject=f"{name}.b", page=7)]
+        assert [m.seq for m in bs] == list(range(2, 601, 3))
+        assert {m.subject for m in bs} == {f"{name}.b"}
+        assert [m.seq for m in [m for m in s.get_msgs(batch=4, seq=590, subject=f"{name}.>")]] == \
+            [590, 591, 592, 593]
+        assert [m for m in s.get_msgs(seq=601)] == []
+        assert [m for m in s.get_msgs(subject=f"{name}.none")] == []
+
+        t = everything[99].time
+        expected = [m.seq for m in everything if m.time >= t][:5]
+        assert [m.seq for m in [m for m in s.get_msgs(batch=5, start_time=t)]] == expected
+
+        small = [m for m in s.get_msgs(max_bytes=200, page=100)]
+        assert 0 < len(small) < 100 and [m.seq for m in small] == [m.seq for m in everything[:len(small)]]
+
+        with pytest.raises(ValueError):
+            [m for m in s.get_msgs(seq=1, start_time=t)]
+        with pytest.raises(ValueError):
+            [m for m in s.get_msgs(batch=0)]
+        with pytest.raises(ValueError):
+            [m for m in s.get_msgs(up_to_seq=5)]
+        with pytest.raises(jetwire.BadSubjectError):
+            [m for m in s.get_msgs(subject="a b")]
+        plain = js.create_stream(name=name + "_P", subjects=[f"{name}P.>"], storage="memory")
+        js.publish(f"{name}P.x", b"x")
+        with pytest.raises(jetwire.APIError) as ei:
+            [m for m in plain.get_msgs()]
+        assert ei.value.code == 503
+        js.delete_stream(name + "_P")
+    finally:
+        js.delete_stream(name)
+        nc.close()
+
+
+def test_get_msgs_last_per_subject(nats_url):
+    nc = jetwire.connect(nats_url)
+    js = nc.jetstream()
+    name = uniq("MLAST")
+    s = js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory", allow_direct=True)
+    try:
+        for i in range(30):  # seq i+1 on k0..k4
+            js.publish(f"{name}.k{i % 5}", b"%d" % i)
+        last = [m for m in s.get_msgs(multi_last=[f"{name}.k1", f"{name}.k3"])]
+        assert [(m.subject, m.seq) for m in last] == [(f"{name}.k1", 27), (f"{name}.k3", 29)]
+        every = [m for m in s.get_msgs(multi_last=[f"{name}.>"])]
+        assert [m.seq for m in every] == [26, 27, 28, 29, 30]
+        as_of = [m for m in s.get_msgs(multi_last=[f"{name}.*"], up_to_seq=12)]
+        assert [m.seq for m in as_of] == [8, 9, 10, 11, 12]
+        assert [m.seq for m in [m for m in s.get_msgs(multi_last=[f"{name}.>"], batch=2)]] == [26, 27]
+
+        # one per page: the later pages see the stream as the first one did
+        seen = []
+        for m in s.get_msgs(multi_last=[f"{name}.>"], page=1):
+            seen.append(m.seq)
+            if len(seen) == 1:
+                js.publish(f"{name}.k4", b"late")  # seq 31, after the first page
+        assert seen == [26, 27, 28, 29, 30]
+        assert [m.seq for m in [m for m in s.get_msgs(multi_last=[f"{name}.>"])]] == [26, 27, 28, 29, 31]
+        with pytest.raises(ValueError):
+            [m for m in s.get_msgs(multi_last=f"{name}.>")]
+        with pytest.raises(ValueError):
+            [m for m in s.get_msgs(multi_last=[f"{name}.>"], subject=f"{name}.k1")]
+    finally:
+        js.delete_stream(name)
+        nc.close()
+
+
+# -- publish_async_err_cb and fut.msg --------------------------------------------------------
+class _Failures:
+    def __init__(self) -> None:
+        self.calls: list = []
+        self.signal = prims.Signal()
+
+    def wait(self, n: int) -> list:
+        while len(self.calls) < n:
+            self.signal.clear()
+            if len(self.calls) >= n:
+                break
+            assert self.signal.wait(10), f"{len(self.calls)} of {n} failures reported"
+        return self.calls
+
+
+def test_publish_async_err_cb_gets_the_failed_msg(nats_url):
+    nc = jetwire.connect(nats_url)
+    three = _Failures()
+    two = _Failures()
+
+    def cb3(js, msg, err):  # nats.go's shape (a coroutine function in aio)
+        three.calls.append((js, msg, err))
+        three.signal.set()
+
+    def cb2(msg, err):
+        two.calls.append((msg, err))
+        two.signal.set()
+
+    js = nc.jetstream(publish_async_err_cb=cb3)
+    js2 = nc.jetstream(publish_async_err_cb=cb2)
+    name = uniq("ERRCB")
+    js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+    try:
+        ok = js.publish_async(f"{name}.a", b"fine", msg_id="m-1")
+        assert (prims.wait_future(ok, 10)).seq == 1
+        assert (ok.msg.subject, ok.msg.data, ok.msg.headers["Nats-Msg-Id"]) == (f"{name}.a", b"fine", "m-1")
+
+        other = uniq("LATER")
+        nowhere = js.publish_async(f"{other}.x", b"lost", headers={"K": "v"}, retry_attempts=0)
+        wrong = js.publish_async(f"{name}.a", b"again", expected_last_seq=7, msg_id="m-2")
+        with pytest.raises(jetwire.NoStreamResponseError):
+            prims.wait_future(nowhere, 10)
+        with pytest.raises(jetwire.APIError):
+            prims.wait_future(wrong, 10)
+        calls = three.wait(2)
+        by_data = {c[1].data: c for c in calls}
+        assert set(by_data) == {b"lost", b"again"}
+        ctx, msg, err = by_data[b"lost"]
+        assert ctx is js and isinstance(err, jetwire.NoStreamResponseError) and msg.headers["K"] == "v"
+        ctx, msg, err = by_data[b"again"]
+        assert isinstance(err, jetwire.APIError) and msg.headers["Nats-Msg-Id"] == "m-2"
+        assert msg.headers["Nats-Expected-Last-Sequence"] == "7"
+        assert msg.subject == f"{name}.a" and wrong.msg.data == b"again"
+
+        # the failed message, published again as it was once its stream exists, is stored
+        js.create_stream(name=other, subjects=[f"{other}.>"], storage="memory")
+        lost = by_data[b"lost"][1]
+        retry = js.publish_async(lost.subject, lost.data, headers=lost.headers)
+        assert (prims.wait_future(retry, 10)).stream == other
+        got = (js.stream(other)).get_msg(1)
+        assert (got.data, got.headers["K"]) == (b"lost", "v")
+        js.delete_stream(other)
+        assert len(three.calls) == 2 and two.calls == []
+
+        failing = js2.publish_async(f"{name}.a", b"x", expected_stream="OTHER")
+        with pytest.raises(jetwire.APIError):
+            prims.wait_future(failing, 10)
+        (msg2, err2), = two.wait(1)
+        assert msg2.data == b"x" and isinstance(err2, jetwire.APIError)
+        assert len(three.calls) == 2  # each context has its own callback
+
+        with pytest.raises(TypeError):
+            nc.jetstream(publish_async_err_cb=42)
+    finally:
+        js.delete_stream(name)
+        nc.close()
+
+
+def test_publish_async_err_cb_on_timeout_and_close(nats_url):
+    nc = jetwire.connect(nats_url)
+    failures = _Failures()
+
+    def cb(js, msg, err):
+        failures.calls.append((msg.data, type(err)))
+        failures.signal.set()
+
+    js = nc.jetstream(publish_async_err_cb=cb)
+    # no stream: each no-responders answer is retried after 5 s, so no ack comes soon
+    nowhere = f"{uniq('NOWHERE')}.x"
+    fut = js.publish_async(nowhere, b"t", timeout=0.2, retry_attempts=5, retry_wait=5.0)
+    with pytest.raises(jetwire.TimeoutError):
+        prims.wait_future(fut, 10)
+    assert (failures.wait(1))[0] == (b"t", jetwire.TimeoutError)
+    pending = js.publish_async(nowhere, b"c", retry_attempts=5, retry_wait=5.0)
+    nc.close()
+    with pytest.raises(jetwire.ConnectionClosedError):
+        prims.wait_future(pending, 10)
+    assert (failures.wait(2))[1] == (b"c", jetwire.ConnectionClosedError)

@@ -442,3 +442,30 @@ def test_messages_raise_missed_heartbeats_and_go_on(fresh_nats_server: NatsServe
     finally:
         js.delete_stream(stream)
         nc.close()
+
+
+def test_consume_goes_on_after_a_reconnect_during_the_callback(fresh_nats_server: NatsServer):
+    """A reconnect that happens while the callback runs is handled when it returns (a
+    new pull goes out): consuming neither stops nor spins on the noted reconnect."""
+    reconnected = prims.Signal()
+    nc = jetwire.connect(fresh_nats_server.url, reconnect_time_wait=0.05, max_reconnect_attempts=-1,
+                               reconnected_cb=reconnected.set)
+    js, stream = new_stream(nc, 20, storage="file")
+    try:
+        js.create_consumer(stream, durable_name="d")
+        c = js.consumer(stream, "d")
+        got = Collector(20)
+
+        def handle(msg):
+            if not got.msgs:  # the first message: the server restarts before we return
+                fresh_nats_server.restart()
+                assert reconnected.wait(10)
+            got(msg)
+            msg.ack()
+
+        cc = c.consume(handle, max_messages=5)
+        msgs = got.wait(15)
+        cc.stop()
+        assert sorted({m.metadata.sequence.stream for m in msgs}) == list(range(1, 21))
+    finally:
+        nc.close()

@@ -21,9 +21,10 @@ def new_future() -> "concurrent.futures.Future[Any]":
     return concurrent.futures.Future()
 
 
-def future_maker() -> Callable[[], "concurrent.futures.Future[Any]"]:
-    """A function making futures (``new_future``; the asyncio flavour binds its loop)."""
-    return new_future
+def future_maker(cls: Any = None) -> Callable[[], "concurrent.futures.Future[Any]"]:
+    """A function making futures (``new_future``, or ``cls``; the asyncio flavour binds
+    its loop)."""
+    return new_future if cls is None else cls
 
 
 class Waiter:

@@ -646,7 +646,10 @@ class _Pulling:
         """Wait for messages or events (at most ``limit`` seconds), then check timers."""
         signal = self._signal
         signal.clear()
-        if self._q or self._stopped or self._reconnected or self._need_reset:
+        if self._q or self._stopped or self._need_reset:
+            return
+        if self._reconnected:  # noted while the caller was busy (e.g. in a callback)
+            self._check(_monotonic())
             return
         now = _monotonic()
         wait = self._hb.wait_time(now)

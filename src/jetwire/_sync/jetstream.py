@@ -10,8 +10,9 @@ thread per message.
 """
 from __future__ import annotations
 
+import inspect
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterator, Callable, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterator, Callable, Dict, Iterable, Optional, Tuple, Union
 
 import orjson
 
@@ -19,17 +20,32 @@ from .. import _impl
 from .._nuid import NUID
 from ..errors import (
     ConnectionClosedError,
+    ConsumerExistsError,
+    ConsumerNotFoundError,
     JetStreamError,
     JetStreamNotEnabledError,
     MaxPayloadError,
     NoRespondersError,
     NoStreamResponseError,
+    StreamNameInUseError,
     StreamNotFoundError,
     TimeoutError,
     TooManyStalledMsgsError,
     api_error,
 )
+from ..events import ADVISORY_SUBJECT, METRIC_SUBJECT
 from ..jetstream._json import config_from_kwargs
+from ..jetstream.ensure_core import (
+    DEFAULT_CONSUMER,
+    DEFAULT_STREAM,
+    check_drift,
+    consumer_config,
+    consumer_drift,
+    named_consumer_config,
+    stream_config,
+    stream_drift,
+    update_config,
+)
 from ..jetstream.manage import (
     ConsumerPauseResponse,
     consumer_create_request,
@@ -40,9 +56,10 @@ from ..jetstream.manage import (
     publish_headers,
 )
 from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
-from ..jetstream.pubmux import AckFuture, PubAckMux  # noqa: F401 - AckFuture: blocking flavour
+from ..jetstream.pubmux import AckFuture, AioAckFuture, PubAckMux  # noqa: F401 - one future per flavour
 from ..jetstream.validate import validate_consumer_name, validate_stream_name
 from ..msg import Msg
+from ..schemas import check_request
 from . import _prims as prims
 from .stream import Stream, _stream_info
 
@@ -51,6 +68,7 @@ if TYPE_CHECKING:
 
     from ..jetstream.backup_core import SnapshotResult
     from .consumer import Consumer
+    from .events import EventStream
     from .kv import KeyValue
     from .objects import ObjectStore
     from .ordered import OrderedConsumer
@@ -58,6 +76,7 @@ if TYPE_CHECKING:
 
 _encode_headers = _impl.encode_headers
 _from_ack = PubAck.from_json_bytes
+_new_future = AckFuture  # a concurrent.futures.Future that is cheap to make and resolve
 
 # how often pending async-publish ack deadlines are checked (only when a timeout is given)
 _SWEEP_INTERVAL = 0.05
@@ -86,6 +105,20 @@ def _checked_stream(js: "JetStream", cfg: StreamConfig, resp: Dict[str, Any]) ->
     return Stream(js, info)
 
 
+def _api_answer(data: bytes) -> Dict[str, Any]:
+    """The decoded answer of an API request, or the typed error it carries."""
+    try:
+        resp = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise JetStreamError(f"bad JetStream API response: {bytes(data[:100])!r}") from exc
+    if type(resp) is not dict:
+        raise JetStreamError(f"bad JetStream API response: {bytes(data[:100])!r}")
+    err = resp.get("error")
+    if err:
+        raise api_error(err if isinstance(err, dict) else {"description": str(err)})
+    return resp
+
+
 def _parse_ack(data: bytes) -> PubAck:
     try:
         ack = _from_ack(data)
@@ -104,9 +137,28 @@ def _check_supported(asked: Any, got: Any, what: str) -> None:
         raise JetStreamError(f"the server does not support {what}")
 
 
+def _takes_three(cb: Callable[..., Any]) -> bool:
+    """Whether ``cb`` takes nats.go's ``(js, msg, err)`` (else ``(msg, err)``)."""
+    try:
+        params = inspect.signature(cb).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    n = 0
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n >= 3
+
+
 class JetStream:
     """JetStream over one connection: ``nc.jetstream(domain=, api_prefix=, timeout=,
-    publish_async_max_pending=, trace_cb=)``.
+    publish_async_max_pending=, trace_cb=, validate=)``.
+
+    ``validate=True`` checks every API request against its JSON Schema
+    (:mod:`jetwire.schemas`) before it is sent, completed with the fields the published
+    schemas require, and raises ``SchemaValidationError`` with nothing sent.
 
     Async publishes share one reply subscription (and one count of acks in flight) per
     connection; ``publish_async_max_pending`` bounds that count for publishes made
@@ -121,11 +173,19 @@ class JetStream:
     response (a timeout, no responders): no second call. An exception raised by
     ``trace_cb`` goes to the connection's ``error_cb``; the request goes on.
     Publishes are not API requests and are not traced.
+
+    ``publish_async_err_cb(js, msg, err)`` (nats.go's ``PublishAsyncErrHandler``; a
+    callable of two parameters gets ``(msg, err)``; plain or, in aio, a coroutine
+    function) is called on the callback dispatcher for every ``publish_async`` of this
+    context whose future fails (an error ack, no responders after the retries, its
+    ``timeout``, the connection lost or closed), with the ``Msg`` that was sent (also
+    ``fut.msg``) so it can be published again.
     """
 
     def __init__(self, nc: Any, domain: Optional[str] = None, api_prefix: Optional[str] = None,
                  timeout: float = 5.0, publish_async_max_pending: int = 4000,
-                 trace_cb: Optional[Callable[[str, bytes], Any]] = None) -> None:
+                 trace_cb: Optional[Callable[[str, bytes], Any]] = None,
+                 publish_async_err_cb: Optional[Callable[..., Any]] = None, validate: bool = False) -> None:
         if domain is not None and api_prefix is not None:
             raise ValueError("give domain or api_prefix, not both")
         if domain:
@@ -147,14 +207,27 @@ class JetStream:
         # what publish_async returns: a future of the connection's loop (made without
         # looking the loop up per message; set on first use) / an AckFuture, cheap to
         # make and resolve
-        self._make_future = AckFuture
+        self._make_future = _new_future
         self._nuid = NUID()
         self._sweep_lock = prims.write_lock()
         self._sweeper: Any = None
         self._trace_cb = trace_cb
+        if publish_async_err_cb is not None and not callable(publish_async_err_cb):
+            raise TypeError("publish_async_err_cb must be callable")
+        self._err_cb = publish_async_err_cb
+        self._err_cb_js = publish_async_err_cb is not None and _takes_three(publish_async_err_cb)
+        self._on_fail = None if publish_async_err_cb is None else self._async_failed
+        self._validate = validate
 
     def __repr__(self) -> str:
         return f"<JetStream prefix={self._prefix!r}>"
+
+    def _async_failed(self, fut: Any, exc: BaseException) -> None:
+        """An async publish of this context failed: tell ``publish_async_err_cb``."""
+        if self._err_cb_js:
+            self._link.dispatch(self._err_cb, self, fut.msg, exc)
+        else:
+            self._link.dispatch(self._err_cb, fut.msg, exc)
 
     @property
     def api_prefix(self) -> str:
@@ -167,30 +240,47 @@ class JetStream:
     def api_request(self, subject: str, payload: Union[dict, bytes, None] = None,
                           timeout: Optional[float] = None) -> Dict[str, Any]:
         """One JetStream API request: ``subject`` is relative to the API prefix (``"STREAM.INFO.ORDERS"``;
-        the domain or ``api_prefix`` is applied), ``payload`` a dict (sent as JSON) or bytes.
-        Returns the JSON answer as a dict or raises its typed error (``JetStreamAPIError``
-        subclasses with the server's ``err_code``; ``JetStreamNotEnabledError`` when nothing answers)."""
-        if payload is None:
-            data = b""
-        elif isinstance(payload, (bytes, bytearray)):
-            data = bytes(payload)
-        else:
-            data = orjson.dumps(payload)
+        the domain or ``api_prefix`` is applied), ``payload`` a dict (sent as JSON), bytes or None.
+        Returns the JSON answer as a dict or raises its typed error (``APIError``
+        subclasses with the server's ``err_code``; ``JetStreamNotEnabledError`` when nothing answers).
+
+        Every management request of this context (streams, consumers, account, KV and
+        object-store buckets, backups) goes through here. With ``validate=True`` the
+        payload is completed and checked against its schema first
+        (``SchemaValidationError``, nothing sent)."""
+        full, data = self._api_prepare(subject, payload)
         try:
-            msg = self._request(f"{self._prefix}.{subject}", data, timeout or self._timeout)
+            msg = self._request(full, data, timeout or self._timeout)
         except NoRespondersError as exc:
             raise JetStreamNotEnabledError(code=503, err_code=None,
                                            description="JetStream not enabled (no responders)") from exc
-        try:
-            resp = orjson.loads(msg.data)
-        except orjson.JSONDecodeError as exc:
-            raise JetStreamError(f"bad JetStream API response: {msg.data[:100]!r}") from exc
-        if type(resp) is not dict:
-            raise JetStreamError(f"bad JetStream API response: {msg.data[:100]!r}")
-        err = resp.get("error")
-        if err:
-            raise api_error(err)
-        return resp
+        return _api_answer(msg.data)
+
+    def _api_request_nowait(self, subject: str, payload: Union[dict, bytes, None] = None) -> None:
+        """Send an API request whose answer nobody waits for (a best-effort cleanup)."""
+        full, data = self._api_prepare(subject, payload)
+        self._link.request_nowait(full, data)
+
+    def _api_prepare(self, subject: str, payload: Union[dict, bytes, None]) -> Tuple[str, bytes]:
+        """The full subject and the body of an API request: every API request is made here
+        (and checked against its schema here with ``validate=True``)."""
+        if not isinstance(subject, str) or not subject:
+            raise ValueError("subject is required (relative to the API prefix, e.g. 'STREAM.INFO.ORDERS')")
+        if subject.startswith(("$JS.", self._prefix + ".")):
+            raise ValueError(f"subject {subject!r} must be relative to the API prefix (e.g. 'STREAM.INFO.ORDERS')")
+        if payload is not None and not isinstance(payload, (bytes, bytearray, memoryview, dict)):
+            raise TypeError(f"payload must be a dict, bytes or None, not {type(payload).__name__}")
+        if self._validate:
+            payload = check_request(subject, bytes(payload) if isinstance(payload, memoryview) else payload)
+        if payload is None:
+            data = b""
+        elif isinstance(payload, dict):
+            data = orjson.dumps(payload)
+        else:
+            data = bytes(payload)
+        full = f"{self._prefix}.{subject}"
+        _impl.validate_subject(full)
+        return full, data
 
     def _request(self, subject: str, data: bytes, timeout: float) -> Msg:
         """One request over the connection's shared inbox (``subject`` in full), traced
@@ -405,6 +495,89 @@ class JetStream:
         resp = self.api_request(f"CONSUMER.PAUSE.{stream}.{name}", pause_request(until))
         return ConsumerPauseResponse.from_json(_clean(resp))
 
+    # -- templates and declarative management (jsm.go style) ----------------------------
+    def create_stream_from_default(self, name: str, template: Any, **overrides: Any) -> Stream:
+        """Create stream ``name`` from ``template`` (any ``StreamConfig``, e.g.
+        ``DEFAULT_STREAM``, or a dict of its fields) with ``overrides`` (config field
+        names; an unknown one raises ``TypeError`` before any request)."""
+        return self.create_stream(stream_config(name, template, overrides))
+
+    def load_or_create_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+        """The stream ``name`` as it is, or, when it does not exist, created from
+        ``template`` and ``overrides`` (jsm.go's ``LoadOrNewStreamFromDefault``: an
+        existing stream is never compared nor changed)."""
+        cfg = stream_config(name, template, overrides)
+        try:
+            return self.stream(name)
+        except StreamNotFoundError:
+            pass
+        try:
+            return self.create_stream(cfg)
+        except StreamNameInUseError:  # created by someone else meanwhile
+            return self.stream(name)
+
+    def ensure_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+        """Make stream ``name`` have the config of ``template`` and ``overrides``: create
+        it when missing, update it when it differs only in fields the server can update,
+        return it unchanged when equal (values the server fills in for unset fields do
+        not count). Raises ``ConfigDriftError`` (``.fields``) when it differs in fields
+        that cannot be updated (storage, retention to/from work queue, ...)."""
+        cfg = stream_config(name, template, overrides)
+        try:
+            s = self.stream(name)
+        except StreamNotFoundError:
+            try:
+                return self.create_stream(cfg)
+            except StreamNameInUseError:  # created by someone else meanwhile: compare
+                s = self.stream(name)
+        stored = s.cached_info().config
+        if not check_drift("stream", name, stream_drift(cfg, stored)):
+            return s
+        return self.update_stream(update_config(cfg, stored))
+
+    def create_consumer_from_default(self, stream: str, template: Any, **overrides: Any) -> "Consumer":
+        """Create a consumer on ``stream`` from ``template`` (any ``ConsumerConfig``, e.g.
+        ``DEFAULT_CONSUMER``, or a dict of its fields) with ``overrides`` (unknown names:
+        ``TypeError`` before any request). Without ``name``/``durable_name`` it is ephemeral."""
+        validate_stream_name(stream)
+        return self.create_consumer(stream, consumer_config(template, overrides))
+
+    def load_or_create_consumer(self, stream: str, name: str, template: Any = DEFAULT_CONSUMER,
+                                      **overrides: Any) -> "Consumer":
+        """Consumer ``name`` of ``stream`` as it is, or, when it does not exist, created
+        from ``template`` and ``overrides`` (durable, ``durable_name=name``, unless the
+        config names it); an existing consumer is never compared nor changed."""
+        validate_stream_name(stream)
+        cfg = named_consumer_config(name, template, overrides)
+        try:
+            return self.consumer(stream, name)
+        except ConsumerNotFoundError:
+            pass
+        try:
+            return self.create_consumer(stream, cfg)
+        except ConsumerExistsError:  # created by someone else meanwhile
+            return self.consumer(stream, name)
+
+    def ensure_consumer(self, stream: str, name: str, template: Any = DEFAULT_CONSUMER,
+                              **overrides: Any) -> "Consumer":
+        """``ensure_stream`` for consumer ``name`` of ``stream`` (durable unless the config
+        names it): create, update when only updatable fields differ, or raise
+        ``ConfigDriftError`` listing the fields that cannot be updated (deliver policy,
+        ack policy, pull/push, ...)."""
+        validate_stream_name(stream)
+        cfg = named_consumer_config(name, template, overrides)
+        try:
+            c = self.consumer(stream, name)
+        except ConsumerNotFoundError:
+            try:
+                return self.create_consumer(stream, cfg)
+            except ConsumerExistsError:  # created by someone else meanwhile: compare
+                c = self.consumer(stream, name)
+        stored = c.cached_info().config
+        if not check_drift("consumer", name, consumer_drift(cfg, stored)):
+            return c
+        return self.update_consumer(stream, update_config(cfg, stored))
+
     def ordered_consumer(self, stream: str, **options: Any) -> "OrderedConsumer":
         """An ordered consumer on ``stream`` (options as ``OrderedConsumer`` takes them)."""
         from .ordered import OrderedConsumer
@@ -413,6 +586,29 @@ class JetStream:
         oc = OrderedConsumer(self, stream, **options)
         oc._start()
         return oc
+
+    # -- advisories and metrics ------------------------------------------------------
+    def events(self, kinds: Optional[Iterable[str]] = None) -> "EventStream":
+        """Parsed advisories and metrics (``$JS.EVENT.ADVISORY.>`` and ``$JS.EVENT.METRIC.>``)
+        as an :class:`~jetwire.events.EventStream`; ``kinds``: full type strings or
+        their last token (``"api_audit"``). With a ``domain``, events of other domains are
+        skipped. Subscribed (and flushed) when this returns."""
+        from .events import EventStream
+
+        es = EventStream(self._link, [ADVISORY_SUBJECT, METRIC_SUBJECT], kinds, self._domain)
+        self._nc.flush()
+        return es
+
+    def consumer_ack_metrics(self, stream: str, consumer: str) -> "EventStream":
+        """The ack metrics (``ConsumerAckMetric``) of one consumer, which the server sends
+        for the share of acks its ``sample_freq`` asks for."""
+        from .events import EventStream
+
+        validate_stream_name(stream)
+        validate_consumer_name(consumer)
+        es = EventStream(self._link, [f"$JS.EVENT.METRIC.CONSUMER.ACK.{stream}.{consumer}"], None, self._domain)
+        self._nc.flush()
+        return es
 
     # -- push consumers (nats.go legacy style; implemented in push.py) ---------------
     def subscribe(self, subject: str, queue: Optional[str] = None, cb: Optional[Callable[..., Any]] = None,
@@ -572,6 +768,7 @@ class JetStream:
             # client's publish (the outbox's compiled fast path; it checks max_payload)
             make = self._make_future
             fut = make()
+            fut._pub = (subject, data, None, self._on_fail)
             # registered and published in one compiled call (removed again if publish raises)
             # aio: what publish returns is done, or (congested) done once the socket drains
             mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish)
@@ -595,6 +792,7 @@ class JetStream:
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {link.max_payload}")
         make = self._make_future
         fut = make()
+        fut._pub = (subject, data, headers, self._on_fail)
         token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait)
         try:
             link.publish_raw(subject, mux.prefix + token, hdr, data)

@@ -207,7 +207,7 @@ class _PushConsumer:
         if not name or not self._owned:
             return
         self._consumer = ""
-        link.request_nowait(f"{self._js._prefix}.CONSUMER.DELETE.{self._stream}.{name}")
+        self._js._api_request_nowait(f"CONSUMER.DELETE.{self._stream}.{name}")
 
     # -- from the reader (never blocks) ------------------------------------------------
     def _on_msg(self, msg: Msg) -> None:

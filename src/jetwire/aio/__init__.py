@@ -8,6 +8,7 @@ from typing import Any, Awaitable
 
 from .._exports import *  # noqa: F401,F403 - shared types and errors
 from .._exports import __all__ as _shared_all
+from . import micro as micro  # services (ADR-32): jetwire.aio.micro
 from .client import Client, Subscription, connect
 
 

@@ -24,17 +24,13 @@ walker) are in :mod:`jetwire.jetstream.backup_core`.
 from __future__ import annotations
 
 import os
-from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Deque, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..errors import (
     APIError,
-    ConnectionClosedError,
-    ConnectionLostError,
     JetStreamError,
     StreamNameInUseError,
     StreamNotFoundError,
-    TimeoutError,
 )
 from ..jetstream.backup_core import (
     PARTIAL_SUFFIX,
@@ -56,6 +52,7 @@ from ..jetstream.models import StreamInfo
 from ..jetstream.validate import validate_stream_name
 from ..msg import Msg
 from . import _prims as prims
+from .inbox import Inbox
 from .stream import _stream_info
 
 if TYPE_CHECKING:
@@ -79,65 +76,7 @@ def _remove(path: str) -> None:
         pass
 
 
-class _Inbox:
-    """A private inbox whose messages the reader queues for one waiting caller
-    (``wait()``, ``take()``); waiting ends early when the connection is lost or closed."""
-
-    __slots__ = ("_link", "q", "signal", "lost", "sub", "_unhook", "__weakref__")
-
-    def __init__(self, link: Any) -> None:
-        self._link = link
-        self.q: Deque[Any] = deque()
-        self.signal = prims.Signal()
-        self.lost: Optional[BaseException] = None
-        self.sub = link.subscribe_direct(link.new_inbox(), self._on_msg, wake=self.signal)
-        self._unhook = link.on_lost(self._on_lost)
-
-    @property
-    def subject(self) -> str:
-        return self.sub.subject
-
-    def _on_msg(self, msg: Msg) -> None:  # from the reader: never blocks
-        self.q.append(msg)
-        self.signal.set()
-
-    def _on_lost(self, exc: BaseException) -> None:
-        if self.lost is None:
-            self.lost = exc
-        self.signal.set()
-
-    async def wait(self, timeout: float, what: str) -> None:
-        """Return once a message is queued; ``TimeoutError`` after ``timeout`` seconds
-        without one, ``ConnectionLostError``/``ConnectionClosedError`` when the
-        connection goes."""
-        q = self.q
-        signal = self.signal
-        deadline = prims.monotonic() + timeout
-        while not q:
-            if self.lost is not None:
-                raise ConnectionLostError(f"{what}: connection lost ({self.lost})")
-            if not self.sub.is_valid:
-                raise ConnectionClosedError(f"{what}: connection closed")
-            left = deadline - prims.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"{what}: no answer from the server in {timeout:g}s")
-            signal.clear()
-            if q or self.lost is not None:
-                continue
-            await signal.wait(left)
-
-    async def take(self, timeout: float, what: str) -> Msg:
-        """The next message (see :meth:`wait`)."""
-        await self.wait(timeout, what)
-        return self.q.popleft()
-
-    def close(self) -> None:
-        self._unhook()
-        if self.sub.is_valid:
-            self._link.unsubscribe(self.sub)
-
-
-class _Chunks(_Inbox):
+class _Chunks(Inbox):
     """A snapshot's chunks, queued as ``(msg, reply still to answer)``. The reader
     answers a chunk's flow-control reply at once while less than ``_EARLY_ACK`` bytes
     wait to be written, so the server keeps sending while the caller writes; past that
@@ -288,7 +227,7 @@ async def _check_subjects(js: "JetStream", stream: str, config: Any) -> None:
                            description=f"subjects overlap with an existing stream: {subject!r} is in {others[0]}")
 
 
-async def _send(link: Any, answers: _Inbox, subject: str, data: bytes, timeout: float, what: str) -> Msg:
+async def _send(link: Any, answers: Inbox, subject: str, data: bytes, timeout: float, what: str) -> Msg:
     """One restore chunk, and the server's answer to it."""
     link.publish_raw(subject, answers.subject, None, data)
     link.send_now()
@@ -304,7 +243,7 @@ async def _send(link: Any, answers: _Inbox, subject: str, data: bytes, timeout: 
 async def _upload(js: "JetStream", f: Any, size: int, deliver: str, stream: str, meta: Any, data_path: str,
                   progress: Progress, timeout: float) -> StreamInfo:
     link = js._link
-    answers = _Inbox(link)
+    answers = Inbox(link)
     what = f"restore of {stream}"
     ended = False
     try:
@@ -350,7 +289,7 @@ async def _upload(js: "JetStream", f: Any, size: int, deliver: str, stream: str,
         answers.close()
 
 
-async def _clean(js: "JetStream", answers: _Inbox, deliver: str, stream: str, ended: bool, timeout: float) -> None:
+async def _clean(js: "JetStream", answers: Inbox, deliver: str, stream: str, ended: bool, timeout: float) -> None:
     """End the upload so the server stops waiting for more, then delete the partial
     stream it made; the deletion is retried in the background when the server cannot be
     reached now."""

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Optional
-
-import orjson
+from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Optional, Sequence
 
 from .. import _impl
 from ..errors import APIError, NoRespondersError
-from ..jetstream.manage import ConsumerPauseResponse, direct_msg, purge_request
+from ..jetstream.ensure_core import DEFAULT_CONSUMER
+from ..jetstream.manage import BatchGet, ConsumerPauseResponse, direct_msg, purge_request
 from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
+from .inbox import Inbox
 
 if TYPE_CHECKING:
     from .consumer import Consumer
@@ -119,9 +119,9 @@ class Stream:
         js = self._js
         if direct or self._info.config.allow_direct:
             if last_subject is not None:
-                subject, data = f"{js._prefix}.DIRECT.GET.{self._name}.{last_subject}", b""
+                subject, data = js._api_prepare(f"DIRECT.GET.{self._name}.{last_subject}", None)
             else:
-                subject, data = f"{js._prefix}.DIRECT.GET.{self._name}", orjson.dumps(req)
+                subject, data = js._api_prepare(f"DIRECT.GET.{self._name}", req)
             try:
                 msg = await js._request(subject, data, js._timeout)
             except NoRespondersError as exc:
@@ -130,6 +130,50 @@ class Stream:
             return direct_msg(msg)
         resp = await js.api_request(f"STREAM.MSG.GET.{self._name}", req)
         return RawStreamMsg.from_json(resp)
+
+    async def get_msgs(self, batch: Optional[int] = None, seq: Optional[int] = None,
+                       start_time: Optional[datetime] = None, subject: Optional[str] = None,
+                       max_bytes: Optional[int] = None, multi_last: Optional[Sequence[str]] = None,
+                       up_to_seq: Optional[int] = None, up_to_time: Optional[datetime] = None,
+                       page: int = 256) -> AsyncIterator[RawStreamMsg]:
+        """Many messages by batched direct get (ADR-31; server 2.11+, a stream with
+        ``allow_direct``), ``page`` per request, in stream order, no consumer made.
+
+        Range: up to ``batch`` messages (None: to the end) from ``seq`` (default 1) or
+        ``start_time`` on, only those on subjects matching ``subject`` when given.
+        Last per subject: with ``multi_last=[subjects]`` (wildcards allowed), the last
+        message of each matching subject as of ``up_to_seq`` / ``up_to_time`` (default:
+        when the first page is served; later pages see the same state). ``max_bytes``
+        caps each page (the server's count of stored bytes); the iteration ends at the
+        first page it cut short. Nothing matching: an empty iteration. A stream without
+        direct get (or missing): ``APIError`` (503); a bad request: ``BadRequestError``."""
+        state = BatchGet(batch, seq, start_time, subject, max_bytes, multi_last, up_to_seq, up_to_time, page)
+        for s in ([subject] if subject is not None else state.multi_last or ()):
+            _validate_subject(s)
+        js = self._js
+        link = js._link
+        timeout = js._timeout
+        trace = js._trace_cb
+        inbox = Inbox(link)
+        try:
+            while True:
+                req = state.next_request()
+                if req is None:
+                    return
+                get_subject, data = js._api_prepare(f"DIRECT.GET.{self._name}", req)
+                if trace is not None:
+                    await js._trace(trace, get_subject, data)
+                link.publish_raw(get_subject, inbox.subject, None, data)
+                while True:
+                    reply = await inbox.take(timeout, "batched direct get")
+                    if trace is not None:
+                        await js._trace(trace, reply.subject, bytes(reply.data))
+                    out = state.on_msg(reply)
+                    if out is None:
+                        break
+                    yield out
+        finally:
+            inbox.close()
 
     async def delete_msg(self, seq: int) -> bool:
         """Mark the message at ``seq`` deleted (without overwriting its data)."""
@@ -180,6 +224,19 @@ class Stream:
 
     async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
         return await self._js.resume_consumer(self._name, name)
+
+    async def create_consumer_from_default(self, template: Any, **overrides: Any) -> "Consumer":
+        """Create a consumer from a template (see ``JetStream.create_consumer_from_default``)."""
+        return await self._js.create_consumer_from_default(self._name, template, **overrides)
+
+    async def load_or_create_consumer(self, name: str, template: Any = DEFAULT_CONSUMER,
+                                      **overrides: Any) -> "Consumer":
+        """Load consumer ``name``, or create it from a template (see ``JetStream.load_or_create_consumer``)."""
+        return await self._js.load_or_create_consumer(self._name, name, template, **overrides)
+
+    async def ensure_consumer(self, name: str, template: Any = DEFAULT_CONSUMER, **overrides: Any) -> "Consumer":
+        """Create, update or check consumer ``name`` (see ``JetStream.ensure_consumer``)."""
+        return await self._js.ensure_consumer(self._name, name, template, **overrides)
 
     async def ordered_consumer(self, **options: Any) -> "OrderedConsumer":
         """An ordered consumer on this stream (see ``JetStream.ordered_consumer``)."""

@@ -4,7 +4,6 @@ scripts. Everything goes through the blocking jetwire API."""
 from __future__ import annotations
 
 import base64
-import json
 import os
 import sys
 import time
@@ -1120,80 +1119,48 @@ def req(subject: str, body: Optional[str], headers: Any, timeout: float, raw: bo
 
 # ============================================================================== events
 
-ADVISORY_SUBJECT = "$JS.EVENT.ADVISORY.>"
-
-
-def render_advisory(data: Dict[str, Any], subject: str = "") -> str:
-    """One line for a JetStream advisory."""
-    typ = str(data.get("type", ""))
-    short = typ.rsplit(".", 2)[-2] if typ.count(".") >= 2 else (typ or subject)
-    if short.startswith("v") and short[1:].isdigit():
-        short = typ.rsplit(".", 1)[-1]
-    ts = data.get("timestamp") or ""
-    when = ts[11:19] if len(ts) >= 19 else datetime.now().strftime("%H:%M:%S")
-    parts = [f"[{when}]", f"[{short}]"]
-    if data.get("action"):
-        parts.append(str(data["action"]))
-    for key in ("stream", "consumer"):
-        if data.get(key):
-            parts.append(f"{key}={data[key]}")
-    for key in ("stream_seq", "deliveries", "leader", "domain", "reason", "template"):
-        if data.get(key) not in (None, ""):
-            parts.append(f"{key}={data[key]}")
-    if short == "api_audit":
-        parts.append(str(data.get("subject", "")))
-        resp = data.get("response")
-        if isinstance(resp, str):
-            try:
-                resp = json.loads(resp)
-            except ValueError:
-                resp = None
-        if isinstance(resp, dict) and resp.get("error"):
-            err = resp["error"]
-            parts.append(f"error={err.get('err_code', err.get('code'))}: {err.get('description', '')}")
-    client = data.get("client")
-    if isinstance(client, dict) and (client.get("name") or client.get("user")):
-        parts.append(f"client={client.get('name') or client.get('user')}")
-    return " ".join(parts)
-
 
 @click.command("events")
 @click.option("--count", type=click.IntRange(min=1), default=None, help="Exit after this many events.")
 @click.option("--timeout", type=DURATION, default=None, help="Give up (exit 1) when nothing arrives for this long.")
-@click.option("--subject", default=ADVISORY_SUBJECT, show_default=True, help="Advisory subject to listen on.")
+@click.option("--format", "fmt", type=click.Choice(["text", "text-extended", "cloudevents", "json"]),
+              default="text", show_default=True, help="How to print each event.")
+@click.option("--kind", "kinds", multiple=True,
+              help="Only events of this type (full, or its last token: api_audit, nak, ...); repeatable.")
+@click.option("--domain", default=None, help="JetStream domain: skip events of other domains.")
 @json_option
 @connection_options
-def events(count: Optional[int], timeout: Optional[float], subject: str, as_json: bool, conn: Dict[str, Any]) -> None:
-    """Show JetStream advisories, one line each (--json: the raw advisories)."""
-    import jetwire
+def events(count: Optional[int], timeout: Optional[float], fmt: str, kinds: tuple, domain: Optional[str],
+           as_json: bool, conn: Dict[str, Any]) -> None:
+    """Show JetStream advisories and metrics ($JS.EVENT.ADVISORY.> and $JS.EVENT.METRIC.>),
+    rendered by jetwire.events; json and cloudevents print one document a line
+    (--json is --format json)."""
+    import orjson
 
+    import jetwire
+    from jetwire.events import render
+
+    if as_json:
+        fmt = "json"
     n = 0
     with connected(conn) as nc:
-        s = nc.subscribe(subject)
-        nc.flush(timeout=10)
-        click.echo(f"Listening for advisories on {subject}", err=True)
-        sys.stderr.flush()
-        try:
-            while count is None or n < count:
-                try:
-                    m = s.next_msg(timeout=timeout)
-                except jetwire.TimeoutError:
-                    raise CliError(f"timeout: no event within {human_duration(timeout)} ({n} received)") from None
-                n += 1
-                try:
-                    data = json.loads(m.data)
-                except ValueError:
-                    data = None
-                if as_json:
-                    click.echo(json.dumps(data if data is not None else {"subject": m.subject,
-                                                                          "data": text_or_repr(m.data)}))
-                elif isinstance(data, dict):
-                    click.echo(render_advisory(data, m.subject))
-                else:
-                    click.echo(f"[{m.subject}] {text_or_repr(m.data, limit=200)}")
-                sys.stdout.flush()
-        except KeyboardInterrupt:
-            pass
+        with nc.jetstream(domain=domain).events(kinds=kinds or None) as stream:
+            click.echo(f"Listening for advisories and metrics on {', '.join(stream.subjects)}", err=True)
+            sys.stderr.flush()
+            try:
+                while count is None or n < count:
+                    try:
+                        ev = stream.next(timeout=timeout)
+                    except jetwire.TimeoutError:
+                        raise CliError(f"timeout: no event within {human_duration(timeout)} ({n} received)") from None
+                    n += 1
+                    out = render(ev, fmt)
+                    if fmt in ("json", "cloudevents"):  # one document a line
+                        out = orjson.dumps(orjson.loads(out)).decode()
+                    click.echo(out)
+                    sys.stdout.flush()
+            except KeyboardInterrupt:
+                pass
 
 
 COMMANDS = [stream, consumer, kv, object_, pub, sub, req, events]

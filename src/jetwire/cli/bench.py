@@ -905,7 +905,12 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
                 cells.append("[bold red]FAILED[/bold red]")
             else:
                 m = v["median"]
-                txt = f"{m['rate']:,.0f}/s" if spec.kind == "rate" else f"p50 {m['p50_us']:.0f}us\np99 {m['p99_us']:.0f}us"
+                if spec.kind == "rate":
+                    txt = f"{m['rate']:,.0f}/s"
+                elif spec.kind == "service":
+                    txt = f"{m['rate']:,.0f}/s\np50 {m['p50_us']:.0f}us\np99 {m['p99_us']:.0f}us"
+                else:
+                    txt = f"p50 {m['p50_us']:.0f}us\np99 {m['p99_us']:.0f}us"
                 if "p999_us" in m:
                     txt += f"\np99.9 {m['p999_us']:.0f}us"
                 if "cpu_us" in m:
@@ -921,6 +926,8 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
             if all(x == "-" for x in parts) and c in row.get("vs_f", {}):
                 cells.append(f"{row['vs_f'][c]:.2f}x of f")
             else:
+                if c in row.get("p50_ratios", {}):
+                    parts.append(f"p50 {row['p50_ratios'][c]:.2f}x of py")
                 cells.append("\n".join(parts))
         cells.append(row["target"])
         t.add_row(*cells)

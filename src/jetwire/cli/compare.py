@@ -207,6 +207,9 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
             for c, v in row_out["clients"].items():
                 if c.startswith("jetwire") and base and v["median"]:
                     row_out[key][c] = spec.ratio(v["median"], base)
+                    p50 = spec.p50_ratio(v["median"], base)
+                    if p50 is not None and peer == "nats-py":
+                        row_out.setdefault("p50_ratios", {})[c] = p50
         row_out["n"] = max(1, int(spec.count * scale))
         out["rows"][r] = row_out
     g, f = out["rows"].get("g"), out["rows"].get("f")
@@ -222,7 +225,8 @@ def format_summary(summary: Dict[str, Any], rounds: int) -> str:
     """Plain-text report (``benchmarks/compare.py``; the CLI draws a rich table instead)."""
     lines = [f"medians over {rounds} round(s); ratio = how many times better than nats.go (go), "
              "nats-py (py) and the raw-socket limit (raw) (rates: jetwire/peer; latency: peer / jetwire, "
-             "p50 for c, p99 for h); cpu: the client process's CPU per message"]
+             "p50 for c, p99 for h; service rows: the request rate's ratio, and p50 as a fraction of "
+             "nats-py's); cpu: the client process's CPU per message"]
     for r, row in summary["rows"].items():
         spec = ROWS[r]
         lines.append("")
@@ -238,6 +242,8 @@ def format_summary(summary: Dict[str, Any], rounds: int) -> str:
                 line += f"   py {row['ratios'][c]:.2f}x"
             if c in row.get("ratios_raw", {}):
                 line += f"   raw {row['ratios_raw'][c]:.2f}x"
+            if c in row.get("p50_ratios", {}):
+                line += f"   p50 {row['p50_ratios'][c]:.2f}x of nats-py"
             if c in row.get("vs_f", {}):
                 line += f"   g/f {row['vs_f'][c]:.2f}x"
             if v["failed"]:

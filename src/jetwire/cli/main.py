@@ -45,6 +45,7 @@ def cli(conn: Dict[str, Any]) -> None:
     jetwire bench compare              jetwire vs nats-py, the BENCHMARKS.md rows
     jetwire stream ls                  streams, consumers, kv, object stores
     jetwire pub|sub|req|events         core NATS and JetStream advisories
+    jetwire micro ls|info|stats        services (the NATS service API)
     """
     click.get_current_context().meta["jetwire.conn"] = {k: v for k, v in conn.items() if v is not None}
 
@@ -54,6 +55,7 @@ def _register() -> None:
     from .backup import register as register_backup
     from .bench import bench
     from .demo import demo
+    from .micro import micro
     from .server import server
 
     cli.add_command(server)
@@ -61,6 +63,7 @@ def _register() -> None:
     for c in COMMANDS:
         cli.add_command(c)
     cli.add_command(demo)
+    cli.add_command(micro)  # jetwire micro ls|info|stats
     register_backup(cli)  # jetwire stream backup / restore
 
 

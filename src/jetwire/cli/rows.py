@@ -60,6 +60,8 @@ class Row:
     def show(self, res: Dict[str, Any]) -> str:
         if self.kind == "rate":
             text = f"{res['rate']:>12,.0f} msg/s"
+        elif self.kind == "service":
+            text = f"{res['rate']:>10,.0f} req/s   p50 {res['p50_us']:7.1f} us   p99 {res['p99_us']:7.1f} us"
         else:
             text = f"p50 {res['p50_us']:8.1f} us   p99 {res['p99_us']:8.1f} us"
             if "p999_us" in res:
@@ -69,13 +71,20 @@ class Row:
         return text
 
     def value(self, res: Dict[str, Any]) -> float:
-        return res[self.key]
+        return res["rate"] if self.kind in ("rate", "service") else res[self.key]
 
     def ratio(self, res: Dict[str, Any], base: Dict[str, Any]) -> float:
-        """How many times better ``res`` is than ``base`` (>1 is better)."""
-        if self.kind == "rate":
+        """How many times better ``res`` is than ``base`` (>1 is better; a service row by
+        its request rate, its p50 reported beside as :meth:`p50_ratio`)."""
+        if self.kind in ("rate", "service"):
             return res["rate"] / base["rate"]
         return base[self.key] / res[self.key]
+
+    def p50_ratio(self, res: Dict[str, Any], base: Dict[str, Any]) -> Optional[float]:
+        """A service row's p50 as a fraction of ``base``'s (<1 is better); None otherwise."""
+        if self.kind != "service":
+            return None
+        return res["p50_us"] / base["p50_us"]
 
 
 ROWS: Dict[str, Row] = {
@@ -97,11 +106,14 @@ ROWS: Dict[str, Row] = {
              ">= f", js=True, short="consume(), continuous pull"),
     "h": Row("60k 16 B messages at a steady 20k msg/s, one-way latency publish -> subscriber callback",
              "latency", 60_000, "p50, p99 <= 1.0x nats.go", short="one-way latency at 20k/s", key="p99_us"),
+    "s": Row("20k requests to an echo service (ADR-32 micro), 16 concurrent requesters", "service", 20_000,
+             ">= 3x nats-py, p50 <= 0.7x", short="service echo, 16 requesters"),
 }
-ROW_ORDER = ["a", "b", "c", "d", "e", "f", "f2", "g", "h"]
+ROW_ORDER = ["a", "b", "c", "d", "e", "f", "f2", "g", "h", "s"]
 COUNTS = {k: r.count for k, r in ROWS.items()}
 
 PAYLOAD = b"x" * 16
+REQUESTERS = 16  # row s: concurrent requesters (one connection)
 WINDOW = 1000  # row e: acks in flight
 FETCH = 1000  # rows f, f2: fetch batch
 WAIT = 10.0  # seconds a pull may come back empty before the row fails
@@ -116,7 +128,8 @@ CLIENT_ROWS: Dict[str, list] = {
     "jetwire": ROW_ORDER,
     "jetwire.aio": ROW_ORDER,
     "nats-py": [r for r in ROW_ORDER if r != "g"],  # nats-py has no continuous-pull API: no row g
-    "nats.go": [r for r in ROW_ORDER if r != "g"],  # nor has nats.go 1.22's legacy JetStream API
+    # nats.go 1.22's legacy JetStream API has no continuous pull either; no service row
+    "nats.go": [r for r in ROW_ORDER if r not in ("g", "s")],
     "raw": ["a", "c", "d", "e", "h"],  # the raw-socket limit (benchmarks/raw_rows.py)
 }
 
@@ -273,6 +286,16 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
         if row == "h":
             res["p999_us"] = lat[min(n - 1, int(len(lat) * 0.999))] * 1e6
         return _with_cpu(res, cpu, n, ctx)
+    if row == "s":
+        n = n - n % REQUESTERS or REQUESTERS
+        cpu0 = time.process_time()
+        dt, lat = _run(fn, url, n, ctx)
+        cpu = time.process_time() - cpu0  # this process's CPU (set-up included): steadier than rates on a busy box
+        lat = sorted(lat)
+        if len(lat) != n:
+            raise RowFailed(f"{len(lat)} of {n} requests answered")
+        return {"rate": n / dt, "p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6,
+                "n": n, "seconds": dt, "cpu_us_per_req": cpu / n * 1e6, "cpu_us": cpu / n * 1e6}
     dt = _run(fn, url, n, ctx)
     cpu = time.process_time() - cpu0
     if spec.js:

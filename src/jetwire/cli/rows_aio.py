@@ -15,6 +15,7 @@ gives the same methods over its own API and runs these functions.
 """
 from __future__ import annotations
 
+import os
 import struct
 import time
 from typing import Any, Dict, List, Tuple
@@ -22,7 +23,7 @@ from typing import Any, Dict, List, Tuple
 import jetwire.aio
 from jetwire.aio import _prims as prims
 
-from .rows import FETCH, IDLE, PAYLOAD, RATE, WAIT, WINDOW, RowFailed, now
+from .rows import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowFailed, now
 
 Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``await done.wait(t) -> bool``)
 
@@ -80,6 +81,15 @@ class Client:
             if ack:
                 await m.ack()
         return k
+
+    async def echo_service(self, nc: Any, name: str, subject: str) -> Any:
+        """A service ``name`` whose one endpoint on ``subject`` answers with the request's data."""
+        async def echo(req: Any) -> None:
+            await req.respond(req.data)
+
+        svc = await jetwire.aio.micro.add_service(nc, name=name, version="1.0.0")
+        await svc.add_endpoint("echo", echo, subject=subject)
+        return svc
 
 
 CLIENT = Client()
@@ -266,4 +276,32 @@ async def h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
     return lat
 
 
-ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "h": h}
+async def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list]:
+    """An echo service on one connection, REQUESTERS requesters on another, each sending
+    its share of ``n`` requests one after the other: (seconds, every request's latency)."""
+    srv = await cl.connect(url)
+    name = f"bench_s_{os.getpid()}"
+    subject = f"bench.s.{os.getpid()}"
+    svc = await cl.echo_service(srv, name, subject)
+    nc = await cl.connect(url)
+    lats: List[List[float]] = [[] for _ in range(REQUESTERS)]
+
+    async def requester(lat: List[float], k: int) -> None:
+        req = nc.request
+        for _ in range(k):
+            t0 = now()
+            await req(subject, PAYLOAD, timeout=5)
+            lat.append(now() - t0)
+
+    t0 = now()
+    workers = [prims.spawn(requester, lat, n // REQUESTERS) for lat in lats]
+    for w in workers:
+        await prims.join(w)
+    dt = now() - t0
+    await svc.stop()
+    await nc.close()
+    await srv.close()
+    return dt, [x for lat in lats for x in lat]
+
+
+ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "h": h, "s": s}

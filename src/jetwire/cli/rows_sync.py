@@ -16,6 +16,7 @@ gives the same methods over its own API and runs these functions.
 """
 from __future__ import annotations
 
+import os
 import struct
 import time
 from typing import Any, Dict, List, Tuple
@@ -23,7 +24,7 @@ from typing import Any, Dict, List, Tuple
 import jetwire
 from jetwire._sync import _prims as prims
 
-from .rows import FETCH, IDLE, PAYLOAD, RATE, WAIT, WINDOW, RowFailed, now
+from .rows import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowFailed, now
 
 Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``done.wait(t) -> bool``)
 
@@ -81,6 +82,15 @@ class Client:
             if ack:
                 m.ack()
         return k
+
+    def echo_service(self, nc: Any, name: str, subject: str) -> Any:
+        """A service ``name`` whose one endpoint on ``subject`` answers with the request's data."""
+        def echo(req: Any) -> None:
+            req.respond(req.data)
+
+        svc = jetwire.micro.add_service(nc, name=name, version="1.0.0")
+        svc.add_endpoint("echo", echo, subject=subject)
+        return svc
 
 
 CLIENT = Client()
@@ -263,4 +273,32 @@ def h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
     return lat
 
 
-ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "h": h}
+def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list]:
+    """An echo service on one connection, REQUESTERS requesters on another, each sending
+    its share of ``n`` requests one after the other: (seconds, every request's latency)."""
+    srv = cl.connect(url)
+    name = f"bench_s_{os.getpid()}"
+    subject = f"bench.s.{os.getpid()}"
+    svc = cl.echo_service(srv, name, subject)
+    nc = cl.connect(url)
+    lats: List[List[float]] = [[] for _ in range(REQUESTERS)]
+
+    def requester(lat: List[float], k: int) -> None:
+        req = nc.request
+        for _ in range(k):
+            t0 = now()
+            req(subject, PAYLOAD, timeout=5)
+            lat.append(now() - t0)
+
+    t0 = now()
+    workers = [prims.spawn(requester, lat, n // REQUESTERS) for lat in lats]
+    for w in workers:
+        prims.join(w)
+    dt = now() - t0
+    svc.stop()
+    nc.close()
+    srv.close()
+    return dt, [x for lat in lats for x in lat]
+
+
+ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "h": h, "s": s}

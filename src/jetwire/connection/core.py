@@ -160,9 +160,15 @@ class SubscriptionBase(_impl.SubState):
     def _take(self) -> Optional[Msg]:
         """Pop the next pending message (or None)."""
         msg = self._next()
-        if msg is not None and self._slow and len(self._pending) < self._pmsgs_limit // 2:
-            self._slow = False
+        if msg is not None and self._slow:
+            self._end_slow_episode()
         return msg
+
+    def _end_slow_episode(self) -> None:
+        """A slow-consumer episode ends (the next drop is reported again) once the backlog
+        is under half of both limits: one taken message does not end it."""
+        if len(self._pending) < self._pmsgs_limit // 2 and self._pending_bytes < self._pbytes_limit // 2:
+            self._slow = False
 
     def _mark_closed(self) -> None:
         self._closed = True

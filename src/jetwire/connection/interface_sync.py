@@ -48,6 +48,10 @@ class DirectSub(Protocol):
     @property
     def is_valid(self) -> bool: ...
 
+    def drain(self, timeout: Optional[float] = None) -> None:
+        """Stop taking new messages (UNSUB sent), let the handler see what the server sent
+        before that (a PING/PONG round trip), then close."""
+
 
 class Link(Protocol):
     """What the layers above the connection may use of it.
@@ -97,6 +101,11 @@ class Link(Protocol):
     def send_now(self) -> None:
         """Hand what is queued to the socket now rather than at the end of the turn."""
 
+    def callback_thread(self, pending: Any) -> None:
+        """The calling thread runs user callbacks fed from ``pending`` (a sized queue):
+        while that is empty, its first publish is sent at once from this thread rather
+        than by the flusher thread (blocking flavour; nothing to do in asyncio)."""
+
     def wait_writable(self) -> None:
         """Return once the transport takes more bytes (asyncio back-pressure; at once in
         the blocking flavour, whose writes block)."""
@@ -135,6 +144,12 @@ class Link(Protocol):
     # -- errors, timers, background work -----------------------------------------------
     def report_error(self, exc: BaseException) -> None:
         """Hand ``exc`` to the user's ``error_cb`` (on the callback dispatcher)."""
+
+    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+        """Call the user's callback ``cb(*args)`` (plain, or a coroutine function in
+        aio) on the callback dispatcher, in order with the connection's other callbacks;
+        nothing once the user closed the connection with ``no_callbacks_after_close``.
+        An exception it raises goes to ``error_cb``."""
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Cancellable:
         """Call plain ``fn(*args)`` once after ``delay`` seconds on the connection's timer."""
@@ -217,8 +232,9 @@ class PrimsAPI(Protocol):
 
     def new_future(self) -> Any: ...
 
-    def future_maker(self) -> Callable[[], Any]:
-        """``new_future`` bound to the running loop (asyncio: no loop look-up per future)."""
+    def future_maker(self, cls: Any = None) -> Callable[[], Any]:
+        """``new_future`` (futures of class ``cls`` if given) bound to the running loop
+        (asyncio: no loop look-up per future)."""
 
     def new_waiter(self) -> Any: ...
 

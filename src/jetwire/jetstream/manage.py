@@ -29,6 +29,7 @@ __all__ = [
     "consumer_create_request",
     "generate_consumer_name",
     "direct_msg",
+    "BatchGet",
     "purge_request",
     "pause_request",
 ]
@@ -206,3 +207,143 @@ def direct_msg(msg: Any) -> RawStreamMsg:
     out = RawStreamMsg(subject=subject, seq=int(seq), data=bytes(msg.data), headers=rest if len(rest) else None,
                        time=parse_time(ts) if ts else None)
     return out
+
+
+# -- batched direct get (ADR-31, server 2.11+) -------------------------------------------
+_UP_TO_SEQ_HDR = "Nats-UpTo-Sequence"
+_PENDING_HDR = "Nats-Num-Pending"
+_LAST_SEQ_HDR = "Nats-Last-Sequence"
+
+
+def _opt_uint(v: Any, what: str, minimum: int = 0) -> Optional[int]:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise ValueError(f"{what} must be an int >= {minimum}, not {v!r}")
+    return v
+
+
+class BatchGet:
+    """Paging of a batched direct get: the requests to send one after another, and the
+    decoding of their replies (stored messages, then a ``204 EOB`` status whose
+    ``Nats-Num-Pending`` tells whether more matches remain and ``Nats-Last-Sequence``
+    where the next page starts).
+
+    Range mode (``multi_last`` None): up to ``batch`` messages (None: all) from ``seq``
+    (default 1) or ``start_time`` on, those whose subject matches ``subject`` when given.
+    Last-per-subject mode: the last message of every subject matching one of
+    ``multi_last``, as of ``up_to_seq`` / ``up_to_time`` (default: now), in stream
+    order. Both page ``page`` messages at a time; ``max_bytes`` caps one page (the
+    server's count) and ends the iteration at the first page it cut short."""
+
+    __slots__ = ("remaining", "next_seq", "start_time", "subject", "max_bytes", "multi_last",
+                 "up_to_seq", "up_to_time", "page", "done", "_first", "_asked", "_got")
+
+    def __init__(self, batch: Optional[int] = None, seq: Optional[int] = None,
+                 start_time: Optional[datetime] = None, subject: Optional[str] = None,
+                 max_bytes: Optional[int] = None, multi_last: Any = None, up_to_seq: Optional[int] = None,
+                 up_to_time: Optional[datetime] = None, page: int = 256) -> None:
+        self.remaining = _opt_uint(batch, "batch", 1)
+        self.max_bytes = _opt_uint(max_bytes, "max_bytes", 1)
+        self.page = _opt_uint(page, "page", 1) or 1
+        self.up_to_seq = _opt_uint(up_to_seq, "up_to_seq", 1)
+        if seq is not None and start_time is not None:
+            raise ValueError("give seq or start_time, not both")
+        if start_time is not None and not isinstance(start_time, datetime):
+            raise TypeError(f"start_time must be a datetime, not {type(start_time).__name__}")
+        if up_to_time is not None and not isinstance(up_to_time, datetime):
+            raise TypeError(f"up_to_time must be a datetime, not {type(up_to_time).__name__}")
+        self.next_seq = _opt_uint(seq, "seq") or 1
+        self.start_time = start_time
+        if multi_last is None:
+            if up_to_seq is not None or up_to_time is not None:
+                raise ValueError("up_to_seq and up_to_time go with multi_last")
+            if subject is not None and (not isinstance(subject, str) or not subject):
+                raise ValueError(f"subject must be a non-empty subject, not {subject!r}")
+            self.multi_last: Optional[list] = None
+        else:
+            if isinstance(multi_last, str) or not multi_last:
+                raise ValueError("multi_last must be a non-empty list of subjects")
+            multi_last = list(multi_last)
+            for s in multi_last:
+                if not isinstance(s, str) or not s:
+                    raise ValueError(f"multi_last holds a bad subject: {s!r}")
+            if subject is not None:
+                raise ValueError("subject does not go with multi_last (list the subjects there)")
+            if up_to_seq is not None and up_to_time is not None:
+                raise ValueError("give up_to_seq or up_to_time, not both")
+            self.multi_last = multi_last
+        self.subject = subject
+        self.up_to_time = up_to_time
+        self.done = self.remaining == 0
+        self._first = True
+        self._asked = 0
+        self._got = 0
+
+    def next_request(self) -> Optional[Dict[str, Any]]:
+        """The body of the next page's request; None once the iteration is over."""
+        if self.done:
+            return None
+        n = self.page if self.remaining is None else min(self.page, self.remaining)
+        req: Dict[str, Any] = {"batch": n}
+        first = self._first
+        if self.multi_last is not None:
+            req["multi_last"] = self.multi_last
+            if self.up_to_seq is not None:
+                req["up_to_seq"] = self.up_to_seq
+            elif first and self.up_to_time is not None:
+                req["up_to_time"] = format_time(self.up_to_time)
+            if not first:
+                req["seq"] = self.next_seq
+            elif self.start_time is not None:
+                req["start_time"] = format_time(self.start_time)
+        else:
+            if first and self.start_time is not None:
+                req["start_time"] = format_time(self.start_time)
+            else:
+                req["seq"] = self.next_seq
+            if self.subject is not None:
+                req["next_by_subj"] = self.subject
+        if self.max_bytes is not None:
+            req["max_bytes"] = self.max_bytes
+        self._first = False
+        self._asked = n
+        self._got = 0
+        return req
+
+    def on_msg(self, msg: Any) -> Optional[RawStreamMsg]:
+        """One reply of the current page: the stored message, or None when the page
+        is over (``done`` tells whether another follows). Error statuses raise."""
+        h = msg.headers
+        status = h.status if h is not None else None
+        if status is None or SEQUENCE_HDR in h:  # a stored message
+            out = direct_msg(msg)
+            self._got += 1
+            self.next_seq = out.seq + 1
+            if self.remaining is not None:
+                self.remaining -= 1
+            return out
+        if status == "204":
+            pending = h.get(_PENDING_HDR)
+            last = h.get(_LAST_SEQ_HDR)
+            up_to = h.get(_UP_TO_SEQ_HDR)
+            if last and last.isdigit():
+                self.next_seq = int(last) + 1
+            if self.multi_last is not None and self.up_to_seq is None and up_to and up_to.isdigit():
+                self.up_to_seq = int(up_to)  # every later page sees the same state
+            if (not pending or pending == "0" or self.remaining == 0 or self._got == 0
+                    or (self.max_bytes is not None and self._got < self._asked)):
+                self.done = True
+            return None
+        if status == "404":  # nothing (more) matches
+            self.done = True
+            return None
+        self.done = True
+        desc = h.description or ""
+        if status == "503":
+            raise APIError(code=503, err_code=None,
+                           description="direct get: no responders (does the stream exist and allow direct?)")
+        if status == "408" or status == "400":
+            raise BadRequestError(code=int(status), err_code=None, description=desc or "bad request")
+        raise APIError(code=int(status) if status.isdigit() else None, err_code=None,
+                       description=desc or "batched direct get failed")

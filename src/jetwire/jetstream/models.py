@@ -354,6 +354,50 @@ class StreamInfo(Model):
 # consumers
 
 
+class Flag(int):
+    """A yes/no answer (``is_pull`` and friends) that reads as a bool property and can
+    also be called, jsm.go style: ``cfg.is_pull`` and ``cfg.is_pull()`` both work;
+    ``==``, ``not`` and ``bool()`` behave as with ``True``/``False``."""
+
+    def __new__(cls, value: Any) -> "Flag":
+        return super().__new__(cls, 1 if value else 0)
+
+    def __call__(self) -> bool:
+        return bool(self)
+
+    def __repr__(self) -> str:
+        return "True" if self else "False"
+
+    __str__ = __repr__
+
+
+class _ConsumerKind:
+    """``is_pull``/``is_push``/``is_durable``/``is_sampled`` of a consumer config (mixin)."""
+
+    def _kind_config(self) -> "ConsumerConfig":
+        raise NotImplementedError
+
+    @property
+    def is_pull(self) -> Flag:
+        """A pull consumer (no ``deliver_subject``)."""
+        return Flag(not self._kind_config().deliver_subject)
+
+    @property
+    def is_push(self) -> Flag:
+        """A push consumer (with a ``deliver_subject``)."""
+        return Flag(bool(self._kind_config().deliver_subject))
+
+    @property
+    def is_durable(self) -> Flag:
+        """A durable consumer (``durable_name`` set)."""
+        return Flag(bool(self._kind_config().durable_name))
+
+    @property
+    def is_sampled(self) -> Flag:
+        """Acks are sampled into consumer-ack metrics (``sample_freq`` set)."""
+        return Flag(bool(self._kind_config().sample_freq))
+
+
 @dataclass
 class SequenceInfo(Model):
     consumer_seq: int = 0
@@ -369,7 +413,7 @@ class PriorityGroupState(Model):
 
 
 @dataclass
-class ConsumerConfig(Model):
+class ConsumerConfig(_ConsumerKind, Model):
     """Configuration of a consumer (``consumer_configuration`` in the schema).
 
     ``ack_policy`` defaults to ``EXPLICIT`` and is always sent. Other fields left at
@@ -413,9 +457,12 @@ class ConsumerConfig(Model):
     priority_groups: Optional[list[str]] = None
     priority_timeout: Optional[float] = duration()
 
+    def _kind_config(self) -> "ConsumerConfig":
+        return self
+
 
 @dataclass
-class ConsumerInfo(Model):
+class ConsumerInfo(_ConsumerKind, Model):
     stream_name: str = ""
     name: str = ""
     created: Optional[datetime] = None
@@ -432,6 +479,9 @@ class ConsumerInfo(Model):
     pause_remaining: Optional[float] = duration()
     priority_groups: Optional[list[PriorityGroupState]] = None
     ts: Optional[datetime] = None
+
+    def _kind_config(self) -> ConsumerConfig:
+        return self.config
 
 
 # ---------------------------------------------------------------------------------

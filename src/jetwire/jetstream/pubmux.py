@@ -34,6 +34,7 @@ lock=None)`` is for a single thread (asyncio).
 """
 from __future__ import annotations
 
+import asyncio
 import heapq
 from contextlib import nullcontext
 from typing import Any, Callable, List, Optional, Tuple
@@ -42,9 +43,10 @@ import orjson
 
 from .. import _impl
 from ..errors import JetStreamError, NoStreamResponseError, TimeoutError, api_error
+from ..msg import Msg
 from .models import PubAck
 
-__all__ = ["PubAckMux", "AckFuture"]
+__all__ = ["PubAckMux", "AckFuture", "AioAckFuture"]
 
 _from_ack = PubAck.from_json_bytes
 _plain = PubAck.plain
@@ -54,9 +56,30 @@ _loads = orjson.loads
 _NO_LOCK = nullcontext()  # what ``with`` takes when the mux has no lock (one thread)
 
 
-# the ``concurrent.futures.Future`` that blocking ``publish_async`` returns (compiled or
-# the pure twin's: cheap to make, resolved under a lock without a condition)
-AckFuture = _impl.AckFuture
+def _pub_msg(fut: Any) -> Msg:
+    """The message a publish future stands for (made on first use)."""
+    pub = fut._pub
+    return Msg(pub[0], pub[1], None, pub[2])
+
+
+_MSG_DOC = "The ``Msg`` that was published (subject, data, headers with the msg id), to retry it."
+
+
+class AckFuture(_impl.AckFuture):
+    """The ``concurrent.futures.Future`` that blocking ``publish_async`` returns (the
+    compiled or pure base is cheap to make and resolve), with ``msg``: what was sent."""
+
+    # (subject, data, headers, on_fail or None), set by publish_async
+    _pub: Any = None
+    msg = property(_pub_msg, doc=_MSG_DOC)
+
+
+class AioAckFuture(asyncio.Future):
+    """The ``asyncio.Future`` that aio ``publish_async`` returns, with ``msg``."""
+
+    __slots__ = ("_pub",)
+    _pub: Any
+    msg = property(_pub_msg, doc=_MSG_DOC)
 
 
 def _resolve(fut: Any, value: Any) -> None:
@@ -68,11 +91,17 @@ def _resolve(fut: Any, value: Any) -> None:
 
 
 def _fail(fut: Any, exc: BaseException) -> None:
+    """Fail ``fut`` unless it is done; its publisher's ``on_fail(fut, exc)`` hook (the
+    JetStream context's ``publish_async_err_cb``) is told when it has one."""
     try:
-        if not fut.done():
-            fut.set_exception(exc)
+        if fut.done():
+            return
+        fut.set_exception(exc)
     except Exception:
-        pass
+        return
+    pub = getattr(fut, "_pub", None)
+    if pub is not None and pub[3] is not None:
+        pub[3](fut, exc)
 
 
 _NEW_LOCK: Any = object()

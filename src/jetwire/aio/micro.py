@@ -1,0 +1,682 @@
+"""Services: the NATS service API (ADR-32, nats.go ``micro``) for asyncio. This source is
+also the blocking ``jetwire.micro`` (``jetwire/_sync/micro.py`` is generated from it by
+``tools/gen_sync.py``; never edit the generated file).
+
+Everything without I/O (checks, subjects, queue groups, counters, the JSON documents,
+the typed results) is :mod:`jetwire.micro_core`; this module moves requests.
+
+Requests reach an endpoint through a direct subscription (``nc.link``): the reader puts
+each one in the endpoint's backlog and wakes one of its workers, which runs the handler
+(``concurrency`` workers at most per endpoint). In ``jetwire.aio`` a worker is a task
+and a handler may be a coroutine function: up to ``concurrency`` requests of one
+endpoint are handled at once (default 256), the rest wait in arrival order. In
+``jetwire`` a worker is a thread of the endpoint's small pool (``concurrency``, default
+4), started when needed. A worker handles what is in the backlog one after the other, so
+a burst of requests costs one wake-up, not a task or thread each.
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from inspect import isawaitable  # aio-only
+from typing import Any, Callable, Deque, Dict, List, Optional
+
+import orjson
+
+from .. import micro_core as core
+from .._nuid import next_nuid
+from ..errors import InvalidServiceConfigError, NatsError, ServiceError
+from ..micro_core import EndpointInfo, EndpointStats, ServiceInfo, ServicePing, ServiceStats
+from . import _prims as prims
+
+__all__ = ["add_service", "Service", "Group", "Endpoint", "Request", "ServiceError", "ServiceInfo", "ServiceStats",
+           "ServicePing", "EndpointInfo", "EndpointStats", "ping", "info", "stats", "request",
+           "DEFAULT_QUEUE_GROUP", "ERROR_HEADER", "ERROR_CODE_HEADER", "DEFAULT_CONCURRENCY"]
+
+DEFAULT_QUEUE_GROUP = core.DEFAULT_QUEUE_GROUP
+ERROR_HEADER = core.ERROR_HEADER
+ERROR_CODE_HEADER = core.ERROR_CODE_HEADER
+DEFAULT_CONCURRENCY = 256  # aio-only
+# sync-only: DEFAULT_CONCURRENCY = 4
+DRAIN_TIMEOUT = 30.0
+
+_now_ns = core.monotonic_ns
+
+
+class Request:
+    """One request to an endpoint: ``data``, ``headers``, ``subject``, ``reply``, and the
+    ways to answer it. ``respond*`` queue the answer when called (in ``jetwire.aio`` they
+    return an awaitable that is done, or done once a congested socket drains: awaiting it
+    is optional)."""
+
+    __slots__ = ("msg", "_nc", "_error", "_responded", "_ep", "_t0")
+
+    def __init__(self, msg: Any, nc: Any, ep: Optional["Endpoint"] = None) -> None:
+        self.msg = msg
+        self._nc = nc
+        self._error: Optional[str] = None
+        self._responded = False
+        self._ep = ep
+        self._t0 = _now_ns()
+
+    @property
+    def data(self) -> bytes:
+        return self.msg.data
+
+    @property
+    def headers(self) -> Any:
+        """The request's ``Headers``, or None."""
+        return self.msg.headers
+
+    @property
+    def subject(self) -> str:
+        return self.msg.subject
+
+    @property
+    def reply(self) -> Optional[str]:
+        return self.msg.reply
+
+    def respond(self, data: bytes = b"", headers: Any = None) -> Any:
+        """Answer with ``data`` (and ``headers``)."""
+        reply = self.msg.reply
+        if not reply:
+            raise NatsError("the request has no reply subject")
+        if not self._responded:
+            self._responded = True
+            if self._ep is not None:  # counted before the answer leaves: who gets it sees it counted
+                self._ep._account(self)
+        if headers is None:
+            return self._nc.publish(reply, data)
+        return self._nc.publish(reply, data, headers=headers)
+
+    def respond_json(self, obj: Any, headers: Any = None) -> Any:
+        """Answer with ``obj`` as JSON."""
+        return self.respond(orjson.dumps(obj), headers)
+
+    def respond_error(self, code: Any, description: str, data: bytes = b"", headers: Any = None) -> Any:
+        """Answer with a service error (headers ``Nats-Service-Error-Code: code`` and
+        ``Nats-Service-Error: description``); it counts as an error of the endpoint."""
+        hdrs = core.error_headers(code, description, headers)
+        self._error = f"{code}:{description}"
+        return self.respond(data, hdrs)
+
+    def __repr__(self) -> str:
+        return f"<Request subject={self.subject!r} reply={self.reply!r} data={self.data[:32]!r}>"
+
+
+class _Workers:
+    """At most ``limit`` workers (tasks / threads) running ``handle(item)`` for the items
+    ``submit`` puts in the backlog (from the reader; never blocks). A worker takes items
+    until the backlog is empty, then waits; a submit wakes an idle worker (or starts one)
+    only when none is waking already, and a worker taking an item while more wait wakes the
+    next: a burst costs a wake-up or two, however long it is."""
+
+    def __init__(self, handle: Callable[[Any], Any], limit: int, name: str, link: Any) -> None:
+        self._handle = handle
+        self._link = link
+        self._limit = max(1, int(limit))
+        self._name = name
+        # taken from C by ``with`` (no Python frame: it is on every request); re-entrant, so
+        # a stats_handler may read an endpoint's counters while the service reads them all
+        self._lock = threading.RLock()
+        self._backlog: Deque[Any] = deque()
+        self._idle: List[Any] = []  # the signals of idle workers
+        self._workers = 0
+        self._waking = 0  # woken or started, not yet taking work
+        self._busy = 0  # items being handled
+        self._closing = False
+        self._quiet = prims.Signal()  # set while nothing is waiting or being handled
+        self._quiet.set()
+
+    def submit(self, item: Any) -> None:
+        with self._lock:
+            self._backlog.append(item)
+            self._quiet.clear()
+            wake = self._wake_locked()
+        if wake is not None:
+            self._start(wake)
+
+    def _wake_locked(self) -> Any:
+        """When an item waits, there is room for it and no worker is on its way: an idle
+        worker's signal to set, or True to start a worker; else None."""
+        if self._waking or not self._backlog or self._busy >= self._limit:
+            return None
+        if self._idle:
+            self._waking += 1
+            return self._idle.pop()
+        if self._workers < self._limit and not self._closing:
+            self._workers += 1
+            self._waking += 1
+            return True
+        return None
+
+    def _start(self, wake: Any) -> None:
+        if wake is True:
+            prims.spawn(self._work, prims.Signal(), name=self._name)
+        else:
+            wake.set()
+
+    async def _work(self, sig: Any) -> None:
+        lock = self._lock
+        backlog = self._backlog
+        handle = self._handle
+        link = self._link
+        with lock:
+            self._waking -= 1
+        while True:
+            wake = None
+            with lock:
+                if backlog and self._busy < self._limit:
+                    item = backlog.popleft()
+                    self._busy += 1
+                    wake = self._wake_locked()  # more wait and there is room: the next worker
+                elif self._closing and not backlog:
+                    self._workers -= 1
+                    if not self._busy:
+                        self._quiet.set()
+                    return
+                else:
+                    item = None
+                    if not self._busy and not backlog:
+                        self._quiet.set()
+                    sig.clear()
+                    self._idle.append(sig)
+            if item is None:
+                await sig.wait()
+                with lock:
+                    self._waking -= 1
+                continue
+            if wake is not None:
+                self._start(wake)
+            link.callback_thread(backlog)  # blocking: an answer with nothing else waiting leaves at once
+            try:
+                await handle(item)
+            finally:
+                with lock:
+                    self._busy -= 1
+
+    @property
+    def free(self) -> bool:
+        """Nothing waits and fewer than ``limit`` are being handled."""
+        return not self._backlog and self._busy < self._limit
+
+    def adopt(self, task: Any) -> None:  # aio-only
+        """Count a request whose handler, started eagerly, goes on as ``task``."""  # aio-only
+        self._busy += 1  # aio-only
+        self._quiet.clear()  # aio-only
+        task.add_done_callback(self._adopted_done)  # aio-only
+
+    def _adopted_done(self, task: Any) -> None:  # aio-only
+        self._busy -= 1  # aio-only
+        wake = self._wake_locked()  # aio-only
+        if wake is not None:  # aio-only
+            self._start(wake)  # aio-only
+        elif not self._busy and not self._backlog:  # aio-only
+            self._quiet.set()  # aio-only
+
+    async def join(self, timeout: Optional[float]) -> bool:
+        """Wait until nothing waits or is being handled; False on timeout."""
+        return await self._quiet.wait(timeout)
+
+    def close(self) -> None:
+        """Let the workers end once the backlog is empty."""
+        with self._lock:
+            self._closing = True
+            idle, self._idle = self._idle, []
+            self._waking += len(idle)
+        for sig in idle:
+            sig.set()
+
+    @property
+    def pending(self) -> int:
+        return len(self._backlog) + self._busy
+
+
+class Endpoint:
+    """An endpoint of a service: where it listens (``name``, ``subject``, ``queue_group``,
+    ``metadata``) and its counters (``num_requests``, ``num_errors``, ``last_error``,
+    ``processing_time`` and ``average_processing_time`` in seconds). It is what a
+    ``stats_handler`` is given. A request is counted as its answer is sent (its time up to
+    then), so whoever received the answer finds it in the stats."""
+
+    def __init__(self, svc: "Service", ep: core.EndpointCore, handler: Callable[[Request], Any],
+                 concurrency: int) -> None:
+        self._svc = svc
+        self._core = ep
+        self._handler = handler
+        self._nc = svc._nc
+        self._error_cb = svc._error_cb
+        self._workers = _Workers(self._handle, concurrency, f"jetwire-micro-{svc.name}-{ep.name}", svc._link)
+        self._lock = self._workers._lock
+        self._sub: Any = None
+
+    name = property(lambda self: self._core.name)
+    subject = property(lambda self: self._core.subject)
+    queue_group = property(lambda self: self._core.queue_group)
+    metadata = property(lambda self: dict(self._core.metadata))
+    num_requests = property(lambda self: self._core.num_requests)
+    num_errors = property(lambda self: self._core.num_errors)
+    last_error = property(lambda self: self._core.last_error)
+    processing_time = property(lambda self: self._core.processing_ns / 1e9)
+    average_processing_time = property(lambda self: self.stats().average_processing_time)
+
+    def info(self) -> EndpointInfo:
+        return self._core.info()
+
+    def stats(self) -> EndpointStats:
+        with self._lock:
+            return self._core.stats()
+
+    def _start(self) -> None:
+        ep = self._core
+        on_msg = self._on_msg  # aio-only
+        # sync-only: on_msg = self._workers.submit
+        self._sub = self._svc._link.subscribe_direct(ep.subject, on_msg, queue=ep.queue_group or None)
+
+    def _on_msg(self, msg: Any) -> None:  # aio-only
+        """From the reader: start the handler at once when there is room (up to its first  # aio-only
+        wait, like an eager task: a handler that only responds costs no task and its answer  # aio-only
+        leaves with this read's), else queue the request for a worker."""  # aio-only
+        workers = self._workers  # aio-only
+        if workers._backlog or workers._busy >= workers._limit:  # aio-only
+            workers.submit(msg)  # aio-only
+            return  # aio-only
+        task = prims.eager_start(self._handle(msg))  # aio-only
+        if task is not None:  # aio-only
+            workers.adopt(task)  # aio-only
+
+    def _account(self, req: Request) -> None:
+        """Count ``req``: its time so far and, when it answered with one, its error."""
+        dt = _now_ns() - req._t0
+        ep = self._core
+        with self._lock:
+            ep.num_requests += 1
+            ep.processing_ns += dt
+            if req._error is not None:
+                ep.num_errors += 1
+                ep.last_error = req._error
+
+    async def _handle(self, msg: Any) -> None:
+        """Run the handler for one request. It is counted when it answers (the time up to
+        the answer; an error answer counts an error), or when the handler returns without
+        answering; a handler that raises answers a 500 (or its ``ServiceError``)."""
+        req = Request(msg, self._nc, self)
+        try:
+            r = self._handler(req)
+            if r is not None and isawaitable(r):  # aio-only
+                await r  # aio-only
+        except Exception as exc:
+            code, desc = core.exception_answer(exc)
+            error = f"{code}:{desc}"
+            if not req._responded:
+                req._error = error
+                if msg.reply:
+                    try:
+                        req.respond_error(code, desc)  # counted there
+                    except Exception as err:  # e.g. the connection closed
+                        self._svc._link.report_error(err)
+                if not req._responded:
+                    req._responded = True
+                    self._account(req)
+            else:  # it raised after answering: counted already, now its error too
+                with self._lock:
+                    self._core.num_errors += 1
+                    self._core.last_error = error
+            if self._error_cb is not None:
+                try:
+                    await prims.call(self._error_cb, exc)
+                except Exception as err:
+                    self._svc._link.report_error(err)
+            return
+        if not req._responded:
+            req._responded = True
+            self._account(req)
+
+    def __repr__(self) -> str:
+        return f"<Endpoint {self.name!r} subject={self.subject!r} queue_group={self.queue_group!r}>"
+
+
+class _EndpointAdder:
+    """``add_endpoint`` and ``add_group`` of a service or a group."""
+
+    _svc: "Service"
+    _prefix: str
+    _queue_group: Optional[str]
+
+    async def add_endpoint(self, name: str, handler: Callable[[Request], Any], subject: Optional[str] = None,
+                           queue_group: Optional[str] = None, metadata: Optional[Dict[str, str]] = None) -> Endpoint:
+        """Add an endpoint listening on ``<prefix>.<subject or name>``. ``queue_group``:
+        None inherits the group's or service's (default ``"q"``); ``""`` means none (every
+        instance gets every request)."""
+        return await self._svc._add(self._prefix, name, handler, subject, queue_group, self._queue_group, metadata)
+
+    def add_group(self, name: str, queue_group: Optional[str] = None) -> "Group":
+        """A group of endpoints under ``<prefix>.<name>`` (its queue group: None inherits,
+        ``""`` none)."""
+        core.check_group_name(name)
+        qg = core.check_queue_group(queue_group)
+        return Group(self._svc, core.join_subject(self._prefix, name),
+                     qg if qg is not None else core.resolve_queue_group(None, self._queue_group))
+
+
+class Group(_EndpointAdder):
+    """Endpoints under a common subject prefix (``add_endpoint``, nested ``add_group``)."""
+
+    def __init__(self, svc: "Service", prefix: str, queue_group: Optional[str]) -> None:
+        self._svc = svc
+        self._prefix = prefix
+        self._queue_group = queue_group
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    @property
+    def queue_group(self) -> Optional[str]:
+        return self._queue_group
+
+    def __repr__(self) -> str:
+        return f"<Group {self._prefix!r} queue_group={self._queue_group!r}>"
+
+
+class Service(_EndpointAdder):
+    """A running service (made by :func:`add_service`): ``add_endpoint``, ``add_group``,
+    ``info()``, ``stats()``, ``reset()``, ``stop()``, ``stopped``, ``id``."""
+
+    def __init__(self, nc: Any, sc: core.ServiceCore, error_cb: Optional[Callable[..., Any]],
+                 done_cb: Optional[Callable[..., Any]], concurrency: int) -> None:
+        self._nc = nc
+        self._link = nc.link
+        self._core = sc
+        self._svc = self
+        self._prefix = ""
+        self._queue_group = sc.queue_group
+        self._error_cb = error_cb
+        self._done_cb = done_cb
+        self._concurrency = concurrency
+        self._endpoints: List[Endpoint] = []
+        self._verb_subs: List[Any] = []
+        self._verbs = _Workers(self._answer, 1, f"jetwire-micro-{sc.name}", self._link)
+        self._stopped = False
+        self._stopping = False
+        self._remove_close_cb: Optional[Callable[[], None]] = None
+
+    # -- identity ------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self._core.id
+
+    @property
+    def name(self) -> str:
+        return self._core.name
+
+    @property
+    def version(self) -> str:
+        return self._core.version
+
+    @property
+    def description(self) -> str:
+        return self._core.description
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        return dict(self._core.metadata)
+
+    @property
+    def endpoints(self) -> List[Endpoint]:
+        return list(self._endpoints)
+
+    @property
+    def stopped(self) -> bool:
+        """True once ``stop()`` ran (or the connection closed)."""
+        return self._stopped
+
+    # -- endpoints -----------------------------------------------------------------------
+    async def _add(self, prefix: str, name: str, handler: Callable[[Request], Any], subject: Optional[str],
+                   queue_group: Optional[str], parent_qg: Optional[str],
+                   metadata: Optional[Dict[str, str]]) -> Endpoint:
+        if not callable(handler):
+            raise InvalidServiceConfigError("an endpoint needs a callable handler")
+        ep = self._core.new_endpoint(prefix, name, subject, queue_group, parent_qg, metadata)
+        if self._stopped or self._stopping:
+            raise NatsError("the service is stopped")
+        endpoint = Endpoint(self, ep, handler, self._concurrency)
+        endpoint._start()
+        self._endpoints.append(endpoint)
+        self._core.endpoints.append((ep, endpoint))
+        await self._nc.flush()  # the server has the subscription when this returns
+        return endpoint
+
+    # -- monitoring ----------------------------------------------------------------------
+    async def _start(self) -> None:
+        sc = self._core
+        link = self._link
+        for verb in core.VERBS:
+            handler = self._verb_handler(verb)
+            for subject in core.control_subjects(verb, sc.name, sc.id):
+                self._verb_subs.append(link.subscribe_direct(subject, handler))
+        self._remove_close_cb = link.on_close(self._on_close)
+        await self._nc.flush()
+
+    def _verb_handler(self, verb: str) -> Callable[[Any], None]:
+        submit = self._verbs.submit
+
+        def on_msg(msg: Any) -> None:
+            submit((verb, msg))
+
+        return on_msg
+
+    async def _answer(self, item: Any) -> None:
+        verb, msg = item
+        if not msg.reply:
+            return
+        try:
+            with self._endpoint_locks():
+                data = self._core.answer(verb)
+            await self._nc.publish(msg.reply, data)
+        except Exception as exc:
+            self._link.report_error(exc)
+
+    def _endpoint_locks(self) -> Any:
+        return _Locks([e._lock for e in self._endpoints])
+
+    def info(self) -> ServiceInfo:
+        """The service and its endpoints (what ``$SRV.INFO`` answers)."""
+        return self._core.info()
+
+    def stats(self) -> ServiceStats:
+        """Every endpoint's counters (what ``$SRV.STATS`` answers)."""
+        with self._endpoint_locks():
+            return self._core.stats()
+
+    def ping(self) -> ServicePing:
+        return self._core.ping()
+
+    async def reset(self) -> None:
+        """Zero every endpoint's counters; ``started`` becomes now."""
+        with self._endpoint_locks():
+            self._core.reset()
+
+    # -- stopping ------------------------------------------------------------------------
+    async def stop(self, timeout: Optional[float] = None) -> None:
+        """Drain the endpoints (no new requests are taken, those already received are
+        answered), stop answering discovery, then call ``done_cb(service)``."""
+        if self._stopped or self._stopping:
+            return
+        self._stopping = True
+        wait = DRAIN_TIMEOUT if timeout is None else timeout
+        first: Optional[BaseException] = None
+        try:
+            for e in self._endpoints:
+                if e._sub is not None and e._sub.is_valid and not self._nc.is_closed:
+                    try:
+                        await e._sub.drain(wait)
+                    except Exception as exc:
+                        first = first or exc
+                        self._link.unsubscribe(e._sub)
+            for e in self._endpoints:
+                await e._workers.join(wait)
+                e._workers.close()
+            for sub in self._verb_subs:
+                self._link.unsubscribe(sub)
+            self._verbs.close()
+            if not self._nc.is_closed:
+                try:  # the server has every UNSUB when stop() returns
+                    await self._nc.flush(wait)
+                except NatsError:
+                    pass
+        finally:
+            self._stopped = True
+            if self._remove_close_cb is not None:
+                self._remove_close_cb()
+        await self._done()
+        if first is not None and not isinstance(first, NatsError):
+            raise first
+
+    def _on_close(self, exc: BaseException) -> None:  # the connection closed for good
+        if self._stopped:
+            return
+        self._stopped = True
+        for e in self._endpoints:
+            e._workers.close()
+        self._verbs.close()
+        if self._done_cb is not None:
+            self._link.spawn(self._done)
+
+    async def _done(self) -> None:
+        if self._done_cb is not None:
+            try:
+                await prims.call(self._done_cb, self)
+            except Exception as exc:
+                self._link.report_error(exc)
+
+    async def __aenter__(self) -> "Service":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()
+
+    def __repr__(self) -> str:
+        return f"<Service {self.name!r} {self.version} id={self.id}{' stopped' if self._stopped else ''}>"
+
+
+class _Locks:
+    """Hold several locks at once (the blocking flavour's endpoint counters)."""
+
+    __slots__ = ("_locks",)
+
+    def __init__(self, locks: List[Any]) -> None:
+        self._locks = locks
+
+    def __enter__(self) -> None:
+        for lk in self._locks:
+            lk.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        for lk in reversed(self._locks):
+            lk.release()
+
+
+async def add_service(nc: Any, name: str, version: str, description: Optional[str] = None,
+                      metadata: Optional[Dict[str, str]] = None, queue_group: Optional[str] = DEFAULT_QUEUE_GROUP,
+                      stats_handler: Optional[Callable[[Endpoint], Any]] = None,
+                      error_cb: Optional[Callable[[BaseException], Any]] = None,
+                      done_cb: Optional[Callable[["Service"], Any]] = None,
+                      concurrency: Optional[int] = None) -> Service:
+    """Start a service on connection ``nc``: it answers ``$SRV.PING|INFO|STATS`` (for all
+    services, its name, its id) at once; add endpoints with ``add_endpoint``/``add_group``.
+
+    ``name``: ``[A-Za-z0-9_-]+``; ``version``: semantic versioning 2.0 (both checked before
+    anything is subscribed: ``InvalidServiceNameError`` / ``InvalidServiceVersionError``,
+    ``ValueError``s). ``queue_group``: the endpoints' default (``"q"``; ``""``: no queue
+    group, every instance gets every request). ``stats_handler(endpoint)`` gives each endpoint's ``data`` in
+    ``$SRV.STATS``. ``error_cb(exc)`` is told of every exception a handler raises (the
+    request was answered with a 500 error). ``done_cb(service)`` is called once the
+    service stopped. ``concurrency``: requests of one endpoint handled at once (in
+    ``jetwire.aio`` coroutine handlers in progress, default 256; in ``jetwire`` the size of
+    the endpoint's thread pool, default 4).
+
+    In ``jetwire.aio`` a handler starts at once, on the connection's reader, and runs there
+    up to its first wait (as Python 3.12's eager tasks do); from then on it is a task.
+    Before that first wait ``asyncio.current_task()`` is not its own: a handler that opens
+    ``asyncio.timeout()`` first should ``await asyncio.sleep(0)`` before. ``stop()`` waits
+    for the requests in progress: a handler must not await it (spawn it instead)."""
+    sc = core.ServiceCore(name, version, next_nuid(), description, metadata, queue_group, stats_handler)
+    if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
+        raise InvalidServiceConfigError("concurrency must be a positive int")
+    svc = Service(nc, sc, error_cb, done_cb, concurrency or DEFAULT_CONCURRENCY)
+    await svc._start()
+    return svc
+
+
+# ============================================================================ discovery client
+
+
+async def _discover(nc: Any, verb: str, name: Optional[str], id: Optional[str],  # noqa: A002
+                    timeout: float, max_results: Optional[int]) -> List[Any]:
+    subject = core.control_subject(verb, name, id)
+    if max_results is not None and max_results < 1:
+        raise ValueError("max_results must be >= 1")
+    link = nc.link
+    inbox = link.new_inbox()
+    got: List[bytes] = []
+    lock = prims.write_lock()
+    done = prims.Signal()
+
+    def on_msg(msg: Any) -> None:  # from the reader
+        h = msg.headers
+        if h is not None and h.status == "503" and not msg.data:  # no responders: nobody will answer
+            done.set()
+            return
+        with lock:
+            got.append(msg.data)
+            n = len(got)
+        if max_results is not None and n >= max_results:
+            done.set()
+
+    sub = link.subscribe_direct(inbox, on_msg)
+    try:
+        link.publish_raw(subject, inbox, None, b"")
+        link.send_now()
+        await done.wait(timeout)
+    finally:
+        link.unsubscribe(sub)
+    with lock:
+        answers = list(got if max_results is None else got[:max_results])
+    out = []
+    for data in answers:
+        try:
+            out.append(core.parse_doc(verb, data))
+        except (ValueError, TypeError) as exc:
+            link.report_error(NatsError(f"unreadable answer to {subject}: {exc}"))
+    return out
+
+
+async def ping(nc: Any, name: Optional[str] = None, id: Optional[str] = None,  # noqa: A002
+               timeout: float = 1.0, max_results: Optional[int] = None) -> List[ServicePing]:
+    """Every service (of ``name``; the instance ``id``) answering ``$SRV.PING`` within
+    ``timeout`` seconds (or the first ``max_results``)."""
+    return await _discover(nc, "PING", name, id, timeout, max_results)
+
+
+async def info(nc: Any, name: Optional[str] = None, id: Optional[str] = None,  # noqa: A002
+               timeout: float = 1.0, max_results: Optional[int] = None) -> List[ServiceInfo]:
+    """``ServiceInfo`` of every service answering ``$SRV.INFO`` within ``timeout``."""
+    return await _discover(nc, "INFO", name, id, timeout, max_results)
+
+
+async def stats(nc: Any, name: Optional[str] = None, id: Optional[str] = None,  # noqa: A002
+                timeout: float = 1.0, max_results: Optional[int] = None) -> List[ServiceStats]:
+    """``ServiceStats`` of every service answering ``$SRV.STATS`` within ``timeout``."""
+    return await _discover(nc, "STATS", name, id, timeout, max_results)
+
+
+async def request(nc: Any, subject: str, data: bytes = b"", headers: Any = None, timeout: float = 1.0) -> Any:
+    """Send a request to a service endpoint: the reply ``Msg``, or ``ServiceError(code,
+    description)`` when the service answered with an error."""
+    msg = await nc.request(subject, data, timeout=timeout, headers=headers)
+    err = core.error_of(msg)
+    if err is not None:
+        raise err
+    return msg
+

@@ -1,0 +1,472 @@
+"""The NATS service API (ADR-32, nats.go ``micro``), written once and free of I/O.
+
+Both flavours (:mod:`jetwire.aio.micro`, and :mod:`jetwire.micro` generated from it) use
+this module for everything that does not move bytes: name, version and subject checks,
+endpoint subjects and queue groups (service -> group -> endpoint inheritance), the
+per-endpoint counters, the ``io.nats.micro.v1.*`` documents the service answers with,
+the typed results of the discovery client, and the service-error headers.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
+
+import orjson
+
+from .errors import InvalidServiceConfigError, InvalidServiceNameError, InvalidServiceVersionError, ServiceError
+from .jetstream._json import Model, duration
+
+__all__ = ["ServicePing", "ServiceInfo", "ServiceStats", "EndpointInfo", "EndpointStats"]
+
+DEFAULT_QUEUE_GROUP = "q"
+API_PREFIX = "$SRV"
+ERROR_HEADER = "Nats-Service-Error"
+ERROR_CODE_HEADER = "Nats-Service-Error-Code"
+PING_RESPONSE_TYPE = "io.nats.micro.v1.ping_response"
+INFO_RESPONSE_TYPE = "io.nats.micro.v1.info_response"
+STATS_RESPONSE_TYPE = "io.nats.micro.v1.stats_response"
+VERBS = ("PING", "INFO", "STATS")
+
+# the regular expressions of ADR-32 / nats.go micro (semver: the one semver.org suggests),
+# used with fullmatch (a "$" would let a trailing newline through)
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+_SEMVER_RE = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")
+_BAD_SUBJECT_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+# ------------------------------------------------------------------------ validation
+
+
+def check_name(name: Any) -> str:
+    """A service name: ``[A-Za-z0-9_-]+``, else ``InvalidServiceNameError``."""
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise InvalidServiceNameError(f"invalid service name {name!r}: use A-Z, a-z, 0-9, '-' and '_'")
+    return name
+
+
+def check_version(version: Any) -> str:
+    """A semantic version (2.0.0), else ``InvalidServiceVersionError``."""
+    if not isinstance(version, str) or not _SEMVER_RE.fullmatch(version):
+        raise InvalidServiceVersionError(f"invalid service version {version!r}: not a semantic version (x.y.z)")
+    return version
+
+
+def check_endpoint_name(name: Any) -> str:
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise InvalidServiceConfigError(f"invalid endpoint name {name!r}: use A-Z, a-z, 0-9, '-' and '_'")
+    return name
+
+
+def check_subject(subject: Any, what: str = "endpoint subject") -> str:
+    """A subject an endpoint can listen on: tokens joined by '.', wildcards allowed, '>'
+    only as the last token, no whitespace or control characters."""
+    if not isinstance(subject, str) or not subject or _BAD_SUBJECT_CHARS.search(subject):
+        raise InvalidServiceConfigError(f"invalid {what} {subject!r}")
+    tokens = subject.split(".")
+    for i, tok in enumerate(tokens):
+        if not tok or (">" in tok and (tok != ">" or i != len(tokens) - 1)) or ("*" in tok and tok != "*"):
+            raise InvalidServiceConfigError(f"invalid {what} {subject!r}")
+    return subject
+
+
+def check_group_name(name: Any) -> str:
+    """A group prefix: a subject without '>' (ADR-32), or '' (no prefix)."""
+    if name == "":
+        return name
+    check_subject(name, "group name")
+    if ">" in name:
+        raise InvalidServiceConfigError(f"invalid group name {name!r}: a group cannot hold '>'")
+    return name
+
+
+def check_queue_group(qg: Any) -> Optional[str]:
+    """None (inherit), '' (no queue group), or a queue group name (one token-ish: no
+    whitespace, no '>' or '*')."""
+    if qg is None or qg == "":
+        return qg
+    if not isinstance(qg, str) or _BAD_SUBJECT_CHARS.search(qg) or ">" in qg or "*" in qg:
+        raise InvalidServiceConfigError(f"invalid queue group {qg!r}")
+    return qg
+
+
+def check_metadata(metadata: Any, what: str = "metadata") -> Dict[str, str]:
+    """A copy of ``metadata`` (str -> str; None gives {}): it is immutable once set."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                  for k, v in metadata.items()):
+        raise InvalidServiceConfigError(f"{what} must be a dict of str to str")
+    return dict(metadata)
+
+
+def resolve_queue_group(own: Optional[str], parent: Optional[str]) -> str:
+    """ADR-32 queue-group inheritance (service -> group -> endpoint): ``own`` None inherits
+    ``parent``; '' means no queue group (a plain subscription, every instance gets every
+    request); a parent of None falls back to the default ``"q"``."""
+    if own is not None:
+        return own
+    if parent is not None:
+        return parent
+    return DEFAULT_QUEUE_GROUP
+
+
+def join_subject(prefix: str, subject: str) -> str:
+    """``prefix.subject`` (just ``subject`` without a prefix)."""
+    return f"{prefix}.{subject}" if prefix else subject
+
+
+def control_subject(verb: str, name: Optional[str] = None, id: Optional[str] = None,  # noqa: A002
+                    prefix: str = API_PREFIX) -> str:
+    """``$SRV.<verb>``, ``$SRV.<verb>.<name>`` or ``$SRV.<verb>.<name>.<id>``."""
+    verb = verb.upper()
+    if verb not in VERBS:
+        raise InvalidServiceConfigError(f"unknown verb {verb!r}; one of {', '.join(VERBS)}")
+    if id is not None and name is None:
+        raise InvalidServiceConfigError("a service id needs the service name")
+    if name is None:
+        return f"{prefix}.{verb}"
+    if id is None:
+        return f"{prefix}.{verb}.{name}"
+    return f"{prefix}.{verb}.{name}.{id}"
+
+
+def control_subjects(verb: str, name: str, id: str) -> List[str]:  # noqa: A002
+    """The three subjects a service answers ``verb`` on: all services, its name, its id."""
+    return [control_subject(verb), control_subject(verb, name), control_subject(verb, name, id)]
+
+
+# ------------------------------------------------------------------------ time
+
+
+def format_time(t: datetime) -> str:
+    """RFC 3339 in UTC with microseconds, e.g. ``2026-11-25T12:30:49.123456Z`` (what nats.go
+    and nats-py both read)."""
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: Any) -> Optional[datetime]:
+    """An RFC 3339 time as an aware datetime (nanoseconds cut to microseconds); None when
+    absent or unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    m = re.match(r"^(.*?T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?$", text)
+    if m is None:
+        return None
+    base, frac, tz = m.groups()
+    frac = (frac or "")[:7]
+    tz = "+00:00" if tz in (None, "Z") else tz
+    try:
+        return datetime.fromisoformat(base + frac + tz)
+    except ValueError:
+        return None
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# ------------------------------------------------------------------------ typed documents
+
+
+# The five documents are ``Model`` dataclasses too: :mod:`jetwire.schemas` builds the
+# ``io.nats.micro.v1.*`` JSON Schemas from these very classes (wire names, durations in
+# nanoseconds, ``started`` RFC 3339); ``to_dict``/``from_dict`` are what the service
+# answers with and what the discovery client reads.
+@dataclass
+class EndpointInfo(Model):
+    """One endpoint of a ``ServiceInfo`` (``queue_group`` '' when it has none)."""
+
+    name: str
+    subject: str
+    queue_group: str = DEFAULT_QUEUE_GROUP
+    metadata: Dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "EndpointInfo":
+        return cls(name=d.get("name", ""), subject=d.get("subject", ""), queue_group=d.get("queue_group") or "",
+                   metadata=d.get("metadata") or {})
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "subject": self.subject, "queue_group": self.queue_group,
+                "metadata": self.metadata}
+
+
+@dataclass
+class EndpointStats(Model):
+    """One endpoint of a ``ServiceStats``; ``processing_time`` and
+    ``average_processing_time`` in float seconds (nanoseconds in the JSON)."""
+
+    name: str
+    subject: str
+    queue_group: str = DEFAULT_QUEUE_GROUP
+    num_requests: int = 0
+    num_errors: int = 0
+    last_error: str = ""
+    processing_time: float = duration(0.0)
+    average_processing_time: float = duration(0.0)
+    data: Any = None
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "EndpointStats":
+        return cls(name=d.get("name", ""), subject=d.get("subject", ""), queue_group=d.get("queue_group") or "",
+                   num_requests=int(d.get("num_requests") or 0), num_errors=int(d.get("num_errors") or 0),
+                   last_error=d.get("last_error") or "",
+                   processing_time=_seconds(d.get("processing_time")),
+                   average_processing_time=_seconds(d.get("average_processing_time")), data=d.get("data"))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "subject": self.subject, "queue_group": self.queue_group,
+                "num_requests": self.num_requests, "num_errors": self.num_errors, "last_error": self.last_error,
+                "processing_time": _nanos(self.processing_time),
+                "average_processing_time": _nanos(self.average_processing_time), "data": self.data}
+
+
+@dataclass
+class ServicePing(Model):
+    """A ``io.nats.micro.v1.ping_response``."""
+
+    TYPE: ClassVar[str] = PING_RESPONSE_TYPE
+
+    name: str
+    id: str
+    version: str
+    metadata: Dict[str, str] = field(default_factory=dict)
+    type: str = PING_RESPONSE_TYPE
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "ServicePing":
+        return cls(name=d.get("name", ""), id=d.get("id", ""), version=d.get("version", ""),
+                   metadata=d.get("metadata") or {}, type=d.get("type", PING_RESPONSE_TYPE))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"type": self.type, "name": self.name, "id": self.id, "version": self.version,
+                "metadata": self.metadata}
+
+
+@dataclass
+class ServiceInfo(Model):
+    """A ``io.nats.micro.v1.info_response``: the service and every endpoint."""
+
+    TYPE: ClassVar[str] = INFO_RESPONSE_TYPE
+
+    name: str
+    id: str
+    version: str
+    description: str = ""
+    metadata: Dict[str, str] = field(default_factory=dict)
+    endpoints: List[EndpointInfo] = field(default_factory=list)
+    type: str = INFO_RESPONSE_TYPE
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "ServiceInfo":
+        return cls(name=d.get("name", ""), id=d.get("id", ""), version=d.get("version", ""),
+                   description=d.get("description") or "", metadata=d.get("metadata") or {},
+                   endpoints=[EndpointInfo.from_dict(e) for e in d.get("endpoints") or ()],
+                   type=d.get("type", INFO_RESPONSE_TYPE))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"type": self.type, "name": self.name, "id": self.id, "version": self.version,
+                "metadata": self.metadata, "description": self.description,
+                "endpoints": [e.to_dict() for e in self.endpoints]}
+
+
+@dataclass
+class ServiceStats(Model):
+    """A ``io.nats.micro.v1.stats_response``: ``started`` is an aware datetime (UTC)."""
+
+    TYPE: ClassVar[str] = STATS_RESPONSE_TYPE
+
+    name: str
+    id: str
+    version: str
+    started: Optional[datetime] = None
+    metadata: Dict[str, str] = field(default_factory=dict)
+    endpoints: List[EndpointStats] = field(default_factory=list)
+    type: str = STATS_RESPONSE_TYPE
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "ServiceStats":
+        return cls(name=d.get("name", ""), id=d.get("id", ""), version=d.get("version", ""),
+                   started=parse_time(d.get("started")), metadata=d.get("metadata") or {},
+                   endpoints=[EndpointStats.from_dict(e) for e in d.get("endpoints") or ()],
+                   type=d.get("type", STATS_RESPONSE_TYPE))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"type": self.type, "name": self.name, "id": self.id, "version": self.version,
+                "metadata": self.metadata, "started": format_time(self.started or now_utc()),
+                "endpoints": [e.to_dict() for e in self.endpoints]}
+
+
+def _nanos(seconds: float) -> int:
+    return int(round(seconds * 1e9))
+
+
+def _seconds(nanos: Any) -> float:
+    try:
+        return int(nanos or 0) / 1e9
+    except (TypeError, ValueError):
+        return 0.0
+
+
+DOC_TYPES: Dict[str, Any] = {"PING": ServicePing, "INFO": ServiceInfo, "STATS": ServiceStats}
+
+
+def parse_doc(verb: str, data: bytes) -> Any:
+    """The typed document of a ``$SRV.<verb>`` answer (``ValueError`` when it is not JSON)."""
+    d = orjson.loads(data)
+    if not isinstance(d, dict):
+        raise ValueError("a service answered with something that is not a JSON object")
+    return DOC_TYPES[verb].from_dict(d)
+
+
+# ------------------------------------------------------------------------ endpoint state
+
+
+class EndpointCore:
+    """One endpoint: where it listens and its counters (``processing_ns``: total time in
+    the handler). Counters are changed by the one thread or task finishing a request
+    (the blocking flavour holds ``lock`` while it does)."""
+
+    __slots__ = ("name", "subject", "queue_group", "metadata", "num_requests", "num_errors", "last_error",
+                 "processing_ns")
+
+    def __init__(self, name: str, subject: str, queue_group: str, metadata: Dict[str, str]) -> None:
+        self.name = name
+        self.subject = subject
+        self.queue_group = queue_group
+        self.metadata = metadata
+        self.reset()
+
+    def reset(self) -> None:
+        self.num_requests = 0
+        self.num_errors = 0
+        self.last_error = ""
+        self.processing_ns = 0
+
+    def info(self) -> EndpointInfo:
+        return EndpointInfo(self.name, self.subject, self.queue_group, dict(self.metadata))
+
+    def stats(self, data: Any = None) -> EndpointStats:
+        n = self.num_requests
+        total = self.processing_ns
+        return EndpointStats(self.name, self.subject, self.queue_group, n, self.num_errors, self.last_error,
+                             total / 1e9, (total // n if n else 0) / 1e9, data)
+
+
+class ServiceCore:
+    """A service's identity, endpoints and documents (no I/O)."""
+
+    def __init__(self, name: str, version: str, id: str, description: Optional[str],  # noqa: A002
+                 metadata: Optional[Dict[str, str]], queue_group: Optional[str],
+                 stats_handler: Optional[Callable[[Any], Any]]) -> None:
+        self.name = check_name(name)
+        self.version = check_version(version)
+        if description is not None and not isinstance(description, str):
+            raise InvalidServiceConfigError("description must be a str")
+        self.description = description or ""
+        self.metadata = check_metadata(metadata)
+        self.queue_group = check_queue_group(queue_group)
+        self.stats_handler = stats_handler
+        self.id = id
+        self.started = now_utc()
+        self.endpoints: List[Tuple[EndpointCore, Any]] = []  # (core, the flavour's Endpoint)
+
+    def new_endpoint(self, prefix: str, name: str, subject: Optional[str], queue_group: Optional[str],
+                     parent_queue_group: Optional[str], metadata: Optional[Dict[str, str]]) -> EndpointCore:
+        """Check an endpoint's settings; its core with the subject and queue group it uses."""
+        check_endpoint_name(name)
+        if subject is not None:
+            check_subject(subject)
+        full = join_subject(prefix, subject if subject is not None else name)
+        check_subject(full)
+        qg = resolve_queue_group(check_queue_group(queue_group), parent_queue_group)
+        return EndpointCore(name, full, qg, check_metadata(metadata, "endpoint metadata"))
+
+    def reset(self) -> None:
+        for ep, _ in self.endpoints:
+            ep.reset()
+        self.started = now_utc()
+
+    def ping(self) -> ServicePing:
+        return ServicePing(self.name, self.id, self.version, dict(self.metadata))
+
+    def info(self) -> ServiceInfo:
+        return ServiceInfo(self.name, self.id, self.version, self.description, dict(self.metadata),
+                           [ep.info() for ep, _ in self.endpoints])
+
+    def stats(self) -> ServiceStats:
+        handler = self.stats_handler
+        eps = [ep.stats(handler(handle) if handler is not None else None) for ep, handle in self.endpoints]
+        return ServiceStats(self.name, self.id, self.version, self.started, dict(self.metadata), eps)
+
+    def answer(self, verb: str) -> bytes:
+        """The JSON a ``$SRV.<verb>`` request is answered with."""
+        if verb == "PING":
+            doc: Any = self.ping()
+        elif verb == "INFO":
+            doc = self.info()
+        else:
+            doc = self.stats()
+        return orjson.dumps(doc.to_dict(), default=_json_default)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, datetime):
+        return format_time(obj)
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj).decode("utf-8", "replace")
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    raise TypeError(f"stats data of type {type(obj).__name__} is not JSON serialisable")
+
+
+# ------------------------------------------------------------------------ errors on the wire
+
+
+def error_headers(code: Any, description: Any, headers: Any = None) -> Dict[str, Any]:
+    """The headers of a service error answer: ``headers`` plus ``Nats-Service-Error`` and
+    ``Nats-Service-Error-Code``."""
+    code = str(code)
+    description = str(description)
+    if not code:
+        raise InvalidServiceConfigError("a service error needs a code")
+    if not description:
+        raise InvalidServiceConfigError("a service error needs a description")
+    out: Dict[str, Any] = {}
+    if headers:
+        items = headers.items() if hasattr(headers, "items") else headers
+        for k, v in items:
+            out[k] = v
+    out[ERROR_HEADER] = description.replace("\r", " ").replace("\n", " ")
+    out[ERROR_CODE_HEADER] = code
+    return out
+
+
+def error_of(msg: Any) -> Optional[ServiceError]:
+    """The ``ServiceError`` a reply carries in its headers, or None."""
+    h = msg.headers
+    if h is None:
+        return None
+    code = h.get(ERROR_CODE_HEADER)
+    desc = h.get(ERROR_HEADER)
+    if code is None and desc is None:
+        return None
+    return ServiceError(code or "", desc or "", data=msg.data, headers=h)
+
+
+def exception_answer(exc: BaseException) -> Tuple[str, str]:
+    """(code, description) a handler's exception is answered with: a ``ServiceError``'s
+    own, else 500 and the exception's text."""
+    if isinstance(exc, ServiceError):
+        return exc.code or "500", exc.description or "service error"
+    text = str(exc)
+    return "500", f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+monotonic_ns = time.perf_counter_ns
