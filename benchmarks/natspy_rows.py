@@ -19,7 +19,7 @@ import sys
 from typing import Any, List, Tuple
 
 from jetwire.cli.rows import main
-from jetwire.cli.rows_aio import Signal
+from jetwire.cli.rows_aio import Signal, stamp_age
 
 PENDING = 64 * 1024 * 1024  # nats-py's client-side buffer for a fast publisher
 
@@ -46,6 +46,19 @@ class NatsPy:
                 done.set()
 
         return cb, done, count
+
+    def stamps(self, n: int) -> Tuple[Any, Any, List[int], List[float]]:
+        done = Signal()
+        count = [0]
+        lat: List[float] = []
+
+        async def cb(msg: Any) -> None:
+            lat.append(stamp_age(msg.data))
+            count[0] += 1
+            if count[0] == n:
+                done.set()
+
+        return cb, done, count, lat
 
     async def acks_complete(self, js: Any, timeout: float) -> None:
         await asyncio.wait_for(js.publish_async_completed(), timeout)

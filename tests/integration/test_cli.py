@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -462,6 +463,10 @@ def test_demo_small() -> None:
 # jetwire's rows come with the package; the nats-py peer's are benchmarks/natspy_rows.py
 # in the checkout (--peers DIR), never in the package.
 
+# the nats.go peer runs where Debian's golang-go and golang-github-nats-io-go-nats-dev are
+HAVE_GO = shutil.which("go") is not None and Path("/usr/share/gocode/src/github.com/nats-io/nats.go").is_dir()
+GO = {"nats.go"} if HAVE_GO else set()
+
 # makes `import nats` fail in a child interpreter, as in a venv without nats-py
 _NO_NATS_PY = (
     "import sys\n"
@@ -481,10 +486,10 @@ def _compare_args(server: Any, *extra: Any) -> List[str]:
             "-s", server.url, "--monitor", server.monitor_url, *[str(e) for e in extra]]
 
 
-def _ran_jetwire_only(summary: Any) -> None:
+def _ran_jetwire_only(summary: Any, also: Any = frozenset()) -> None:
     assert summary["failed"] is False
     for r in ("a", "c"):
-        assert set(summary["rows"][r]["clients"]) == {"jetwire", "jetwire.aio"}
+        assert set(summary["rows"][r]["clients"]) == {"jetwire", "jetwire.aio"} | set(also)
         for v in summary["rows"][r]["clients"].values():
             assert v["median"] is not None and v["failed"] == 0
 
@@ -496,21 +501,31 @@ def test_compare_runs_every_row_for_every_client_from_one_implementation(nats_se
               "-s", nats_server.url, "--monitor", nats_server.monitor_url)
     summary = js_out(res)
     assert summary["failed"] is False, summary
-    assert summary["clients"] == ["jetwire", "jetwire.aio", "nats-py"]
+    assert summary["clients"] == ["jetwire", "jetwire.aio", *sorted(GO), "nats-py", "raw"]
+    assert set(summary["rows"]) == {"a", "b", "c", "d", "e", "f", "f2", "g", "h", "m", "s"}
     for r, row in summary["rows"].items():
-        expected = {"jetwire", "jetwire.aio"} | ({"nats-py"} if r != "g" else set())
+        go = GO if r not in ("g", "m", "s") else set()  # nats.go 1.22: no continuous pull, no service row
+        expected = {"jetwire", "jetwire.aio"} | ({"nats-py"} if r != "g" else set()) | go | (
+            {"raw"} if r in ("a", "c", "d", "e", "h") else set())
         assert set(row["clients"]) == expected, r
         for c, v in row["clients"].items():
             assert v["median"] is not None and v["failed"] == 0, (r, c, v)
+            assert v["median"]["cpu_us"] > 0, (r, c)
         if r != "g":
             assert set(row["ratios"]) == {"jetwire", "jetwire.aio"}
+            assert set(row["ratios_go"]) == ({"jetwire", "jetwire.aio"} if go else set())
+            assert set(row["ratios_raw"]) == ({"jetwire", "jetwire.aio"} if "raw" in row["clients"] else set())
+    h = summary["rows"]["h"]["clients"]["jetwire"]["median"]
+    assert 0 < h["p50_us"] <= h["p99_us"] <= h["p999_us"]
 
 
 def test_compare_without_peer_rows_says_so_in_one_line_and_runs_jetwire(nats_server: Any, tmp_path: Path) -> None:
     res = run(*_compare_args(nats_server, "--peers", tmp_path))
     assert res.exit_code == 0, (res.output, stderr_of(res))
-    lines = [ln for ln in stderr_of(res).splitlines() if "nats-py" in ln]
-    assert lines == [f"nats-py rows unavailable: no natspy_rows.py in {tmp_path}; running jetwire's rows only"]
+    lines = [ln for ln in stderr_of(res).splitlines() if "rows unavailable" in ln]
+    assert lines == [f"nats.go rows unavailable: no natsgo_rows.py in {tmp_path}; running the other clients' rows",
+                     f"nats-py rows unavailable: no natspy_rows.py in {tmp_path}; running the other clients' rows",
+                     f"raw rows unavailable: no raw_rows.py in {tmp_path}; running the other clients' rows"]
     _ran_jetwire_only(json.loads(res.stdout))
     # the same through the environment variable
     out = sub_run(*_compare_args(nats_server), timeout=120, env={**os.environ, "JETWIRE_BENCH_PEERS": str(tmp_path)})
@@ -525,8 +540,25 @@ def test_compare_without_nats_py_installed_says_so_in_one_line(nats_server: Any)
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert [ln for ln in out.stderr.splitlines() if "nats-py" in ln] == [
-        "nats-py rows unavailable: nats-py is not installed (pip install nats-py); running jetwire's rows only"]
-    _ran_jetwire_only(json.loads(out.stdout))
+        "nats-py rows unavailable: nats-py is not installed (pip install nats-py); running the other clients' rows"]
+    _ran_jetwire_only(json.loads(out.stdout), GO | {"raw"})
+
+
+def test_compare_without_go_says_how_to_install_it_in_one_line(nats_server: Any, tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()  # a PATH without go
+    out = sub_run(*_compare_args(nats_server, "--clients", "jetwire,jetwire.aio,nats.go"), timeout=120,
+                  env={**os.environ, "PATH": str(tmp_path / "bin")})
+    assert out.returncode == 1
+    assert_one_line_error(out.stderr, "nats.go rows unavailable: go is not installed (apt-get install golang-go "
+                                      "golang-github-nats-io-go-nats-dev)")
+    out = sub_run(*_compare_args(nats_server), timeout=120, env={**os.environ, "PATH": str(tmp_path / "bin")})
+    assert out.returncode == 0, out.stderr
+    assert [ln for ln in out.stderr.splitlines() if "nats.go" in ln] == [
+        "nats.go rows unavailable: go is not installed (apt-get install golang-go golang-github-nats-io-go-nats-dev)"
+        "; running the other clients' rows"]
+    summary = json.loads(out.stdout)
+    for r in ("a", "c"):
+        assert set(summary["rows"][r]["clients"]) == {"jetwire", "jetwire.aio", "nats-py", "raw"}
 
 
 def test_compare_asked_for_nats_py_without_its_rows_fails(nats_server: Any, tmp_path: Path) -> None:
@@ -547,11 +579,15 @@ def test_benchmarks_scripts_find_their_peer_rows(nats_server: Any, tmp_path: Pat
     assert out.returncode == 0, out.stderr
     clients = json.loads(out.stdout)["rows"]["d"]["clients"]
     assert clients["nats-py"]["median"]["rate"] > 0 and clients["jetwire"]["median"]["rate"] > 0
-    for client in ("jetwire", "jetwire.aio", "nats-py"):
+    for client in ("jetwire", "jetwire.aio", "nats-py", *GO):  # (raw has no row f2)
         out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rows.py"), "f2", client, nats_server.url, "",
                               "0.01"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert out.returncode == 0, (client, out.stderr)
         assert json.loads(out.stdout)["n"] == 1000
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rows.py"), "e", "raw", nats_server.url, "",
+                          "0.01"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["n"] == 500
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "rows.py"), "g", "nats-py", nats_server.url],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stderr.strip() == "row g has no nats-py implementation"

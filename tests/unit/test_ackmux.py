@@ -118,6 +118,59 @@ def test_waiters_call_after_pop(impl):
     assert mux.pops == 2
 
 
+def test_submit_registers_then_publishes_with_the_token_reply(impl):
+    mux = make(impl)
+    sent = []
+
+    def publish(subject, data, reply):
+        sent.append((subject, data, reply))
+        return "result"
+
+    fut = impl.AckFuture()
+    assert mux.submit(fut, "orders.new", b"x", 2, 0.25, publish) == "result"
+    ((token, entry),) = mux.pending.items()
+    assert sent == [("orders.new", b"x", PREFIX + token)]
+    assert entry == (fut, "orders.new", None, b"x", 2, 0.25)
+    mux.on_msg(Msg(PREFIX + token, b'{"stream":"S","seq":7}'))
+    assert fut.result(0) == PubAck(stream="S", seq=7) and not mux.pending
+
+
+def test_submit_forgets_the_entry_when_publish_raises(impl):
+    mux = make(impl)
+
+    def failing(subject, data, reply):
+        raise ConnectionError("closed")
+
+    mux.submit(impl.AckFuture(), "s", b"1", 2, 0.25, lambda *a: None)  # stays pending
+    with pytest.raises(ConnectionError):
+        mux.submit(impl.AckFuture(), "s", b"2", 2, 0.25, failing)
+    assert [e[3] for e in mux.pending.values()] == [b"1"] and mux.pops == 0  # nobody waits
+    mux.stall_waiters.append(object())
+    mux.wake_at = 1
+    with pytest.raises(ConnectionError):
+        mux.submit(impl.AckFuture(), "s", b"3", 2, 0.25, failing)
+    assert len(mux.pending) == 1 and mux.pops == 1  # the stall waiter is due
+
+
+def test_after_pop_only_when_a_waiter_is_due(impl):
+    """No Python call per ack while the window stays above the stall waiters' low water
+    mark, or while acks are still pending for a completion waiter."""
+    mux = make(impl)
+    toks = [mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25) for _ in range(4)]
+    mux.stall_waiters.append(object())
+    mux.wake_at = 2
+    mux.on_msg(Msg(PREFIX + toks[0], b'{"stream":"S","seq":1}'))
+    assert mux.pops == 0  # 3 pending > 2
+    mux.on_msg(Msg(PREFIX + toks[1], b'{"stream":"S","seq":2}'))
+    assert mux.pops == 1  # 2 pending
+    mux.stall_waiters.clear()
+    mux.complete_waiters.append(object())
+    mux.on_msg(Msg(PREFIX + toks[2], b'{"stream":"S","seq":3}'))
+    assert mux.pops == 1  # one still pending
+    mux.on_msg(Msg(PREFIX + toks[3], b'{"stream":"S","seq":4}'))
+    assert mux.pops == 2
+
+
 @pytest.mark.parametrize("data", [
     b"", b'{"seq":1,"stream":"S"}', b'{"stream":"S","seq":1,"domain":"d"}', b'{"stream":"","seq":1}',
     b'{"stream":"S","seq":01}', b'{"stream":"S","seq":-1}', b'{"stream":"S","seq":1.0}', b'{"stream":"S","seq":}',

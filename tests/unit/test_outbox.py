@@ -475,6 +475,7 @@ class FakeTransport:
     def __init__(self) -> None:
         self.writes: list = []
         self.closed = False
+        self._reader = None  # the blocking transport's reader thread (never writes inline)
         self.write_paused = False
         self.flow_cb = None
         self.wrote = threading.Event()
@@ -529,7 +530,7 @@ def test_blocking_writer_drives_the_outbox(impl):
         assert ob.threshold == FLUSH_THRESHOLD and ob.lock is w.lock
         tr = FakeTransport()
         w.set_transport(tr)
-        ob.publish("a", b"1")  # wakes the flusher thread
+        ob.publish("a", b"1")  # a quiet connection: sent by this thread (else the flusher's)
         assert tr.wrote.wait(5)
         for _ in range(100):
             if not ob.buf:

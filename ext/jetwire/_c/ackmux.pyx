@@ -149,8 +149,9 @@ cdef class AckMux:
     ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, n)``
     (the ack type's constructor, such as ``PubAck.plain``), which resolves the
     entry's future through its ``set_result`` (an error from it -- a future done or
-    cancelled already -- is ignored); then, when stall or completion waiters were
-    registered, ``self._after_pop()`` runs. Any other reply (or ``make_ack`` None) goes
+    cancelled already -- is ignored); then ``self._after_pop()`` runs when it has
+    someone to wake: a stall waiter once at most ``wake_at`` entries are pending, a
+    completion waiter once none is. Any other reply (or ``make_ack`` None) goes
     to ``self._other(msg, token, entry)`` after the entry was popped.
 
     Threads: ``lock`` (None: a single thread) guards ``_n`` and ``pending``'s entries
@@ -197,10 +198,46 @@ cdef class AckMux:
                 release_any(lock)
         return token
 
+    def submit(self, fut, subject, data, retries, retry_wait, publish):
+        """``add(fut, subject, None, data, retries, retry_wait)`` and then
+        ``publish(subject, data, prefix + token)``, whose result it returns; when
+        ``publish`` raises, the entry is removed again (waking a waiter that is due) and
+        the exception propagates."""
+        cdef object entry = (fut, subject, None, data, retries, retry_wait)
+        cdef object lock = self.lock
+        cdef object token
+        cdef Py_ssize_t n
+        cdef bint wake
+        if lock is not None:
+            acquire_any(lock)
+        try:
+            self._n += 1
+            token = str(self._n)
+            self.pending[token] = entry
+        finally:
+            if lock is not None:
+                release_any(lock)
+        try:
+            return publish(subject, data, self.prefix + token)
+        except BaseException:
+            if lock is not None:
+                acquire_any(lock)
+            try:
+                self.pending.pop(token, None)
+                n = len(self.pending)
+                wake = (bool(self.stall_waiters) and n <= self.wake_at) or (bool(self.complete_waiters) and n == 0)
+            finally:
+                if lock is not None:
+                    release_any(lock)
+            if wake:
+                self._after_pop()
+            raise
+
     def on_msg(self, msg):
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
         cdef object subject, data, token, entry, name, ack, lock
         cdef long long seq = 0
+        cdef Py_ssize_t n
         cdef bint wake
         if isinstance(msg, MsgBase):
             subject = (<MsgBase>msg).c_subject
@@ -214,7 +251,8 @@ cdef class AckMux:
             acquire_any(lock)
         try:
             entry = self.pending.pop(token, None)
-            wake = bool(self.stall_waiters) or bool(self.complete_waiters)
+            n = len(self.pending)
+            wake = (bool(self.stall_waiters) and n <= self.wake_at) or (bool(self.complete_waiters) and n == 0)
         finally:
             if lock is not None:
                 release_any(lock)

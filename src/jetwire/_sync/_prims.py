@@ -21,6 +21,12 @@ def new_future() -> "concurrent.futures.Future[Any]":
     return concurrent.futures.Future()
 
 
+def future_maker(cls: Any = None) -> Callable[[], "concurrent.futures.Future[Any]"]:
+    """A function making futures (``new_future``, or ``cls``; the asyncio flavour binds
+    its loop)."""
+    return new_future if cls is None else cls
+
+
 class Waiter:
     """A one-shot future for one waiting thread (requests): ``done()``, ``set_result()``,
     ``set_exception()`` like a ``concurrent.futures.Future``, waited for with

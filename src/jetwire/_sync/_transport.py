@@ -221,6 +221,11 @@ class Transport:
 
 
 FLUSH_THRESHOLD = 64 * 1024
+# a publish finding the connection quiet this long (seconds since the last write) is
+# sent by the publishing thread itself: no flusher wake-up for a lone message
+QUIET = 20e-6
+_clock = time.perf_counter
+_current_thread = threading.current_thread
 
 
 class _Local(threading.local):
@@ -231,8 +236,10 @@ class Writer:
     """Moves the core's write buffer (``core.outbox``) to the socket from a flusher thread
     (or inline when large).
 
-    It wires the outbox's fast path: ``on_first`` wakes the flusher thread, ``on_full``
-    flushes inline at ``FLUSH_THRESHOLD`` bytes. ``lock`` guards Python-level appends to
+    It wires the outbox's fast path: ``on_first`` wakes the flusher thread (or, when
+    nothing was written for ``QUIET`` seconds, sends at once from the publishing thread:
+    a lone message costs no thread handoff, a stream of them is batched by the flusher),
+    ``on_full`` flushes inline at ``FLUSH_THRESHOLD`` bytes. ``lock`` guards Python-level appends to
     ``core.wbuf`` and every ``outbox.take()``; the pure outbox's ``publish`` takes it too,
     the compiled one needs no lock (each of its operations is atomic under the GIL).
     """
@@ -249,6 +256,9 @@ class Writer:
         self._ev = threading.Event()
         self._local = _Local()
         self._closed = False
+        # when flush_now last wrote (perf_counter; set under _send_lock, read without it
+        # by kick: a stale value only picks the other of two correct ways to send)
+        self._last_write = 0.0
         outbox.threshold = FLUSH_THRESHOLD
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
@@ -262,7 +272,8 @@ class Writer:
         self.tr = tr
 
     def kick(self) -> None:
-        if self.tr is None:
+        tr = self.tr
+        if tr is None:
             return
         if len(self.outbox.buf) >= FLUSH_THRESHOLD:
             self.flush_now()
@@ -275,6 +286,11 @@ class Writer:
                 # Once per wake-up of that thread: more publishes from the same
                 # callbacks go through the flusher again.
                 local.idle = None
+                self.flush_now()
+                return
+            if _clock() - self._last_write > QUIET and tr._reader is not _current_thread():
+                # a quiet connection: send now, from this thread (never from the reader,
+                # which must not wait on a write while the server may be waiting on it)
                 self.flush_now()
                 return
             self._ev.set()
@@ -294,8 +310,10 @@ class Writer:
                 buf = self.outbox.take()
             if not buf:
                 return
+            self._last_write = _clock()  # a write under way: not quiet
             try:
                 tr.write(buf)
+                self._last_write = _clock()
             except NatsTimeoutError as exc:  # stuck: fail the connection (it reconnects)
                 if self.on_stuck is not None:
                     self.on_stuck(exc)

@@ -191,6 +191,7 @@ class Client:
         self._resp_prefix_len = 0
         self._resp_map: Dict[str, Any] = {}
         self._resp_n = 0
+        self._new_waiter: Callable[[], Any] = prims.new_waiter  # bound to the loop on connect
         # what the layers above registered through the link
         self._on_reconnect: List[Callable[[], None]] = []
         self._on_lost_cbs: List[Callable[[BaseException], None]] = []
@@ -210,6 +211,8 @@ class Client:
         outbox.slow = self._publish_slow
         # the common publish is one call into the outbox (see Client.publish)
         self.publish = outbox.publish  # type: ignore[method-assign]
+        self._new_waiter = prims.future_maker()  # aio-only: no loop look-up per request
+        self._new_waiter = prims.new_waiter
         core.status = CONNECTING
         last: Optional[BaseException] = None
         auth_err: Optional[BaseException] = None
@@ -702,7 +705,7 @@ class Client:
         prefix = self._resp_prefix or self._resp_mux()
         self._resp_n += 1
         token = str(self._resp_n)
-        fut = prims.new_waiter()
+        fut = self._new_waiter()
         self._resp_map[token] = fut
         # asyncio: sent at the end of this loop turn, in one write with every other request
         # and reply queued in it (a write per request was a third of a busy requester's time);

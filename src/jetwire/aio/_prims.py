@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import weakref
 from collections import deque
@@ -19,6 +20,17 @@ def new_future() -> "asyncio.Future[Any]":
 
 
 new_waiter = new_future  # a future for exactly one waiter (the blocking flavour's is lighter)
+
+
+def future_maker(cls: Any = None) -> Callable[[], "asyncio.Future[Any]"]:
+    """A function making futures (of class ``cls``, an ``asyncio.Future``, if given) of
+    the running loop: ``new_future`` without looking the loop up per call (which costs a
+    ``getpid`` system call). Call it from the loop the futures are for."""
+    loop = asyncio.get_running_loop()
+    if cls is None:
+        return loop.create_future
+    return functools.partial(cls, loop=loop)
+
 
 
 class _Deadlines:
@@ -89,13 +101,15 @@ async def wait_future(fut: "asyncio.Future[Any]", timeout: Optional[float]) -> A
 
 
 class Signal:
-    """A level-triggered wake-up flag for one waiter at a time."""
+    """A level-triggered wake-up flag for one waiter at a time (the loop of its first
+    ``wait`` is kept: one loop waits on a signal)."""
 
-    __slots__ = ("_flag", "_waiter")
+    __slots__ = ("_flag", "_waiter", "_loop")
 
     def __init__(self) -> None:
         self._flag = False
         self._waiter: Optional[asyncio.Future[Any]] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
 
     def set(self) -> None:
         self._flag = True
@@ -114,7 +128,9 @@ class Signal:
             return True
         if timeout is not None and timeout <= 0:
             return False
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._loop = asyncio.get_running_loop()
         fut = loop.create_future()
         self._waiter = fut
         handle = None

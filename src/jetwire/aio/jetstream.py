@@ -203,6 +203,12 @@ class JetStream:
         self._timeout = timeout
         self._max_pending = publish_async_max_pending
         self._mux: Optional[PubAckMux] = None
+        self._publish = nc.publish  # the outbox's compiled fast path once connected
+        # what publish_async returns: a future of the connection's loop (made without
+        # looking the loop up per message; set on first use) / an AckFuture, cheap to
+        # make and resolve
+        self._make_future: Any = None  # aio-only
+        # sync-only: self._make_future = _new_future
         self._nuid = NUID()
         self._sweep_lock = prims.write_lock()
         self._sweeper: Any = None
@@ -756,6 +762,22 @@ class JetStream:
         their acks. ``timeout`` bounds the wait for an ack (deadlines are checked every
         50 ms). ``ttl``: a per-message TTL, as in :meth:`publish`."""
         mux = self._mux
+        if mux is not None and headers is None and timeout is None and msg_id is None and ttl is None \
+                and expected_stream is None and expected_last_seq is None and expected_last_subject_seq is None \
+                and expected_last_msg_id is None and not mux.closed and len(mux.pending) < self._max_pending:
+            # the common case: no headers, room in the window; the PUB goes through the
+            # client's publish (the outbox's compiled fast path; it checks max_payload)
+            make = self._make_future
+            if make is None:  # aio-only
+                make = self._make_future = prims.future_maker(_new_future)  # aio-only
+            fut = make()
+            fut._pub = (subject, data, None, self._on_fail)
+            # registered and published in one compiled call (removed again if publish raises)
+            # aio: what publish returns is done, or (congested) done once the socket drains
+            r = mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish)  # aio-only
+            await r  # aio-only
+            # sync-only: mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish)
+            return fut
         if mux is None or mux.closed:
             mux = self._pub_mux()
         if len(mux.pending) >= self._max_pending:
@@ -773,7 +795,10 @@ class JetStream:
         link = self._link
         if size > link.max_payload:
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {link.max_payload}")
-        fut = _new_future()
+        make = self._make_future
+        if make is None:  # aio-only
+            make = self._make_future = prims.future_maker(_new_future)  # aio-only
+        fut = make()
         fut._pub = (subject, data, headers, self._on_fail)
         token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait)
         try:

@@ -787,26 +787,29 @@ for _mode in MODES:
 
 
 @bench.command("compare")
-@click.option("--rows", default="a,b,c,d,e,f,f2,g", show_default=True,
+@click.option("--rows", default="a,b,c,d,e,f,f2,g,h", show_default=True,
               help="Rows of BENCHMARKS.md (comma separated, or 'all').")
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1), help="Rounds (medians are reported).")
 @click.option("--scale", default=1.0, show_default=True, type=click.FloatRange(min=0.0001),
               help="Multiply the rows' message counts (0.05 for a smoke run).")
-@click.option("--clients", default=None, help="Clients to run (default: jetwire,jetwire.aio,nats-py when available).")
+@click.option("--clients", default=None,
+              help="Clients to run (default: jetwire,jetwire.aio,nats.go,nats-py,raw when available).")
 @click.option("--peers", default=None, metavar="DIR", envvar="JETWIRE_BENCH_PEERS",
               type=click.Path(exists=True, file_okay=False),
-              help="Folder holding the nats-py rows, natspy_rows.py (default: the benchmarks/ folder of the "
-                   "source checkout; they are not in the package).")
+              help="Folder holding the peers' rows, natspy_rows.py, natsgo_rows.py and raw_rows.py (default: the "
+                   "benchmarks/ folder of the source checkout; they are not in the package).")
 @click.option("-s", "--server", default=None, metavar="URL", help="A running server (default: a fresh embedded one).")
 @click.option("--monitor", default=None, metavar="URL", help="Monitoring URL of --server (row a accounting).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], peers: Optional[str],
                 server: Optional[str], monitor: Optional[str], as_json: bool) -> None:
-    """Run the BENCHMARKS.md rows for jetwire (both flavours) and nats-py, each in its own
-    process, in turns, on one fresh server; print medians and ratios.
+    """Run the BENCHMARKS.md rows for jetwire (both flavours), nats.go and nats-py, each in
+    its own process, in turns, on one fresh server; print medians and ratios.
 
-    jetwire's rows come with the package; nats-py's are benchmarks/natspy_rows.py in a
-    source checkout (--peers) and need nats-py. Without them, jetwire's rows run alone."""
+    jetwire's rows come with the package; the peers' are benchmarks/natspy_rows.py (needs
+    nats-py) and benchmarks/natsgo_rows.py (needs go and Debian's nats.go: apt-get install
+    golang-go golang-github-nats-io-go-nats-dev) in a source checkout (--peers). A peer
+    that cannot run is left out with one line saying why."""
     from . import compare as cmp
     from .rows import ROWS
 
@@ -816,13 +819,17 @@ def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], pe
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     folder = None
-    if "nats-py" in client_list:
-        folder, why = cmp.find_peers(peers)
-        if folder is None:
+    for peer in cmp.PEER_FILES:
+        if peer not in client_list:
+            continue
+        found, why = cmp.find_peers(peers, peer)
+        if found is None:
             if clients:  # asked for by name: not a run without it
-                raise CliError(f"nats-py rows unavailable: {why}")
-            client_list.remove("nats-py")
-            click.echo(cmp.unavailable_line(why), err=True)
+                raise CliError(f"{peer} rows unavailable: {why}")
+            client_list.remove(peer)
+            click.echo(cmp.unavailable_line(why, peer), err=True)
+        else:
+            folder = found
     err = console(stderr=True)
     quiet = as_json
     status = None
@@ -871,15 +878,21 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
 
     con = console()
     t = Table(title=f"medians over {summary['rounds']} round(s), scale {summary['scale']:g}; "
-                    "ratio = times better than nats-py", title_justify="left", header_style="bold")
+                    "ratio = times better than nats.go (go) / nats-py (py) / the raw-socket limit (raw): "
+                    "rates jetwire/peer, "
+                    "latency peer/jetwire (p50 for c, p99 for h); cpu = client CPU per message",
+              title_justify="left", header_style="bold")
     t.add_column("row")
-    t.add_column("what")
+    t.add_column("what", min_width=20)
     t.add_column("n", justify="right")
     for c in clients:
         t.add_column(c, justify="right")
-    ratio_cols = [c for c in clients if c != "nats-py"] if "nats-py" in clients else []
+    short = {"nats.go": "go", "nats-py": "py", "raw": "raw"}
+    keys = {"nats.go": "ratios_go", "nats-py": "ratios", "raw": "ratios_raw"}
+    peers = [p for p in short if p in clients]
+    ratio_cols = [c for c in clients if c.startswith("jetwire")] if peers else []
     for c in ratio_cols:
-        t.add_column(f"{c}\nratio", justify="right")
+        t.add_column(f"{c}\nvs " + " / ".join(short[p] for p in peers), justify="right")
     t.add_column("target")
     for r, row in summary["rows"].items():
         spec = ROWS[r]
@@ -902,17 +915,24 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
                     txt += f"\n{m['cpu_rate']:,.0f}/s CPU"
                 if "vs_pure" in m:
                     txt += f"\n{m['vs_pure']:.1f}x pure twin"
+                if "p999_us" in m:
+                    txt += f"\np99.9 {m['p999_us']:.0f}us"
+                if "cpu_us" in m:
+                    txt += f"\ncpu {m['cpu_us']:.2f}us"
                 if v["failed"]:
                     txt += f"\n[red]{v['failed']} failed[/red]"
                 cells.append(txt)
         for c in ratio_cols:
-            x = row["ratios"].get(c)
-            if x is None and c in row.get("vs_f", {}):
+            parts = []
+            for p in peers:
+                x = row.get(keys[p], {}).get(c)
+                parts.append(f"{x:.2f}x" if x is not None else "-")
+            if all(x == "-" for x in parts) and c in row.get("vs_f", {}):
                 cells.append(f"{row['vs_f'][c]:.2f}x of f")
-            elif c in row.get("p50_ratios", {}):
-                cells.append(f"{x:.2f}x\np50 {row['p50_ratios'][c]:.2f}x")
             else:
-                cells.append(f"{x:.2f}x" if x is not None else "[dim]-[/dim]")
+                if c in row.get("p50_ratios", {}):
+                    parts.append(f"p50 {row['p50_ratios'][c]:.2f}x of py")
+                cells.append("\n".join(parts))
         cells.append(row["target"])
         t.add_row(*cells)
     con.print(t)

@@ -1,4 +1,4 @@
-"""Side-by-side comparison of jetwire (blocking and asyncio) with nats-py on one server.
+"""Side-by-side comparison of jetwire (blocking and asyncio) with nats.go and nats-py on one server.
 
 One implementation behind both ``jetwire bench compare`` and ``benchmarks/compare.py``:
 
@@ -7,15 +7,17 @@ One implementation behind both ``jetwire bench compare`` and ``benchmarks/compar
 
 Each (row, client) runs in its own process (``python -m jetwire.cli.rows``), in turns,
 for several rounds, against one fresh embedded server (or ``--server``); the median of
-each is reported with the ratio jetwire / nats-py. Rows are those of BENCHMARKS.md. A
-row whose messages are not all accounted for fails instead of reporting a number, and
-the run exits non-zero.
+each is reported with the ratios jetwire / nats.go and jetwire / nats-py. Rows are those
+of BENCHMARKS.md. A row whose messages are not all accounted for fails instead of
+reporting a number, and the run exits non-zero.
 
-jetwire's rows come from this package. The peer's (nats-py) are not part of it: they are
-``natspy_rows.py`` in a ``benchmarks/`` folder (``--peers DIR``; by default
-``$JETWIRE_BENCH_PEERS``, else the ``benchmarks/`` of the source checkout jetwire runs
-from) and need nats-py installed. Without them one line says why, and jetwire's rows
-run alone.
+jetwire's rows come from this package. The peers' are not part of it: they are
+``natspy_rows.py`` (needs nats-py installed), ``natsgo_rows.py`` (a Go program over
+nats.go; needs ``go`` and Debian's nats.go package) and ``raw_rows.py`` (the raw-socket
+limit: stdlib sockets, no client logic) in a ``benchmarks/`` folder
+(``--peers DIR``; by default ``$JETWIRE_BENCH_PEERS``, else the ``benchmarks/`` of the
+source checkout jetwire runs from). Without them one line per peer says why, and the
+other clients' rows run.
 
 No click or rich here.
 """
@@ -32,10 +34,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ._stats import median
 from .rows import ROW_ORDER, ROWS, supported
 
-CLIENTS = ["jetwire", "jetwire.aio", "nats-py"]
-
+CLIENTS = ["jetwire", "jetwire.aio", "nats.go", "nats-py", "raw"]
 
 PEER_FILE = "natspy_rows.py"
+# the peers' row files (in the benchmarks/ folder, not in the package)
+PEER_FILES = {"nats.go": "natsgo_rows.py", "nats-py": PEER_FILE, "raw": "raw_rows.py"}
+REFERENCE = "nats.go"  # the peer the targets of BENCHMARKS.md are ratios against
 
 
 def default_peers() -> Optional[str]:
@@ -49,15 +53,29 @@ def default_peers() -> Optional[str]:
     return cand if os.path.isfile(os.path.join(cand, PEER_FILE)) else None
 
 
-def find_peers(peers: Optional[str] = None) -> Tuple[Optional[str], str]:
-    """``(folder, "")`` when the nats-py rows can run: ``peers`` (or :func:`default_peers`)
-    holds ``natspy_rows.py`` and nats-py is installed; else ``(None, why not)``."""
+def find_peers(peers: Optional[str] = None, client: str = "nats-py") -> Tuple[Optional[str], str]:
+    """``(folder, "")`` when the rows of peer ``client`` can run: ``peers`` (or
+    :func:`default_peers`) holds its row file and what it needs is installed (nats-py;
+    ``go`` and nats.go, whose program is built here once); else ``(None, why not)``."""
+    name = PEER_FILES[client]
     folder = peers or default_peers()
     if folder is None:
-        return None, (f"no benchmarks/{PEER_FILE} (they are not in the jetwire package: run from a "
+        return None, (f"no benchmarks/{name} (they are not in the jetwire package: run from a "
                       "source checkout, or pass --peers DIR)")
-    if not os.path.isfile(os.path.join(folder, PEER_FILE)):
-        return None, f"no {PEER_FILE} in {folder}"
+    if not os.path.isfile(os.path.join(folder, name)):
+        return None, f"no {name} in {folder}"
+    if client == "raw":  # stdlib sockets: nothing to install
+        return os.path.abspath(folder), ""
+    if client == "nats.go":
+        try:
+            out = subprocess.run([sys.executable, os.path.join(folder, name), "--prepare"], capture_output=True,
+                                 text=True, timeout=900)
+        except subprocess.TimeoutExpired:
+            return None, "building the nats.go program timed out"
+        if out.returncode != 0:
+            text = (out.stdout or out.stderr or "").strip()
+            return None, text.splitlines()[-1] if text else f"{name} --prepare: exit status {out.returncode}"
+        return os.path.abspath(folder), ""
     try:
         found = importlib.util.find_spec("nats") is not None and importlib.util.find_spec("nats.js") is not None
     except (ImportError, ValueError):
@@ -67,9 +85,9 @@ def find_peers(peers: Optional[str] = None) -> Tuple[Optional[str], str]:
     return os.path.abspath(folder), ""
 
 
-def unavailable_line(why: str) -> str:
-    """The one line printed when the nats-py rows cannot run."""
-    return f"nats-py rows unavailable: {why}; running jetwire's rows only"
+def unavailable_line(why: str, client: str = "nats-py") -> str:
+    """The one line printed when a peer's rows cannot run."""
+    return f"{client} rows unavailable: {why}; running the other clients' rows"
 
 
 def parse_rows(text: str) -> List[str]:
@@ -93,12 +111,14 @@ def parse_clients(text: Optional[str]) -> List[str]:
 def run_worker(row: str, client: str, url: str, monitor: str, scale: float, timeout: float = 600,
                peers: Optional[str] = None) -> Dict[str, Any]:
     """One row for one client in a fresh process; ``{"error": ...}`` when it failed
-    (``peers``: the folder of the nats-py rows, see :func:`find_peers`)."""
-    if client == "nats-py":
-        folder, why = find_peers(peers)
+    (``peers``: the folder of the peers' rows, see :func:`find_peers`)."""
+    if client in PEER_FILES:
+        folder = peers
         if folder is None:
-            return {"error": why}
-        cmd = [sys.executable, os.path.join(folder, PEER_FILE)]
+            folder, why = find_peers(peers, client)
+            if folder is None:
+                return {"error": why}
+        cmd = [sys.executable, os.path.join(folder, PEER_FILES[client])]
     else:
         cmd = [sys.executable, "-m", "jetwire.cli.rows"]
     cmd += [row, client, url, monitor or "", repr(scale)]
@@ -127,8 +147,8 @@ def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0
 
     Without ``server`` one fresh embedded nats-server (JetStream, file storage) is
     started for the whole run and stopped afterwards. (row, client) pairs with no
-    implementation (nats-py has no row g) are left out. ``peers``: the folder of the
-    nats-py rows (see :func:`find_peers`).
+    implementation (the peers have no row g) are left out. ``peers``: the folder of the
+    peers' rows (see :func:`find_peers`).
     """
     srv = None
     if server:
@@ -159,16 +179,20 @@ def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0
 
 
 def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
-    """Medians per (row, client), ratios against nats-py (and g against f), failures.
+    """Medians per (row, client), ratios against nats-py and nats.go (and g against f),
+    failures.
 
     ``{"rows": {row: {"title", "kind", "target", "clients": {client: {"median": {...},
-    "runs", "failed", "errors"}}, "ratios": {client: x}}}, "failed": bool}``
+    "runs", "failed", "errors"}}, "ratios": {client: x}, "ratios_go": {client: x}}},
+    "failed": bool}`` (``ratios``: against nats-py; ``ratios_go``: against nats.go;
+    ``ratios_raw``: against the raw-socket limit)
     """
     out: Dict[str, Any] = {"rows": {}, "failed": False}
     for r, per_client in results.items():
         spec = ROWS[r]
         row_out: Dict[str, Any] = {"title": spec.title, "short": spec.short, "kind": spec.kind,
-                                   "target": spec.target, "clients": {}, "ratios": {}}
+                                   "target": spec.target, "clients": {}, "ratios": {}, "ratios_go": {},
+                                   "ratios_raw": {}}
         for c, runs in per_client.items():
             ok = [x for x in runs if "error" not in x]
             errors = [x["error"] for x in runs if "error" in x]
@@ -178,13 +202,14 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
             if ok:
                 med = {k: median([x[k] for x in ok]) for k in ok[0] if isinstance(ok[0][k], (int, float))}
             row_out["clients"][c] = {"median": med, "runs": len(runs), "failed": len(errors), "errors": errors}
-        base = (row_out["clients"].get("nats-py") or {}).get("median")
-        for c, v in row_out["clients"].items():
-            if c != "nats-py" and base and v["median"]:
-                row_out["ratios"][c] = spec.ratio(v["median"], base)
-                p50 = spec.p50_ratio(v["median"], base)
-                if p50 is not None:
-                    row_out.setdefault("p50_ratios", {})[c] = p50
+        for peer, key in (("nats-py", "ratios"), (REFERENCE, "ratios_go"), ("raw", "ratios_raw")):
+            base = (row_out["clients"].get(peer) or {}).get("median")
+            for c, v in row_out["clients"].items():
+                if c.startswith("jetwire") and base and v["median"]:
+                    row_out[key][c] = spec.ratio(v["median"], base)
+                    p50 = spec.p50_ratio(v["median"], base)
+                    if p50 is not None and peer == "nats-py":
+                        row_out.setdefault("p50_ratios", {})[c] = p50
         row_out["n"] = max(1, int(spec.count * scale))
         out["rows"][r] = row_out
     g, f = out["rows"].get("g"), out["rows"].get("f")
@@ -198,9 +223,10 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
 
 def format_summary(summary: Dict[str, Any], rounds: int) -> str:
     """Plain-text report (``benchmarks/compare.py``; the CLI draws a rich table instead)."""
-    lines = [f"medians over {rounds} round(s); ratio = how many times better than nats-py "
-             "(rates: jetwire/nats-py, latency: nats-py p50 / jetwire p50; service rows: the request "
-             "rate's ratio, and p50 as a fraction of nats-py's)"]
+    lines = [f"medians over {rounds} round(s); ratio = how many times better than nats.go (go), "
+             "nats-py (py) and the raw-socket limit (raw) (rates: jetwire/peer; latency: peer / jetwire, "
+             "p50 for c, p99 for h; service rows: the request rate's ratio, and p50 as a fraction of "
+             "nats-py's); cpu: the client process's CPU per message"]
     for r, row in summary["rows"].items():
         spec = ROWS[r]
         lines.append("")
@@ -210,8 +236,12 @@ def format_summary(summary: Dict[str, Any], rounds: int) -> str:
                 lines.append(f"  {c:12s} FAILED: {v['errors'][-1] if v['errors'] else 'no result'}")
                 continue
             line = f"  {c:12s} {spec.show(v['median'])}"
+            if c in row.get("ratios_go", {}):
+                line += f"   go {row['ratios_go'][c]:.2f}x"
             if c in row["ratios"]:
-                line += f"   ratio {row['ratios'][c]:.2f}x"
+                line += f"   py {row['ratios'][c]:.2f}x"
+            if c in row.get("ratios_raw", {}):
+                line += f"   raw {row['ratios_raw'][c]:.2f}x"
             if c in row.get("p50_ratios", {}):
                 line += f"   p50 {row['p50_ratios'][c]:.2f}x of nats-py"
             if c in row.get("vs_f", {}):
@@ -233,7 +263,8 @@ def main(argv: Optional[List[str]] = None, peers: Optional[str] = None) -> int:
     ap.add_argument("--monitor", default=None, help="monitoring URL of --server (for row a accounting)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiply message counts (e.g. 0.1 for a smoke run)")
     ap.add_argument("--peers", default=peers, metavar="DIR",
-                    help=f"folder holding {PEER_FILE} (default: the checkout's benchmarks/)")
+                    help="folder holding natspy_rows.py, natsgo_rows.py and raw_rows.py (default: the checkout's "
+                         "benchmarks/)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
     try:
@@ -246,13 +277,17 @@ def main(argv: Optional[List[str]] = None, peers: Optional[str] = None) -> int:
     if args.peers and not os.path.isdir(args.peers):
         ap.error(f"--peers {args.peers}: no such folder")
     folder = None
-    if "nats-py" in clients:
-        folder, why = find_peers(args.peers)
-        if folder is None:
+    for peer in PEER_FILES:
+        if peer not in clients:
+            continue
+        found, why = find_peers(args.peers, peer)
+        if found is None:
             if args.clients:  # asked for by name: not a run without it
-                ap.error(f"nats-py rows unavailable: {why}")
-            print(unavailable_line(why), file=sys.stderr)
-            clients.remove("nats-py")
+                ap.error(f"{peer} rows unavailable: {why}")
+            print(unavailable_line(why, peer), file=sys.stderr)
+            clients.remove(peer)
+        else:
+            folder = found
 
     def on_result(rnd: int, r: str, c: str, res: Dict[str, Any]) -> None:
         if "error" in res:

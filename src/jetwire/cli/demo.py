@@ -37,7 +37,7 @@ def _bench_kwargs(server_url: str, msgs: int, size: int, batch: int = 500, aio: 
 @click.option("--scale", default=1.0, type=click.FloatRange(min=0.001), show_default=True,
               help="Multiply the tour's message counts.")
 @click.option("--no-compare", is_flag=True, help="Skip the bench compare smoke run.")
-@click.option("--rows", default="a,b,c,d,e,f,f2,g", show_default=True, help="Rows for the compare smoke run.")
+@click.option("--rows", default="a,b,c,d,e,f,f2,g,h", show_default=True, help="Rows for the compare smoke run.")
 def demo(scale: float, no_compare: bool, rows: str) -> None:
     """Start an embedded nats-server, run a short benchmark tour and a compare smoke run."""
     from ..testing import NatsServer
@@ -72,11 +72,11 @@ def demo(scale: float, no_compare: bool, rows: str) -> None:
         summary = ctx.meta.get("jetwire.compare_summary")
         if summary is not None:
             failed = failed_clients(summary)
-            ours = [f for f in failed if not f.endswith("/nats-py")]
+            ours = [f for f in failed if f.split("/")[-1].startswith("jetwire")]
             if ours:
                 failures.append(f"bench compare: jetwire rows failed: {', '.join(ours)}")
-            elif failed:  # the peer's trouble is reported, not the demo's failure
-                con.print(f"[yellow]note:[/yellow] nats-py failed {', '.join(failed)} (see above)")
+            elif failed:  # a peer's trouble is reported, not the demo's failure
+                con.print(f"[yellow]note:[/yellow] peer rows failed: {', '.join(failed)} (see above)")
         con.print("[dim]A smoke run (a small fraction of the counts, one round), so expect noise: "
                   "`jetwire bench compare` runs the full rows, 3 rounds.[/dim]")
     con.print()

@@ -1,7 +1,8 @@
 """The benchmark rows of BENCHMARKS.md, for each client. One row runs in a fresh process:
 
     python -m jetwire.cli.rows <row> <jetwire|jetwire.aio> <url> <monitor-url> [scale]
-    python benchmarks/natspy_rows.py <row> nats-py <url> <monitor-url> [scale]   (the peer)
+    python benchmarks/natspy_rows.py <row> nats-py <url> <monitor-url> [scale]   (a peer)
+    python benchmarks/natsgo_rows.py <row> nats.go <url> <monitor-url> [scale]   (the reference)
 
 and prints one JSON line with the measurement (or exits non-zero with a one-line
 reason). :mod:`jetwire.cli.compare` runs these processes in turns and prints medians.
@@ -13,7 +14,8 @@ consumer's pending / ack-pending counts (f, f2, g) after the timed part.
 The JetStream set-up around the timed part (stream, stored messages, accounting) uses
 the blocking jetwire API in the same process, before and after the client under test
 runs, so every client is timed on exactly the same work. The library never imports
-nats-py: the peer's rows are in the checkout's ``benchmarks/natspy_rows.py``.
+nats-py: the peers' rows are in the checkout's ``benchmarks/`` (``natspy_rows.py``;
+``natsgo_rows.py`` with the Go program ``natsgo/main.go`` for nats.go).
 """
 from __future__ import annotations
 
@@ -51,6 +53,11 @@ class Row:
     js: bool = False  # needs a JetStream stream set up around it
     short: str = ""  # for narrow tables
     ratio_key: str = "rate"  # what rate ratios compare (row m: CPU-time rate, steadier on a busy box)
+    key: str = ""  # what the ratio compares: "rate", or a latency percentile ("p50_us", "p99_us")
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            self.key = "rate" if self.kind == "rate" else "p50_us"
 
     def show(self, res: Dict[str, Any]) -> str:
         if self.kind == "rate":
@@ -59,13 +66,18 @@ class Row:
                 text += f"  ({res['cpu_rate']:,.0f}/s of CPU time)"
             if "vs_pure" in res:
                 text += f"  ({res['vs_pure']:.1f}x the pure twin)"
-            return text
-        if self.kind == "service":
-            return f"{res['rate']:>10,.0f} req/s   p50 {res['p50_us']:7.1f} us   p99 {res['p99_us']:7.1f} us"
-        return f"p50 {res['p50_us']:8.1f} us   p99 {res['p99_us']:8.1f} us"
+        elif self.kind == "service":
+            text = f"{res['rate']:>10,.0f} req/s   p50 {res['p50_us']:7.1f} us   p99 {res['p99_us']:7.1f} us"
+        else:
+            text = f"p50 {res['p50_us']:8.1f} us   p99 {res['p99_us']:8.1f} us"
+            if "p999_us" in res:
+                text += f"   p99.9 {res['p999_us']:8.1f} us"
+        if "cpu_us" in res:
+            text += f"   cpu {res['cpu_us']:.2f} us/msg"
+        return text
 
     def value(self, res: Dict[str, Any]) -> float:
-        return res["rate"] if self.kind in ("rate", "service") else res["p50_us"]
+        return res["rate"] if self.kind in ("rate", "service") else res[self.key]
 
     def ratio(self, res: Dict[str, Any], base: Dict[str, Any]) -> float:
         """How many times better ``res`` is than ``base`` (>1 is better; a service row by
@@ -75,7 +87,7 @@ class Row:
             return res[k] / base[k]
         if self.kind == "service":
             return res["rate"] / base["rate"]
-        return base["p50_us"] / res["p50_us"]
+        return base[self.key] / res[self.key]
 
     def p50_ratio(self, res: Dict[str, Any], base: Dict[str, Any]) -> Optional[float]:
         """A service row's p50 as a fraction of ``base``'s (<1 is better); None otherwise."""
@@ -86,27 +98,29 @@ class Row:
 
 ROWS: Dict[str, Row] = {
     "a": Row("500k publish of 16 B, then a round trip (server counts them)", "rate", 500_000,
-             ">= 5x nats-py", short="publish 16 B + round trip"),
+             ">= 1.0x nats.go", short="publish 16 B + round trip"),
     "b": Row("200k 16 B messages, publisher -> subscriber callback on two connections", "rate", 200_000,
-             ">= 4x nats-py", short="pub -> sub callback"),
+             ">= 1.0x nats.go", short="pub -> sub callback"),
     "c": Row("5k sequential requests to a responder on another connection", "latency", 5_000,
-             "p50 <= 0.7x nats-py", short="sequential requests"),
+             "p50, p99 <= 1.0x nats.go", short="sequential requests"),
     "d": Row("5k JetStream publishes, each waiting for its ack", "rate", 5_000,
-             ">= 1.3x nats-py", js=True, short="JS publish, await each ack"),
+             ">= 1.0x nats.go", js=True, short="JS publish, await each ack"),
     "e": Row("50k JetStream async publishes, <= 1000 acks in flight, until all acked", "rate", 50_000,
-             ">= 3.5x nats-py", js=True, short="JS publish_async, 1000 in flight"),
+             ">= 1.2x nats.go, >= 0.7x raw", js=True, short="JS publish_async, 1000 in flight"),
     "f": Row("100k stored messages pulled with fetch(1000), AckNone", "rate", 100_000,
-             ">= 7x nats-py", js=True, short="fetch(1000), AckNone"),
+             ">= 1.0x nats.go", js=True, short="fetch(1000), AckNone"),
     "f2": Row("100k stored messages, fetch(1000), AckExplicit, one ack per message", "rate", 100_000,
-              ">= 5x nats-py", js=True, short="fetch(1000), ack each"),
+              ">= 1.0x nats.go", js=True, short="fetch(1000), ack each"),
     "g": Row("consume()/messages() continuous pull of 100k stored messages", "rate", 100_000,
              ">= f", js=True, short="consume(), continuous pull"),
+    "h": Row("60k 16 B messages at a steady 20k msg/s, one-way latency publish -> subscriber callback",
+             "latency", 60_000, "p50, p99 <= 1.0x nats.go", short="one-way latency at 20k/s", key="p99_us"),
     "m": Row("msg.metadata of 200k fresh JetStream messages in batches of 1000 (no server)", "rate", 200_000,
              ">= 10x nats-py, >= 8x pure twin", short="metadata parses", ratio_key="cpu_rate"),
     "s": Row("20k requests to an echo service (ADR-32 micro), 16 concurrent requesters", "service", 20_000,
              ">= 3x nats-py, p50 <= 0.7x", short="service echo, 16 requesters"),
 }
-ROW_ORDER = ["a", "b", "c", "d", "e", "f", "f2", "g", "m", "s"]
+ROW_ORDER = ["a", "b", "c", "d", "e", "f", "f2", "g", "h", "m", "s"]
 COUNTS = {k: r.count for k, r in ROWS.items()}
 
 PAYLOAD = b"x" * 16
@@ -114,6 +128,7 @@ REQUESTERS = 16  # row s: concurrent requesters (one connection)
 WINDOW = 1000  # row e: acks in flight
 FETCH = 1000  # rows f, f2: fetch batch
 WAIT = 10.0  # seconds a pull may come back empty before the row fails
+RATE = 20_000  # row h: messages per second
 
 
 def ack_subjects(n: int) -> list:
@@ -153,6 +168,9 @@ CLIENT_ROWS: Dict[str, list] = {
     "jetwire": ROW_ORDER,
     "jetwire.aio": ROW_ORDER,
     "nats-py": [r for r in ROW_ORDER if r != "g"],  # nats-py has no continuous-pull API: no row g
+    # nats.go 1.22's legacy JetStream API has no continuous pull either; no service or metadata row
+    "nats.go": [r for r in ROW_ORDER if r not in ("g", "m", "s")],
+    "raw": ["a", "c", "d", "e", "h"],  # the raw-socket limit (benchmarks/raw_rows.py)
 }
 
 
@@ -170,11 +188,13 @@ def implementations(client: str) -> Tuple[Dict[str, Callable[..., Any]], Any]:
 
 
 def peer_implementations(peer: Any) -> Tuple[Dict[str, Callable[..., Any]], Any]:
-    """The row functions for a peer client object (asyncio): the same functions jetwire.aio
-    runs, with the rows the peer supports."""
+    """The row functions for a peer client object: its own ``rows`` (a program in another
+    language, run for the timed part) or the same asyncio functions jetwire.aio runs,
+    with the rows the peer supports."""
     from . import rows_aio
 
-    return {r: rows_aio.ROWS[r] for r in CLIENT_ROWS[peer.name]}, peer
+    own = getattr(peer, "rows", None)
+    return {r: (own or rows_aio.ROWS)[r] for r in CLIENT_ROWS[peer.name]}, peer
 
 
 def supported(row: str, client: str) -> bool:
@@ -282,7 +302,9 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
         ctx = _js_setup(url, row, n)
     if row == "a":
         before = varz(monitor)["in_msgs"] if monitor else None
+        cpu0 = time.process_time()
         dt = _run(fn, url, n, ctx)
+        cpu = time.process_time() - cpu0
         if before is not None:
             # the server folds its per-connection counters into /varz lazily: poll a little
             deadline = time.monotonic() + 10
@@ -293,12 +315,17 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
                 if time.monotonic() > deadline:
                     raise RowFailed(f"server counted {got} of {n} messages")
                 time.sleep(0.05)
-        return {"rate": n / dt, "n": n, "seconds": dt}
-    if row == "c":
+        return _with_cpu({"rate": n / dt, "n": n, "seconds": dt}, cpu, n, ctx)
+    cpu0 = time.process_time()
+    if spec.kind == "latency":
         lat = sorted(_run(fn, url, n, ctx))
+        cpu = time.process_time() - cpu0
         if len(lat) != n:
-            raise RowFailed(f"{len(lat)} of {n} requests answered")
-        return {"p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6, "n": n}
+            raise RowFailed(f"{len(lat)} of {n} {'requests answered' if row == 'c' else 'messages received'}")
+        res = {"p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6, "n": n}
+        if row == "h":
+            res["p999_us"] = lat[min(n - 1, int(len(lat) * 0.999))] * 1e6
+        return _with_cpu(res, cpu, n, ctx)
     if row == "s":
         n = n - n % REQUESTERS or REQUESTERS
         cpu0 = time.process_time()
@@ -308,8 +335,9 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
         if len(lat) != n:
             raise RowFailed(f"{len(lat)} of {n} requests answered")
         return {"rate": n / dt, "p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6,
-                "n": n, "seconds": dt, "cpu_us_per_req": cpu / n * 1e6}
+                "n": n, "seconds": dt, "cpu_us_per_req": cpu / n * 1e6, "cpu_us": cpu / n * 1e6}
     dt = _run(fn, url, n, ctx)
+    cpu = time.process_time() - cpu0
     if spec.js:
         _js_check(url, row, ctx)
     out = {"rate": n / dt, "n": n, "seconds": dt}
@@ -322,7 +350,16 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
             out["pure_rate"], out["pure_cpu_rate"] = _pure_metadata_rate(n)
             out["vs_pure"] = out["cpu_rate"] / out["pure_cpu_rate"]  # CPU time: steadier on a busy box
             out["compiled"] = 1 if speedups_enabled() else 0
-    return out
+    return _with_cpu(out, cpu, n, ctx)
+
+
+def _with_cpu(res: Dict[str, Any], cpu: float, n: int, ctx: Dict[str, Any]) -> Dict[str, Any]:
+    """Add the client's CPU time per message (``time.process_time`` of this process over
+    the row, set-up of the client included; a peer that runs another process reports its
+    own in ``ctx["cpu"]``)."""
+    cpu = ctx.get("cpu", cpu)
+    res["cpu_us"] = cpu / n * 1e6
+    return res
 
 
 def main(argv: Optional[list] = None, peer: Any = None) -> int:

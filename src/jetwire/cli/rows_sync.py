@@ -17,6 +17,7 @@ gives the same methods over its own API and runs these functions.
 from __future__ import annotations
 
 import os
+import struct
 import time
 from typing import Any, Dict, List, Tuple
 
@@ -25,7 +26,7 @@ from jetwire._sync import _prims as prims
 from jetwire.msg import Msg
 from jetwire.protocol.metadata import parse_metadata
 
-from .rows import FETCH, IDLE, PAYLOAD, REQUESTERS, WAIT, WINDOW, RowFailed, ack_subjects, cpu_now, now
+from .rows import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowFailed, ack_subjects, cpu_now, now
 
 Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``done.wait(t) -> bool``)
 
@@ -51,6 +52,21 @@ class Client:
                 done.set()
 
         return cb, done, count
+
+    def stamps(self, n: int) -> Tuple[Any, Any, List[int], List[float]]:
+        """``(cb, done, count, lat)``: like :meth:`tally`, and the callback appends to
+        ``lat`` how long ago (seconds) the message was published (:func:`stamp`)."""
+        done = Signal()
+        count = [0]
+        lat: List[float] = []
+
+        def cb(msg: Any) -> None:
+            lat.append(stamp_age(msg.data))
+            count[0] += 1
+            if count[0] == n:
+                done.set()
+
+        return cb, done, count, lat
 
     def acks_complete(self, js: Any, timeout: float) -> None:
         """Wait until every async publish is acknowledged."""
@@ -87,6 +103,19 @@ class Client:
 
 
 CLIENT = Client()
+
+# an event loop's timer resolution (row h)
+_STAMP = struct.Struct("<q8x")  # row h's 16 B payload: the publish time (perf_counter_ns) first
+
+
+def stamp() -> bytes:
+    """A row h payload: 16 bytes starting with the time now (``time.perf_counter_ns``)."""
+    return _STAMP.pack(time.perf_counter_ns())
+
+
+def stamp_age(data: bytes) -> float:
+    """Seconds since the :func:`stamp` that made ``data``."""
+    return (time.perf_counter_ns() - _STAMP.unpack_from(data)[0]) * 1e-9
 
 
 def wait_count(done: Any, count: list) -> bool:
@@ -221,6 +250,38 @@ def g(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
+def h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
+    """One-way latency at a steady RATE: each payload carries its publish time, the
+    subscriber's callback (another connection) notes how long ago that was.
+
+    The publisher sleeps until the next message is due (blocking: ``time.sleep``, about
+    50 us). An event loop's timers have a resolution of 1 ms (uvloop runs a shorter
+    sleep at once: a busy loop that would take a core from the server), so the asyncio
+    publisher sleeps at least 1 ms and then sends what became due, in one write."""
+    sub_nc = cl.connect(url)
+    pub_nc = cl.connect(url)
+    cb, done, count, lat = cl.stamps(n)
+    sub_nc.subscribe("bench.h", cb=cb, pending_msgs_limit=n + 1, pending_bytes_limit=-1)
+    sub_nc.flush()
+    pub = pub_nc.publish
+    interval = 1.0 / RATE
+    i = 0
+    t0 = now()
+    while i < n:
+        due = min(n, int((now() - t0) / interval) + 1)
+        while i < due:
+            pub("bench.h", stamp())
+            i += 1
+        delay = t0 + i * interval - now()
+        if delay > 0:
+            prims.sleep(delay)
+    if not wait_count(done, count):
+        raise RowFailed(f"lost messages: {count[0]} of {n}")
+    pub_nc.close()
+    sub_nc.close()
+    return lat
+
+
 def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list]:
     """An echo service on one connection, REQUESTERS requesters on another, each sending
     its share of ``n`` requests one after the other: (seconds, every request's latency)."""
@@ -277,4 +338,4 @@ def m(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "m": m, "s": s}
+ROWS = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "f2": f2, "g": g, "h": h, "m": m, "s": s}

@@ -232,6 +232,10 @@ class PrimsAPI(Protocol):
 
     def new_future(self) -> Any: ...
 
+    def future_maker(self, cls: Any = None) -> Callable[[], Any]:
+        """``new_future`` (futures of class ``cls`` if given) bound to the running loop
+        (asyncio: no loop look-up per future)."""
+
     def new_waiter(self) -> Any: ...
 
     def wait_future(self, fut: Any, timeout: Optional[float]) -> Any: ...

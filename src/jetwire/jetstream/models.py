@@ -555,8 +555,16 @@ class PubAck(Model):
         """The ack of the usual answer ``{"stream": ..., "seq": ...}`` (the async-publish
         mux's constructor: no JSON to decode, no other field set)."""
         obj = _new(cls)
-        obj.__dict__ = {"stream": stream, "seq": seq, "duplicate": False, "domain": None, "batch": None,
-                        "count": None, "val": None, "_extra": {}}
+        # attribute by attribute: the instance keeps its key-sharing dict (replacing
+        # __dict__ with a new dict costs twice as much)
+        obj.stream = stream
+        obj.seq = seq
+        obj.duplicate = False
+        obj.domain = None
+        obj.batch = None
+        obj.count = None
+        obj.val = None
+        obj._extra = {}
         return obj
 
     @classmethod

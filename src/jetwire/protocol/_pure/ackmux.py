@@ -8,7 +8,7 @@ import threading
 from concurrent.futures import Future as _CFuture
 from concurrent.futures import InvalidStateError
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 __all__ = ["AckMux", "AckFuture"]
 
@@ -114,8 +114,9 @@ class AckMux:
     ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, n)``
     (the ack type's constructor, such as ``PubAck.plain``), which resolves the
     entry's future through its ``set_result`` (an error from it -- a future done or
-    cancelled already -- is ignored); then, when stall or completion waiters were
-    registered, ``self._after_pop()`` runs. Any other reply (or ``make_ack`` None) goes
+    cancelled already -- is ignored); then ``self._after_pop()`` runs when it has
+    someone to wake: a stall waiter once at most ``wake_at`` entries are pending, a
+    completion waiter once none is. Any other reply (or ``make_ack`` None) goes
     to ``self._other(msg, token, entry)`` after the entry was popped.
 
     Threads: ``lock`` (None: a single thread) guards ``_n`` and ``pending``'s entries
@@ -154,17 +155,39 @@ class AckMux:
                 self.pending[token] = entry
         return token
 
+    def submit(self, fut: Any, subject: str, data: Any, retries: int, retry_wait: float,
+               publish: Callable[[str, Any, str], Any]) -> Any:
+        """``add(fut, subject, None, data, retries, retry_wait)`` and then
+        ``publish(subject, data, prefix + token)``, whose result it returns; when
+        ``publish`` raises, the entry is removed again (waking a waiter that is due) and
+        the exception propagates."""
+        token = self.add(fut, subject, None, data, retries, retry_wait)
+        try:
+            return publish(subject, data, self.prefix + token)
+        except BaseException:
+            lock = self.lock
+            if lock is None:
+                self.pending.pop(token, None)
+                wake = self._wake()
+            else:
+                with lock:
+                    self.pending.pop(token, None)
+                    wake = self._wake()
+            if wake:
+                self._after_pop()
+            raise
+
     def on_msg(self, msg: Any) -> None:
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
         token = msg.subject[self._plen:]
         lock = self.lock
         if lock is None:
             entry = self.pending.pop(token, None)
-            wake = bool(self.stall_waiters) or bool(self.complete_waiters)
+            wake = self._wake()
         else:
             with lock:
                 entry = self.pending.pop(token, None)
-                wake = bool(self.stall_waiters) or bool(self.complete_waiters)
+                wake = self._wake()
         if entry is None:
             return
         make = self.make_ack
@@ -179,6 +202,11 @@ class AckMux:
             pass
         if wake:
             self._after_pop()
+
+    def _wake(self) -> bool:
+        """Whether a waiter is due (call with the lock held)."""
+        n = len(self.pending)
+        return bool((self.stall_waiters and n <= self.wake_at) or (self.complete_waiters and not n))
 
     def _other(self, msg: Any, token: str, entry: tuple) -> None:
         raise NotImplementedError

@@ -1,0 +1,227 @@
+"""The raw-socket limit of BENCHMARKS.md: stdlib sockets speaking the protocol with no
+client logic (no futures, no message objects, no threads), beside the clients.
+
+    python benchmarks/raw_rows.py <row> raw <url> <monitor-url> [scale]
+
+Rows a, c, d, e and h, with the same set-up and accounting as every client
+(jetwire's row harness, ``jetwire.cli.rows``). What it shows is what the server and the
+loopback allow on this machine: a client that reaches a good fraction of it spends its
+time where the server does.
+"""
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from typing import Any, Dict, List
+
+from jetwire.cli.rows import CLIENT_ROWS, PAYLOAD, RATE, WINDOW, RowFailed, main, now
+from jetwire.cli.rows_aio import stamp, stamp_age
+
+CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\n'
+
+
+class Conn:
+    """One socket and a frame reader: ``msgs()`` yields ``(subject, reply, payload)``."""
+
+    def __init__(self, url: str) -> None:
+        hostport = url.split("://", 1)[-1].rsplit("@", 1)[-1]
+        host, port = hostport.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+        self.pos = 0
+        while b"\r\n" not in self.buf:
+            self._fill()
+        del self.buf[: self.buf.index(b"\r\n") + 2]
+        self.sendall(CONNECT + b"PING\r\n")
+        self.wait_pong()
+
+    def sendall(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(262144)
+        if not chunk:
+            raise RowFailed("connection closed by the server")
+        if self.pos:
+            del self.buf[: self.pos]
+            self.pos = 0
+        self.buf += chunk
+
+    def frame(self, block: bool = True) -> Any:
+        """The next MSG/HMSG as (subject, reply, payload) (PINGs answered, others
+        skipped), None at a PONG; ``block=False``: ``...`` when no whole frame is buffered."""
+        while True:
+            buf = self.buf
+            end = buf.find(b"\r\n", self.pos)
+            if end < 0:
+                if not block:
+                    return ...
+                self._fill()
+                continue
+            line = bytes(buf[self.pos:end])
+            if line.startswith(b"MSG ") or line.startswith(b"HMSG "):
+                parts = line.split(b" ")
+                size = int(parts[-1])
+                if len(buf) < end + 2 + size + 2:
+                    if not block:
+                        return ...
+                    self._fill()
+                    continue
+                start = end + 2
+                if line[0:1] == b"H":  # headers then payload: skip the header block
+                    hsize = int(parts[-2])
+                    payload = bytes(buf[start + hsize:start + size])
+                    reply = parts[3] if len(parts) == 6 else b""
+                else:
+                    payload = bytes(buf[start:start + size])
+                    reply = parts[3] if len(parts) == 5 else b""
+                self.pos = start + size + 2
+                return parts[1], reply, payload
+            self.pos = end + 2
+            if line == b"PING":
+                self.sendall(b"PONG\r\n")
+            elif line.startswith(b"-ERR"):
+                raise RowFailed(f"server error: {line.decode(errors='replace')}")
+            elif line == b"PONG":
+                return None
+
+    def wait_pong(self) -> None:
+        while self.frame() is not None:
+            pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _pub(subject: bytes, data: bytes, reply: bytes = b"") -> bytes:
+    if reply:
+        return b"PUB %s %s %d\r\n%s\r\n" % (subject, reply, len(data), data)
+    return b"PUB %s %d\r\n%s\r\n" % (subject, len(data), data)
+
+
+def row_a(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    c = Conn(url)
+    one = _pub(b"bench.a", PAYLOAD)
+    chunk = one * 4096
+    t0 = now()
+    left = n
+    while left:
+        k = min(left, 4096)
+        c.sendall(chunk if k == 4096 else one * k)
+        left -= k
+    c.sendall(b"PING\r\n")
+    c.wait_pong()
+    dt = now() - t0
+    c.close()
+    return dt
+
+
+def row_c(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> List[float]:
+    srv = Conn(url)
+    srv.sendall(b"SUB bench.c 1\r\nPING\r\n")
+    srv.wait_pong()
+    c = Conn(url)
+    c.sendall(b"SUB _RAW.* 1\r\nPING\r\n")
+    c.wait_pong()
+    lat = []
+    for i in range(n):
+        t0 = now()
+        c.sendall(_pub(b"bench.c", PAYLOAD, b"_RAW.%d" % i))
+        got = srv.frame()
+        assert got is not None
+        srv.sendall(_pub(got[1], got[2]))
+        if c.frame() is None:
+            raise RowFailed("no reply")
+        lat.append(now() - t0)
+    c.close()
+    srv.close()
+    return lat
+
+
+def _js_conn(url: str) -> Conn:
+    c = Conn(url)
+    c.sendall(b"SUB _RAW.* 1\r\nPING\r\n")
+    c.wait_pong()
+    return c
+
+
+def row_d(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    c = _js_conn(url)
+    subj = ctx["subject"].encode()
+    t0 = now()
+    for i in range(n):
+        c.sendall(_pub(subj, PAYLOAD, b"_RAW.%d" % i))
+        got = c.frame()
+        if got is None or b'"seq"' not in got[2]:
+            raise RowFailed(f"bad ack: {got!r}")
+    dt = now() - t0
+    c.close()
+    return dt
+
+
+def row_e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    """Up to WINDOW publishes in flight; acks are counted in each read (every ack is one
+    ``MSG`` on the reply subscription), the next batch goes out in one write."""
+    c = _js_conn(url)
+    subj = ctx["subject"].encode()
+    sock = c.sock
+    sent = acked = 0
+    tail = b""
+    t0 = now()
+    while acked < n:
+        room = min(n - sent, WINDOW - (sent - acked))
+        if room > 0:
+            sock.sendall(b"".join(_pub(subj, PAYLOAD, b"_RAW.%d" % (sent + k)) for k in range(room)))
+            sent += room
+        chunk = sock.recv(262144)
+        if not chunk:
+            raise RowFailed("connection closed by the server")
+        data = tail + chunk
+        acked += data.count(b"MSG _RAW.")
+        tail = data[-8:]  # a header split across reads is counted once
+        if b"MSG _RAW." in tail:
+            tail = tail[tail.rindex(b"MSG _RAW.") + 1:]
+    dt = now() - t0
+    c.close()
+    return dt
+
+
+def row_h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> List[float]:
+    """One thread: publish when due, then read the subscriber's socket until it came."""
+    sub = Conn(url)
+    sub.sendall(b"SUB bench.h 1\r\nPING\r\n")
+    sub.wait_pong()
+    pub = Conn(url)
+    interval = 1.0 / RATE
+    lat = []
+    t0 = now()
+    for i in range(n):
+        delay = t0 + i * interval - now()
+        if delay > 0:
+            time.sleep(delay)
+        pub.sendall(_pub(b"bench.h", stamp()))
+        got = sub.frame()
+        if got is None:
+            raise RowFailed("no message")
+        lat.append(stamp_age(got[2]))
+    pub.close()
+    sub.close()
+    return lat
+
+
+class Raw:
+    """The raw-socket limit as a row client."""
+
+    name = "raw"
+
+    def __init__(self) -> None:
+        impl = {"a": row_a, "c": row_c, "d": row_d, "e": row_e, "h": row_h}
+        self.rows = {r: impl[r] for r in CLIENT_ROWS[self.name]}
+
+
+CLIENT = Raw()
+
+if __name__ == "__main__":
+    sys.exit(main(peer=CLIENT))
