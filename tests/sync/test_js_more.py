@@ -194,15 +194,11 @@ def test_get_msgs_range_pages_filters_and_errors(nats_url):
         assert [m for m in s.get_msgs(seq=601)] == []
         assert [m for m in s.get_msgs(subject=f"{name}.none")] == []
 
-        t = everything[99].time
-        expected = [m.seq for m in everything if m.time >= t][:5]
-        assert [m.seq for m in [m for m in s.get_msgs(batch=5, start_time=t)]] == expected
-
         small = [m for m in s.get_msgs(max_bytes=200, page=100)]
         assert 0 < len(small) < 100 and [m.seq for m in small] == [m.seq for m in everything[:len(small)]]
 
         with pytest.raises(ValueError):
-            [m for m in s.get_msgs(seq=1, start_time=t)]
+            [m for m in s.get_msgs(seq=1, start_time=everything[9].time)]
         with pytest.raises(ValueError):
             [m for m in s.get_msgs(batch=0)]
         with pytest.raises(ValueError):
@@ -228,6 +224,13 @@ def test_get_msgs_last_per_subject(nats_url):
     try:
         for i in range(30):  # seq i+1 on k0..k4
             js.publish(f"{name}.k{i % 5}", b"%d" % i)
+        # from a time on: a message whose time (to the microsecond, as RawStreamMsg has
+        # it) is later than its predecessor's is the first one from its time
+        everything = [m for m in s.get_msgs()]
+        k = next(i for i in range(10, len(everything)) if everything[i - 1].time < everything[i].time)
+        from_k = [m for m in s.get_msgs(batch=5, start_time=everything[k].time)]
+        assert [m.seq for m in from_k] == [m.seq for m in everything[k:k + 5]]
+
         last = [m for m in s.get_msgs(multi_last=[f"{name}.k1", f"{name}.k3"])]
         assert [(m.subject, m.seq) for m in last] == [(f"{name}.k1", 27), (f"{name}.k3", 29)]
         every = [m for m in s.get_msgs(multi_last=[f"{name}.>"])]
