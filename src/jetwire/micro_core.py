@@ -17,7 +17,8 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 import orjson
 
 from .errors import InvalidServiceConfigError, InvalidServiceNameError, InvalidServiceVersionError, ServiceError
-from .jetstream._json import Model, duration
+from .jetstream._json import Model, duration, ns_to_seconds, seconds_to_ns
+from .jetstream._json import parse_time as _parse_time
 
 __all__ = ["ServicePing", "ServiceInfo", "ServiceStats", "EndpointInfo", "EndpointStats"]
 
@@ -151,18 +152,12 @@ def format_time(t: datetime) -> str:
 
 
 def parse_time(text: Any) -> Optional[datetime]:
-    """An RFC 3339 time as an aware datetime (nanoseconds cut to microseconds); None when
-    absent or unreadable."""
-    if not isinstance(text, str) or not text:
+    """An RFC 3339 time as an aware datetime (``jetstream._json.parse_time``); None when
+    absent or unreadable (a discovery answer is read, never refused, for its time)."""
+    if not isinstance(text, str):
         return None
-    m = re.match(r"^(.*?T\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?$", text)
-    if m is None:
-        return None
-    base, frac, tz = m.groups()
-    frac = (frac or "")[:7]
-    tz = "+00:00" if tz in (None, "Z") else tz
     try:
-        return datetime.fromisoformat(base + frac + tz)
+        return _parse_time(text)
     except ValueError:
         return None
 
@@ -303,13 +298,13 @@ class ServiceStats(Model):
                 "endpoints": [e.to_dict() for e in self.endpoints]}
 
 
-def _nanos(seconds: float) -> int:
-    return int(round(seconds * 1e9))
+_nanos = seconds_to_ns
 
 
 def _seconds(nanos: Any) -> float:
+    """A document's nanoseconds as seconds; 0.0 when absent or unreadable."""
     try:
-        return int(nanos or 0) / 1e9
+        return ns_to_seconds(int(nanos or 0))
     except (TypeError, ValueError):
         return 0.0
 
