@@ -3,16 +3,16 @@
 :class:`EventStream` of parsed events (:func:`jetwire.events.parse`)."""
 from __future__ import annotations
 
-from collections import deque
-from typing import Any, Deque, Iterable, List, Optional
+from typing import Any, Iterable, List, Optional
 
-from ..errors import SubscriptionClosedError, TimeoutError
+from ..errors import SubscriptionClosedError
 from ..events import AnyEvent, accepts, kinds_filter, parse
 from ..msg import Msg
 from . import _prims as prims
+from .inbox import Mailbox
 
 
-class EventStream:
+class EventStream(Mailbox):
     """Parsed events from one or more event subjects, in arrival order: ``next(timeout=None)``,
     iteration (``async for`` in aio) until ``stop()``, and a context manager that stops it.
 
@@ -22,21 +22,14 @@ class EventStream:
 
     def __init__(self, link: Any, subjects: List[str], kinds: Optional[Iterable[str]] = None,
                  domain: Optional[str] = None) -> None:
-        self._link = link
         self._kinds = kinds_filter(kinds)
         self._domain = domain
-        self._q: Deque[Msg] = deque()
-        self._signal = prims.Signal()
         self._stopped = False
-        self._subs = [link.subscribe_direct(s, self._on_msg, wake=self._signal) for s in subjects]
-
-    def _on_msg(self, msg: Msg) -> None:  # from the reader: never blocks
-        self._q.append(msg)
-        self._signal.set()
+        super().__init__(link, subjects)
 
     @property
     def subjects(self) -> List[str]:
-        return [s.subject for s in self._subs]
+        return [s.subject for s in self.subs]
 
     def _accept(self, msg: Msg) -> Optional[AnyEvent]:
         try:
@@ -51,41 +44,34 @@ class EventStream:
             return None
         return ev
 
+    def _ended(self, what: str) -> Optional[BaseException]:
+        if self._stopped or not all(s.is_valid for s in self.subs):
+            return SubscriptionClosedError("event stream stopped")
+        return None
+
+    def _no_message(self, what: str, timeout: float) -> str:
+        return what
+
     async def next(self, timeout: Optional[float] = None) -> AnyEvent:
         """The next event; ``TimeoutError`` after ``timeout`` seconds (``None``: no limit),
         ``SubscriptionClosedError`` once stopped or the connection closed."""
-        q = self._q
-        signal = self._signal
+        q = self.q
         deadline = None if timeout is None else prims.monotonic() + timeout
         while True:
             while q:
                 ev = self._accept(q.popleft())
                 if ev is not None:
                     return ev
-            if self._stopped or not all(s.is_valid for s in self._subs):
-                raise SubscriptionClosedError("event stream stopped")
-            signal.clear()
-            if q:
-                continue
-            if deadline is None:
-                await signal.wait(None)
-                continue
-            left = deadline - prims.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no event within {timeout:g}s")
-            await signal.wait(left)
+            left = None if deadline is None else max(0.0, deadline - prims.monotonic())
+            await self.wait(left, f"no event within {timeout:g}s" if timeout is not None else "")
 
     def stop(self) -> None:
         """Unsubscribe; iteration ends once the events already received are taken."""
         if self._stopped:
             return
         self._stopped = True
-        for s in self._subs:
-            try:
-                self._link.unsubscribe(s)
-            except Exception:  # the connection is closed: nothing to undo
-                pass
-        self._signal.set()
+        self.unsubscribe()
+        self.signal.set()
 
     def __aiter__(self) -> "EventStream":
         return self

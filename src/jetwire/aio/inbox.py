@@ -1,64 +1,102 @@
-"""A private inbox whose replies the reader queues for one caller (asyncio source;
-``jetwire/_sync/inbox.py`` is generated from it). Used where one request brings many
-replies: snapshot chunks and restore answers, batched direct gets."""
+"""Messages the reader queues for one caller (asyncio source; ``jetwire/_sync/inbox.py``
+is generated from it): :class:`Mailbox`, the queue and the wait shared by
+:class:`Inbox` (a private inbox whose replies answer one request: snapshot chunks and
+restore answers, batched direct gets) and ``EventStream`` (advisories and metrics)."""
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, Optional
+from typing import Any, Deque, List, Optional
 
 from ..errors import ConnectionClosedError, ConnectionLostError, TimeoutError
 from ..msg import Msg
 from . import _prims as prims
 
-__all__ = ["Inbox"]
+__all__ = ["Mailbox", "Inbox"]
 
 
-class Inbox:
-    """A private inbox whose messages the reader queues for one waiting caller
-    (``wait()``, ``take()``); waiting ends early when the connection is lost or closed."""
+class Mailbox:
+    """Direct subscriptions to ``subjects`` whose handler (on the reader, never
+    blocking) queues each message in ``q`` and wakes the one caller of :meth:`wait`.
+    :meth:`_ended` says when waiting must stop early (an exception to raise, or None)."""
 
-    __slots__ = ("_link", "q", "signal", "lost", "sub", "_unhook", "__weakref__")
+    __slots__ = ("_link", "q", "signal", "subs", "__weakref__")
 
-    def __init__(self, link: Any) -> None:
+    def __init__(self, link: Any, subjects: List[str]) -> None:
         self._link = link
         self.q: Deque[Any] = deque()
         self.signal = prims.Signal()
-        self.lost: Optional[BaseException] = None
-        self.sub = link.subscribe_direct(link.new_inbox(), self._on_msg, wake=self.signal)
-        self._unhook = link.on_lost(self._on_lost)
-
-    @property
-    def subject(self) -> str:
-        return self.sub.subject
+        self.subs = [link.subscribe_direct(s, self._on_msg, wake=self.signal) for s in subjects]
 
     def _on_msg(self, msg: Msg) -> None:  # from the reader: never blocks
         self.q.append(msg)
         self.signal.set()
+
+    def _ended(self, what: str) -> Optional[BaseException]:
+        """Why waiting must end now though nothing is queued (None: go on waiting)."""
+        return None
+
+    def _no_message(self, what: str, timeout: float) -> str:
+        return f"{what}: no answer from the server in {timeout:g}s"
+
+    async def wait(self, timeout: Optional[float], what: str) -> None:
+        """Return once a message is queued; ``TimeoutError`` after ``timeout`` seconds
+        without one (None: no limit), or what :meth:`_ended` gives."""
+        q = self.q
+        signal = self.signal
+        deadline = None if timeout is None else prims.monotonic() + timeout
+        while not q:
+            exc = self._ended(what)
+            if exc is not None:
+                raise exc
+            left = None
+            if deadline is not None:
+                left = deadline - prims.monotonic()
+                if left <= 0:
+                    raise TimeoutError(self._no_message(what, timeout or 0.0))
+            signal.clear()
+            if q or self._ended(what) is not None:  # came between the checks and the clear
+                continue
+            await signal.wait(left)
+
+    def unsubscribe(self) -> None:
+        for s in self.subs:
+            if s.is_valid:
+                try:
+                    self._link.unsubscribe(s)
+                except Exception:  # the connection is closed: nothing to undo
+                    pass
+
+
+class Inbox(Mailbox):
+    """A private inbox whose replies the reader queues for one waiting caller
+    (``wait()``, ``take()``); waiting ends early when the connection is lost or closed."""
+
+    __slots__ = ("lost", "_unhook")
+
+    def __init__(self, link: Any) -> None:
+        self.lost: Optional[BaseException] = None
+        super().__init__(link, [link.new_inbox()])
+        self._unhook = link.on_lost(self._on_lost)
+
+    @property
+    def sub(self) -> Any:
+        return self.subs[0]
+
+    @property
+    def subject(self) -> str:
+        return self.subs[0].subject
 
     def _on_lost(self, exc: BaseException) -> None:
         if self.lost is None:
             self.lost = exc
         self.signal.set()
 
-    async def wait(self, timeout: float, what: str) -> None:
-        """Return once a message is queued; ``TimeoutError`` after ``timeout`` seconds
-        without one, ``ConnectionLostError``/``ConnectionClosedError`` when the
-        connection goes."""
-        q = self.q
-        signal = self.signal
-        deadline = prims.monotonic() + timeout
-        while not q:
-            if self.lost is not None:
-                raise ConnectionLostError(f"{what}: connection lost ({self.lost})")
-            if not self.sub.is_valid:
-                raise ConnectionClosedError(f"{what}: connection closed")
-            left = deadline - prims.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"{what}: no answer from the server in {timeout:g}s")
-            signal.clear()
-            if q or self.lost is not None:
-                continue
-            await signal.wait(left)
+    def _ended(self, what: str) -> Optional[BaseException]:
+        if self.lost is not None:
+            return ConnectionLostError(f"{what}: connection lost ({self.lost})")
+        if not self.subs[0].is_valid:
+            return ConnectionClosedError(f"{what}: connection closed")
+        return None
 
     async def take(self, timeout: float, what: str) -> Msg:
         """The next message (see :meth:`wait`)."""
@@ -67,5 +105,4 @@ class Inbox:
 
     def close(self) -> None:
         self._unhook()
-        if self.sub.is_valid:
-            self._link.unsubscribe(self.sub)
+        self.unsubscribe()
