@@ -22,7 +22,7 @@ import subprocess
 import sys
 from typing import Any, Dict, Optional, Tuple
 
-from jetwire.cli.rows import CLIENT_ROWS, RATE, RowFailed, main
+from jetwire.cli.rows import CLIENT_ROWS, RATE, REQUESTERS, RowFailed, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "natsgo", "main.go")
@@ -91,7 +91,7 @@ class NatsGo:
                 raise RowFailed(why)
             self._bin = path
         cmd = [self._bin, row, url, str(n), ctx.get("subject", "-"), ctx.get("stream", "-"),
-               ctx.get("consumer", "-"), str(RATE)]
+               ctx.get("consumer", "-"), str(REQUESTERS if row == "s" else RATE)]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -105,7 +105,7 @@ class NatsGo:
         if "received" in res:
             ctx["received"] = res["received"]
         if "lat" in res:
-            return res["lat"]
+            return (res["seconds"], res["lat"]) if row == "s" else res["lat"]
         return res["seconds"]
 
 

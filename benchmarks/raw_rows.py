@@ -3,19 +3,21 @@ client logic (no futures, no message objects, no threads), beside the clients.
 
     python benchmarks/raw_rows.py <row> raw <url> <monitor-url> [scale]
 
-Rows a, c, d, e and h, with the same set-up and accounting as every client
+Rows a, c, d, e, h and s, with the same set-up and accounting as every client
 (jetwire's row harness, ``jetwire.cli.rows``). What it shows is what the server and the
 loopback allow on this machine: a client that reaches a good fraction of it spends its
 time where the server does.
 """
 from __future__ import annotations
 
+import os
+import select
 import socket
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
-from jetwire.cli.rows import CLIENT_ROWS, PAYLOAD, RATE, WINDOW, RowFailed, main, now
+from jetwire.cli.rows import CLIENT_ROWS, IDLE, PAYLOAD, RATE, REQUESTERS, WINDOW, RowFailed, main, now
 from jetwire.cli.rows_aio import stamp, stamp_age
 
 CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\n'
@@ -211,13 +213,93 @@ def row_h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> List[float]:
     return lat
 
 
+def _read_some(c: Conn) -> None:
+    """What the non-blocking socket has now, appended to the frame buffer."""
+    try:
+        chunk = c.sock.recv(262144)
+    except BlockingIOError:
+        return
+    if not chunk:
+        raise RowFailed("connection closed by the server")
+    if c.pos:
+        del c.buf[: c.pos]
+        c.pos = 0
+    c.buf += chunk
+
+
+def _send_all(c: Conn, frames: List[bytes]) -> None:
+    c.sock.setblocking(True)
+    c.sendall(b"".join(frames))
+    c.sock.setblocking(False)
+
+
+def row_s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, List[float]]:
+    """One thread with ``select``: a responder socket (one queue subscription) and a
+    requester socket keeping REQUESTERS requests in flight; each read's answers (or next
+    requests) go out in one write. No service protocol (no stats, no discovery)."""
+    subject = b"bench.s.%d" % os.getpid()
+    srv = Conn(url)
+    srv.sendall(b"SUB %s q 1\r\nPING\r\n" % subject)
+    srv.wait_pong()
+    c = Conn(url)
+    c.sendall(b"SUB _RAW.* 1\r\nPING\r\n")
+    c.wait_pong()
+    srv.sock.setblocking(False)
+    c.sock.setblocking(False)
+    started: Dict[int, float] = {}
+    lat: List[float] = []
+    sent = 0
+    t0 = now()
+    first = []
+    for _ in range(min(REQUESTERS, n)):
+        started[sent] = now()
+        first.append(_pub(subject, PAYLOAD, b"_RAW.%d" % sent))
+        sent += 1
+    _send_all(c, first)
+    while len(lat) < n:
+        ready, _, _ = select.select([srv.sock, c.sock], [], [], IDLE)
+        if not ready:
+            raise RowFailed(f"{len(lat)} of {n} requests answered")
+        if srv.sock in ready:
+            _read_some(srv)
+            answers = []
+            while True:
+                got = srv.frame(block=False)
+                if got is ...:
+                    break
+                if got is not None:
+                    answers.append(_pub(got[1], got[2]))
+            if answers:
+                _send_all(srv, answers)
+        if c.sock in ready:
+            _read_some(c)
+            more = []
+            while True:
+                got = c.frame(block=False)
+                if got is ...:
+                    break
+                if got is None:
+                    continue
+                lat.append(now() - started.pop(int(got[0][5:])))
+                if sent < n:
+                    started[sent] = now()
+                    more.append(_pub(subject, PAYLOAD, b"_RAW.%d" % sent))
+                    sent += 1
+            if more:
+                _send_all(c, more)
+    dt = now() - t0
+    c.close()
+    srv.close()
+    return dt, lat
+
+
 class Raw:
     """The raw-socket limit as a row client."""
 
     name = "raw"
 
     def __init__(self) -> None:
-        impl = {"a": row_a, "c": row_c, "d": row_d, "e": row_e, "h": row_h}
+        impl = {"a": row_a, "c": row_c, "d": row_d, "e": row_e, "h": row_h, "s": row_s}
         self.rows = {r: impl[r] for r in CLIENT_ROWS[self.name]}
 
 

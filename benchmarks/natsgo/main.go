@@ -7,7 +7,8 @@
 //
 //	natsgo <row> <url> <n> <subject> <stream> <consumer> [rate]
 //
-// prints one JSON line: {"seconds": s, "received": k} or {"lat": [seconds...]}.
+// prints one JSON line: {"seconds": s, "received": k}, {"lat": [seconds...]} or both
+// (row s, whose last argument is the number of requesters, not a rate).
 package main
 
 import (
@@ -16,10 +17,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 )
 
 const idle = 5 * time.Second // no new delivery for this long: missing messages count as lost
@@ -245,6 +248,54 @@ func rowH(url string, n int, rate float64) map[string]interface{} {
 	return map[string]interface{}{"lat": lat}
 }
 
+// rowS: an echo service (nats.go's micro) on one connection, requesters goroutines on
+// another, each sending its share of n requests one after the other.
+func rowS(url string, n int, requesters int) map[string]interface{} {
+	srv := connect(url)
+	defer srv.Close()
+	svc, err := micro.AddService(srv, micro.Config{
+		Name:    fmt.Sprintf("bench_s_%d", os.Getpid()),
+		Version: "1.0.0",
+		Endpoint: micro.Endpoint{
+			Subject: fmt.Sprintf("bench.s.%d", os.Getpid()),
+			Handler: func(req *micro.Request) { req.Respond(req.Data()) },
+		},
+	})
+	if err != nil {
+		fail("add service: %v", err)
+	}
+	defer svc.Stop()
+	srv.Flush()
+	nc := connect(url)
+	defer nc.Close()
+	subject := fmt.Sprintf("bench.s.%d", os.Getpid())
+	lats := make([][]float64, requesters)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for r := 0; r < requesters; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			lat := make([]float64, 0, n/requesters)
+			for i := 0; i < n/requesters; i++ {
+				t := time.Now()
+				if _, err := nc.Request(subject, payload, 5*time.Second); err != nil {
+					fail("request: %v", err)
+				}
+				lat = append(lat, time.Since(t).Seconds())
+			}
+			lats[r] = lat
+		}(r)
+	}
+	wg.Wait()
+	dt := time.Since(t0).Seconds()
+	all := make([]float64, 0, n)
+	for _, lat := range lats {
+		all = append(all, lat...)
+	}
+	return map[string]interface{}{"seconds": dt, "lat": all}
+}
+
 func main() {
 	if len(os.Args) < 7 {
 		fmt.Fprintln(os.Stderr, "usage: natsgo <row> <url> <n> <subject> <stream> <consumer> [rate]")
@@ -280,6 +331,8 @@ func main() {
 		res = rowF(url, n, stream, consumer, true)
 	case "h":
 		res = rowH(url, n, rate)
+	case "s":
+		res = rowS(url, n, int(rate))
 	default:
 		fmt.Fprintf(os.Stderr, "row %s has no nats.go implementation\n", row)
 		os.Exit(2)

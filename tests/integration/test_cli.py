@@ -511,9 +511,9 @@ def test_compare_runs_every_row_for_every_client_from_one_implementation(nats_se
     assert summary["clients"] == ["jetwire", "jetwire.aio", *sorted(GO), "nats-py", "raw"]
     assert set(summary["rows"]) == {"a", "b", "c", "d", "e", "f", "f2", "g", "h", "m", "s"}
     for r, row in summary["rows"].items():
-        go = GO if r not in ("g", "m", "s") else set()  # nats.go 1.22: no continuous pull, no service row
+        go = GO if r not in ("g", "m") else set()  # nats.go 1.22: no continuous pull, no metadata row
         expected = {"jetwire", "jetwire.aio"} | ({"nats-py"} if r != "g" else set()) | go | (
-            {"raw"} if r in ("a", "c", "d", "e", "h") else set())
+            {"raw"} if r in ("a", "c", "d", "e", "h", "s") else set())
         assert set(row["clients"]) == expected, r
         for c, v in row["clients"].items():
             assert v["median"] is not None and v["failed"] == 0, (r, c, v)
