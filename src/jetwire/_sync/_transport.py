@@ -224,6 +224,10 @@ FLUSH_THRESHOLD = 64 * 1024
 # a publish finding the connection quiet this long (seconds since the last write) is
 # sent by the publishing thread itself: no flusher wake-up for a lone message
 QUIET = 20e-6
+# and publishes within this long after such a one are sent at once too: a publisher that
+# wakes from a sleep with two or three messages due sends them without a flusher wake-up
+# (a handoff to another thread costs more than the write); a stream goes to the flusher
+BURST = 30e-6
 _clock = time.perf_counter
 _current_thread = threading.current_thread
 
@@ -259,6 +263,7 @@ class Writer:
         # when flush_now last wrote (perf_counter; set under _send_lock, read without it
         # by kick: a stale value only picks the other of two correct ways to send)
         self._last_write = 0.0
+        self._burst_t0 = 0.0  # when a publish last found the connection quiet (see kick)
         outbox.threshold = FLUSH_THRESHOLD
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
@@ -288,9 +293,15 @@ class Writer:
                 local.idle = None
                 self.flush_now()
                 return
-            if _clock() - self._last_write > QUIET and tr._reader is not _current_thread():
-                # a quiet connection: send now, from this thread (never from the reader,
-                # which must not wait on a write while the server may be waiting on it)
+            now = _clock()
+            quiet = now - self._last_write > QUIET
+            if (quiet or now - self._burst_t0 < BURST) and tr._reader is not _current_thread():
+                # a quiet connection, or a few publishes right after one that found it
+                # quiet (a paced publisher catching up after a sleep): send now, from this
+                # thread (never from the reader, which must not wait on a write while the
+                # server may be waiting on it)
+                if quiet:
+                    self._burst_t0 = now
                 self.flush_now()
                 return
             self._ev.set()
