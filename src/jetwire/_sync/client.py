@@ -709,7 +709,7 @@ class Client:
         self._resp_map[token] = fut
         # asyncio: sent at the end of this loop turn, in one write with every other request
         # and reply queued in it (a write per request was a third of a busy requester's time);
-        # blocking: sent now, from the caller's thread
+        # blocking: sent now, from the caller's thread (or by the thread writing already)
         try:
             if hdr is None and prims.IS_ASYNC:
                 self.publish(subject, data, prefix + token)  # one call into the outbox, which kicks
@@ -718,7 +718,7 @@ class Client:
         except BaseException:
             self._resp_map.pop(token, None)
             raise
-        self._writer.flush_now()
+        self._writer.send_soon()
         return token, fut
 
     def _wait_reply(self, subject: str, token: str, fut: Any, timeout: float) -> Msg:

@@ -272,6 +272,8 @@ class Writer:
         except (ConnectionError, RuntimeError, OSError):
             pass
 
+    send_soon = flush_now  # one thread: nobody else can be writing
+
     @property
     def congested(self) -> bool:
         tr = self.tr

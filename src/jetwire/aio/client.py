@@ -713,7 +713,7 @@ class Client:
         self._resp_map[token] = fut
         # asyncio: sent at the end of this loop turn, in one write with every other request
         # and reply queued in it (a write per request was a third of a busy requester's time);
-        # blocking: sent now, from the caller's thread
+        # blocking: sent now, from the caller's thread (or by the thread writing already)
         try:
             if hdr is None and prims.IS_ASYNC:
                 self.publish(subject, data, prefix + token)  # one call into the outbox, which kicks
@@ -723,7 +723,7 @@ class Client:
             self._resp_map.pop(token, None)
             raise
         self._writer.kick()  # aio-only
-        # sync-only: self._writer.flush_now()
+        # sync-only: self._writer.send_soon()
         return token, fut
 
     async def _wait_reply(self, subject: str, token: str, fut: Any, timeout: float) -> Msg:

@@ -202,6 +202,9 @@ class WriterAPI(Protocol):
 
     def flush_now(self) -> None: ...
 
+    def send_soon(self) -> None:
+        """``flush_now``, or, while another thread writes, leave the bytes to it."""
+
     @property
     def congested(self) -> bool: ...
 
