@@ -291,7 +291,7 @@ class Writer:
                 # Once per wake-up of that thread: more publishes from the same
                 # callbacks go through the flusher again.
                 local.idle = None
-                self.flush_now()
+                self.send_soon()
                 return
             now = _clock()
             quiet = now - self._last_write > QUIET
@@ -302,7 +302,7 @@ class Writer:
                 # server may be waiting on it)
                 if quiet:
                     self._burst_t0 = now
-                self.flush_now()
+                self.send_soon()
                 return
             self._ev.set()
 
