@@ -563,6 +563,38 @@ def test_reconnect_after_server_restart_keeps_subscriptions(fresh_nats_server, u
         nc.close()
 
 
+def test_request_made_while_reconnecting_goes_out_when_back(fresh_nats_server, url_for):
+    """Its bytes wait in the reconnect buffer and leave on the new connection; the caller
+    waits for the answer (the server's own, so no responder can be late), and while no
+    server is there a request's timeout holds (the caller waits, it does not spin)."""
+    srv = fresh_nats_server
+    disconnected = prims.Signal()
+    nc = jetwire.connect(url_for(srv), reconnect_time_wait=0.1, max_reconnect_attempts=-1,
+                               disconnected_cb=disconnected.set)
+    try:
+        srv.kill()
+        assert disconnected.wait(10)
+        got: list = []
+
+        def ask(timeout: float) -> None:
+            try:
+                got.append(nc.request("$JS.API.INFO", b"", timeout=timeout))
+            except jetwire.TimeoutError as exc:
+                got.append(exc)
+
+        task = prims.spawn(ask, 0.3)
+        assert prims.join(task, 10), "a request with the server away did not time out"
+        assert isinstance(got.pop(), jetwire.TimeoutError)
+        assert nc.is_reconnecting
+        task = prims.spawn(ask, 20)
+        srv.start()
+        assert prims.join(task, 25), "the request did not come back"
+        assert b'"type":"io.nats.jetstream.api.v1.account_info_response"' in got[0].data
+        assert nc.stats["reconnects"] == 1
+    finally:
+        nc.close()
+
+
 def test_cluster_discovery(nats_cluster_factory, url_for, scheme):
     cluster = nats_cluster_factory(3)
     found = prims.Signal()

@@ -327,18 +327,21 @@ class Writer:
         outbox = self.outbox
         while outbox.buf and lock.acquire(False):
             try:
-                self._write_locked()
+                if not self._write_locked():
+                    return  # no socket (reconnecting): the bytes wait for the next one
             finally:
                 lock.release()
 
-    def _write_locked(self) -> None:
+    def _write_locked(self) -> bool:
+        """Write what is queued (the caller holds ``_send_lock``); False when there is no
+        socket to write to."""
         tr = self.tr
         if tr is None or tr.closed:
-            return
+            return False
         with self.lock:
             buf = self.outbox.take()
         if not buf:
-            return
+            return True
         self._last_write = _clock()  # a write under way: not quiet
         try:
             tr.write(buf)
@@ -348,6 +351,7 @@ class Writer:
                 self.on_stuck(exc)
         except (OSError, ConnectionError, ValueError):
             pass  # the reader thread sees the loss and reconnects
+        return True
 
     def _run(self) -> None:
         ev = self._ev
