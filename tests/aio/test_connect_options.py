@@ -236,7 +236,10 @@ async def test_a_stuck_write_fails_the_connection(fresh_nats_server):
                 break
             await prims.sleep(0)
         assert await disconnected.wait(15), "a stuck write did not fail the connection"
-        assert any(isinstance(e, jetwire.TimeoutError) for e in errors.errors), errors.errors
+        # error_cb runs on the callback dispatcher, disconnected_cb on the reconnecting
+        # thread/task: the two may come in either order
+        assert await wait_until(lambda: any(isinstance(e, jetwire.TimeoutError) for e in errors.errors), 10), \
+            errors.errors
         srv.thaw()
         assert await reconnected.wait(20)
     finally:

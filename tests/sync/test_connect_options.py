@@ -237,7 +237,10 @@ def test_a_stuck_write_fails_the_connection(fresh_nats_server):
                 break
             prims.sleep(0)
         assert disconnected.wait(15), "a stuck write did not fail the connection"
-        assert any(isinstance(e, jetwire.TimeoutError) for e in errors.errors), errors.errors
+        # error_cb runs on the callback dispatcher, disconnected_cb on the reconnecting
+        # thread/task: the two may come in either order
+        assert wait_until(lambda: any(isinstance(e, jetwire.TimeoutError) for e in errors.errors), 10), \
+            errors.errors
         srv.thaw()
         assert reconnected.wait(20)
     finally:
