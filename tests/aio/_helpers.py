@@ -25,6 +25,18 @@ async def wait_until(pred, timeout: float = 5.0) -> bool:
     return bool(await prims.call(pred))
 
 
+async def acks_applied(cons, timeout: float = 5.0):
+    """``cons.info()`` once it shows no ack pending (or the last one after ``timeout``):
+    the server applies acks on the consumer's own goroutine, so one sent before a flush
+    may not be counted yet when the PONG comes back."""
+    deadline = time.monotonic() + timeout
+    while True:
+        info = await cons.info()
+        if info.num_ack_pending == 0 or time.monotonic() >= deadline:
+            return info
+        await prims.sleep(0.02)
+
+
 class Collector:
     """Callback collecting messages; wakes the test when ``n`` have arrived."""
 

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import jetwire.aio as jetwire
-from tests.aio._helpers import new_stream
+from tests.aio._helpers import acks_applied, new_stream
 
 
 async def make(nc, n: int = 1, **consumer):
@@ -46,7 +46,7 @@ async def test_ack_sync_and_double_ack_errors(nats_url):
         with pytest.raises(jetwire.MsgAlreadyAckedError):
             await m3.ack()
         await nc.flush()
-        info = await c.info()
+        info = await acks_applied(c)
         assert info.num_ack_pending == 0
         assert info.ack_floor.stream_seq == 3
     finally:
@@ -162,7 +162,7 @@ async def test_metadata_fields(nats_url):
             assert jetwire.parse_metadata(m.reply) == md
             await m.ack()
         await nc.flush()
-        assert (await c.info()).num_ack_pending == 0
+        assert (await acks_applied(c)).num_ack_pending == 0
     finally:
         await js.delete_stream(stream)
         await nc.close()
@@ -212,7 +212,7 @@ async def test_acks_from_consume_callback(nats_url):
         cc.stop()
         assert sorted(seen) == list(range(1, 51))
         await nc.flush()
-        info = await c.info()
+        info = await acks_applied(c)
         assert info.num_ack_pending == 0
         assert redelivered == [2] * 5
     finally:

@@ -11,7 +11,7 @@ import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
 from jetwire.jetstream.pull import msg_size
 from jetwire.testing import NatsServer
-from tests.aio._helpers import Collector, Errors, fill, new_stream, publish_when_back
+from tests.aio._helpers import Collector, Errors, acks_applied, fill, new_stream, publish_when_back
 
 
 async def make(nc, n: int = 0, storage: str = "memory", **consumer):
@@ -187,7 +187,7 @@ async def test_consume_by_bytes_and_explicit_acks(nats_url):
         cc.stop()
         assert sorted(seen) == list(range(1, 301)) and len(set(seen)) == 300
         await nc.flush()
-        info = await c.info()
+        info = await acks_applied(c)
         assert info.num_ack_pending == 0 and info.num_pending == 0
         with pytest.raises(ValueError):
             await c.consume(cb, max_messages=10, max_bytes=100)

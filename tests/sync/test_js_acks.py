@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import jetwire as jetwire
-from tests.sync._helpers import new_stream
+from tests.sync._helpers import acks_applied, new_stream
 
 
 def make(nc, n: int = 1, **consumer):
@@ -47,7 +47,7 @@ def test_ack_sync_and_double_ack_errors(nats_url):
         with pytest.raises(jetwire.MsgAlreadyAckedError):
             m3.ack()
         nc.flush()
-        info = c.info()
+        info = acks_applied(c)
         assert info.num_ack_pending == 0
         assert info.ack_floor.stream_seq == 3
     finally:
@@ -163,7 +163,7 @@ def test_metadata_fields(nats_url):
             assert jetwire.parse_metadata(m.reply) == md
             m.ack()
         nc.flush()
-        assert (c.info()).num_ack_pending == 0
+        assert (acks_applied(c)).num_ack_pending == 0
     finally:
         js.delete_stream(stream)
         nc.close()
@@ -213,7 +213,7 @@ def test_acks_from_consume_callback(nats_url):
         cc.stop()
         assert sorted(seen) == list(range(1, 51))
         nc.flush()
-        info = c.info()
+        info = acks_applied(c)
         assert info.num_ack_pending == 0
         assert redelivered == [2] * 5
     finally:

@@ -12,7 +12,7 @@ import jetwire as jetwire
 from jetwire._sync import _prims as prims
 from jetwire.jetstream.pull import msg_size
 from jetwire.testing import NatsServer
-from tests.sync._helpers import Collector, Errors, fill, new_stream, publish_when_back
+from tests.sync._helpers import Collector, Errors, acks_applied, fill, new_stream, publish_when_back
 
 
 def make(nc, n: int = 0, storage: str = "memory", **consumer):
@@ -188,7 +188,7 @@ def test_consume_by_bytes_and_explicit_acks(nats_url):
         cc.stop()
         assert sorted(seen) == list(range(1, 301)) and len(set(seen)) == 300
         nc.flush()
-        info = c.info()
+        info = acks_applied(c)
         assert info.num_ack_pending == 0 and info.num_pending == 0
         with pytest.raises(ValueError):
             c.consume(cb, max_messages=10, max_bytes=100)
