@@ -43,7 +43,10 @@ class Conn:
         self.sock.sendall(data)
 
     def _fill(self) -> None:
-        chunk = self.sock.recv(262144)
+        try:
+            chunk = self.sock.recv(262144)
+        except BlockingIOError:  # a non-blocking socket (row s) with nothing to read yet
+            return
         if not chunk:
             raise RowFailed("connection closed by the server")
         if self.pos:
@@ -213,20 +216,6 @@ def row_h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> List[float]:
     return lat
 
 
-def _read_some(c: Conn) -> None:
-    """What the non-blocking socket has now, appended to the frame buffer."""
-    try:
-        chunk = c.sock.recv(262144)
-    except BlockingIOError:
-        return
-    if not chunk:
-        raise RowFailed("connection closed by the server")
-    if c.pos:
-        del c.buf[: c.pos]
-        c.pos = 0
-    c.buf += chunk
-
-
 def _send_all(c: Conn, frames: List[bytes]) -> None:
     c.sock.setblocking(True)
     c.sendall(b"".join(frames))
@@ -261,7 +250,7 @@ def row_s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, List[f
         if not ready:
             raise RowFailed(f"{len(lat)} of {n} requests answered")
         if srv.sock in ready:
-            _read_some(srv)
+            srv._fill()
             answers = []
             while True:
                 got = srv.frame(block=False)
@@ -272,7 +261,7 @@ def row_s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, List[f
             if answers:
                 _send_all(srv, answers)
         if c.sock in ready:
-            _read_some(c)
+            c._fill()
             more = []
             while True:
                 got = c.frame(block=False)

@@ -29,12 +29,14 @@ async def acks_applied(cons, timeout: float = 5.0):
     """``cons.info()`` once it shows no ack pending (or the last one after ``timeout``):
     the server applies acks on the consumer's own goroutine, so one sent before a flush
     may not be counted yet when the PONG comes back."""
-    deadline = time.monotonic() + timeout
-    while True:
-        info = await cons.info()
-        if info.num_ack_pending == 0 or time.monotonic() >= deadline:
-            return info
-        await prims.sleep(0.02)
+    last: list = []
+
+    async def applied() -> bool:
+        last[:] = [await cons.info()]
+        return last[0].num_ack_pending == 0
+
+    await wait_until(applied, timeout)
+    return last[0]
 
 
 class Collector:

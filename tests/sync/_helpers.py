@@ -30,12 +30,14 @@ def acks_applied(cons, timeout: float = 5.0):
     """``cons.info()`` once it shows no ack pending (or the last one after ``timeout``):
     the server applies acks on the consumer's own goroutine, so one sent before a flush
     may not be counted yet when the PONG comes back."""
-    deadline = time.monotonic() + timeout
-    while True:
-        info = cons.info()
-        if info.num_ack_pending == 0 or time.monotonic() >= deadline:
-            return info
-        prims.sleep(0.02)
+    last: list = []
+
+    def applied() -> bool:
+        last[:] = [cons.info()]
+        return last[0].num_ack_pending == 0
+
+    wait_until(applied, timeout)
+    return last[0]
 
 
 class Collector:

@@ -331,12 +331,13 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
         cpu0 = time.process_time()
         dt, lat = _run(fn, url, n, ctx)
         cpu = time.process_time() - cpu0  # this process's CPU (set-up included): steadier than rates on a busy box
-        cpu = ctx.get("cpu", cpu)  # a peer running another process reports its own
         lat = sorted(lat)
         if len(lat) != n:
             raise RowFailed(f"{len(lat)} of {n} requests answered")
-        return {"rate": n / dt, "p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6,
-                "n": n, "seconds": dt, "cpu_us_per_req": cpu / n * 1e6, "cpu_us": cpu / n * 1e6}
+        res = _with_cpu({"rate": n / dt, "p50_us": lat[len(lat) // 2] * 1e6,
+                         "p99_us": lat[int(len(lat) * 0.99)] * 1e6, "n": n, "seconds": dt}, cpu, n, ctx)
+        res["cpu_us_per_req"] = res["cpu_us"]
+        return res
     dt = _run(fn, url, n, ctx)
     cpu = time.process_time() - cpu0
     if spec.js:
