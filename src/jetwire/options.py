@@ -62,6 +62,10 @@ class Options:
     pending_bytes_limit: int = 128 * 1024 * 1024
     drain_timeout: float = 30.0
     flush_timeout: float = 10.0
+    # jetwire.aio: while a request (or a JetStream publish) awaits a reply that usually
+    # comes within this many seconds, the event loop polls instead of sleeping (see
+    # docs/performance.md); 0 turns it off. The blocking flavour does not use it.
+    busy_poll: float = 200e-6
     max_control_line: int = 4096
     error_cb: Optional[Callable[..., Any]] = None
     disconnected_cb: Optional[Callable[..., Any]] = None
@@ -111,6 +115,8 @@ def make_options(servers: Union[str, Sequence[str], None], kwargs: dict) -> Opti
     opts = Options(servers=urls, **kwargs)
     if opts.max_pings_outstanding < 1:
         raise ValueError("max_pings_outstanding must be at least 1")
+    if not opts.busy_poll >= 0:
+        raise ValueError(f"busy_poll must be 0 (off) or a positive number of seconds, not {opts.busy_poll!r}")
     _check_auth(opts)
     return opts
 

@@ -57,7 +57,10 @@ from ..errors import (
 from ..msg import Msg
 from ..options import Options, Server, make_options
 from . import _prims as prims
-from ._transport import Transport, Writer
+from ._transport import (
+    Transport,
+    Writer,
+)
 
 if TYPE_CHECKING:
     from .jetstream import JetStream

@@ -56,7 +56,11 @@ from ..errors import (
 from ..msg import Msg
 from ..options import Options, Server, make_options
 from . import _prims as prims
-from ._transport import Transport, Writer
+from ._transport import (
+    Spinner,  # aio-only
+    Transport,
+    Writer,
+)
 
 if TYPE_CHECKING:
     from .jetstream import JetStream
@@ -212,6 +216,8 @@ class Client:
         # the common publish is one call into the outbox (see Client.publish)
         self.publish = outbox.publish  # type: ignore[method-assign]
         self._new_waiter = prims.future_maker()  # aio-only: no loop look-up per request
+        # the loop polls while a reply is due (busy_poll)  # aio-only
+        self._spin = Spinner(opts.busy_poll, self._resp_map)  # aio-only
         # sync-only: self._new_waiter = prims.new_waiter
         core.status = CONNECTING
         last: Optional[BaseException] = None
@@ -698,6 +704,7 @@ class Client:
         fut = self._resp_map.pop(msg.subject[self._resp_prefix_len:], None)
         if fut is None or fut.done():
             return
+        self._spin.replied()  # aio-only
         h = msg.headers
         if h is not None and h.status == "503" and not msg.data:
             fut.set_exception(NoRespondersError("no responders for request"))
@@ -717,12 +724,14 @@ class Client:
         try:
             if hdr is None and prims.IS_ASYNC:
                 self.publish(subject, data, prefix + token)  # one call into the outbox, which kicks
+                self._spin.arm()  # aio-only
                 return token, fut
             self._append_raw(subject, prefix + token, hdr, data)
         except BaseException:
             self._resp_map.pop(token, None)
             raise
         self._writer.kick()  # aio-only
+        self._spin.arm()  # aio-only
         # sync-only: self._writer.send_soon()
         return token, fut
 

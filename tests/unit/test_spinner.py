@@ -1,0 +1,87 @@
+"""The asyncio request spinner (``busy_poll``): its adaptive policy and its loop
+callback, without a server (tests/integration/test_busy_poll.py has the server side)."""
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import pytest
+
+from jetwire.aio._transport import Spinner
+from jetwire.options import make_options
+
+
+def test_budget_zero_is_off() -> None:
+    sp = Spinner(0.0, {"1": object()})
+    assert not sp.should_spin()
+    sp.sent_at = time.perf_counter() - 1.0
+    sp.replied()
+    assert sp.avg == 0.0  # nothing is tracked when off
+
+
+def test_slow_replies_stop_it_and_fast_ones_bring_it_back() -> None:
+    sp = Spinner(200e-6, {})
+    assert sp.should_spin()  # no reply seen yet: try
+    for _ in range(20):
+        sp.sent_at = time.perf_counter() - 0.010  # a 10 ms reply
+        sp.replied()
+    assert sp.avg == pytest.approx(4 * 200e-6, rel=0.1)  # samples are capped at 4x the budget
+    assert not sp.should_spin()
+    for _ in range(40):
+        sp.sent_at = time.perf_counter()  # replies within microseconds
+        sp.replied()
+    assert sp.avg < 200e-6
+    assert sp.should_spin()
+
+
+def test_the_loop_is_kept_polling_while_a_request_is_outstanding() -> None:
+    async def main() -> None:
+        outstanding = {"1": object()}
+        sp = Spinner(10.0, outstanding)
+        sp.arm()
+        assert sp.running
+        for _ in range(5):
+            await asyncio.sleep(0)
+            assert sp.running
+        outstanding.clear()  # answered
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert not sp.running
+
+    asyncio.run(main())
+
+
+def test_it_stops_after_the_budget_even_without_a_reply() -> None:
+    async def main() -> None:
+        sp = Spinner(0.002, {"1": object()})
+        sp.arm()
+        turns = 0
+        while sp.running and turns < 10_000_000:
+            await asyncio.sleep(0)
+            turns += 1
+        assert not sp.running
+        assert time.perf_counter() >= sp.until
+
+    asyncio.run(main())
+
+
+def test_a_slow_connection_is_not_kept_awake() -> None:
+    async def main() -> None:
+        sp = Spinner(200e-6, {"1": object()})
+        sp.avg = 0.005  # replies take 5 ms here
+        sp.arm()
+        assert not sp.running
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("bad", [-1e-6, math.nan])
+def test_bad_busy_poll_is_refused(bad: float) -> None:
+    with pytest.raises(ValueError, match="busy_poll"):
+        make_options("nats://127.0.0.1:4222", {"busy_poll": bad})
+
+
+def test_busy_poll_defaults_on() -> None:
+    assert make_options(None, {}).busy_poll == 200e-6
+    assert make_options(None, {"busy_poll": 0}).busy_poll == 0
