@@ -33,6 +33,8 @@ class Conn:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray()
         self.pos = 0
+        self.rbuf = bytearray(262144)
+        self.rview = memoryview(self.rbuf)
         while b"\r\n" not in self.buf:
             self._fill()
         del self.buf[: self.buf.index(b"\r\n") + 2]
@@ -44,15 +46,16 @@ class Conn:
 
     def _fill(self) -> None:
         try:
-            chunk = self.sock.recv(262144)
+            # into one buffer: sock.recv(262144) would allocate (mmap) 256 KiB per read
+            n = self.sock.recv_into(self.rbuf)
         except BlockingIOError:  # a non-blocking socket (row s) with nothing to read yet
             return
-        if not chunk:
+        if not n:
             raise RowFailed("connection closed by the server")
         if self.pos:
             del self.buf[: self.pos]
             self.pos = 0
-        self.buf += chunk
+        self.buf += self.rview[:n]
 
     def frame(self, block: bool = True) -> Any:
         """The next MSG/HMSG as (subject, reply, payload) (PINGs answered, others
@@ -174,16 +177,17 @@ def row_e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     sock = c.sock
     sent = acked = 0
     tail = b""
+    rview = c.rview
     t0 = now()
     while acked < n:
         room = min(n - sent, WINDOW - (sent - acked))
         if room > 0:
             sock.sendall(b"".join(_pub(subj, PAYLOAD, b"_RAW.%d" % (sent + k)) for k in range(room)))
             sent += room
-        chunk = sock.recv(262144)
-        if not chunk:
+        got = sock.recv_into(c.rbuf)
+        if not got:
             raise RowFailed("connection closed by the server")
-        data = tail + chunk
+        data = tail + rview[:got]
         acked += data.count(b"MSG _RAW.")
         tail = data[-8:]  # a header split across reads is counted once
         if b"MSG _RAW." in tail:
