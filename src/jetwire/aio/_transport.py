@@ -14,6 +14,7 @@ from ._prims import NO_LOCK
 _DONE = _impl.DONE  # an awaitable that is already done
 
 _INFO_LIMIT = 64 * 1024
+_perf = time.perf_counter
 
 
 class _Proto(asyncio.Protocol):
@@ -316,8 +317,11 @@ class Spinner:
 
     ALPHA = 0.125
 
+    __slots__ = ("budget", "cap", "outstanding", "avg", "sent_at", "until", "running", "_loop")
+
     def __init__(self, budget: float, outstanding: Dict[str, Any]) -> None:
         self.budget = budget
+        self.cap = 4 * budget  # the largest reply-time sample counted
         self.outstanding = outstanding  # token -> future of the requests awaiting replies
         self.avg = 0.0  # moving average of reply times (0: none seen yet)
         self.sent_at = 0.0  # when the last request went out
@@ -331,11 +335,13 @@ class Spinner:
 
     def arm(self) -> None:
         """A request went out: poll for its reply for up to ``budget`` seconds."""
-        now = time.perf_counter()
-        self.sent_at = now
-        if not self.should_spin():
+        budget = self.budget
+        if budget <= 0:
             return
-        self.until = now + self.budget
+        now = self.sent_at = _perf()
+        if self.avg > budget:
+            return
+        self.until = now + budget
         if not self.running:
             self.running = True
             loop = self._loop
@@ -345,13 +351,14 @@ class Spinner:
 
     def replied(self) -> None:
         """A reply arrived: fold its time since the last request into the average."""
-        if self.budget <= 0:
-            return
-        sample = min(time.perf_counter() - self.sent_at, 4 * self.budget)
-        self.avg += (sample - self.avg) * self.ALPHA
+        if self.budget > 0:
+            sample = _perf() - self.sent_at
+            if sample > self.cap:
+                sample = self.cap
+            self.avg += (sample - self.avg) * 0.125  # ALPHA
 
     def _tick(self) -> None:
-        if self.outstanding and time.perf_counter() < self.until:
+        if self.outstanding and _perf() < self.until:
             self._loop.call_soon(self._tick)  # type: ignore[union-attr]
         else:
             self.running = False
