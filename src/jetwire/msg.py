@@ -38,27 +38,23 @@ class Msg(_impl.MsgBase):
             raise NatsError("message has no reply subject")
         return self._conn().publish(self.reply, data, headers=headers)
 
-    # -- JetStream (``metadata`` is MsgBase's: parsed in compiled code) ------------------
-    def ack(self) -> Any:
-        """Acknowledge (fire and forget)."""
-        return self._conn()._js_ack(self, _ACK, True, False, None)
-
+    # -- JetStream (``metadata``, ``ack`` and ``_ack`` are MsgBase's: compiled code) ----
     def ack_sync(self, timeout: Optional[float] = None) -> Any:
         """Acknowledge and wait for the server to confirm (double ack)."""
-        return self._conn()._js_ack(self, _ACK, True, True, timeout)
+        reply = self._ack_subject()  # checked: bound, not acked yet, a JetStream message
+        client: Any = self._client
+        return client._js_double_ack(self, reply, _ACK, timeout)
 
     double_ack = ack_sync
 
     def nak(self, delay: Optional[float] = None) -> Any:
         """Negative-acknowledge: redeliver, after ``delay`` seconds when given."""
-        payload = _NAK if delay is None else b'-NAK {"delay":%d}' % int(delay * 1e9)
-        return self._conn()._js_ack(self, payload, True, False, None)
+        return self._ack(_NAK if delay is None else b'-NAK {"delay":%d}' % int(delay * 1e9), True)
 
     def in_progress(self) -> Any:
         """Tell the server work is ongoing (resets the ack wait); may be sent many times."""
-        return self._conn()._js_ack(self, _WPI, False, False, None)
+        return self._ack(_WPI, False)
 
     def term(self, reason: Optional[str] = None) -> Any:
         """Stop redelivery of this message."""
-        payload = _TERM if not reason else _TERM + b" " + reason.encode()
-        return self._conn()._js_ack(self, payload, True, False, None)
+        return self._ack(_TERM if not reason else _TERM + b" " + reason.encode(), True)

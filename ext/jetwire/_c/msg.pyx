@@ -4,10 +4,11 @@ include "common.pxi"
 
 from jetwire._c.metadata cimport parse_metadata_c
 
-from jetwire.errors import NotJSMessageError
+from jetwire.errors import MsgAlreadyAckedError, NatsError, NotJSMessageError
 from jetwire.protocol.headers import Headers
 
 cdef object _Headers = Headers
+cdef bytes _ACK = b"+ACK"
 jw_set_headers_type(  # (see jw_track_if)
     Headers, Headers.__dict__.get("_d"), Headers.__dict__.get("status"), Headers.__dict__.get("description"))
 
@@ -118,6 +119,31 @@ cdef class MsgBase:
             m = parse_metadata_c(self.c_reply)
             self.c_meta = m  # not a cycle-collected type (see metadata.pyx): no need to re-track
         return m
+
+    # -- JetStream acks: fire and forget, through the connection that delivered it ----
+    def _ack_subject(self):
+        """The ack subject, after checking the message can still be acknowledged."""
+        if self.c_client is None:
+            raise NatsError("message is not bound to a connection")
+        if self._ackd:
+            raise MsgAlreadyAckedError("message was already acknowledged")
+        reply = self.c_reply
+        if not reply or not reply.startswith("$JS.ACK."):
+            raise NotJSMessageError("message is not a JetStream message")
+        return reply
+
+    def _ack(self, payload, bint terminal):
+        """Send ``payload`` to the ack subject now: what the connection's ``publish``
+        returns (in ``jetwire.aio`` an awaitable). ``terminal``: no ack may follow."""
+        reply = self._ack_subject()
+        r = self.c_client.publish(reply, payload)
+        if terminal:
+            self._ackd = True
+        return r
+
+    def ack(self):
+        """Acknowledge (fire and forget)."""
+        return self._ack(_ACK, True)
 
     def __repr__(self):
         data = self.data

@@ -44,11 +44,9 @@ from ..errors import (
     ConnectionLostError,
     DrainTimeoutError,
     MaxPayloadError,
-    MsgAlreadyAckedError,
     NatsError,
     NoRespondersError,
     NoServersError,
-    NotJSMessageError,
     ProtocolError,
     ReconnectBufferFullError,
     SubscriptionClosedError,
@@ -773,22 +771,11 @@ class Client:
         return time.perf_counter() - start
 
     # -- JetStream acks (used by Msg) --------------------------------------------------
-    def _js_ack(self, msg: Msg, payload: bytes, terminal: bool, sync: bool, timeout: Optional[float]) -> Any:
-        """Send an ack when called. Fire and forget: what ``publish`` returns (in aio an
-        awaitable already done, or done once a congested socket drains). ``sync``: the
-        ack goes out now and the result waits for the server's confirmation."""
-        if msg._ackd:
-            raise MsgAlreadyAckedError("message was already acknowledged")
-        reply = msg.reply
-        if not reply or not reply.startswith("$JS.ACK."):
-            raise NotJSMessageError("message is not a JetStream message")
-        if sync:
-            token, fut = self._start_request(reply, payload, None)
-            return self._js_ack_confirmed(msg, reply, token, fut, terminal, timeout or 5.0)
-        r = self.publish(reply, payload)
-        if terminal:
-            msg._ackd = True
-        return r
+    def _js_double_ack(self, msg: Msg, reply: str, payload: bytes, timeout: Optional[float]) -> Any:
+        """``msg.ack_sync()``: the ack goes out at call time (``reply``: its checked ack
+        subject) and the result waits for the server's confirmation."""
+        token, fut = self._start_request(reply, payload, None)
+        return self._js_ack_confirmed(msg, reply, token, fut, True, timeout or 5.0)
 
     def _js_ack_confirmed(self, msg: Msg, reply: str, token: str, fut: Any, terminal: bool,
                                 timeout: float) -> None:

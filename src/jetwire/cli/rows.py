@@ -111,7 +111,7 @@ ROWS: Dict[str, Row] = {
              ">= 1.0x nats.go", js=True, short="fetch(1000), AckNone"),
     "f2": Row("100k stored messages, fetch(1000), AckExplicit, one ack per message", "rate", 100_000,
               ">= 1.0x nats.go", js=True, short="fetch(1000), ack each"),
-    "g": Row("consume()/messages() continuous pull of 100k stored messages", "rate", 100_000,
+    "g": Row("consume() continuous pull of 100k stored messages, 1000 at a time (as row f)", "rate", 100_000,
              ">= f", js=True, short="consume(), continuous pull"),
     "h": Row("60k 16 B messages at a steady 20k msg/s, one-way latency publish -> subscriber callback",
              "latency", 60_000, "p50, p99 <= 1.0x nats.go", short="one-way latency at 20k/s", key="p99_us"),
@@ -126,7 +126,7 @@ COUNTS = {k: r.count for k, r in ROWS.items()}
 PAYLOAD = b"x" * 16
 REQUESTERS = 16  # row s: concurrent requesters (one connection)
 WINDOW = 1000  # row e: acks in flight
-FETCH = 1000  # rows f, f2: fetch batch
+FETCH = 1000  # rows f, f2: fetch batch; row g: consume's max_messages
 WAIT = 10.0  # seconds a pull may come back empty before the row fails
 RATE = 20_000  # row h: messages per second
 

@@ -235,13 +235,14 @@ async def f2(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
 
 
 async def g(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
-    """Continuous pull (jetwire's ``consume()``; nats-py has no such API)."""
+    """Continuous pull (jetwire's ``consume()``; nats-py has no such API), asking for
+    FETCH messages at a time as row f's fetches do (consume's default is 500)."""
     nc = await cl.connect(url)
     js = nc.jetstream()
     cons = await cl.pull_consumer(js, ctx["stream"], ctx["consumer"])
     cb, done, count = cl.tally(n)
     t0 = now()
-    cc = await cons.consume(cb)
+    cc = await cons.consume(cb, max_messages=FETCH)
     ok = await wait_count(done, count)
     dt = now() - t0
     cc.stop()

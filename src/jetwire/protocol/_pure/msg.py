@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ...errors import NotJSMessageError
+from ...errors import MsgAlreadyAckedError, NatsError, NotJSMessageError
 from ..headers import Headers
 from .metadata import MsgMetadata, parse_metadata
 
@@ -25,7 +25,7 @@ class MsgBase:
             headers = Headers(headers)
         self.headers = headers
         self.sid = sid
-        self._client = None
+        self._client: Any = None
         self._ackd = False
         self._meta: Optional[MsgMetadata] = None
 
@@ -39,6 +39,31 @@ class MsgBase:
                 raise NotJSMessageError("message has no JetStream ack subject")
             m = self._meta = parse_metadata(self.reply)
         return m
+
+    # -- JetStream acks: fire and forget, through the connection that delivered it ----
+    def _ack_subject(self) -> str:
+        """The ack subject, after checking the message can still be acknowledged."""
+        if self._client is None:
+            raise NatsError("message is not bound to a connection")
+        if self._ackd:
+            raise MsgAlreadyAckedError("message was already acknowledged")
+        reply = self.reply
+        if not reply or not reply.startswith("$JS.ACK."):
+            raise NotJSMessageError("message is not a JetStream message")
+        return reply
+
+    def _ack(self, payload: bytes, terminal: bool) -> Any:
+        """Send ``payload`` to the ack subject now: what the connection's ``publish``
+        returns (in ``jetwire.aio`` an awaitable). ``terminal``: no ack may follow."""
+        reply = self._ack_subject()
+        r = self._client.publish(reply, payload)
+        if terminal:
+            self._ackd = True
+        return r
+
+    def ack(self) -> Any:
+        """Acknowledge (fire and forget)."""
+        return self._ack(b"+ACK", True)
 
     def __repr__(self) -> str:
         data = self.data
