@@ -15,24 +15,52 @@ from jetwire.options import make_options
 def test_budget_zero_is_off() -> None:
     sp = Spinner(0.0, {"1": object()})
     assert not sp.should_spin()
-    sp.sent_at = time.perf_counter() - 1.0
+    sp.arm()  # outside a loop too: nothing is scheduled, nothing recorded
+    assert not sp.running and not sp.sent
     sp.replied()
     assert sp.avg == 0.0  # nothing is tracked when off
 
 
 def test_slow_replies_stop_it_and_fast_ones_bring_it_back() -> None:
-    sp = Spinner(200e-6, {})
+    sp = Spinner(200e-6, {"1": object()})
     assert sp.should_spin()  # no reply seen yet: try
     for _ in range(20):
-        sp.sent_at = time.perf_counter() - 0.010  # a 10 ms reply
+        sp.sent.append(time.perf_counter() - 0.010)  # a 10 ms reply
         sp.replied()
     assert sp.avg == pytest.approx(4 * 200e-6, rel=0.1)  # samples are capped at 4x the budget
     assert not sp.should_spin()
     for _ in range(40):
-        sp.sent_at = time.perf_counter()  # replies within microseconds
+        sp.sent.append(time.perf_counter())  # replies within microseconds
         sp.replied()
     assert sp.avg < 200e-6
     assert sp.should_spin()
+
+
+def test_many_requests_in_flight_to_a_slow_responder_are_timed_from_the_oldest() -> None:
+    outstanding = {str(i): object() for i in range(50)}
+    sp = Spinner(200e-6, outstanding)
+    t0 = time.perf_counter()
+    for i in range(50):  # 50 requests 100 us apart, each answered 5 ms after it went out
+        sp.sent.append(t0 - 0.005 + i * 100e-6)
+    for i in range(50):
+        del outstanding[str(i)]
+        sp.replied()
+    # timed from the last request sent, every reply would look like 100 us or less
+    assert sp.avg > 200e-6
+    assert not sp.should_spin()
+    assert not sp.sent
+
+
+def test_send_times_of_timed_out_requests_are_forgotten() -> None:
+    outstanding = {"a": object()}
+    sp = Spinner(200e-6, outstanding)
+    sp.sent.extend([time.perf_counter()] * 3)  # two requests timed out, one is answered
+    del outstanding["a"]
+    sp.replied()
+    assert not sp.sent  # nothing outstanding: nothing to time later replies from
+    for _ in range(5000):
+        sp.sent.append(time.perf_counter())
+    assert len(sp.sent) == Spinner.REMEMBER  # bounded whatever happens
 
 
 def test_the_loop_is_kept_polling_while_a_request_is_outstanding() -> None:

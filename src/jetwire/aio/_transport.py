@@ -5,7 +5,8 @@ import asyncio
 import inspect
 import ssl
 import time
-from typing import Any, Callable, Dict, Optional
+from collections import deque
+from typing import Any, Callable, Deque, Dict, Optional
 
 from .. import _impl
 from ..errors import ProtocolError
@@ -311,20 +312,23 @@ class Spinner:
 
     It is adaptive: ``avg`` follows the connection's reply times (a moving average,
     each sample capped at 4x the budget), and while replies take longer than the
-    budget the loop is not kept awake at all, so slow responders cost no CPU.
-    ``budget`` 0 turns it off.
+    budget the loop is not kept awake at all, so slow responders cost no CPU, however
+    many requests are in flight. A reply's time is measured from the oldest request
+    still awaiting one (``sent``, send times in order; exact when replies come in
+    order), and forgotten once none is outstanding. ``budget`` 0 turns it off.
     """
 
     ALPHA = 0.125
+    REMEMBER = 1024  # send times kept at most (requests that time out leave theirs)
 
-    __slots__ = ("budget", "cap", "outstanding", "avg", "sent_at", "until", "running", "_loop")
+    __slots__ = ("budget", "cap", "outstanding", "avg", "sent", "until", "running", "_loop")
 
     def __init__(self, budget: float, outstanding: Dict[str, Any]) -> None:
         self.budget = budget
         self.cap = 4 * budget  # the largest reply-time sample counted
         self.outstanding = outstanding  # token -> future of the requests awaiting replies
         self.avg = 0.0  # moving average of reply times (0: none seen yet)
-        self.sent_at = 0.0  # when the last request went out
+        self.sent: Deque[float] = deque(maxlen=self.REMEMBER)  # send times, oldest first
         self.until = 0.0
         self.running = False
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -338,7 +342,8 @@ class Spinner:
         budget = self.budget
         if budget <= 0:
             return
-        now = self.sent_at = _perf()
+        now = _perf()
+        self.sent.append(now)
         if self.avg > budget:
             return
         self.until = now + budget
@@ -350,12 +355,16 @@ class Spinner:
             loop.call_soon(self._tick)
 
     def replied(self) -> None:
-        """A reply arrived: fold its time since the last request into the average."""
-        if self.budget > 0:
-            sample = _perf() - self.sent_at
+        """A reply arrived (and its request is no longer outstanding): fold the time since
+        the oldest request went out into the average."""
+        sent = self.sent
+        if sent:
+            sample = _perf() - sent.popleft()
             if sample > self.cap:
                 sample = self.cap
             self.avg += (sample - self.avg) * 0.125  # ALPHA
+            if not self.outstanding:
+                sent.clear()  # what is left belongs to requests that timed out
 
     def _tick(self) -> None:
         if self.outstanding and _perf() < self.until:
