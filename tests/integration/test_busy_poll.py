@@ -143,3 +143,22 @@ def test_jetstream_publish_is_polled_for_too(nats_url: str) -> None:
             await nc.close()
 
     run(main)
+
+
+def test_a_flush_is_polled_for_and_times_a_round_trip(nats_url: str) -> None:
+    async def main() -> None:
+        nc = await jetwire.connect(nats_url, busy_poll=5.0)
+        try:
+            task = asyncio.ensure_future(nc.flush(timeout=5))
+            await asyncio.sleep(0)  # the PING goes out
+            assert nc._spin.running or task.done()
+            await task
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            assert not nc._spin.running  # the PONG came: nothing is awaited any more
+            assert 0 < nc._spin.avg < 5.0  # the round trip was timed
+            assert await nc.rtt() > 0
+        finally:
+            await nc.close()
+
+    run(main)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import deque
 
 import pytest
 
@@ -73,6 +74,24 @@ def test_the_loop_is_kept_polling_while_a_request_is_outstanding() -> None:
             await asyncio.sleep(0)
             assert sp.running
         outstanding.clear()  # answered
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert not sp.running
+
+    asyncio.run(main())
+
+
+def test_a_ping_awaiting_its_pong_keeps_it_polling_too() -> None:
+    async def main() -> None:
+        pongs: deque = deque([object()])
+        sp = Spinner(10.0, {}, pongs)
+        sp.arm()
+        for _ in range(5):
+            await asyncio.sleep(0)
+            assert sp.running
+        pongs.popleft()  # the PONG came
+        sp.replied()
+        assert not sp.sent
         await asyncio.sleep(0)
         await asyncio.sleep(0)
         assert not sp.running

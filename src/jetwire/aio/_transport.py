@@ -6,7 +6,7 @@ import inspect
 import ssl
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional
+from typing import Any, Callable, Deque, Dict, Optional, Sized
 
 from .. import _impl
 from ..errors import ProtocolError
@@ -301,8 +301,8 @@ class Writer:
 
 
 class Spinner:
-    """Keeps the event loop polling instead of sleeping while a request awaits a reply
-    that is due within ``budget`` seconds (``busy_poll``).
+    """Keeps the event loop polling instead of sleeping while a request (or a flush's
+    PING) awaits a reply that is due within ``budget`` seconds (``busy_poll``).
 
     A loop that sleeps in ``epoll_wait`` is woken by the kernel when the reply arrives,
     and on a VM that wake-up of an idle CPU costs tens of microseconds on each side of
@@ -321,12 +321,13 @@ class Spinner:
     ALPHA = 0.125
     REMEMBER = 1024  # send times kept at most (requests that time out leave theirs)
 
-    __slots__ = ("budget", "cap", "outstanding", "avg", "sent", "until", "running", "_loop")
+    __slots__ = ("budget", "cap", "outstanding", "pongs", "avg", "sent", "until", "running", "_loop")
 
-    def __init__(self, budget: float, outstanding: Dict[str, Any]) -> None:
+    def __init__(self, budget: float, outstanding: Dict[str, Any], pongs: Sized = ()) -> None:
         self.budget = budget
         self.cap = 4 * budget  # the largest reply-time sample counted
         self.outstanding = outstanding  # token -> future of the requests awaiting replies
+        self.pongs = pongs  # the PINGs awaiting their PONG (flush, rtt, the ping timer's)
         self.avg = 0.0  # moving average of reply times (0: none seen yet)
         self.sent: Deque[float] = deque(maxlen=self.REMEMBER)  # send times, oldest first
         self.until = 0.0
@@ -363,11 +364,11 @@ class Spinner:
             if sample > self.cap:
                 sample = self.cap
             self.avg += (sample - self.avg) * 0.125  # ALPHA
-            if not self.outstanding:
+            if not self.outstanding and not self.pongs:
                 sent.clear()  # what is left belongs to requests that timed out
 
     def _tick(self) -> None:
-        if self.outstanding and _perf() < self.until:
+        if (self.outstanding or self.pongs) and _perf() < self.until:
             self._loop.call_soon(self._tick)  # type: ignore[union-attr]
         else:
             self.running = False

@@ -215,7 +215,7 @@ class Client:
         self.publish = outbox.publish  # type: ignore[method-assign]
         self._new_waiter = prims.future_maker()  # aio-only: no loop look-up per request
         # the loop polls while a reply is due (busy_poll)  # aio-only
-        self._spin = Spinner(opts.busy_poll, self._resp_map)  # aio-only
+        self._spin = Spinner(opts.busy_poll, self._resp_map, self._pongs)  # aio-only
         # sync-only: self._new_waiter = prims.new_waiter
         core.status = CONNECTING
         last: Optional[BaseException] = None
@@ -372,6 +372,7 @@ class Client:
                 if self._pongs:
                     fut = self._pongs.popleft()
                     if fut is not None and not fut.done():
+                        self._spin.replied()  # aio-only
                         fut.set_result(True)
             elif kind is SubscriptionError:
                 self._report_error(ev.error)
@@ -770,6 +771,7 @@ class Client:
             core.outbox.buf += PING
             self._pongs.append(fut)
         self._writer.flush_now()
+        self._spin.arm()  # aio-only
         try:
             await prims.wait_future(fut, timeout)
         except TimeoutError:
