@@ -3,7 +3,7 @@ client logic (no futures, no message objects, no threads), beside the clients.
 
     python benchmarks/raw_rows.py <row> raw <url> <monitor-url> [scale]
 
-Rows a, c, d, e, h and s, with the same set-up and accounting as every client
+Rows a, c, d, e, f, f2, h and s, with the same set-up and accounting as every client
 (jetwire's row harness, ``jetwire.cli.rows``). What it shows is what the server and the
 loopback allow on this machine: a client that reaches a good fraction of it spends its
 time where the server does.
@@ -11,13 +11,14 @@ time where the server does.
 from __future__ import annotations
 
 import os
+import re
 import select
 import socket
 import sys
 import time
 from typing import Any, Dict, List, Tuple
 
-from jetwire.cli.rows import CLIENT_ROWS, IDLE, PAYLOAD, RATE, REQUESTERS, WINDOW, RowFailed, main, now
+from jetwire.cli.rows import CLIENT_ROWS, FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowFailed, main, now
 from jetwire.cli.rows_aio import stamp, stamp_age
 
 CONNECT = b'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\n'
@@ -197,6 +198,57 @@ def row_e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
+_MSG_REPLY = re.compile(rb"MSG [^ \r\n]+ [^ \r\n]+ ([^ \r\n]+) [0-9]+\r\n")
+
+
+def _fetch(url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
+    """Pull requests of FETCH messages, one after the other as a fetch loop does. Each
+    read's whole lines are scanned with one regular expression for the messages' ack
+    subjects (no frame objects); with ``ack`` their acks go out in one write per read."""
+    c = _js_conn(url)
+    sock, rbuf, rview = c.sock, c.rbuf, c.rview
+    api = b"$JS.API.CONSUMER.MSG.NEXT.%s.%s" % (ctx["stream"].encode(), ctx["consumer"].encode())
+    findall = _MSG_REPLY.findall
+    got = 0
+    t0 = now()
+    while got < n:
+        want = min(FETCH, n - got)
+        body = b'{"batch":%d,"expires":%d}' % (want, int(WAIT * 1e9))
+        sock.sendall(_pub(api, body, b"_RAW.%d" % got))
+        k = 0
+        tail = b""
+        while k < want:
+            r = sock.recv_into(rbuf)
+            if not r:
+                raise RowFailed("connection closed by the server")
+            data = tail + rview[:r]
+            cut = data.rfind(b"\r\n") + 2  # whole lines now, the rest with the next read
+            tail = data[cut:]
+            lines = data[:cut]
+            if b"HMSG" in lines:  # a status (404/408): the pull ended short
+                raise RowFailed(f"lost messages: fetched {got + k} of {n}")
+            replies = findall(lines)
+            k += len(replies)
+            if ack and replies:
+                sock.sendall(b"".join([b"PUB %s 4\r\n+ACK\r\n" % rp for rp in replies]))
+        got += k
+    if ack:
+        c.sendall(b"PING\r\n")
+        c.wait_pong()
+    dt = now() - t0
+    ctx["received"] = got
+    c.close()
+    return dt
+
+
+def row_f(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    return _fetch(url, n, ctx, ack=False)
+
+
+def row_f2(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+    return _fetch(url, n, ctx, ack=True)
+
+
 def row_h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> List[float]:
     """One thread: publish when due, then read the subscriber's socket until it came."""
     sub = Conn(url)
@@ -292,7 +344,8 @@ class Raw:
     name = "raw"
 
     def __init__(self) -> None:
-        impl = {"a": row_a, "c": row_c, "d": row_d, "e": row_e, "h": row_h, "s": row_s}
+        impl = {"a": row_a, "c": row_c, "d": row_d, "e": row_e, "f": row_f, "f2": row_f2, "h": row_h,
+                "s": row_s}
         self.rows = {r: impl[r] for r in CLIENT_ROWS[self.name]}
 
 

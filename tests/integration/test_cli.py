@@ -513,7 +513,7 @@ def test_compare_runs_every_row_for_every_client_from_one_implementation(nats_se
     for r, row in summary["rows"].items():
         go = GO if r not in ("g", "m") else set()  # nats.go 1.22: no continuous pull, no metadata row
         expected = {"jetwire", "jetwire.aio"} | ({"nats-py"} if r != "g" else set()) | go | (
-            {"raw"} if r in ("a", "c", "d", "e", "h", "s") else set())
+            {"raw"} if r in ("a", "c", "d", "e", "f", "f2", "h", "s") else set())
         assert set(row["clients"]) == expected, r
         for c, v in row["clients"].items():
             assert v["median"] is not None and v["failed"] == 0, (r, c, v)

@@ -170,7 +170,7 @@ CLIENT_ROWS: Dict[str, list] = {
     "nats-py": [r for r in ROW_ORDER if r != "g"],  # nats-py has no continuous-pull API: no row g
     # nats.go 1.22's legacy JetStream API has no continuous pull either; no metadata row
     "nats.go": [r for r in ROW_ORDER if r not in ("g", "m")],
-    "raw": ["a", "c", "d", "e", "h", "s"],  # the raw-socket limit (benchmarks/raw_rows.py)
+    "raw": ["a", "c", "d", "e", "f", "f2", "h", "s"],  # the raw-socket limit (benchmarks/raw_rows.py)
 }
 
 
