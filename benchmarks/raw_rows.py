@@ -16,7 +16,7 @@ import select
 import socket
 import sys
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 from jetwire.cli.rows import CLIENT_ROWS, FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowFailed, main, now
 from jetwire.cli.rows_aio import stamp, stamp_age
@@ -95,6 +95,16 @@ class Conn:
                 raise RowFailed(f"server error: {line.decode(errors='replace')}")
             elif line == b"PONG":
                 return None
+
+    def read_frames(self) -> Iterator[Tuple[bytes, bytes, bytes]]:
+        """One read, then the MSG/HMSG frames it completed (PONGs skipped)."""
+        self._fill()
+        while True:
+            got = self.frame(block=False)
+            if got is ...:
+                return
+            if got is not None:
+                yield got
 
     def wait_pong(self) -> None:
         while self.frame() is not None:
@@ -306,25 +316,12 @@ def row_s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, List[f
         if not ready:
             raise RowFailed(f"{len(lat)} of {n} requests answered")
         if srv.sock in ready:
-            srv._fill()
-            answers = []
-            while True:
-                got = srv.frame(block=False)
-                if got is ...:
-                    break
-                if got is not None:
-                    answers.append(_pub(got[1], got[2]))
+            answers = [_pub(got[1], got[2]) for got in srv.read_frames()]
             if answers:
                 _send_all(srv, answers)
         if c.sock in ready:
-            c._fill()
             more = []
-            while True:
-                got = c.frame(block=False)
-                if got is ...:
-                    break
-                if got is None:
-                    continue
+            for got in c.read_frames():
                 lat.append(now() - started.pop(int(got[0][5:])))
                 if sent < n:
                     started[sent] = now()

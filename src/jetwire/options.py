@@ -62,7 +62,7 @@ class Options:
     pending_bytes_limit: int = 128 * 1024 * 1024
     drain_timeout: float = 30.0
     flush_timeout: float = 10.0
-    # jetwire.aio: while a request (or a JetStream publish) awaits a reply that usually
+    # jetwire.aio: while a request, a JetStream publish or a flush awaits a reply that usually
     # comes within this many seconds, the event loop polls instead of sleeping (see
     # docs/performance.md); 0 turns it off. The blocking flavour does not use it.
     busy_poll: float = 200e-6

@@ -118,6 +118,8 @@ class Signal:
         lock.acquire()
 
     def set(self) -> None:
+        if self._flag:  # up already: the set() that raised it releases the lock
+            return
         self._flag = True
         lock = self._lock
         if lock.locked():

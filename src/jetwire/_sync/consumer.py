@@ -161,9 +161,7 @@ class MessageBatch:
         if self._count >= self._batch:
             self._finish(None)
             return
-        signal = self._signal
-        if not signal._flag:  # raised already: the iterator has not waited since
-            signal.set()
+        self._signal.set()
 
     def _finish(self, err: Optional[BaseException]) -> None:
         if self._done:

@@ -112,6 +112,8 @@ class Signal:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
 
     def set(self) -> None:
+        if self._flag:  # up already: its waiter (if any) was woken when it went up
+            return
         self._flag = True
         w = self._waiter
         if w is not None and not w.done():

@@ -16,6 +16,7 @@ _DONE = _impl.DONE  # an awaitable that is already done
 
 _INFO_LIMIT = 64 * 1024
 _perf = time.perf_counter
+_ALPHA = 0.125  # Spinner: weight of each new reply time in the moving average
 
 
 class _Proto(asyncio.Protocol):
@@ -318,7 +319,7 @@ class Spinner:
     order), and forgotten once none is outstanding. ``budget`` 0 turns it off.
     """
 
-    ALPHA = 0.125
+    ALPHA = _ALPHA
     REMEMBER = 1024  # send times kept at most (requests that time out leave theirs)
 
     __slots__ = ("budget", "cap", "outstanding", "pongs", "avg", "sent", "until", "running", "_loop")
@@ -363,7 +364,7 @@ class Spinner:
             sample = _perf() - sent.popleft()
             if sample > self.cap:
                 sample = self.cap
-            self.avg += (sample - self.avg) * 0.125  # ALPHA
+            self.avg += (sample - self.avg) * _ALPHA
             if not self.outstanding and not self.pongs:
                 sent.clear()  # what is left belongs to requests that timed out
 

@@ -788,13 +788,11 @@ class Client:
         """``msg.ack_sync()``: the ack goes out at call time (``reply``: its checked ack
         subject) and the result waits for the server's confirmation."""
         token, fut = self._start_request(reply, payload, None)
-        return self._js_ack_confirmed(msg, reply, token, fut, True, timeout or 5.0)
+        return self._js_ack_confirmed(msg, reply, token, fut, timeout or 5.0)
 
-    async def _js_ack_confirmed(self, msg: Msg, reply: str, token: str, fut: Any, terminal: bool,
-                                timeout: float) -> None:
+    async def _js_ack_confirmed(self, msg: Msg, reply: str, token: str, fut: Any, timeout: float) -> None:
         await self._wait_reply(reply, token, fut, timeout)
-        if terminal:
-            msg._ackd = True
+        msg._ackd = True
 
     # -- draining / closing ----------------------------------------------------------
     async def drain(self, timeout: Optional[float] = None) -> None:
