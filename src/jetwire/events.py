@@ -17,6 +17,7 @@ Subscribing is ``js.events(kinds=None)`` and ``js.consumer_ack_metrics(stream, c
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
@@ -53,7 +54,7 @@ class UnknownEvent:
         return self.type.rsplit(".", 1)[-1] if self.type != UNKNOWN else "Unknown"
 
     def summary(self) -> str:
-        return orjson.dumps(self.data).decode()
+        return _dumps(self.data)
 
     def to_json_dict(self) -> Any:
         return self.data
@@ -117,6 +118,16 @@ def accepts(kinds: Optional[frozenset], typ: str) -> bool:
 
 def _wire(event: AnyEvent) -> Any:
     return event.to_json_dict()
+
+
+def _dumps(doc: Any, indent: bool = False) -> str:
+    """``doc`` as JSON text. orjson refuses integers beyond 64 bits, which a document can
+    hold once its durations are nanoseconds again (any JSON number is accepted on the
+    way in); the standard library writes those exactly."""
+    try:
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    except TypeError:
+        return json.dumps(doc, indent=2 if indent else None, ensure_ascii=False)
 
 
 def _text_value(v: Any) -> str:
@@ -189,7 +200,7 @@ def render(event: AnyEvent, format: str = "text") -> str:  # noqa: A002 - the CL
         try:
             kind, summary = event.kind(), event.summary()
         except Exception:  # a field of an unexpected type from the server: show the raw JSON
-            kind, summary = event.type.rsplit(".", 1)[-1], orjson.dumps(_wire(event)).decode()
+            kind, summary = event.type.rsplit(".", 1)[-1], _dumps(_wire(event))
         return f"{_hms(event.timestamp)} [{kind}] {summary}".rstrip()
     if format == "text-extended":
         try:
@@ -204,7 +215,7 @@ def render(event: AnyEvent, format: str = "text") -> str:  # noqa: A002 - the CL
             _extended_lines(event, 4, lines)
         return "\n".join(lines)
     if format == "json":
-        return orjson.dumps(_wire(event), option=orjson.OPT_INDENT_2).decode()
+        return _dumps(_wire(event), indent=True)
     if format == "cloudevents":
-        return orjson.dumps(_cloudevent(event), option=orjson.OPT_INDENT_2).decode()
+        return _dumps(_cloudevent(event), indent=True)
     raise ValueError(f"unknown event format {format!r}: use one of {', '.join(FORMATS)}")

@@ -159,3 +159,14 @@ def test_validate_lists_every_problem_and_takes_models_and_short_names():
     assert schemas.schema("nak") == schemas.schema("io.nats.jetstream.advisory.v1.nak")
     doc = {**NAK, "timestamp": "yesterday", "stream": None}
     assert [e.split(":")[0] for e in schemas.validate(doc, "nak")] == ["$.timestamp", "$.stream"]
+
+
+def test_a_duration_beyond_64_bits_of_nanoseconds_still_renders():
+    """Any JSON number parses; a duration of 2**64 ns is 2**64 ns again on the way out,
+    which orjson cannot write (found by the property test above)."""
+    ev = parse(orjson.dumps({"type": "io.nats.jetstream.metric.v1.consumer_ack", "ack_time": 2.0 ** 64}))
+    assert ev.ack_time == pytest.approx(2.0 ** 64 / 1e9)
+    for fmt in FORMATS:
+        assert isinstance(render(ev, fmt), str)
+    assert orjson.loads(render(ev, "json"))["ack_time"] >= 2 ** 64
+    assert orjson.loads(render(ev, "cloudevents"))["data"]["ack_time"] >= 2 ** 64
