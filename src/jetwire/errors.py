@@ -216,7 +216,9 @@ class PinIdMismatchError(PullStatusError):
 
 
 class InvalidOptionError(JetStreamError, ValueError):
-    """A pull option does not fit the consumer (priority group options)."""
+    """An option that cannot be sent: a pull option that does not fit the consumer
+    (priority group options), or an API request value beyond the server's 64-bit
+    integers (such as a duration of more than about 292 years)."""
 
 
 class MsgIteratorClosedError(JetStreamError, SubscriptionClosedError):

@@ -495,3 +495,23 @@ def test_ensure_is_idempotent_for_many_shapes(nats_url):
         c = js.ensure_consumer(name, "named", {"name": "named"}, inactive_threshold=60.0)
         assert _verbs(m.sent()) == ["CONSUMER.INFO"]
         assert not c.cached_info().is_durable
+
+
+def test_a_value_beyond_64_bits_is_a_typed_error_before_anything_is_sent(nats_url):
+    """The server reads integers (durations in nanoseconds too) as 64-bit: a stream kept
+    for 10**12 seconds is refused here, with nothing sent and nothing created."""
+    trace = Trace()
+    with jetwire.connect(nats_url) as nc:
+        js = nc.jetstream(trace_cb=trace)
+        name = uniq("HUGE")
+        with pytest.raises(jetwire.InvalidOptionError, match="64 bits") as e:
+            js.create_stream(name=name, subjects=[f"{name}.>"], max_age=1e12)
+        assert isinstance(e.value, ValueError)
+        with pytest.raises(jetwire.InvalidOptionError):
+            js.api_request(f"STREAM.CREATE.{name}", {"name": name, "max_msgs": 2 ** 70})
+        assert trace.calls == []
+        with pytest.raises(jetwire.StreamNotFoundError):
+            js.stream_info(name)
+        # the largest duration the server holds still goes through
+        js.create_stream(name=name, subjects=[f"{name}.>"], max_age=(2 ** 63 - 1) // 10 ** 9, storage="memory")
+        js.delete_stream(name)

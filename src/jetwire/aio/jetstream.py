@@ -21,6 +21,7 @@ from ..errors import (
     ConnectionClosedError,
     ConsumerExistsError,
     ConsumerNotFoundError,
+    InvalidOptionError,
     JetStreamError,
     JetStreamNotEnabledError,
     MaxPayloadError,
@@ -276,7 +277,15 @@ class JetStream:
         if payload is None:
             data = b""
         elif isinstance(payload, dict):
-            data = orjson.dumps(payload)
+            try:
+                data = orjson.dumps(payload)
+            except TypeError as exc:
+                if "64-bit" not in str(exc):
+                    raise
+                # the server reads integers (durations in nanoseconds too) as 64-bit
+                raise InvalidOptionError(
+                    f"a value of the {subject} request does not fit in 64 bits (a duration is at most "
+                    f"{(2 ** 63 - 1) // 10 ** 9:,} seconds, about 292 years)") from None
         else:
             data = bytes(payload)
         full = f"{self._prefix}.{subject}"
