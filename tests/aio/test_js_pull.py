@@ -11,7 +11,7 @@ import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
 from jetwire.jetstream.pull import msg_size
 from jetwire.testing import NatsServer
-from tests.aio._helpers import Collector, Errors, acks_applied, fill, new_stream, publish_when_back
+from tests.aio._helpers import Collector, Errors, acks_applied, fill, new_stream, publish_when_back, wait_until
 
 
 async def make(nc, n: int = 0, storage: str = "memory", **consumer):
@@ -45,6 +45,10 @@ async def test_fetch_batches_in_order(nats_url):
         await nc.close()
 
 
+async def _pending(cons, n: int) -> bool:
+    return (await cons.info()).num_pending == n
+
+
 async def test_fetch_no_wait_on_empty_stream_is_prompt(nats_url):
     nc = await jetwire.connect(nats_url)
     js, stream, c = await make(nc, 0, ack_policy="none")
@@ -58,6 +62,9 @@ async def test_fetch_no_wait_on_empty_stream_is_prompt(nats_url):
         assert msgs == [] and batch.error is None
         assert time.monotonic() - start < 10
         await fill(js, f"{stream}.a", 3, b"x")
+        # the server tells the consumer of stored messages on the consumer's own goroutine:
+        # a no-wait pull sent right after the publishes' acks may still be told "none"
+        assert await wait_until(lambda: _pending(c, 3)), "the consumer never saw the 3 messages"
         batch = await c.fetch_no_wait(10)
         assert len(await collect(batch)) == 3 and batch.error is None
     finally:

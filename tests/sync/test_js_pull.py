@@ -12,7 +12,7 @@ import jetwire as jetwire
 from jetwire._sync import _prims as prims
 from jetwire.jetstream.pull import msg_size
 from jetwire.testing import NatsServer
-from tests.sync._helpers import Collector, Errors, acks_applied, fill, new_stream, publish_when_back
+from tests.sync._helpers import Collector, Errors, acks_applied, fill, new_stream, publish_when_back, wait_until
 
 
 def make(nc, n: int = 0, storage: str = "memory", **consumer):
@@ -46,6 +46,10 @@ def test_fetch_batches_in_order(nats_url):
         nc.close()
 
 
+def _pending(cons, n: int) -> bool:
+    return (cons.info()).num_pending == n
+
+
 def test_fetch_no_wait_on_empty_stream_is_prompt(nats_url):
     nc = jetwire.connect(nats_url)
     js, stream, c = make(nc, 0, ack_policy="none")
@@ -59,6 +63,9 @@ def test_fetch_no_wait_on_empty_stream_is_prompt(nats_url):
         assert msgs == [] and batch.error is None
         assert time.monotonic() - start < 10
         fill(js, f"{stream}.a", 3, b"x")
+        # the server tells the consumer of stored messages on the consumer's own goroutine:
+        # a no-wait pull sent right after the publishes' acks may still be told "none"
+        assert wait_until(lambda: _pending(c, 3)), "the consumer never saw the 3 messages"
         batch = c.fetch_no_wait(10)
         assert len(collect(batch)) == 3 and batch.error is None
     finally:
