@@ -90,6 +90,8 @@ def test_version_help_and_module_entry() -> None:
     ["bench", "pub", "--size", "lots"],
     ["bench", "js-fetch", "--acks", "maybe"],
     ["bench", "compare", "--rows", "a,zz"],
+    ["bench", "compare", "--client-cpus", "0-x"],
+    ["bench", "compare", "--server-cpus", "0", "-s", "nats://127.0.0.1:4222"],
     ["bench", "pub", "--histogram", "x.png"],
     ["stream", "add"],
     ["stream", "purge", "S", "--seq", "3", "--keep", "1", "-f"],
@@ -448,6 +450,26 @@ def test_benchmarks_compare_script_is_the_same_implementation(nats_server: Any) 
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["rows"]["c"]["clients"]["jetwire.aio"]["median"]["p50_us"] > 0
+
+
+def test_compare_pins_the_embedded_server_and_each_client() -> None:
+    """The cross-core proxy in one command: the embedded server on one CPU, each client
+    process on another; the summary says so, and the rows still account for every message."""
+    cpus = sorted(os.sched_getaffinity(0))
+    srv_cpu, cli_cpu = cpus[-1], cpus[0]
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compare.py"), "--rows", "a,c", "--scale", "0.01",
+                          "--rounds", "1", "--clients", "jetwire,jetwire.aio", "--server-cpus", str(srv_cpu),
+                          "--client-cpus", str(cli_cpu), "--json"], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["server_cpus"] == [srv_cpu] and summary["client_cpus"] == [cli_cpu]
+    assert summary["failed"] is False
+    assert summary["rows"]["c"]["clients"]["jetwire"]["median"]["p50_us"] > 0
+    text = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "compare.py"), "--rows", "c", "--scale", "0.01",
+                           "--rounds", "1", "--clients", "jetwire", "--client-cpus", str(cli_cpu)],
+                          capture_output=True, text=True, timeout=180)
+    assert text.returncode == 0, text.stderr
+    assert f"pinned: server on any CPU, each client on CPU {cli_cpu}" in text.stdout
 
 
 def test_demo_small() -> None:

@@ -800,24 +800,34 @@ for _mode in MODES:
                    "benchmarks/ folder of the source checkout; they are not in the package).")
 @click.option("-s", "--server", default=None, metavar="URL", help="A running server (default: a fresh embedded one).")
 @click.option("--monitor", default=None, metavar="URL", help="Monitoring URL of --server (row a accounting).")
+@click.option("--server-cpus", default=None, metavar="LIST",
+              help="Run the embedded server on these CPUs only (taskset's list form: 1, 2-15).")
+@click.option("--client-cpus", default=None, metavar="LIST",
+              help="Run each client process on these CPUs only (taskset's list form: 0, 0,1).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], peers: Optional[str],
-                server: Optional[str], monitor: Optional[str], as_json: bool) -> None:
+                server: Optional[str], monitor: Optional[str], server_cpus: Optional[str], client_cpus: Optional[str],
+                as_json: bool) -> None:
     """Run the BENCHMARKS.md rows for jetwire (both flavours), nats.go and nats-py, each in
     its own process, in turns, on one fresh server; print medians and ratios.
 
     jetwire's rows come with the package; the peers' are benchmarks/natspy_rows.py (needs
     nats-py) and benchmarks/natsgo_rows.py (needs go and Debian's nats.go: apt-get install
     golang-go golang-github-nats-io-go-nats-dev) in a source checkout (--peers). A peer
-    that cannot run is left out with one line saying why."""
+    that cannot run is left out with one line saying why. --server-cpus 1 --client-cpus 0
+    measures across cores on a small machine (the many-core proxy)."""
     from . import compare as cmp
     from .rows import ROWS
 
     try:
         row_list = cmp.parse_rows(rows)
         client_list = cmp.parse_clients(clients)
+        srv_cpus = cmp.parse_cpus(server_cpus)
+        cli_cpus = cmp.parse_cpus(client_cpus)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    if srv_cpus and server:
+        raise click.BadParameter("--server-cpus pins the embedded server; with --server, pin that server yourself")
     folder = None
     for peer in cmp.PEER_FILES:
         if peer not in client_list:
@@ -851,12 +861,12 @@ def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], pe
 
     try:
         results = cmp.run(row_list, client_list, rounds, scale, server, monitor, on_result=on_result,
-                          on_start=on_start, peers=folder)
+                          on_start=on_start, peers=folder, server_cpus=srv_cpus, client_cpus=cli_cpus)
     finally:
         if status is not None:
             status.__exit__(None, None, None)
     summary = cmp.summarize(results, scale)
-    summary.update(rounds=rounds, scale=scale, clients=client_list)
+    summary.update(rounds=rounds, scale=scale, clients=client_list, **cmp.pinning(srv_cpus, cli_cpus))
     if as_json:
         echo_json(summary)
     else:
@@ -877,10 +887,14 @@ def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
     from .rows import ROWS
 
     con = console()
+    from .compare import pinning_line
+
+    pin = pinning_line(summary)
     t = Table(title=f"medians over {summary['rounds']} round(s), scale {summary['scale']:g}; "
                     "ratio = times better than nats.go (go) / nats-py (py) / the raw-socket limit (raw): "
                     "rates jetwire/peer, "
-                    "latency peer/jetwire (p50 for c, p99 for h); cpu = client CPU per message",
+                    "latency peer/jetwire (p50 for c, p99 for h); cpu = client CPU per message"
+                    + (f"; {pin}" if pin else ""),
               title_justify="left", header_style="bold")
     t.add_column("row")
     t.add_column("what", min_width=20)

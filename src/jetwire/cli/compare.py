@@ -24,12 +24,13 @@ No click or rich here.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
 import subprocess
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 from ._stats import median
 from .rows import ROW_ORDER, ROWS, supported
@@ -108,10 +109,49 @@ def parse_clients(text: Optional[str]) -> List[str]:
     return clients
 
 
+def parse_cpus(text: Optional[str]) -> Optional[Set[int]]:
+    """``"0,1"``, ``"2-15"`` or ``"0,4-7"`` (taskset's list form) to a set of CPU numbers;
+    None or ``""`` gives None (no pinning). Raises ``ValueError`` for anything else, and
+    for CPUs this process may not run on."""
+    if not text:
+        return None
+    cpus: Set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"bad CPU list {text!r}: use numbers and ranges, e.g. 0,1 or 2-15")
+        first, last = int(lo), int(hi) if sep else int(lo)
+        if last < first:
+            raise ValueError(f"bad CPU list {text!r}: range {part} runs backwards")
+        cpus.update(range(first, last + 1))
+    allowed = os.sched_getaffinity(0)
+    if not cpus <= allowed:
+        raise ValueError(f"CPU list {text!r} names CPUs this machine does not offer "
+                         f"(allowed: {','.join(map(str, sorted(allowed)))})")
+    return cpus
+
+
+@contextlib.contextmanager
+def pinned(cpus: Optional[Set[int]]) -> Iterator[None]:
+    """Run the block (and every process it starts, with all their threads) on ``cpus``
+    only; the previous affinity comes back afterwards. None: no change."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def run_worker(row: str, client: str, url: str, monitor: str, scale: float, timeout: float = 600,
-               peers: Optional[str] = None) -> Dict[str, Any]:
+               peers: Optional[str] = None, cpus: Optional[Set[int]] = None) -> Dict[str, Any]:
     """One row for one client in a fresh process; ``{"error": ...}`` when it failed
-    (``peers``: the folder of the peers' rows, see :func:`find_peers`)."""
+    (``peers``: the folder of the peers' rows, see :func:`find_peers`; ``cpus``: the
+    CPUs the process, and whatever it starts, runs on)."""
     if client in PEER_FILES:
         folder = peers
         if folder is None:
@@ -123,7 +163,8 @@ def run_worker(row: str, client: str, url: str, monitor: str, scale: float, time
         cmd = [sys.executable, "-m", "jetwire.cli.rows"]
     cmd += [row, client, url, monitor or "", repr(scale)]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+        with pinned(cpus):
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f}s"}
     if out.returncode != 0:
@@ -142,13 +183,15 @@ Results = Dict[str, Dict[str, List[Dict[str, Any]]]]
 def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0, server: Optional[str] = None,
         monitor: Optional[str] = None,
         on_result: Optional[Callable[[int, str, str, Dict[str, Any]], None]] = None,
-        on_start: Optional[Callable[[int, str, str], None]] = None, peers: Optional[str] = None) -> Results:
+        on_start: Optional[Callable[[int, str, str], None]] = None, peers: Optional[str] = None,
+        server_cpus: Optional[Set[int]] = None, client_cpus: Optional[Set[int]] = None) -> Results:
     """Run every (row, client) ``rounds`` times, in turns, on one server.
 
     Without ``server`` one fresh embedded nats-server (JetStream, file storage) is
     started for the whole run and stopped afterwards. (row, client) pairs with no
     implementation (the peers have no row g) are left out. ``peers``: the folder of the
-    peers' rows (see :func:`find_peers`).
+    peers' rows (see :func:`find_peers`). ``server_cpus`` pins the embedded server,
+    ``client_cpus`` each client process (the cross-core proxy: ``{1}`` and ``{0}``).
     """
     srv = None
     if server:
@@ -157,7 +200,8 @@ def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0
         from ..testing import NatsServer
 
         srv = NatsServer()
-        srv.start()
+        with pinned(server_cpus):
+            srv.start()
         url, mon = srv.url, srv.monitor_url
     results: Results = {r: {c: [] for c in clients if supported(r, c)} for r in rows}
     try:
@@ -168,7 +212,7 @@ def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0
                         continue
                     if on_start:
                         on_start(rnd, r, c)
-                    res = run_worker(r, c, url, mon, scale, peers=peers)
+                    res = run_worker(r, c, url, mon, scale, peers=peers, cpus=client_cpus)
                     results[r][c].append(res)
                     if on_result:
                         on_result(rnd, r, c, res)
@@ -221,12 +265,33 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
     return out
 
 
+def pinning(server_cpus: Optional[Set[int]], client_cpus: Optional[Set[int]]) -> Dict[str, Any]:
+    """What a summary records of the CPUs used: ``server_cpus``/``client_cpus`` (sorted
+    lists, None when not pinned)."""
+    return {"server_cpus": sorted(server_cpus) if server_cpus else None,
+            "client_cpus": sorted(client_cpus) if client_cpus else None}
+
+
+def pinning_line(summary: Dict[str, Any]) -> Optional[str]:
+    """One line saying where the server and the clients ran, or None when nothing was pinned."""
+    srv, cli = summary.get("server_cpus"), summary.get("client_cpus")
+    if not srv and not cli:
+        return None
+    def on(cpus: Optional[List[int]]) -> str:
+        return f"on CPU {','.join(map(str, cpus))}" if cpus else "on any CPU"
+
+    return f"pinned: server {on(srv)}, each client {on(cli)}"
+
+
 def format_summary(summary: Dict[str, Any], rounds: int) -> str:
     """Plain-text report (``benchmarks/compare.py``; the CLI draws a rich table instead)."""
     lines = [f"medians over {rounds} round(s); ratio = how many times better than nats.go (go), "
              "nats-py (py) and the raw-socket limit (raw) (rates: jetwire/peer; latency: peer / jetwire, "
              "p50 for c, p99 for h; service rows: the request rate's ratio, and p50 as a fraction of "
              "nats-py's); cpu: the client process's CPU per message"]
+    pin = pinning_line(summary)
+    if pin:
+        lines.append(pin)
     for r, row in summary["rows"].items():
         spec = ROWS[r]
         lines.append("")
@@ -265,13 +330,21 @@ def main(argv: Optional[List[str]] = None, peers: Optional[str] = None) -> int:
     ap.add_argument("--peers", default=peers, metavar="DIR",
                     help="folder holding natspy_rows.py, natsgo_rows.py and raw_rows.py (default: the checkout's "
                          "benchmarks/)")
+    ap.add_argument("--server-cpus", default=None, metavar="LIST",
+                    help="run the embedded server on these CPUs only (taskset's list: 1, 2-15)")
+    ap.add_argument("--client-cpus", default=None, metavar="LIST",
+                    help="run each client process on these CPUs only (taskset's list: 0, 0,1)")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = ap.parse_args(argv)
     try:
         rows = parse_rows(args.rows)
         clients = parse_clients(args.clients)
+        server_cpus = parse_cpus(args.server_cpus)
+        client_cpus = parse_cpus(args.client_cpus)
     except ValueError as exc:
         ap.error(str(exc))
+    if server_cpus and args.server:
+        ap.error("--server-cpus pins the embedded server; with --server, pin that server yourself")
     if args.rounds < 1 or args.scale <= 0:
         ap.error("--rounds must be >= 1 and --scale > 0")
     if args.peers and not os.path.isdir(args.peers):
@@ -296,8 +369,9 @@ def main(argv: Optional[List[str]] = None, peers: Optional[str] = None) -> int:
             print(f"round {rnd + 1} row {r} {c}: {ROWS[r].show(res)}", file=sys.stderr)
 
     results = run(rows, clients, args.rounds, args.scale, args.server, args.monitor, on_result=on_result,
-                  peers=folder)
+                  peers=folder, server_cpus=server_cpus, client_cpus=client_cpus)
     summary = summarize(results, args.scale)
+    summary.update(pinning(server_cpus, client_cpus))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
