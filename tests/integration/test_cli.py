@@ -228,6 +228,35 @@ def test_kv_round_trip(nats_url: str) -> None:
     assert run("kv", "info", b, "-s", nats_url).exit_code == 1
 
 
+def test_user_text_is_shown_as_given_never_as_rich_markup(nats_url: str) -> None:
+    """Square brackets in values, descriptions and metadata are text, not markup."""
+    s, b = uid("S"), uid("KV")
+    assert run("stream", "add", s, "--subjects", uid("m.").lower(), "--storage", "memory", "--description",
+               "[bold]orders[/bold] [numbers] and x", "-s", nats_url).exit_code == 0
+    try:
+        info = run("stream", "info", s, "-s", nats_url)
+        assert info.exit_code == 0 and "[bold]orders[/bold] [numbers] and x" in info.stdout
+    finally:
+        run("stream", "rm", s, "-f", "-s", nats_url)
+    assert run("kv", "add", b, "--history", "3", "-s", nats_url).exit_code == 0
+    try:
+        assert run("kv", "put", b, "k", "[numbers] and x", "-s", nats_url).exit_code == 0
+        assert "[numbers] and x" in run("kv", "get", b, "k", "-s", nats_url).stdout
+        hist = run("kv", "history", b, "k", "-s", nats_url)
+        assert hist.exit_code == 0 and "[numbers] and x" in hist.stdout
+    finally:
+        run("kv", "rm", b, "-f", "-s", nats_url)
+    with jetwire.connect(nats_url) as nc:
+        name = uid("svc").lower()
+        svc = jetwire.micro.add_service(nc, name=name, version="1.0.0", description="[red]cli[/red]",
+                                        metadata={"[x]": "[y]"})
+        svc.add_endpoint("e", lambda r: r.respond(b""), subject=f"{name}.e", metadata={"[k]": "[v]"})
+        nc.flush()
+        res = run("micro", "info", name, "-s", nats_url, "--timeout", "500ms")
+        assert res.exit_code == 0, stderr_of(res)
+        assert "[red]cli[/red]" in res.stdout and "[x]=[y]" in res.stdout and "[k]=[v]" in res.stdout
+
+
 def test_object_round_trip(nats_url: str, tmp_path: Path) -> None:
     b = uid("OBJ")
     data = os.urandom(300_000)

@@ -209,6 +209,24 @@ def console(stderr: bool = False) -> Any:
                    highlight=False, soft_wrap=not tty, force_terminal=None if tty else False)
 
 
+def table(*cols: str, title: Optional[str] = None, **kw: Any) -> Any:
+    """A rich table whose cells show exactly the text they are given: values, subjects,
+    descriptions and metadata from the server are never read as rich markup (``[x]``
+    stays). Styled cells are passed as ``rich.text.Text``."""
+    from rich.table import Table
+    from rich.text import Text
+
+    class _PlainTable(Table):
+        def add_row(self, *cells: Any, **opts: Any) -> None:
+            super().add_row(*(Text(c) if isinstance(c, str) else c for c in cells), **opts)
+
+    t = _PlainTable(title=Text(title) if isinstance(title, str) else title,
+                    **{"title_justify": "left", "header_style": "bold", **kw})
+    for c in cols:
+        t.add_column(c)
+    return t
+
+
 def _json_default(o: Any) -> Any:
     if isinstance(o, datetime):
         return o.isoformat()

@@ -26,6 +26,7 @@ from ._click import (
     read_body,
     split_list,
     stdin_bytes,
+    table,
     text_or_repr,
     write_bytes,
 )
@@ -33,15 +34,6 @@ from ._conn import ago, comma, human_bytes, human_duration, human_time
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Output JSON.")
 force_option = click.option("-f", "--force", is_flag=True, help="Do not ask for confirmation.")
-
-
-def _table(*cols: str, title: Optional[str] = None) -> Any:
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left", header_style="bold")
-    for c in cols:
-        t.add_column(c)
-    return t
 
 
 def _echo_names(names: Iterable[str], as_json: bool) -> None:
@@ -64,16 +56,14 @@ def _echo_list(items: Sequence[Any], as_json: bool, to_json: Callable[[Any], Any
     if not items:
         click.echo(empty)
         return
-    t = _table(*cols, title=f"{title} ({len(items)})")
+    t = table(*cols, title=f"{title} ({len(items)})")
     for i in items:
         t.add_row(*row(i))
     console().print(t)
 
 
 def _kv_table(rows: List[tuple], title: Optional[str] = None) -> Any:
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    t = table(title=title, show_header=False, box=None, pad_edge=False)
     t.add_column(justify="right", style="bold")
     t.add_column()
     for k, v in rows:
@@ -792,7 +782,7 @@ def kv_history(bucket: str, key: str, as_json: bool, conn: Dict[str, Any]) -> No
     if as_json:
         echo_json([_entry_json(e) for e in entries])
         return
-    t = _table("Key", "Revision", "Op", "Created", "Length", "Value", title=f"History of {bucket} > {key}")
+    t = table("Key", "Revision", "Op", "Created", "Length", "Value", title=f"History of {bucket} > {key}")
     for e in entries:
         t.add_row(e.key, str(e.revision), _enum(e.operation), human_time(e.created), comma(len(e.value)),
                   text_or_repr(e.value, limit=40))

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 
 import click
 
-from ._click import DURATION, CliError, JetwireGroup, connected, connection_options, console, echo_json
+from ._click import DURATION, CliError, JetwireGroup, connected, connection_options, console, echo_json, table
 from ._conn import comma, human_duration, human_time
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Output the documents as JSON.")
@@ -40,15 +40,6 @@ def _none_found(name: Optional[str], id: Optional[str]) -> str:  # noqa: A002
     return f"no service {name!r} answered" if name else "No services found"
 
 
-def _table(*cols: str, title: Optional[str] = None) -> Any:
-    from rich.table import Table
-
-    t = Table(title=title, title_justify="left", header_style="bold")
-    for c in cols:
-        t.add_column(c)
-    return t
-
-
 def _meta(md: Optional[Dict[str, str]]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted((md or {}).items())) or "-"
 
@@ -67,7 +58,7 @@ def micro_ls(name: Optional[str], timeout: float, as_json: bool, conn: Dict[str,
     if not infos:
         click.echo(_none_found(name, None))
         return
-    t = _table("Name", "Version", "ID", "Description", "Endpoints", title=f"Services ({len(infos)})")
+    t = table("Name", "Version", "ID", "Description", "Endpoints", title=f"Services ({len(infos)})")
     for i in infos:
         t.add_row(i.name, i.version, i.id, i.description or "-", str(len(i.endpoints)))
     console().print(t)
@@ -90,9 +81,9 @@ def micro_info(name: str, id: Optional[str], timeout: float, as_json: bool,  # n
         raise CliError(_none_found(name, id))
     con = console()
     for i in infos:
-        t = _table("Endpoint", "Subject", "Queue Group", "Metadata",
-                   title=f"{i.name} {i.version} id {i.id}: {i.description or 'no description'}"
-                         f" (metadata: {_meta(i.metadata)})")
+        t = table("Endpoint", "Subject", "Queue Group", "Metadata",
+                  title=f"{i.name} {i.version} id {i.id}: {i.description or 'no description'}"
+                        f" (metadata: {_meta(i.metadata)})")
         for e in i.endpoints:
             t.add_row(e.name, e.subject, e.queue_group or "(none)", _meta(e.metadata))
         con.print(t)
@@ -113,8 +104,8 @@ def micro_stats(name: str, id: Optional[str], timeout: float, as_json: bool,  # 
         return
     if not stats:
         raise CliError(_none_found(name, id))
-    t = _table("ID", "Endpoint", "Requests", "Errors", "Processing Time", "Average Time", "Last Error",
-               title=f"{name} statistics ({len(stats)} instance{'s' if len(stats) != 1 else ''})")
+    t = table("ID", "Endpoint", "Requests", "Errors", "Processing Time", "Average Time", "Last Error",
+              title=f"{name} statistics ({len(stats)} instance{'s' if len(stats) != 1 else ''})")
     total_req = total_err = 0
     for s in stats:
         for e in s.endpoints:
@@ -122,7 +113,9 @@ def micro_stats(name: str, id: Optional[str], timeout: float, as_json: bool,  # 
             total_err += e.num_errors
             t.add_row(s.id, e.name, comma(e.num_requests), comma(e.num_errors), _dur(e.processing_time),
                       _dur(e.average_processing_time), e.last_error or "-")
-    t.add_row("", "[bold]total[/bold]", comma(total_req), comma(total_err), "", "", "")
+    from rich.text import Text
+
+    t.add_row("", Text("total", style="bold"), comma(total_req), comma(total_err), "", "", "")
     con = console()
     con.print(t)
     for s in stats:
