@@ -142,6 +142,15 @@ def test_auth_and_tls_options(nats_server_factory: Any, tmp_path: Path) -> None:
     assert run("pub", "x", "y", "--user", "alice", "--password", "s3cret", "-s", s.url).exit_code == 0
     # connection options on the group apply to the command
     assert run("--user", "alice", "--password", "s3cret", "-s", s.url, "pub", "x", "y").exit_code == 0
+    # the `nats` CLI's environment variables, below every option
+    env = {"NATS_URL": s.url, "NATS_USER": "alice", "NATS_PASSWORD": "s3cret"}
+    assert sub_run("pub", "x", "y", env={**os.environ, **env}).returncode == 0
+    out = sub_run("pub", "x", "y", env={**os.environ, **env, "NATS_PASSWORD": "wrong"})
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert sub_run("pub", "x", "y", "--password", "s3cret", env={**os.environ, **env, "NATS_PASSWORD": "wrong"}
+                   ).returncode == 0
+    assert sub_run("--password", "s3cret", "pub", "x", "y", env={**os.environ, **env, "NATS_PASSWORD": "wrong"}
+                   ).returncode == 0
 
     import jetwire.testing.certs as certs
 
@@ -479,6 +488,17 @@ def test_benchmarks_compare_script_is_the_same_implementation(nats_server: Any) 
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["rows"]["c"]["clients"]["jetwire.aio"]["median"]["p50_us"] > 0
+
+
+def test_bench_uses_nats_url_when_set(nats_url: str) -> None:
+    out = sub_run("bench", "pub", "--msgs", "100", "--json", env={**os.environ, "NATS_URL": nats_url}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["server"] == nats_url and report["embedded_server"] is False
+    out = sub_run("bench", "pub", "--msgs", "100", "--json", env={k: v for k, v in os.environ.items()
+                                                                   if k != "NATS_URL"}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["embedded_server"] is True
 
 
 def test_compare_pins_the_embedded_server_and_each_client() -> None:

@@ -133,16 +133,22 @@ def split_list(values: Any) -> list:
 
 # ------------------------------------------------------------------------- connection
 
+#: the environment variables the `nats` CLI reads, one per connection setting; a
+#: command-line option wins over the root command's option, which wins over these
+CONN_ENV = {"server": "NATS_URL", "user": "NATS_USER", "password": "NATS_PASSWORD", "token": "NATS_TOKEN",
+            "creds": "NATS_CREDS", "nkey": "NATS_NKEY", "tls_ca": "NATS_CA", "tls_cert": "NATS_CERT",
+            "tls_key": "NATS_KEY"}
+
 _CONN_HELP = {
     "server": "NATS server URL(s), comma separated [env NATS_URL; default nats://127.0.0.1:4222]",
-    "user": "user name",
-    "password": "password",
-    "token": "authentication token",
-    "creds": "user credentials (.creds) file",
-    "nkey": "nkey seed file (or the seed itself)",
-    "tls_ca": "CA certificate file to verify the server",
-    "tls_cert": "client certificate file",
-    "tls_key": "client private key file",
+    "user": "user name [env NATS_USER]",
+    "password": "password [env NATS_PASSWORD]",
+    "token": "authentication token [env NATS_TOKEN]",
+    "creds": "user credentials (.creds) file [env NATS_CREDS]",
+    "nkey": "nkey seed file (or the seed itself) [env NATS_NKEY]",
+    "tls_ca": "CA certificate file to verify the server [env NATS_CA]",
+    "tls_cert": "client certificate file [env NATS_CERT]",
+    "tls_key": "client private key file [env NATS_KEY]",
 }
 
 
@@ -166,6 +172,8 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
         for k in CONN_KEYS:
             if conn[k] is None:
                 conn[k] = parent.get(k)
+            if conn[k] is None:
+                conn[k] = os.environ.get(CONN_ENV[k]) or None
         kwargs["conn"] = conn
         return f(*args, **kwargs)
 

@@ -703,9 +703,9 @@ def bench_options(f: Any) -> Any:
 def bench() -> None:
     """Benchmark NATS and JetStream with jetwire clients (like `nats bench`).
 
-    Without --server an embedded nats-server (JetStream, temporary store) is started
-    and stopped ($NATS_URL is not used here). Each client is its own process. A lost
-    message fails the run (exit status 1).
+    Without --server (or $NATS_URL) an embedded nats-server (JetStream, temporary
+    store) is started and stopped. Each client is its own process. A lost message fails
+    the run (exit status 1).
     """
 
 
@@ -788,7 +788,7 @@ for _mode in MODES:
 
 @bench.command("compare")
 @click.option("--rows", default="a,b,c,d,e,f,f2,g,h", show_default=True,
-              help="Rows of BENCHMARKS.md (comma separated, or 'all').")
+              help="Benchmark rows (comma separated, or 'all'; docs/performance.md describes them).")
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1), help="Rounds (medians are reported).")
 @click.option("--scale", default=1.0, show_default=True, type=click.FloatRange(min=0.0001),
               help="Multiply the rows' message counts (0.05 for a smoke run).")
@@ -808,7 +808,7 @@ for _mode in MODES:
 def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], peers: Optional[str],
                 server: Optional[str], monitor: Optional[str], server_cpus: Optional[str], client_cpus: Optional[str],
                 as_json: bool) -> None:
-    """Run the BENCHMARKS.md rows for jetwire (both flavours), nats.go and nats-py, each in
+    """Run the benchmark rows for jetwire (both flavours), nats.go and nats-py, each in
     its own process, in turns, on one fresh server; print medians and ratios.
 
     jetwire's rows come with the package; the peers' are benchmarks/natspy_rows.py (needs

@@ -36,13 +36,15 @@ def cli(conn: Dict[str, Any]) -> None:
     """jetwire: a fast NATS and JetStream client for Python, from the command line.
 
     Connection options (--server, auth, TLS) may be given here or after any command;
-    --server defaults to $NATS_URL, then nats://127.0.0.1:4222.
+    --server defaults to $NATS_URL, then nats://127.0.0.1:4222; the other settings
+    also come from the `nats` CLI's variables (NATS_USER, NATS_PASSWORD, NATS_TOKEN,
+    NATS_CREDS, NATS_NKEY, NATS_CA, NATS_CERT, NATS_KEY).
 
     \b
     jetwire demo                       a few-seconds tour on an embedded server
     jetwire server                     run nats-server (JetStream) from the wheel
     jetwire bench pubsub --msgs 1e5    load generator, like `nats bench`
-    jetwire bench compare              jetwire vs nats-py, the BENCHMARKS.md rows
+    jetwire bench compare              jetwire vs nats.go and nats-py, row by row
     jetwire stream ls                  streams, consumers, kv, object stores
     jetwire pub|sub|req|events         core NATS and JetStream advisories
     jetwire micro ls|info|stats        services (the NATS service API)
