@@ -337,6 +337,50 @@ def test_sub_count_pub_and_req(nats_url: str) -> None:
         nc.close()
 
 
+def test_reply_answers_requests_from_a_template_or_echo(nats_url: str) -> None:
+    subj = uid("svc.").lower()
+    p = subprocess.Popen(jetwire_cmd("reply", subj, "#{count} for {subject}: {request}", "--count", "2",
+                                     "-s", nats_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    q = subprocess.Popen(jetwire_cmd("reply", f"{subj}.echo", "--echo", "--queue", "q", "-q", "-s", nats_url),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_line(p.stderr, "Answering requests on")
+        _wait_line(q.stderr, "Answering requests on")
+        with jetwire.connect(nats_url) as nc:
+            nc.publish(subj, b"no reply wanted")  # not counted, not answered
+            assert nc.request(subj, b"{count}", timeout=5).data == f"#1 for {subj}: {{count}}".encode()
+            assert nc.request(subj, b"b", timeout=5).data == f"#2 for {subj}: b".encode()
+            echoed = nc.request(f"{subj}.echo", b"same", headers={"K": "v"}, timeout=5)
+            assert echoed.data == b"same" and echoed.headers["K"] == "v"
+        out, _ = p.communicate(timeout=20)
+        assert p.returncode == 0 and out.count("Answered a request") == 2
+        q.send_signal(signal.SIGINT)  # Ctrl-C: says what was done, exits 130 as every command does
+        _, err = q.communicate(timeout=20)
+        assert q.returncode == 130 and "interrupted: 1 answered" in err and "Traceback" not in err
+    finally:
+        for proc in (p, q):
+            if proc.poll() is None:
+                proc.kill()
+    res = run("reply", subj, "x", "--echo", "-s", nats_url)
+    assert res.exit_code == 2 and "TEMPLATE or --echo" in (stderr_of(res) or res.output)
+
+
+def test_ctrl_c_exits_130_with_what_was_done(nats_url: str) -> None:
+    for cmd, ready, done in ((["sub", uid("x.").lower()], "Subscribing on", "interrupted: 0 received"),
+                             (["events"], "Listening for advisories", "interrupted: 0 received")):
+        p = subprocess.Popen(jetwire_cmd(*cmd, "-s", nats_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        try:
+            _wait_line(p.stderr, ready)
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=20)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        assert p.returncode == 130, (cmd, err)
+        assert done in err and "Traceback" not in err
+
+
 def test_events_renders_advisories(nats_url: str) -> None:
     s = uid("EV")
     procs = {fmt: subprocess.Popen(jetwire_cmd("events", "--count", "2", "--format", fmt, "--kind", "stream_action",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import sys
 import time
 from datetime import datetime, timezone
@@ -71,6 +72,13 @@ def _kv_table(rows: List[tuple], title: Optional[str] = None) -> Any:
             continue
         t.add_row(str(k), str(v))
     return t
+
+
+def _interrupted(done: str) -> None:
+    """Ctrl-C in a command that runs until stopped: say what was done, exit 130 (as
+    everywhere else)."""
+    click.echo(f"\ninterrupted: {done}", err=True)
+    raise SystemExit(130)
 
 
 def _confirm(force: bool, what: str) -> None:
@@ -1054,9 +1062,9 @@ def sub(subject: str, queue: Optional[str], count: Optional[int], timeout: Optio
     with connected(conn) as nc:
         s = nc.subscribe(subject, queue=queue)
         nc.flush(timeout=10)
-        click.echo(f"Subscribing on {subject}" + (f" (queue {queue})" if queue else ""), err=True)
-        sys.stderr.flush()
-        try:
+        try:  # Ctrl-C from the moment the user is told we listen: exit 130, saying what was done
+            click.echo(f"Subscribing on {subject}" + (f" (queue {queue})" if queue else ""), err=True)
+            sys.stderr.flush()
             while count is None or n < count:
                 try:
                     m = s.next_msg(timeout=timeout)
@@ -1075,7 +1083,7 @@ def sub(subject: str, queue: Optional[str], count: Optional[int], timeout: Optio
                     click.echo("")
                 sys.stdout.flush()
         except KeyboardInterrupt:
-            pass
+            _interrupted(f"{n} received")
 
 
 @click.command("req")
@@ -1107,6 +1115,58 @@ def req(subject: str, body: Optional[str], headers: Any, timeout: float, raw: bo
         click.echo(text_or_repr(m.data))
 
 
+_FIELD = re.compile(rb"\{(count|request|subject)\}")
+
+
+@click.command("reply")
+@click.argument("subject")
+@click.argument("template", required=False)
+@click.option("--queue", default=None, help="Queue group (several responders share the requests).")
+@click.option("--echo", is_flag=True, help="Answer each request with its own data and headers.")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Exit after answering this many.")
+@click.option("--timeout", type=DURATION, default=None, help="Give up (exit 1) when no request comes for this long.")
+@header_option
+@click.option("-q", "--quiet", is_flag=True, help="Do not print each request.")
+@connection_options
+def reply(subject: str, template: Optional[str], queue: Optional[str], echo: bool, count: Optional[int],
+          timeout: Optional[float], headers: Any, quiet: bool, conn: Dict[str, Any]) -> None:
+    """Answer requests on SUBJECT with TEMPLATE ('-': standard input; '{count}': the
+    request's number, '{request}': its data, '{subject}': its subject), or with --echo."""
+    import jetwire
+
+    if echo == (template is not None):
+        raise click.UsageError("give a TEMPLATE or --echo (not both)")
+    raw = b"" if template is None else read_body(template)
+    hdrs = parse_headers(headers)
+    n = 0
+    with connected(conn) as nc:
+        s = nc.subscribe(subject, queue=queue)
+        nc.flush(timeout=10)
+        try:
+            click.echo(f"Answering requests on {subject}" + (f" (queue {queue})" if queue else ""), err=True)
+            sys.stderr.flush()
+            while count is None or n < count:
+                try:
+                    m = s.next_msg(timeout=timeout)
+                except jetwire.TimeoutError:
+                    raise CliError(f"timeout: no request within {human_duration(timeout)} ({n} answered)") from None
+                if not m.reply:
+                    continue  # a plain publish: nothing to answer
+                n += 1
+                if echo:
+                    m.respond(m.data, headers=m.headers)
+                else:
+                    fields = {b"count": str(n).encode(), b"request": m.data,
+                              b"subject": m.subject.encode("utf-8", "surrogateescape")}
+                    m.respond(_FIELD.sub(lambda f: fields[f.group(1)], raw), headers=hdrs)
+                if not quiet:
+                    click.echo(f"[#{n}] Answered a request on {m.subject!r}")
+                    sys.stdout.flush()
+            nc.flush(timeout=10)
+        except KeyboardInterrupt:
+            _interrupted(f"{n} answered")
+
+
 # ============================================================================== events
 
 
@@ -1135,9 +1195,9 @@ def events(count: Optional[int], timeout: Optional[float], fmt: str, kinds: tupl
     n = 0
     with connected(conn) as nc:
         with nc.jetstream(domain=domain).events(kinds=kinds or None) as stream:
-            click.echo(f"Listening for advisories and metrics on {', '.join(stream.subjects)}", err=True)
-            sys.stderr.flush()
             try:
+                click.echo(f"Listening for advisories and metrics on {', '.join(stream.subjects)}", err=True)
+                sys.stderr.flush()
                 while count is None or n < count:
                     try:
                         ev = stream.next(timeout=timeout)
@@ -1150,7 +1210,7 @@ def events(count: Optional[int], timeout: Optional[float], fmt: str, kinds: tupl
                     click.echo(out)
                     sys.stdout.flush()
             except KeyboardInterrupt:
-                pass
+                _interrupted(f"{n} received")
 
 
-COMMANDS = [stream, consumer, kv, object_, pub, sub, req, events]
+COMMANDS = [stream, consumer, kv, object_, pub, sub, req, reply, events]

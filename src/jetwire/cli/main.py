@@ -46,7 +46,7 @@ def cli(conn: Dict[str, Any]) -> None:
     jetwire bench pubsub --msgs 1e5    load generator, like `nats bench`
     jetwire bench compare              jetwire vs nats.go and nats-py, row by row
     jetwire stream ls                  streams, consumers, kv, object stores
-    jetwire pub|sub|req|events         core NATS and JetStream advisories
+    jetwire pub|sub|req|reply|events   core NATS and JetStream advisories
     jetwire micro ls|info|stats        services (the NATS service API)
     """
     click.get_current_context().meta["jetwire.conn"] = {k: v for k, v in conn.items() if v is not None}
