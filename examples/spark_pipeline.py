@@ -3,7 +3,7 @@ another stream -- as a batch job and as an incremental streaming job.
 
     pip install -e '.[spark]'          # pyspark>=4.0 + pyarrow; Java 17+ on the machine
     python examples/spark_pipeline.py  # starts its own nats-server (jetwire.testing)
-    python examples/spark_pipeline.py --server nats://127.0.0.1:4222
+    python examples/spark_pipeline.py --server nats://127.0.0.1:4222   # --reset to recreate its streams
 
 Flow:
 
@@ -43,16 +43,25 @@ def publish_orders(url: str, n: int, start: int = 0) -> None:
         js.publish_async_complete(timeout=30)
 
 
-def setup_streams(url: str) -> None:
+STREAMS = (("ORDERS", ["orders.>"]), ("ORDER_TOTALS", ["totals.>"]))
+
+
+def setup_streams(url: str, reset: bool) -> None:
+    """Create the example's two streams. Streams of those names already on the server
+    are deleted first only when ``reset`` (``--reset``); otherwise the example stops and
+    says so, touching nothing."""
     import jetwire
 
     with jetwire.connect(url) as nc:
         js = nc.jetstream()
-        for name, subjects in (("ORDERS", ["orders.>"]), ("ORDER_TOTALS", ["totals.>"])):
-            try:
+        existing = set(js.stream_names())
+        found = [name for name, _ in STREAMS if name in existing]
+        if found and not reset:
+            raise SystemExit(f"stream(s) {', '.join(found)} already exist on this server; the example would "
+                             "delete them: pass --reset to allow that, or use another server")
+        for name, subjects in STREAMS:
+            if name in found:
                 js.delete_stream(name)
-            except jetwire.StreamNotFoundError:
-                pass
             js.create_stream(name=name, subjects=subjects, allow_direct=True)
 
 
@@ -75,6 +84,8 @@ def show_totals(url: str, title: str, prefix: str = "totals.", last: int = 10) -
 def main(argv: list | None = None) -> int:
     ap = argparse.ArgumentParser(description="Spark + JetStream pipeline example")
     ap.add_argument("--server", help="NATS URL (default: start an embedded nats-server)")
+    ap.add_argument("--reset", action="store_true",
+                    help="delete and recreate the streams ORDERS and ORDER_TOTALS if --server already has them")
     ap.add_argument("--orders", type=int, default=3000)
     args = ap.parse_args(argv)
 
@@ -102,7 +113,7 @@ def main(argv: list | None = None) -> int:
     jetwire.spark.register(spark)
     order_schema = "id long, region string, amount double"
     try:
-        setup_streams(url)
+        setup_streams(url, args.reset)
         publish_orders(url, args.orders)
 
         # -- batch: read everything, aggregate, publish one total per region ------------
