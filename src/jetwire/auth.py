@@ -4,24 +4,51 @@ from __future__ import annotations
 import base64
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+from ._redact import looks_secret, shown
 from .errors import AuthorizationError
 
+_CREDS_MARK = re.compile(rb"-{3,}\s*BEGIN [^\n]*JWT")
 
-def _read_text(value: str) -> str:
-    if os.path.exists(value):
+
+def is_creds_text(value: Any) -> bool:
+    """Whether ``value`` (str or bytes) is the text of a ``.creds`` file rather than a path."""
+    if isinstance(value, str):
+        value = value.encode("utf-8", "replace")
+    return isinstance(value, (bytes, bytearray)) and _CREDS_MARK.search(value) is not None
+
+
+def _read_text(value: Union[str, bytes]) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    if not looks_secret(value) and os.path.exists(value):
         with open(value, "r", encoding="utf-8") as fh:
             return fh.read()
     return value
 
 
-def _read_bytes(path: str, what: str) -> bytearray:
+def _read_bytes(source: Any, what: str) -> bytearray:
+    """The bytes of a file (``source`` a path), or of ``source`` itself when it is the
+    file's text (bytes, or a str holding a ``.creds`` block). Errors never show text
+    that looks like a secret (see ``_redact.shown``)."""
+    if isinstance(source, (bytes, bytearray)):
+        return bytearray(source)
+    if isinstance(source, str) and is_creds_text(source):
+        return bytearray(source.encode("utf-8"))
+    try:
+        path = os.fspath(source)
+    except TypeError:
+        raise AuthorizationError(f"{what}: expected a path or the file's text, not {type(source).__name__}") from None
+    if isinstance(path, str) and looks_secret(path):
+        raise AuthorizationError(f"{what} <text, not shown> is neither a readable file nor the text of a .creds file "
+                                 "(no '-----BEGIN NATS USER JWT-----' block)")
     try:
         with open(path, "rb") as fh:
             return bytearray(fh.read())
     except OSError as exc:
-        raise AuthorizationError(f"cannot read {what} file {path!r}: {exc}") from exc
+        raise AuthorizationError(f"cannot read {what} file {shown(os.fsdecode(path))}: "
+                                 f"{exc.strerror or type(exc).__name__}") from None
 
 
 def _wipe(buf: bytearray) -> None:
@@ -41,15 +68,18 @@ _CREDS_BLOCK_B = re.compile(
 )
 
 
-def parse_creds(path: str) -> Tuple[str, bytearray]:
-    """Return (jwt, seed) from a .creds file; wipe the seed once used."""
-    raw = _read_bytes(path, "credentials")
+def parse_creds(creds: Any) -> Tuple[str, bytearray]:
+    """Return (jwt, seed) from a .creds file (a path) or its text (str or bytes); wipe
+    the seed once used."""
+    raw = _read_bytes(creds, "credentials")
     try:
         blocks = _blocks(raw)
     finally:
         _wipe(raw)
     if len(blocks) < 2:
-        raise AuthorizationError(f"credentials file {path!r} has no JWT and seed blocks")
+        name = "credentials text" if isinstance(creds, (bytes, bytearray)) or is_creds_text(creds) \
+            else f"credentials file {shown(os.fsdecode(os.fspath(creds)))}"
+        raise AuthorizationError(f"{name} has no JWT and seed blocks")
     return blocks[0].decode(), blocks[1]
 
 
@@ -64,11 +94,11 @@ def parse_creds_pair(jwt_file: str, seed_file: str) -> Tuple[str, bytearray]:
     finally:
         _wipe(raw)
     if seed is None:
-        raise AuthorizationError(f"no nkey seed in {seed_file!r}")
+        raise AuthorizationError(f"no nkey seed in {shown(seed_file)}")
     return jwt, seed
 
 
-def load_seed(nkey_seed: str) -> bytearray:
+def load_seed(nkey_seed: Union[str, bytes]) -> bytearray:
     """A seed given inline (``SU...``) or as a path to a file holding it."""
     text = _read_text(nkey_seed).strip()
     for line in text.splitlines():
@@ -88,8 +118,8 @@ def sign_nonce(seed: bytearray, nonce: str) -> Tuple[str, str]:
     try:
         try:
             kp = nkeys.from_seed(seed)
-        except Exception as exc:
-            raise AuthorizationError(f"invalid nkey seed: {exc}") from exc
+        except Exception as exc:  # the message of a decoding error may quote the seed
+            raise AuthorizationError(f"invalid nkey seed ({type(exc).__name__})") from None
         sig = kp.sign(nonce.encode())
         pub = kp.public_key.decode()
         kp.wipe()

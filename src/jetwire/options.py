@@ -1,18 +1,20 @@
 """Connection options and the server pool (pure state, no I/O)."""
 from __future__ import annotations
 
+import os
 import random
 import ssl
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urlparse
 
+from ._redact import option_repr, redact_url
 from .errors import NoServersError
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
 
 
-@dataclass
+@dataclass(repr=False)  # the generated repr would show passwords, tokens and seeds
 class Options:
     servers: List[str] = field(default_factory=lambda: [DEFAULT_URL])
     name: Optional[str] = None
@@ -20,7 +22,8 @@ class Options:
     password: Optional[str] = None
     token: Optional[str] = None
     nkey_seed: Optional[str] = None
-    creds: Union[str, Tuple[str, str], None] = None
+    # a .creds file's path, its text (str or bytes), or a (jwt file, seed file) pair
+    creds: Union[str, bytes, "os.PathLike[str]", Tuple[str, str], None] = None
     # auth callbacks (plain, or coroutine functions in jetwire.aio), asked on every (re)connect
     token_cb: Optional[Callable[[], Any]] = None
     user_cb: Optional[Callable[[], Any]] = None
@@ -71,9 +74,15 @@ class Options:
     disconnected_cb: Optional[Callable[..., Any]] = None
     reconnected_cb: Optional[Callable[..., Any]] = None
     closed_cb: Optional[Callable[..., Any]] = None
+    # every failed reconnect attempt that is not fatal (nats.go's ReconnectErrHandler);
+    # when None, each goes to error_cb
+    reconnect_error_cb: Optional[Callable[..., Any]] = None
     connected_cb: Optional[Callable[..., Any]] = None
     discovered_servers_cb: Optional[Callable[..., Any]] = None
     lame_duck_mode_cb: Optional[Callable[..., Any]] = None
+
+    def __repr__(self) -> str:
+        return f"Options({', '.join(option_repr(f.name, getattr(self, f.name)) for f in fields(self))})"
 
     @property
     def wants_tls(self) -> bool:
@@ -139,7 +148,10 @@ def _check_auth(o: Options) -> None:
     if o.user is not None and o.user_cb is not None:
         raise ValueError("give user/password or user_cb, not both")
     if isinstance(o.creds, tuple) and len(o.creds) != 2:
-        raise ValueError("creds is a path or a (jwt file, seed file) pair")
+        raise ValueError("creds is a path, the text of a .creds file or a (jwt file, seed file) pair")
+    if o.creds is not None and not isinstance(o.creds, (str, bytes, bytearray, tuple, os.PathLike)):
+        raise TypeError(f"creds is a path, the text of a .creds file (str or bytes) or a (jwt file, seed file) "
+                        f"pair, not {type(o.creds).__name__}")
     if o.tls_key_file and not o.tls_cert_file:
         raise ValueError("tls_key_file needs tls_cert_file")
 
@@ -147,7 +159,7 @@ def _check_auth(o: Options) -> None:
 class Server:
     """One entry of the server pool."""
 
-    __slots__ = ("url", "scheme", "host", "port", "user", "password", "discovered", "reconnects",
+    __slots__ = ("url", "display", "scheme", "host", "port", "user", "password", "discovered", "reconnects",
                  "last_attempt", "did_connect", "tls_name", "last_auth_error", "path")
 
     def __init__(self, url: str, discovered: bool = False) -> None:
@@ -155,20 +167,24 @@ class Server:
             url = "nats://" + url
         u = urlparse(url)
         if u.scheme not in ("nats", "tls", "ws", "wss"):
-            raise ValueError(f"unsupported URL scheme in {url!r}")
+            raise ValueError(f"unsupported URL scheme in {redact_url(url)!r}")
         self.scheme = u.scheme
         self.host = u.hostname or "127.0.0.1"
         # ws:// and wss:// default to the HTTP ports (as nats.go) and keep their path
         default_port = {"ws": 80, "wss": 443}.get(u.scheme, 4222)
         try:
             self.port = u.port or default_port
-        except ValueError as exc:
-            raise ValueError(f"bad port in {url!r}") from exc
+        except ValueError:
+            raise ValueError(f"bad port in {redact_url(url)!r}") from None
         self.user = unquote(u.username) if u.username is not None else None
         self.password = unquote(u.password) if u.password is not None else None
         self.path = u.path if self.is_ws and u.path != "/" else ""
         host = f"[{self.host}]" if ":" in self.host else self.host
+        # url: the server, without credentials; display: what is shown (nc.servers,
+        # connected_url, messages), the URL's credentials masked (nats://alice:***@host:4222)
         self.url = f"{u.scheme}://{host}:{self.port}{self.path}"
+        self.display = redact_url(f"{u.scheme}://{u.netloc.rpartition('@')[0]}@{host}:{self.port}{self.path}") \
+            if "@" in u.netloc else self.url
         self.discovered = discovered
         self.reconnects = 0
         self.last_attempt = 0.0
@@ -187,7 +203,7 @@ class Server:
         return f"{host}:{self.port}"
 
     def __repr__(self) -> str:
-        return f"<Server {self.url}>"
+        return f"<Server {self.display}>"
 
 
 class ServerPool:
@@ -208,7 +224,8 @@ class ServerPool:
         return len(self.servers)
 
     def urls(self, discovered_only: bool = False) -> List[str]:
-        return [s.url for s in self.servers if s.discovered or not discovered_only]
+        """The servers as shown: credentials masked (``Server.display``)."""
+        return [s.display for s in self.servers if s.discovered or not discovered_only]
 
     def next_server(self, max_reconnects: int) -> Optional[Server]:
         """Rotate: move the current server to the back, drop it if it ran out of attempts."""
@@ -245,4 +262,4 @@ class ServerPool:
             if self.randomize:
                 random.shuffle(added)
             self.servers.extend(added)
-        return [s.url for s in added]
+        return [s.display for s in added]

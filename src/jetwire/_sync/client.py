@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Se
 import orjson
 
 from .. import _impl
+from .._redact import redact_text
 from ..connection.core import (
     CLOSED,
     CONNECTED,
@@ -244,7 +245,8 @@ class Client:
         self._sched.close()
         if auth_err is not None:
             raise auth_err
-        raise NoServersError(f"could not connect to any server: {last}") from last
+        tried = ", ".join(s.display for s in core.pool.servers)
+        raise NoServersError(f"could not connect to any server ({tried}): {redact_text(str(last))}") from last
 
     def _connect_server(self, srv: Server) -> None:
         core = self._core
@@ -396,7 +398,22 @@ class Client:
             if cb is not None and self._sched is not None:
                 self._sched.dispatch(cb, exc)
                 return
-        log.error("jetwire: %s", exc)
+        log.error("jetwire: %s", redact_text(str(exc)))
+
+    def _report_reconnect_error(self, srv: Server, exc: BaseException) -> None:
+        """A reconnect attempt to ``srv`` failed (and it was not fatal): to
+        ``reconnect_error_cb``, else to ``error_cb``, else a warning in the log."""
+        core = self._core
+        assert core is not None
+        opts = core.opts
+        core.last_error = exc
+        if self._quiet():
+            return
+        cb = opts.reconnect_error_cb or opts.error_cb
+        if cb is not None:
+            self._sched.dispatch(cb, exc)
+        else:
+            log.warning("jetwire: reconnecting to %s failed: %s", srv.display, redact_text(str(exc)))
 
     def _fail_pongs(self, exc: BaseException) -> None:
         pongs = self._pongs
@@ -502,15 +519,16 @@ class Client:
             except Exception as exc:
                 core.last_error = exc
                 if isinstance(exc, AuthorizationError):
-                    self._report_error(exc)
                     if srv.last_auth_error == str(exc) and not opts.ignore_auth_error_abort:
                         # the same refusal twice in a row: retrying will not help (nats.go)
+                        self._report_error(exc)
                         self._close(flush=False)
                         core.last_error = exc
                         return
                     srv.last_auth_error = str(exc)
                 else:
                     srv.last_auth_error = None
+                self._report_reconnect_error(srv, exc)  # one report per failed attempt
                 continue
             srv.last_auth_error = None
             if core.status == CONNECTED:
@@ -530,7 +548,7 @@ class Client:
                 return
         if core.status == RECONNECTING:
             last = core.last_error
-            core.last_error = NoServersError(f"reconnect attempts exhausted: {last}")
+            core.last_error = NoServersError(f"reconnect attempts exhausted: {redact_text(str(last))}")
             self._close(flush=False)
 
     def _on_ping_timer(self) -> None:
@@ -891,7 +909,7 @@ class Client:
         core = self._core
         if core is None or core.status != CONNECTED or core.pool.current is None:
             return None
-        return core.pool.current.url
+        return core.pool.current.display
 
     @property
     def servers(self) -> List[str]:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import click
 
+from .._redact import redact_text
 from ._conn import CONN_KEYS, connect_kwargs, parse_duration, parse_size, server_url
 
 # ------------------------------------------------------------------------- errors
@@ -32,7 +33,7 @@ def one_line(exc: BaseException) -> str:
         msg = exc.args[0]
     else:
         msg = str(exc)
-    msg = " ".join(msg.split())
+    msg = " ".join(redact_text(msg).split())  # no password, token, seed or JWT on the terminal
     if not msg:
         msg = type(exc).__name__
     name = type(exc).__name__

@@ -10,6 +10,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Dict, Optional
 
+from .._redact import redact_url as redact_url  # re-exported: the CLI's one redaction helper
+
 DEFAULT_URL = "nats://127.0.0.1:4222"
 
 #: the connection settings a command line carries (all picklable, for worker processes)
@@ -19,20 +21,6 @@ CONN_KEYS = ("server", "user", "password", "token", "creds", "nkey", "tls_ca", "
 def server_url(value: Optional[str]) -> str:
     """``--server`` value, else ``$NATS_URL``, else ``nats://127.0.0.1:4222``."""
     return value or os.environ.get("NATS_URL") or DEFAULT_URL
-
-
-def redact_url(url: str) -> str:
-    """``nats://user:secret@host`` -> ``nats://user:***@host`` (tokens: ``nats://***@host``)."""
-    out = []
-    for u in url.split(","):
-        scheme, sep, rest = u.partition("://")
-        if sep and "@" in rest:
-            cred, _, host = rest.rpartition("@")
-            user, colon, _pw = cred.partition(":")
-            cred = f"{user}:***" if colon else "***"
-            u = f"{scheme}://{cred}@{host}"
-        out.append(u)
-    return ",".join(out)
 
 
 def connect_kwargs(conn: Dict[str, Any]) -> Dict[str, Any]:

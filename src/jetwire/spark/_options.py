@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Mapping, Optional
 
+from .._redact import option_repr
+
 __all__ = [
     "OptionError",
     "ReadOptions",
@@ -138,6 +140,26 @@ def jetstream_kwargs(c: Mapping[str, Any]) -> Dict[str, Any]:
     return kw
 
 
+# the options whose values are secrets, by their names in jetwire.connect()
+_SECRET_AS = {"nkeyseed": "nkey_seed", "password": "password", "token": "token", "creds": "creds"}
+
+
+def _shown(values: Mapping[str, Any]) -> str:
+    """``key=value, ...`` of a dict of options, secrets masked (servers: URL credentials)."""
+    return ", ".join(option_repr(_SECRET_AS.get(k, k), v) for k, v in values.items())
+
+
+class _Options:
+    """The repr of parsed options: no password, token, seed or credentials in it."""
+
+    raw: Dict[str, str]
+    conn: Dict[str, Any]
+
+    def __repr__(self) -> str:
+        shown = {k: v for k, v in vars(self).items() if k not in ("raw", "conn")}
+        return f"{type(self).__name__}({_shown(shown)}, conn={{{_shown(self.conn)}}})"
+
+
 def _stream_name(o: Dict[str, str]) -> str:
     name = (o.get("stream") or "").strip()
     if not name:
@@ -151,7 +173,7 @@ def _stream_name(o: Dict[str, str]) -> str:
     return name
 
 
-class ReadOptions:
+class ReadOptions(_Options):
     """Parsed reader options (batch and streaming). Plain values only: it is pickled."""
 
     def __init__(self, options: Optional[Mapping[str, Any]]) -> None:
@@ -194,7 +216,7 @@ class ReadOptions:
         self.fail_on_data_loss = parse_bool(o.get("failondataloss", "true"), "failOnDataLoss")
 
 
-class WriteOptions:
+class WriteOptions(_Options):
     """Parsed writer options. Plain values only: it is pickled."""
 
     def __init__(self, options: Optional[Mapping[str, Any]]) -> None:

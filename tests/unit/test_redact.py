@@ -1,0 +1,44 @@
+"""The one redaction helper: URLs, free text, option reprs, and .creds text recognised."""
+from __future__ import annotations
+
+from jetwire._redact import looks_secret, option_repr, redact_text, redact_url, shown
+from jetwire.auth import is_creds_text, parse_creds
+from jetwire.testing.auth import format_creds, make_operator_auth
+
+SEED = "SUAMLK2ZNL35WSMW37E7UD4VZ7ELPKW7DHC3BWBSD2GCZ7IUQQXZIORRBU"
+
+
+def test_urls():
+    assert redact_url("nats://alice:s3cret@h:4222") == "nats://alice:***@h:4222"
+    assert redact_url("nats://t0k@h:4222") == "nats://***@h:4222"
+    assert redact_url("nats://h:4222") == "nats://h:4222"
+    assert redact_url("ws://a:b@[::1]:80/p@th") == "ws://a:***@[::1]:80/p@th"
+    assert redact_url("nats://a:b@h1,nats://c@h2") == "nats://a:***@h1,nats://***@h2"
+
+
+def test_text():
+    op = make_operator_auth()
+    text = f"x nats://alice:s3cret@h:1 y {SEED} {op.user_jwt} {op.creds}"
+    out = redact_text(text)
+    for secret in ("s3cret", SEED, op.user_jwt, op.user.seed):
+        assert secret not in out
+    assert "nats://alice:***@h:1" in out
+    assert redact_text("connection refused to 127.0.0.1:4222") == "connection refused to 127.0.0.1:4222"
+
+
+def test_paths_and_options():
+    assert shown("/etc/nats/user.creds") == "'/etc/nats/user.creds'"
+    assert shown(SEED) == "<text, not shown>" and looks_secret("a\nb")
+    assert option_repr("password", "pw") == "password='***'"
+    assert option_repr("creds", "/x.creds") == "creds='/x.creds'"
+    assert option_repr("creds", b"bytes") == "creds='***'"
+    assert option_repr("servers", ["nats://a:b@h"]) == "servers=['nats://a:***@h']"
+
+
+def test_creds_text_is_recognised_and_parsed():
+    op = make_operator_auth()
+    text = format_creds(op.user_jwt, op.user.seed)
+    assert is_creds_text(text) and is_creds_text(text.encode()) and not is_creds_text("/x/y.creds")
+    for value in (text, text.encode()):
+        jwt, seed = parse_creds(value)
+        assert jwt == op.user_jwt and bytes(seed) == op.user.seed.encode()
