@@ -140,6 +140,7 @@ def test_inbox_prefix_without_wildcards():
 KEEP = [  # nats-server answers these and goes on
     ("Invalid Subject", BadSubjectError),
     ("Invalid Publish Subject", BadSubjectError),
+    ("Invalid Subscription", BadSubjectError),
     ("maximum subscriptions exceeded", MaxSubscriptionsError),
     ('Permissions Violation for Subscription to "x"', PermissionsError),
     ('Permissions Violation for Publish to "x"', PermissionsError),
@@ -153,6 +154,7 @@ END = [  # nats-server closes the connection after these
     ("Unknown Protocol Operation", ProtocolError),
     ("Secure Connection - TLS Required", ProtocolError),
     ("Parser Error", ProtocolError),
+    ("Invalid Client Protocol", ProtocolError),
 ]
 
 

@@ -352,15 +352,15 @@ class ConnectionCore:
         """Classify a ``-ERR`` text: a typed error, and whether it ends the connection.
 
         Not fatal: what nats-server answers without closing the connection (a refused
-        SUB or PUB: ``Invalid Subject``, ``Invalid Publish Subject``, ``Permissions
-        Violation ...``, ``maximum subscriptions exceeded``). Everything else (an
-        authorization violation, a stale connection, a parser error, the maximum payload
-        or connections, an unknown operation, TLS required, ...) is followed by the
-        server closing the connection, and drops it."""
+        SUB or PUB: ``Invalid Subject``, ``Invalid Publish Subject``, ``Invalid
+        Subscription``, ``Permissions Violation ...``, ``maximum subscriptions
+        exceeded``). Everything else (an authorization violation, a stale connection, a
+        parser error, the maximum payload or connections, an unknown operation, TLS
+        required, ...) is followed by the server closing the connection, and drops it."""
         low = text.lower()
         if low.startswith("permissions violation"):
             return ServerError(PermissionsError(text), fatal=False)
-        if low.startswith(("invalid subject", "invalid publish subject")):
+        if low.startswith(("invalid subject", "invalid publish subject", "invalid subscription")):
             return ServerError(BadSubjectError(f"server error: {text}"), fatal=False)
         if low.startswith("maximum subscriptions exceeded"):
             return ServerError(MaxSubscriptionsError(f"server error: {text}"), fatal=False)
