@@ -83,6 +83,7 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         parse_metadata,
         parse_metadata_fields,
         rfc3339_us,
+        validate_filter,
         validate_subject,
     )
 else:
@@ -108,6 +109,7 @@ else:
     DirectRows = _mod.DirectRows
     DirectCollector = _mod.DirectCollector
     validate_subject = _mod.validate_subject
+    validate_filter = _mod.validate_filter
     append_pub = _mod.append_pub
     append_hpub = _mod.append_hpub
     append_sub = _mod.append_sub

@@ -52,6 +52,11 @@ class PermissionsError(NatsError):
     """The server refused a publish or subscribe (``Permissions Violation``)."""
 
 
+class MaxSubscriptionsError(NatsError):
+    """The server refused a subscription: the connection holds its ``max_subscriptions``
+    (``-ERR 'maximum subscriptions exceeded'``; the connection stays)."""
+
+
 class MaxPayloadError(NatsError):
     """Headers plus data exceed the server's ``max_payload``."""
 
@@ -68,7 +73,9 @@ class SlowConsumerError(NatsError):
 
 
 class BadSubjectError(NatsError, ValueError):
-    """A subject is empty or has whitespace or control characters."""
+    """A subject is empty, has an empty token, whitespace or control characters, or (to
+    subscribe to) a wildcard that is not a whole token; also what ``error_cb`` gets for
+    the server's ``-ERR 'Invalid Subject'``."""
 
 
 class DrainTimeoutError(NatsError, builtins.TimeoutError):
@@ -374,6 +381,14 @@ ERR_CODES: dict[int, type[APIError]] = {
     10166: MsgTTLDisabledError,
     10168: MsgCounterDisabledError,
 }
+
+
+def payload_type_error(value: Any, name: str = "data", *also: str) -> builtins.TypeError:
+    """The ``TypeError`` for a payload that is not bytes-like (one text everywhere):
+    ``name`` is the argument as the public signature names it, ``also`` what else that
+    argument takes (e.g. ``"str"``)."""
+    kinds = ("bytes", "bytearray", "memoryview") + also
+    return builtins.TypeError(f"{name} must be {', '.join(kinds[:-1])} or {kinds[-1]}, not {type(value).__name__}")
 
 
 def api_error(error: dict) -> APIError:

@@ -16,7 +16,14 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 
 import orjson
 
-from .errors import InvalidServiceConfigError, InvalidServiceNameError, InvalidServiceVersionError, ServiceError
+from . import _impl
+from .errors import (
+    BadSubjectError,
+    InvalidServiceConfigError,
+    InvalidServiceNameError,
+    InvalidServiceVersionError,
+    ServiceError,
+)
 from .jetstream._json import Model, duration, ns_to_seconds, seconds_to_ns
 from .jetstream._json import parse_time as _parse_time
 
@@ -65,14 +72,13 @@ def check_endpoint_name(name: Any) -> str:
 
 
 def check_subject(subject: Any, what: str = "endpoint subject") -> str:
-    """A subject an endpoint can listen on: tokens joined by '.', wildcards allowed, '>'
-    only as the last token, no whitespace or control characters."""
-    if not isinstance(subject, str) or not subject or _BAD_SUBJECT_CHARS.search(subject):
-        raise InvalidServiceConfigError(f"invalid {what} {subject!r}")
-    tokens = subject.split(".")
-    for i, tok in enumerate(tokens):
-        if not tok or (">" in tok and (tok != ">" or i != len(tokens) - 1)) or ("*" in tok and tok != "*"):
-            raise InvalidServiceConfigError(f"invalid {what} {subject!r}")
+    """A subject an endpoint can listen on: tokens joined by '.', wildcards allowed as
+    whole tokens, '>' only as the last token, no whitespace or control characters (the
+    subscription rules, ``validate_filter``)."""
+    try:
+        _impl.validate_filter(subject)
+    except BadSubjectError as exc:
+        raise InvalidServiceConfigError(f"invalid {what}: {exc}") from None
     return subject
 
 

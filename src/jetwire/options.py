@@ -8,8 +8,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urlparse
 
+from . import _impl
 from ._redact import option_repr, redact_url
-from .errors import NoServersError
+from .errors import BadSubjectError, NoServersError
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
 
@@ -127,7 +128,19 @@ def make_options(servers: Union[str, Sequence[str], None], kwargs: dict) -> Opti
     if not opts.busy_poll >= 0:
         raise ValueError(f"busy_poll must be 0 (off) or a positive number of seconds, not {opts.busy_poll!r}")
     _check_auth(opts)
+    _check_inbox_prefix(opts.inbox_prefix)
     return opts
+
+
+def _check_inbox_prefix(prefix: Any) -> None:
+    """Inboxes are ``<prefix>.<id>`` and requests subscribe to ``<prefix>.<id>.*``: a
+    subject without wildcards (``BadSubjectError`` before connecting)."""
+    try:
+        _impl.validate_filter(prefix)
+    except BadSubjectError as exc:
+        raise BadSubjectError(f"inbox_prefix: {exc}") from None
+    if "*" in prefix or ">" in prefix:
+        raise BadSubjectError(f"inbox_prefix {prefix!r} must not hold wildcards")
 
 
 def _check_auth(o: Options) -> None:

@@ -9,19 +9,22 @@ whitespace (ASCII or Unicode) or control character, no empty token.
 """
 include "common.pxi"
 
+from cpython.buffer cimport PyObject_CheckBuffer
+
 from jetwire._c.lock cimport acquire_any, release_any
 
 from jetwire._c.lock import WriteLock  # noqa: F401 - the blocking writer's lock, also here
-from jetwire.errors import BadSubjectError
+from jetwire.errors import BadSubjectError, payload_type_error
 
 cdef object _NO_SUBJECT = object()  # what the outbox's subject cache holds at first
 
 
 # ------------------------------------------------------------------------------- encoder
 cdef object _wire(object subject, str what, int tokens):
-    """Validate a subject (``tokens``: no empty token either), reply or queue; return what
-    holds its wire bytes: the str itself (its UTF-8), or the bytes its surrogate escapes
-    stand for. ``what`` names it in the ``BadSubjectError``."""
+    """Validate a subject (``tokens`` 1: no empty token either; 2: a subscription's, also
+    wildcards only as whole tokens), reply or queue (0); return what holds its wire
+    bytes: the str itself (its UTF-8), or the bytes its surrogate escapes stand for.
+    ``what`` names it in the ``BadSubjectError``."""
     cdef Py_ssize_t n
     cdef const char* s
     cdef int r
@@ -47,7 +50,21 @@ cdef object _wire(object subject, str what, int tokens):
         raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
     if r == 2:
         raise BadSubjectError(f"{what} {subject!r} has an empty token")
+    if tokens == 2 and not _wildcards_ok(<const unsigned char*>s, n):
+        raise BadSubjectError(f"{what} {subject!r} has a wildcard that is not a whole token ('>' only last)")
     return wire
+
+
+cdef inline bint _wildcards_ok(const unsigned char* p, Py_ssize_t n):
+    """``*`` and ``>`` only as whole tokens, ``>`` only as the last one (``p[n]`` is a NUL)."""
+    cdef Py_ssize_t i
+    cdef unsigned char c
+    for i in range(n):
+        c = p[i]
+        if c == 42 or c == 62:  # '*', '>'
+            if (i > 0 and p[i - 1] != 46) or (i + 1 < n and (c == 62 or p[i + 1] != 46)):
+                return False
+    return True
 
 
 cdef inline const char* _ptr(object wire, Py_ssize_t* n) except NULL:
@@ -72,6 +89,26 @@ def validate_subject(subject):
     sent as those bytes.
     """
     _wire(subject, "subject", 1)
+
+
+def validate_filter(subject, queue=None):
+    """Raise ``BadSubjectError`` unless ``subject`` (and ``queue``, when given) can be
+    subscribed to: ``validate_subject``'s rules, and wildcards only as whole tokens
+    (``foo.*.bar``, ``foo.>``; not ``foo.*bar``, ``foo.b>``, ``foo.>.bar``). A queue
+    group is checked for whitespace and control characters. Subscriptions, JetStream
+    filter subjects and stream subjects are checked here.
+    """
+    _wire(subject, "subject", 2)
+    if _given(queue):
+        _wire(queue, "queue", 0)
+
+
+cdef inline int _data_view(object data, Py_buffer* view) except -1:
+    """``data``'s buffer (release it), or the payload ``TypeError`` (it is no bytes-like object)."""
+    if not PyObject_CheckBuffer(data):
+        raise payload_type_error(data)
+    PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
+    return 0
 
 
 cdef inline char* _grow(object buf, Py_ssize_t extra) except NULL:
@@ -130,7 +167,7 @@ def append_pub(buf, subject, reply, data):
     if type(data) is bytes:
         _put_pub(buf, s, sn, r, rn, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
         return
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    _data_view(data, &view)
     try:
         _put_pub(buf, s, sn, r, rn, <const char*>view.buf, view.len)
     finally:
@@ -185,7 +222,7 @@ cdef Py_ssize_t _hpub_views(object buf, object sw, object rw, object hdr, object
         r = _ptr(rw, &rn)
     PyObject_GetBuffer(hdr, &hview, PyBUF_SIMPLE)
     try:
-        PyObject_GetBuffer(data, &dview, PyBUF_SIMPLE)
+        _data_view(data, &dview)
         try:
             _put_hpub(buf, s, sn, r, rn, <const char*>hview.buf, hview.len, <const char*>dview.buf, dview.len)
             return dview.len
@@ -220,7 +257,7 @@ def append_sub(buf, subject, queue, sid):
     cdef unsigned long long v
     cdef int nd
     cdef char* w
-    cdef object sw = _wire(subject, "subject", 1)
+    cdef object sw = _wire(subject, "subject", 2)
     cdef object qw = None
     v = _uint_arg(sid, "sid")
     if _given(queue):
@@ -477,7 +514,7 @@ cdef class Outbox:
         s = _ptr(sw, &sn)
         if rw is not None:
             r = _ptr(rw, &rn)
-        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        _data_view(data, &view)
         try:
             _put_pub(self._buf, s, sn, r, rn, <const char*>view.buf, view.len)
             self.out_msgs += 1

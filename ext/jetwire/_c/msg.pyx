@@ -4,13 +4,22 @@ include "common.pxi"
 
 from jetwire._c.metadata cimport parse_metadata_c
 
-from jetwire.errors import MsgAlreadyAckedError, NatsError, NotJSMessageError
+from jetwire.errors import MsgAlreadyAckedError, NatsError, NotJSMessageError, payload_type_error
 from jetwire.protocol.headers import Headers
 
 cdef object _Headers = Headers
 cdef bytes _ACK = b"+ACK"
 jw_set_headers_type(  # (see jw_track_if)
     Headers, Headers.__dict__.get("_d"), Headers.__dict__.get("status"), Headers.__dict__.get("description"))
+
+cdef bytes _as_bytes(object data):
+    """A message's data given by hand: a copy of a bytes-like object (``bytes(5)`` would
+    be five zero bytes), or the payload ``TypeError``."""
+    try:
+        return bytes(memoryview(data))
+    except TypeError:
+        raise payload_type_error(data) from None
+
 
 # ------------------------------------------------------------------------------- MsgBase
 cdef class MsgBase:
@@ -31,7 +40,7 @@ cdef class MsgBase:
 
     def __init__(self, subject="", data=b"", reply=None, headers=None, sid=0):
         self.c_subject = subject
-        self.c_data = data if type(data) is bytes else bytes(data)
+        self.c_data = data if type(data) is bytes else _as_bytes(data)
         self.c_reply = reply
         if headers is not None and not isinstance(headers, _Headers):
             headers = _Headers(headers)

@@ -9,7 +9,7 @@ them on the hot path). Their pure-Python twins are the modules of
 this package fails when any of the extensions is not built)."""
 from .ackmux import AckFuture, AckMux
 from .columns import DirectCollector, DirectRows, ack_columns, rfc3339_us
-from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_unsub, validate_subject
+from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_unsub, validate_filter, validate_subject
 from .headers import decode_headers, encode_headers
 from .lock import Lock, WriteLock
 from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
@@ -20,7 +20,7 @@ from .router import Router, SubState
 __all__ = [
     "OP_INFO", "OP_PING", "OP_PONG", "OP_OK", "OP_ERR", "OP_FRAME_ERROR", "PING", "PONG", "DEFAULT_MAX_PAYLOAD",
     "MsgBase", "Parser", "decode_headers", "encode_headers", "parse_metadata_fields", "parse_metadata",
-    "MsgMetadata", "SequencePair", "validate_subject",
+    "MsgMetadata", "SequencePair", "validate_subject", "validate_filter",
     "append_pub", "append_hpub", "append_sub", "append_unsub", "DONE", "Outbox", "WriteLock", "SubState",
     "Router", "AckMux", "AckFuture", "Lock", "ack_columns", "rfc3339_us",
     "DirectRows", "DirectCollector",

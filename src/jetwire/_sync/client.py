@@ -52,6 +52,7 @@ from ..errors import (
     ReconnectBufferFullError,
     SubscriptionClosedError,
     TimeoutError,
+    payload_type_error,
 )
 from ..msg import Msg
 from ..options import Options, Server, make_options
@@ -600,7 +601,10 @@ class Client:
         if core is None:
             raise ConnectionClosedError("connection closed")
         outbox = core.outbox
-        size = len(data) if hdr is None else len(hdr) + len(data)
+        try:
+            size = len(data) if hdr is None else len(hdr) + len(data)
+        except TypeError:  # no bytes-like object (the encoder refuses a str, a list, ...)
+            raise payload_type_error(data) from None
         if size > outbox.max_payload:
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {outbox.max_payload}")
         if core.status != CONNECTED:
@@ -660,10 +664,8 @@ class Client:
     def _subscribe(self, subject: str, queue: Optional[str], cb: Optional[Callable[..., Any]], max_msgs: int,
                    pmsgs: int, pbytes: int, direct: Optional[Callable[[Msg], None]], wake: Any) -> Subscription:
         core = self._live_core()
-        _impl.validate_subject(subject)
-        if queue is not None and queue != "":
-            _impl.validate_subject(queue)
-        else:
+        _impl.validate_filter(subject, queue)  # nothing is sent for a SUB the server would refuse
+        if queue == "":
             queue = None
         sid = core.next_sid()
         sub = Subscription(self, sid, subject, queue, cb, wake if wake is not None else prims.Signal(),

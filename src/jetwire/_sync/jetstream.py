@@ -33,6 +33,7 @@ from ..errors import (
     TimeoutError,
     TooManyStalledMsgsError,
     api_error,
+    payload_type_error,
 )
 from ..events import ADVISORY_SUBJECT, METRIC_SUBJECT
 from ..jetstream._json import config_from_kwargs
@@ -55,6 +56,7 @@ from ..jetstream.manage import (
     incr_headers,
     pause_request,
     publish_headers,
+    validate_filter_subjects,
 )
 from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
 from ..jetstream.pubmux import AckFuture, AioAckFuture, PubAckMux  # noqa: F401 - one future per flavour
@@ -319,6 +321,7 @@ class JetStream:
         config it raises ``StreamNameInUseError``."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         name = validate_stream_name(cfg.name)
+        validate_filter_subjects(cfg.subjects or ())
         resp = self.api_request(f"STREAM.CREATE.{name}", cfg.to_json_dict())
         return _checked_stream(self, cfg, resp)
 
@@ -326,6 +329,7 @@ class JetStream:
         """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         name = validate_stream_name(cfg.name)
+        validate_filter_subjects(cfg.subjects or ())
         resp = self.api_request(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
         return _checked_stream(self, cfg, resp)
 
@@ -390,7 +394,7 @@ class JetStream:
 
     def stream_name_by_subject(self, subject: str) -> str:
         """The name of the stream that stores ``subject`` (``StreamNotFoundError`` when none)."""
-        _impl.validate_subject(subject)
+        _impl.validate_filter(subject)
         resp = self.api_request("STREAM.NAMES", {"subject": subject})
         names = resp.get("streams") or []
         if not names:
@@ -423,9 +427,7 @@ class JetStream:
         name = cfg.name or cfg.durable_name
         if not name:
             name = generate_consumer_name(self._nuid)
-        if cfg.filter_subject and not cfg.filter_subjects:
-            _impl.validate_subject(cfg.filter_subject)
-        resp = self.api_request(consumer_create_subject(stream, name, cfg),
+        resp = self.api_request(consumer_create_subject(stream, name, cfg),  # checks the filters
                                       consumer_create_request(stream, cfg, action))
         info = ConsumerInfo.from_json(_clean(resp))
         if cfg.filter_subjects and not info.config.filter_subjects:
@@ -790,12 +792,11 @@ class JetStream:
                 or expected_last_subject_seq is not None or expected_last_msg_id is not None or ttl is not None:
             headers = publish_headers(headers, msg_id, expected_stream, expected_last_seq,
                                       expected_last_subject_seq, expected_last_msg_id, ttl)
-        if headers is None:
-            hdr = None
-            size = len(data)
-        else:
-            hdr = _encode_headers(headers)
-            size = len(hdr) + len(data)
+        hdr = None if headers is None else _encode_headers(headers)
+        try:
+            size = len(data) if hdr is None else len(hdr) + len(data)
+        except TypeError:  # no bytes-like object (the encoder refuses a str, a list, ...)
+            raise payload_type_error(data) from None
         link = self._link
         if size > link.max_payload:
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {link.max_payload}")

@@ -27,6 +27,7 @@ from ..errors import (
     MsgTTLDisabledError,
     StreamNotFoundError,
     WrongLastSequenceError,
+    payload_type_error,
 )
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.kv_core import (
@@ -74,7 +75,7 @@ def _as_value(value: Any) -> bytes:
         return bytes(value)
     if isinstance(value, str):
         return value.encode("utf-8")
-    raise TypeError(f"a value must be bytes (or str), not {type(value).__name__}")
+    raise payload_type_error(value, "value", "str")
 
 
 # ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ import orjson
 
 from .. import micro_core as core
 from .._nuid import next_nuid
-from ..errors import InvalidServiceConfigError, NatsError, ServiceError
+from ..errors import InvalidServiceConfigError, NatsError, ServiceError, payload_type_error
 from ..micro_core import EndpointInfo, EndpointStats, ServiceInfo, ServicePing, ServiceStats
 from . import _prims as prims
 
@@ -80,6 +80,11 @@ class Request:
         reply = self.msg.reply
         if not reply:
             raise NatsError("the request has no reply subject")
+        if type(data) is not bytes:  # refused before it counts as answered (a raising handler answers 500)
+            try:
+                memoryview(data).release()
+            except TypeError:
+                raise payload_type_error(data) from None
         if not self._responded:
             self._responded = True
             if self._ep is not None:  # counted before the answer leaves: who gets it sees it counted

@@ -28,6 +28,7 @@ from ..errors import (
     ObjectAlreadyExistsError,
     ObjectNotFoundError,
     StreamNotFoundError,
+    payload_type_error,
 )
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.kv_core import ROLLUP_HDR
@@ -228,6 +229,8 @@ class ObjectStore:
             reader = io.BytesIO(reader)
         elif isinstance(reader, str):
             reader = io.BytesIO(reader.encode("utf-8"))
+        elif reader is not None and not callable(getattr(reader, "read", None)):
+            raise payload_type_error(reader, "reader", "str", "a binary file object")
         try:
             old: Optional[ObjectInfo] = self.get_info(meta.name, show_deleted=True)
         except ObjectNotFoundError:

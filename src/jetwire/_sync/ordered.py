@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from .._nuid import NUID
 from ..errors import JetStreamError, OrderedConsumerResetError, TimeoutError
 from ..jetstream._json import format_time
+from ..jetstream.manage import validate_filter_subjects
 from ..jetstream.models import ConsumerInfo, DeliverPolicy, ReplayPolicy
 from ..jetstream.pull import RESET_DELAY, RESET_DELAY_MAX, OrderedCursor, ordered_config
 from ..msg import Msg
@@ -52,6 +53,7 @@ class OrderedConsumer(Consumer):
         if isinstance(filter_subjects, str):
             filter_subjects = [filter_subjects]
         self._filters: List[str] = list(filter_subjects or [])
+        validate_filter_subjects(self._filters)
         self._deliver_policy = deliver_policy
         self._opt_start_seq = opt_start_seq
         self._opt_start_time = format_time(opt_start_time) if isinstance(opt_start_time, datetime) else opt_start_time

@@ -40,7 +40,7 @@ from ..errors import (
     TimeoutError,
 )
 from ..jetstream._json import config_from_kwargs
-from ..jetstream.manage import consumer_create_subject, generate_consumer_name
+from ..jetstream.manage import consumer_create_subject, generate_consumer_name, validate_filter_subjects
 from ..jetstream.models import AckPolicy, ConsumerConfig, ConsumerInfo
 from ..jetstream.pull import RESET_DELAY, RESET_DELAY_MAX, HeartbeatMonitor
 from ..jetstream.push import (
@@ -367,6 +367,7 @@ async def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Opti
     """Subscribe to ``subject`` through a push consumer (see :meth:`JetStream.subscribe`)."""
     link = js._link
     cfg = config_from_kwargs(ConsumerConfig, config)
+    validate_filter_subjects([subject, cfg.filter_subject, *(cfg.filter_subjects or ())])
     queue = queue or None
     if ordered_consumer:
         if queue or durable or cfg.durable_name:

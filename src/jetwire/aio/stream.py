@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .ordered import OrderedConsumer
 
 _PAGE_KEYS = ("type", "total", "offset", "limit")
-_validate_subject = _impl.validate_subject
+_validate_filter = _impl.validate_filter  # subjects with wildcards (whole tokens)
 
 
 def _stream_info(resp: Dict[str, Any]) -> StreamInfo:
@@ -106,7 +106,7 @@ class Stream:
             return await self._get({"seq": seq}, None, direct)
         if not isinstance(next_by_subject, str) or not next_by_subject:
             raise ValueError("next_by_subject must be a non-empty subject")
-        _validate_subject(next_by_subject)
+        _validate_filter(next_by_subject)
         return await self._get({"seq": seq, "next_by_subj": next_by_subject}, None, direct)
 
     async def get_last_msg_for_subject(self, subject: str, direct: bool = False) -> RawStreamMsg:
@@ -149,7 +149,7 @@ class Stream:
         direct get (or missing): ``APIError`` (503); a bad request: ``BadRequestError``."""
         state = BatchGet(batch, seq, start_time, subject, max_bytes, multi_last, up_to_seq, up_to_time, page)
         for s in ([subject] if subject is not None else state.multi_last or ()):
-            _validate_subject(s)
+            _validate_filter(s)
         js = self._js
         link = js._link
         timeout = js._timeout

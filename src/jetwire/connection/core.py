@@ -23,6 +23,8 @@ from .._version import __version__
 from ..auth import Credentials
 from ..errors import (
     AuthorizationError,
+    BadSubjectError,
+    MaxSubscriptionsError,
     PermissionsError,
     ProtocolError,
     SlowConsumerError,
@@ -347,10 +349,21 @@ class ConnectionCore:
         # +OK needs nothing
 
     def server_error(self, text: str) -> ServerError:
-        """Classify a ``-ERR`` text: a typed error, and whether it ends the connection."""
+        """Classify a ``-ERR`` text: a typed error, and whether it ends the connection.
+
+        Not fatal: what nats-server answers without closing the connection (a refused
+        SUB or PUB: ``Invalid Subject``, ``Invalid Publish Subject``, ``Invalid
+        Subscription``, ``Permissions Violation ...``, ``maximum subscriptions
+        exceeded``). Everything else (an authorization violation, a stale connection, a
+        parser error, the maximum payload or connections, an unknown operation, TLS
+        required, ...) is followed by the server closing the connection, and drops it."""
         low = text.lower()
         if low.startswith("permissions violation"):
             return ServerError(PermissionsError(text), fatal=False)
+        if low.startswith(("invalid subject", "invalid publish subject", "invalid subscription")):
+            return ServerError(BadSubjectError(f"server error: {text}"), fatal=False)
+        if low.startswith("maximum subscriptions exceeded"):
+            return ServerError(MaxSubscriptionsError(f"server error: {text}"), fatal=False)
         if "authorization violation" in low or "authentication" in low:
             err: BaseException = AuthorizationError(text)
         elif "stale connection" in low:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Iterable, Optional, Union
 
+from .. import _impl
 from .._nuid import NUID
 from ..errors import APIError, BadRequestError, JetStreamError, MsgNotFoundError
 from ..protocol.headers import Headers, check_value
@@ -25,6 +26,7 @@ __all__ = [
     "MSG_INCR_HDR",
     "ttl_header_value",
     "incr_headers",
+    "validate_filter_subjects",
     "consumer_create_subject",
     "consumer_create_request",
     "generate_consumer_name",
@@ -132,15 +134,25 @@ def generate_consumer_name(nuid: Optional[NUID] = None) -> str:
     return (nuid or NUID()).next()
 
 
+def validate_filter_subjects(subjects: Iterable[Optional[str]]) -> None:
+    """Raise ``BadSubjectError`` unless every subject given (None and "" are skipped) can
+    be subscribed to: consumer filters and stream subjects (wildcards only as whole
+    tokens, ``>`` only last), checked before the request is sent."""
+    for subject in subjects:
+        if subject is not None and subject != "":
+            _impl.validate_filter(subject)
+
+
 def consumer_create_subject(stream: str, name: str, cfg: Union[ConsumerConfig, Dict[str, Any]]) -> str:
     """``CONSUMER.CREATE.<stream>.<name>[.<filter>]`` (server 2.9+): the filter subject
     goes into the API subject when the config (a ``ConsumerConfig`` or its wire dict)
     has exactly one, in ``filter_subject`` (as nats.go does; the server checks that it
-    matches the config)."""
+    matches the config). The filters are checked here (``BadSubjectError``)."""
     if isinstance(cfg, dict):
         one, many = cfg.get("filter_subject"), cfg.get("filter_subjects")
     else:
         one, many = cfg.filter_subject, cfg.filter_subjects
+    validate_filter_subjects([one, *(many or ())])
     if one and not many:
         return f"CONSUMER.CREATE.{stream}.{name}.{one}"
     return f"CONSUMER.CREATE.{stream}.{name}"

@@ -9,7 +9,8 @@ Rules, compatible with nats.go:
 * bucket names: ``^[a-zA-Z0-9_-]+$``;
 * keys: ``^[-/_=.a-zA-Z0-9]+$`` with no leading or trailing ``.`` and no ``..``.
   Keys starting with ``_kv`` are reserved by ADR-6 but, like nats.go, not rejected;
-* key filters (watch/list): the key rules plus ``*`` tokens and a trailing ``>``;
+* key filters (watch/list): the key rules plus ``*`` tokens and a trailing ``>`` token
+  (whole tokens: ``a.*.c`` and ``a.>``, not ``a*`` or ``a.b>``);
 * object names: any non-empty string (they are base64-encoded into subjects).
 """
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from jetwire import _impl
 from jetwire.errors import (
     BadObjectMetaError,
+    BadSubjectError,
     InvalidBucketNameError,
     InvalidConsumerNameError,
     InvalidKeyError,
@@ -113,7 +116,14 @@ def validate_key(key: str) -> str:
 
 
 def is_valid_key_filter(key: Any) -> bool:
-    return isinstance(key, str) and bool(key) and _dots_ok(key) and _KEY_FILTER.fullmatch(key) is not None
+    if not (isinstance(key, str) and key and _dots_ok(key) and _KEY_FILTER.fullmatch(key) is not None):
+        return False
+    if "*" in key or ">" in key:  # wildcards as the subject's whole tokens ('a*', 'a.b>' are not)
+        try:
+            _impl.validate_filter(key)
+        except BadSubjectError:
+            return False
+    return True
 
 
 def validate_key_filter(key: str) -> str:

@@ -32,7 +32,17 @@ from __future__ import annotations
 from .ackmux import AckFuture, AckMux
 from .columns import DirectCollector, DirectRows, ack_columns, rfc3339_us
 from .common import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG
-from .encoder import DONE, Outbox, WriteLock, append_hpub, append_pub, append_sub, append_unsub, validate_subject
+from .encoder import (
+    DONE,
+    Outbox,
+    WriteLock,
+    append_hpub,
+    append_pub,
+    append_sub,
+    append_unsub,
+    validate_filter,
+    validate_subject,
+)
 from .headers import decode_headers, encode_headers
 from .lock import Lock
 from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
@@ -59,6 +69,7 @@ __all__ = [
     "MsgMetadata",
     "SequencePair",
     "validate_subject",
+    "validate_filter",
     "append_pub",
     "append_hpub",
     "append_sub",

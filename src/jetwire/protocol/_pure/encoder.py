@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
-from ...errors import BadSubjectError
+from ...errors import BadSubjectError, payload_type_error
 from .common import DEFAULT_MAX_PAYLOAD
 from .lock import WriteLock
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
     "validate_subject",
+    "validate_filter",
     "append_pub",
     "append_hpub",
     "append_sub",
@@ -35,9 +36,10 @@ _WHITESPACE = (
 )
 _BAD_CHARS = frozenset(_WHITESPACE) | frozenset(map(chr, range(0x20))) | {"\x7f"}
 
-def _wire(subject: Any, what: str, tokens: bool) -> bytes:
-    """Validate a subject (``tokens``: no empty token either), reply or queue; return its
-    wire bytes (surrogate escapes stand for the bytes they escaped)."""
+def _wire(subject: Any, what: str, tokens: int) -> bytes:
+    """Validate a subject (``tokens`` 1: no empty token either; 2: a subscription's, also
+    wildcards only as whole tokens), reply or queue (0); return its wire bytes (surrogate
+    escapes stand for the bytes they escaped)."""
     if not isinstance(subject, str):
         raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
     if not subject:
@@ -62,12 +64,24 @@ def _wire(subject: Any, what: str, tokens: bool) -> bytes:
             raise BadSubjectError(f"{what} {subject!r} contains whitespace or control characters")
     if tokens and (b[0] == 46 or b[-1] == 46 or b".." in b):
         raise BadSubjectError(f"{what} {subject!r} has an empty token")
+    if tokens == 2 and (b"*" in b or b">" in b) and not _wildcards_ok(b):
+        raise BadSubjectError(f"{what} {subject!r} has a wildcard that is not a whole token ('>' only last)")
     return b
+
+
+def _wildcards_ok(b: bytes) -> bool:
+    """``*`` and ``>`` only as whole tokens, ``>`` only as the last one."""
+    toks = b.split(b".")
+    last = len(toks) - 1
+    for i, t in enumerate(toks):
+        if (b"*" in t or b">" in t) and t != b"*" and not (t == b">" and i == last):
+            return False
+    return True
 
 
 def _subject_bytes(subject: Any, what: str = "subject") -> bytes:
     """Validate a subject (or reply) and return its wire bytes."""
-    return _wire(subject, what, True)
+    return _wire(subject, what, 1)
 
 
 def _given(reply: Any) -> bool:
@@ -86,11 +100,26 @@ def validate_subject(subject: Any) -> None:
     _subject_bytes(subject)
 
 
+def validate_filter(subject: Any, queue: Any = None) -> None:
+    """Raise ``BadSubjectError`` unless ``subject`` (and ``queue``, when given) can be
+    subscribed to: ``validate_subject``'s rules, and wildcards only as whole tokens
+    (``foo.*.bar``, ``foo.>``; not ``foo.*bar``, ``foo.b>``, ``foo.>.bar``). A queue
+    group is checked for whitespace and control characters. Subscriptions, JetStream
+    filter subjects and stream subjects are checked here.
+    """
+    _wire(subject, "subject", 2)
+    if _given(queue):
+        _wire(queue, "queue", 0)
+
+
 def _data_len(data: Any) -> Tuple[Any, int]:
     t = type(data)
     if t is bytes or t is bytearray:
         return data, len(data)
-    mv = memoryview(data)
+    try:
+        mv = memoryview(data)
+    except TypeError:  # no bytes-like object
+        raise payload_type_error(data) from None
     if not mv.c_contiguous:
         raise BufferError("data must be a C-contiguous buffer")
     return mv, mv.nbytes
@@ -147,9 +176,9 @@ def _check_uint(value: Any, what: str) -> int:
 
 def append_sub(buf: bytearray, subject: str, queue: Optional[str], sid: int) -> None:
     """Append ``SUB <subject> [queue] <sid>\\r\\n`` to ``buf``."""
-    s = _subject_bytes(subject)
+    s = _wire(subject, "subject", 2)
     _check_uint(sid, "sid")
-    q = _wire(queue, "queue", False) if _given(queue) else None
+    q = _wire(queue, "queue", 0) if _given(queue) else None
     _check_buf(buf)
     if q is not None:
         buf += b"SUB %s %s %d\r\n" % (s, q, sid)

@@ -3,9 +3,18 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ...errors import MsgAlreadyAckedError, NatsError, NotJSMessageError
+from ...errors import MsgAlreadyAckedError, NatsError, NotJSMessageError, payload_type_error
 from ..headers import Headers
 from .metadata import MsgMetadata, parse_metadata
+
+
+def _as_bytes(data: Any) -> bytes:
+    """A message's data given by hand: a copy of a bytes-like object (``bytes(5)`` would
+    be five zero bytes), or the payload ``TypeError``."""
+    try:
+        return bytes(memoryview(data))
+    except TypeError:
+        raise payload_type_error(data) from None
 
 
 class MsgBase:
@@ -19,7 +28,7 @@ class MsgBase:
 
     def __init__(self, subject: str = "", data: Any = b"", reply: Optional[str] = None, headers: Any = None, sid: int = 0) -> None:
         self.subject = subject
-        self.data = data if type(data) is bytes else bytes(data)
+        self.data = data if type(data) is bytes else _as_bytes(data)
         self.reply = reply
         if headers is not None and not isinstance(headers, Headers):
             headers = Headers(headers)
