@@ -229,10 +229,14 @@ class Scheduler:
     Timer functions are plain and must not block (they run one after another on the
     timer thread); an exception in one goes to ``on_error``. ``dispatch`` runs user
     callbacks in order on the dispatcher thread; an exception in one goes to
-    ``on_error`` too (an exception while reporting is logged)."""
+    ``on_error`` too (an exception while reporting is logged). ``on_timer_thread`` is
+    called first on the timer thread (the connection's writer marks it as one that never
+    writes: a stuck write must not hold up the pings)."""
 
-    def __init__(self, on_error: Callable[[BaseException], None]) -> None:
+    def __init__(self, on_error: Callable[[BaseException], None],
+                 on_timer_thread: Optional[Callable[[], None]] = None) -> None:
         self._on_error = on_error
+        self._on_timer_thread = on_timer_thread
         self._cond = threading.Condition(threading.Lock())
         self._heap: List[_Entry] = []
         self._seq = 0
@@ -265,6 +269,8 @@ class Scheduler:
         return self._add(interval, fn, (), interval)
 
     def _run_timers(self) -> None:
+        if self._on_timer_thread is not None:
+            self._on_timer_thread()
         heap = self._heap
         cond = self._cond
         while True:

@@ -37,7 +37,10 @@ class Transport:
     def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
              tls_first: bool, tls_hostname: Optional[str], need_tls: Callable[[bytes], bool]) -> bytes:
         sock = self._dial(host, port, timeout, tls if tls_first else None, tls_hostname)
+        self._sock = sock  # close() from another thread ends a handshake that hangs
         try:
+            if self.closed:
+                raise ConnectionError("closed during the handshake")
             head = bytearray()
             while b"\r\n" not in head:
                 chunk = sock.recv(4096)
@@ -51,11 +54,14 @@ class Transport:
                     raise ProtocolError("server requires TLS but no TLS context is configured")
                 sock = tls.wrap_socket(sock, server_hostname=tls_hostname or host)
                 head = head[: head.index(b"\r\n") + 2]
+            if self.closed:
+                raise ConnectionError("closed during the handshake")
             self._sock = sock
             self._tls = isinstance(sock, ssl.SSLSocket)
             self._timeout = timeout
             return bytes(head)
         except BaseException:
+            self.closed = True
             try:
                 sock.close()
             except OSError:
@@ -158,24 +164,37 @@ class Transport:
         self.write_timeout = seconds
         sock = self._sock
         if sock is not None and not self._tls and seconds:
-            sec = int(seconds)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
-                            struct.pack("ll", sec, int((seconds - sec) * 1e6)))
+            _send_timeout(sock, seconds)
 
-    def write(self, data: Any) -> None:
+    def write(self, data: Any, timeout: Optional[float] = None) -> None:
+        """Send all of ``data``; ``TimeoutError`` when the kernel takes none of it for
+        ``write_timeout`` seconds, or for ``timeout`` when that is shorter (a caller
+        with less time left: one that waited for another writer, close, drain)."""
         sock = self._sock
         if sock is None or self.closed:
             raise ConnectionError("not connected")
+        limit = self.write_timeout
+        short = timeout is not None and (not limit or timeout < limit)
+        if short:
+            limit = max(timeout, 0.001)  # type: ignore[type-var]
         with self._send_lock:
             if not self._tls:
+                if short:
+                    _send_timeout(sock, limit)  # type: ignore[arg-type]
                 try:
                     sock.sendall(data)
                 except BlockingIOError as exc:  # SO_SNDTIMEO ran out
-                    raise NatsTimeoutError(f"write stalled for {self.write_timeout}s") from exc
+                    raise NatsTimeoutError(f"write stalled for {limit}s") from exc
+                finally:
+                    if short:
+                        try:
+                            _send_timeout(sock, self.write_timeout or 0.0)
+                        except OSError:  # closed meanwhile
+                            pass
                 return
             view = memoryview(data).cast("B")
             lock = self._ssl_lock
-            deadline = None if not self.write_timeout else time.monotonic() + self.write_timeout
+            deadline = None if not limit else time.monotonic() + limit
             while view:
                 if self.closed:
                     raise ConnectionError("not connected")
@@ -187,11 +206,12 @@ class Transport:
                 if n:
                     view = view[n:]
                     if deadline is not None:
-                        deadline = time.monotonic() + self.write_timeout  # type: ignore[operator]
+                        deadline = time.monotonic() + limit  # type: ignore[operator]
                 else:
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise NatsTimeoutError(f"write stalled for {self.write_timeout}s")
-                    select.select([], [sock], [], 1.0)
+                    now = time.monotonic()
+                    if deadline is not None and now >= deadline:
+                        raise NatsTimeoutError(f"write stalled for {limit}s")
+                    select.select([], [sock], [], 1.0 if deadline is None else min(1.0, deadline - now))
 
     def drain(self) -> None:
         return None
@@ -220,6 +240,12 @@ class Transport:
     abort = close
 
 
+def _send_timeout(sock: socket.socket, seconds: float) -> None:
+    """SO_SNDTIMEO: a send() that hands nothing to the kernel for ``seconds`` fails (0: never)."""
+    sec = int(seconds)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", sec, int((seconds - sec) * 1e6)))
+
+
 FLUSH_THRESHOLD = 64 * 1024
 # a publish finding the connection quiet this long (seconds since the last write) is
 # sent by the publishing thread itself: no flusher wake-up for a lone message
@@ -233,7 +259,11 @@ _current_thread = threading.current_thread
 
 
 class _Local(threading.local):
-    idle: Any = None  # see Writer.callback_thread
+    idle: Any = None  # see Writer.callback_thread (or _DEFER: see Writer.deferring_thread)
+
+
+_DEFER = ("defer",)  # _Local.idle of a thread that never writes (truthy: not an idle callback thread)
+_mono = time.monotonic
 
 
 class Writer:
@@ -246,6 +276,14 @@ class Writer:
     ``on_full`` flushes inline at ``FLUSH_THRESHOLD`` bytes. ``lock`` guards Python-level appends to
     ``core.wbuf`` and every ``outbox.take()``; the pure outbox's ``publish`` takes it too,
     the compiled one needs no lock (each of its operations is atomic under the GIL).
+    It is never held across a socket call; ``_send_lock`` is (it keeps writes in order).
+
+    Write deadline (``write_timeout``, the client's ``flush_timeout``): a thread that
+    needs to write waits for the thread writing at most that long, and its own write gets
+    what is left of it; a write that hands nothing to the kernel in time, or a wait that
+    runs out, calls ``on_stuck`` (the client drops the connection, which wakes every
+    thread blocked on the socket). So no ``publish`` blocks longer than ``write_timeout``.
+    The scheduler's timer thread never writes or waits (``deferring_thread``).
     """
 
     def __init__(self, core: Any, write_timeout: Optional[float] = None,
@@ -285,14 +323,18 @@ class Writer:
         elif not self._ev.is_set():
             local = self._local
             idle = local.idle
-            if idle is not None and not idle:
-                # a callback thread whose subscription has nothing more queued (a
-                # responder, typically): send now rather than wake the flusher thread.
-                # Once per wake-up of that thread: more publishes from the same
-                # callbacks go through the flusher again.
-                local.idle = None
-                self.send_soon()
-                return
+            if idle is not None:
+                if idle is _DEFER:  # the timer thread: the flusher writes
+                    self._ev.set()
+                    return
+                if not idle:
+                    # a callback thread whose subscription has nothing more queued (a
+                    # responder, typically): send now rather than wake the flusher thread.
+                    # Once per wake-up of that thread: more publishes from the same
+                    # callbacks go through the flusher again.
+                    local.idle = None
+                    self.send_soon()
+                    return
             now = _clock()
             quiet = now - self._last_write > QUIET
             if (quiet or now - self._burst_t0 < BURST) and tr._reader is not _current_thread():
@@ -312,9 +354,44 @@ class Writer:
         at once from that thread."""
         self._local.idle = pending
 
-    def flush_now(self) -> None:
-        with self._send_lock:
-            self._write_locked()
+    def deferring_thread(self) -> None:
+        """The calling thread (the scheduler's timer thread) never writes to the socket or
+        waits for a writer: what it queues is left to the flusher thread, so timers (the
+        pings among them) stay on time while a write is stuck."""
+        self._local.idle = _DEFER
+
+    def send_later(self) -> None:
+        """Leave what is queued to the flusher thread (never writes on the caller's)."""
+        if self.tr is not None:
+            self._ev.set()
+
+    def flush_now(self, timeout: Optional[float] = None) -> None:
+        """Send what is queued now, waiting for a thread that is writing. Bounded by the
+        write deadline, or by ``timeout`` (close, drain): a wait that runs out the write
+        deadline calls ``on_stuck``; a shorter ``timeout`` running out leaves the bytes
+        queued."""
+        if self._local.idle is _DEFER:
+            self._ev.set()
+            return
+        lock = self._send_lock
+        left: Optional[float] = timeout
+        if not lock.acquire(False):
+            limit = self.write_timeout if timeout is None else timeout
+            if not limit or limit < 0:
+                lock.acquire()
+            else:
+                t0 = _mono()
+                if not lock.acquire(True, limit):
+                    if self.write_timeout and limit >= self.write_timeout and self.on_stuck is not None:
+                        self.on_stuck(NatsTimeoutError(f"write stalled for {limit}s: the server reads nothing"))
+                    return
+                waited = _mono() - t0
+                if timeout is not None or waited > 0.001:  # less time left than a deadline
+                    left = limit - waited
+        try:
+            self._write_locked(left)
+        finally:
+            lock.release()
         self.send_soon()  # what others queued meanwhile and left to this thread
 
     def send_soon(self) -> None:
@@ -332,9 +409,9 @@ class Writer:
             finally:
                 lock.release()
 
-    def _write_locked(self) -> bool:
-        """Write what is queued (the caller holds ``_send_lock``); False when there is no
-        socket to write to."""
+    def _write_locked(self, timeout: Optional[float] = None) -> bool:
+        """Write what is queued (the caller holds ``_send_lock``), within ``timeout`` when
+        given; False when there is no socket to write to."""
         tr = self.tr
         if tr is None or tr.closed:
             return False
@@ -344,7 +421,10 @@ class Writer:
             return True
         self._last_write = _clock()  # a write under way: not quiet
         try:
-            tr.write(buf)
+            if timeout is None:
+                tr.write(buf)
+            else:
+                tr.write(buf, timeout)
             self._last_write = _clock()
         except NatsTimeoutError as exc:  # stuck: fail the connection (it reconnects)
             if self.on_stuck is not None:
@@ -366,6 +446,10 @@ class Writer:
 
     def drain(self) -> None:
         return None
+
+    def flushed(self, timeout: float) -> bool:
+        """Whether what was written reached the kernel (writes block until it has: True)."""
+        return True
 
     def after_publish(self) -> None:
         """What ``publish`` returns once its message is queued (the blocking flavour's

@@ -93,12 +93,12 @@ class WsTransport(Transport):
         with self._frame_lock:
             Transport.write(self, frame)
 
-    def write(self, data: Any) -> None:
+    def write(self, data: Any, timeout: Optional[float] = None) -> None:
         ws = self._ws
         if ws is None or self.closed:
             raise ConnectionError("not connected")
         with self._frame_lock:
-            Transport.write(self, ws.encode(data))
+            Transport.write(self, ws.encode(data), timeout)
 
     def close(self) -> None:
         if self.closed:

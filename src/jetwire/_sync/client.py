@@ -182,6 +182,9 @@ class Client:
         self._transport: Optional[Transport] = None
         self._ping_timer: Any = None
         self._sched: Any = None
+        self._reconnector: Any = None  # the reconnect task/thread while one runs
+        self._dialing: Optional[Transport] = None  # the transport of a handshake under way
+        self._lost_lock = prims.write_lock()  # one _on_lost per transport (reader, timer, writer)
         self._close_signal = prims.Signal()
         self._handshaking = False
         self._ever_connected = False
@@ -206,10 +209,11 @@ class Client:
     def _connect(self, opts: Options) -> None:
         core = ConnectionCore(opts)
         self._core = core
-        self._sched = prims.Scheduler(self._report_error)
         # sets the outbox's threshold, on_first/on_full and lock; flush_timeout is also the
         # write deadline (a stuck write fails the connection, as nats.go's FlusherTimeout)
         self._writer = Writer(core, opts.flush_timeout, self._on_stuck)
+        # the timer thread (blocking) never writes: pings fall due while a write is stuck
+        self._sched = prims.Scheduler(self._report_error, self._writer.deferring_thread)
         outbox = core.outbox
         outbox.slow = self._publish_slow
         # the common publish is one call into the outbox (see Client.publish)
@@ -239,7 +243,7 @@ class Client:
         if opts.retry_on_failed_connect and opts.allow_reconnect:
             core.status = RECONNECTING
             self._ping_timer = self._sched.call_every(opts.ping_interval, self._on_ping_timer)
-            prims.spawn(self._reconnect_loop, False)
+            self._reconnector = prims.spawn(self._reconnect_loop, False)
             return
         core.status = CLOSED
         self._writer.close()
@@ -270,8 +274,15 @@ class Client:
         else:
             tr = Transport(opts.socket_factory)
         fut: Any = None
-        head = tr.open(srv.host, srv.port, opts.connect_timeout, ctx, opts.tls_handshake_first,
-                             opts.tls_hostname, self._need_tls_for(srv, ctx))
+        self._dialing = tr  # close() aborts it
+        try:
+            head = tr.open(srv.host, srv.port, opts.connect_timeout, ctx, opts.tls_handshake_first,
+                                 opts.tls_hostname, self._need_tls_for(srv, ctx))
+        finally:
+            self._dialing = None
+        if core.status == CLOSED:
+            tr.abort()
+            raise ConnectionClosedError("connection closed")
         try:
             idx = head.find(b"\r\n")
             line = head[:idx]
@@ -446,9 +457,10 @@ class Client:
         if self._handshaking:
             self._fail_pongs(exc or ConnectionClosedError("connection lost during handshake"))
             return
-        if tr is not self._transport:
-            return
-        self._transport = None
+        with self._lost_lock:
+            if tr is not self._transport:
+                return
+            self._transport = None
         self._writer.set_transport(None)
         tr.abort()
         if core.status == CLOSED:
@@ -462,7 +474,7 @@ class Client:
                 self._report_error(err)
         if core.opts.allow_reconnect and core.status not in (DRAINING_SUBS, DRAINING_PUBS):
             core.status = RECONNECTING
-            prims.spawn(self._reconnect_loop, True)
+            self._reconnector = prims.spawn(self._reconnect_loop, True)
         else:
             prims.spawn(self._close_after_loss)
 
@@ -567,7 +579,9 @@ class Client:
         with self._writer.lock:
             core.outbox.buf += PING
             self._pongs.append(None)
-        self._writer.flush_now()
+        # never written from the timer (blocking: the flusher thread sends it), so the next
+        # tick comes on time however long another thread's write is stuck
+        self._writer.send_later()
 
     # -- publishing ------------------------------------------------------------------
     def publish(self, subject: str, data: bytes = b"", reply: Optional[str] = None,
@@ -774,11 +788,22 @@ class Client:
             raise ConnectionClosedError("connection closed")
         if timeout is None:
             timeout = core.opts.flush_timeout
+        self._flush(timeout, False)
+
+    def _flush(self, timeout: float, bounded: bool) -> None:
+        """``flush``; ``bounded`` (drain): writing it counts against ``timeout`` too."""
+        core = self._core
+        assert core is not None
         fut = prims.new_future()
         with self._writer.lock:
             core.outbox.buf += PING
             self._pongs.append(fut)
-        self._writer.flush_now()
+        if bounded:
+            deadline = time.monotonic() + timeout
+            self._writer.flush_now(timeout)
+            timeout = max(0.001, deadline - time.monotonic())
+        else:
+            self._writer.flush_now()
         try:
             prims.wait_future(fut, timeout)
         except TimeoutError:
@@ -822,7 +847,7 @@ class Client:
                 _append_unsub(core.outbox.buf, sub.sid, 0)
         try:
             if self._transport is not None:
-                self.flush(max(0.001, deadline - time.monotonic()))
+                self._flush(max(0.001, deadline - time.monotonic()), True)
             for sub in subs:
                 core.remove_sub(sub, discard=False)
             for sub in subs:
@@ -831,23 +856,28 @@ class Client:
                         raise DrainTimeoutError("drain timed out waiting for callbacks")
             core.status = DRAINING_PUBS
             if self._transport is not None:
-                self.flush(max(0.001, deadline - time.monotonic()))
+                self._flush(max(0.001, deadline - time.monotonic()), True)
         except TimeoutError as exc:
             self._close(flush=False)
             raise DrainTimeoutError("drain timed out") from exc
         except DrainTimeoutError:
             self._close(flush=False)
             raise
-        except ConnectionClosedError:
-            pass
-        self._close(flush=True)
+        except ConnectionClosedError as exc:
+            if time.monotonic() >= deadline:  # lost as its time ran out (a write stuck to the end)
+                self._close(flush=False)
+                raise DrainTimeoutError("drain timed out") from exc
+        self._close(flush=True, timeout=max(0.001, deadline - time.monotonic()))
 
     def close(self) -> None:
         """Flush what is buffered (best effort) and close the connection."""
         self._user_closed = True
         self._close(flush=True)
 
-    def _close(self, flush: bool) -> None:
+    def _close(self, flush: bool, timeout: Optional[float] = None) -> None:
+        """Close: what is buffered is flushed first when ``flush`` (within ``timeout``,
+        ``flush_timeout`` by default); a transport that could not be flushed is aborted,
+        and a reconnect or handshake under way ends (nothing is left running)."""
         core = self._core
         if core is None or core.status == CLOSED:
             return
@@ -855,14 +885,26 @@ class Client:
         self._close_signal.set()
         if self._ping_timer is not None:
             self._ping_timer.cancel()
-        tr = self._transport
-        self._transport = None
+        dialing = self._dialing
+        if dialing is not None:  # a handshake under way would wait for connect_timeout
+            dialing.abort()
+            prims.cancel(self._reconnector)  # aio-only: it may not have a socket to abort yet
+        with self._lost_lock:
+            tr = self._transport
+            self._transport = None
+        flushed = False
         if flush and tr is not None:
-            self._writer.flush_now()
-            self._writer.drain()
+            if timeout is None:
+                timeout = core.opts.flush_timeout
+            deadline = time.monotonic() + timeout
+            self._writer.flush_now(timeout)
+            flushed = self._writer.flushed(max(0.0, deadline - time.monotonic()))
         self._writer.close()
         if tr is not None:
-            tr.close()
+            if flushed:
+                tr.close()
+            else:
+                tr.abort()
         err = ConnectionClosedError("connection closed")
         self._fail_pongs(err)
         for fut in list(self._resp_map.values()):

@@ -296,9 +296,11 @@ class Scheduler:
 
     Timer functions are plain and must not block; an exception in one goes to
     ``on_error``. ``dispatch`` runs a user callback (plain or coroutine function) as a
-    task, in order; its exception goes to ``on_error`` too."""
+    task, in order; its exception goes to ``on_error`` too. ``on_timer_thread`` is for
+    the blocking flavour's timer thread (none here)."""
 
-    def __init__(self, on_error: Callable[[BaseException], None]) -> None:
+    def __init__(self, on_error: Callable[[BaseException], None],
+                 on_timer_thread: Optional[Callable[[], None]] = None) -> None:
         self._loop = asyncio.get_running_loop()
         self._on_error = on_error
 

@@ -165,6 +165,20 @@ class Transport:
         if proto.paused and not proto.lost:
             await self.drained()
 
+    async def flushed(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until everything written has reached the kernel
+        (the transport's buffer is empty): False when it has not (a stalled path)."""
+        tr = self._tr
+        proto = self._proto
+        if tr is None or proto.lost or tr.get_write_buffer_size() == 0:
+            return True
+        tr.set_write_buffer_limits(high=0)  # paused until empty, resumed when empty
+        fut = self.drained()
+        if fut.done():
+            return True
+        done, _ = await asyncio.wait((fut,), timeout=timeout)
+        return bool(done)
+
     @property
     def write_paused(self) -> bool:
         return self._proto.paused
@@ -264,7 +278,9 @@ class Writer:
         self.pending = False
         self.flush_now()
 
-    def flush_now(self) -> None:
+    def flush_now(self, timeout: Optional[float] = None) -> None:
+        """Write what is queued to the transport (which never blocks: ``timeout`` is for
+        the blocking flavour)."""
         tr = self.tr
         if tr is None or tr.closed:
             return
@@ -277,6 +293,11 @@ class Writer:
             pass
 
     send_soon = flush_now  # one thread: nobody else can be writing
+    send_later = kick  # at the end of the loop turn
+
+    def deferring_thread(self) -> None:
+        """One thread here: nothing to mark (the blocking flavour's timer thread)."""
+        return None
 
     @property
     def congested(self) -> bool:
@@ -288,6 +309,12 @@ class Writer:
         if tr is not None:
             await tr.drain()
 
+    async def flushed(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for what was written to reach the kernel; False
+        when it did not (closing: the transport is then aborted, not left to linger)."""
+        tr = self.tr
+        return True if tr is None else await tr.flushed(timeout)
+
     def after_publish(self) -> Any:
         """What ``publish`` returns once its message is queued: an awaitable that is
         already done, or, while the transport is congested, one done when it drains
@@ -298,7 +325,7 @@ class Writer:
         return _DONE
 
     def close(self) -> None:
-        self.tr = None
+        self.set_transport(None)  # and the stuck timer with it
 
 
 class Spinner:

@@ -201,15 +201,26 @@ class WriterAPI(Protocol):
     def kick(self) -> None:
         """Bytes were queued: send them soon (end of turn / flusher), or now when many."""
 
-    def flush_now(self) -> None: ...
+    def flush_now(self, timeout: Optional[float] = None) -> None:
+        """Send what is queued now; blocking: waits for another writer within the write
+        deadline (or ``timeout``), and a wait or write that runs it out fails the connection."""
 
     def send_soon(self) -> None:
         """``flush_now``, or, while another thread writes, leave the bytes to it."""
+
+    def send_later(self) -> None:
+        """Leave what is queued to the writer's own turn or thread (timers: never blocks)."""
+
+    def deferring_thread(self) -> None:
+        """The calling thread never writes (blocking: the scheduler's timer thread)."""
 
     @property
     def congested(self) -> bool: ...
 
     def drain(self) -> None: ...
+
+    def flushed(self, timeout: float) -> bool:
+        """Whether what was written reached the kernel within ``timeout`` (closing)."""
 
     def close(self) -> None: ...
 
