@@ -10,6 +10,9 @@ The rule, also told to writers in docs/contributing-docs.md:
   ``ws://127.0.0.1:8080`` by its WebSocket URL;
 * ``<!-- server: {JSON} -->`` on the line(s) just before a block passes keyword
   arguments to :class:`jetwire.testing.NatsServer` (e.g. an ``auth`` block);
+* ``<!-- pytest -->`` just before a block runs it as a pytest test file instead (it
+  defines ``test_*`` functions using the ``nats_url``/``nats_server_factory``/...
+  fixtures of ``jetwire[testing]``); every test in it must pass;
 * ``<!-- no-run: why -->`` just before a block skips it (collected, not run), and
   ``<!-- no-run-page: why -->`` anywhere in a page skips all of its blocks: only for what
   the test machine cannot do (Spark needs Java, a remote service, TLS files);
@@ -31,6 +34,7 @@ WS_URL = "ws://127.0.0.1:8080"
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`\n]*)$")
 _SERVER = re.compile(r"^\s*<!--\s*server:\s*(?P<json>.*?)\s*-->\s*$")
 _NO_RUN = re.compile(r"^\s*<!--\s*no-run:\s*(?P<why>\S.*?)\s*-->\s*$")
+_PYTEST = re.compile(r"^\s*<!--\s*pytest\s*-->\s*$")
 _NO_RUN_PAGE = re.compile(r"<!--\s*no-run-page:\s*(?P<why>\S.*?)\s*-->")
 
 
@@ -41,6 +45,7 @@ class Snippet:
     code: str
     server: Dict[str, Any] = field(default_factory=dict)
     no_run: Optional[str] = None
+    pytest: bool = False
 
     @property
     def id(self) -> str:
@@ -80,12 +85,15 @@ def parse(path: Path) -> List[Snippet]:
             continue
         server: Dict[str, Any] = {}
         no_run = page_no_run
+        as_pytest = False
         j = start - 1
         while j >= 0 and lines[j].strip():  # the comment lines right above the fence
             sm = _SERVER.match(lines[j])
             nm = _NO_RUN.match(lines[j])
             if sm:
                 server = json.loads(sm.group("json"))
+            elif _PYTEST.match(lines[j]):
+                as_pytest = True
             elif nm:
                 no_run = nm.group("why")
             elif not lines[j].strip().startswith("<!--"):
@@ -94,7 +102,7 @@ def parse(path: Path) -> List[Snippet]:
         if "no-run" in info.split():
             no_run = no_run or "marked no-run"
         code = textwrap.dedent("\n".join(body)) + "\n"
-        out.append(Snippet(path, start + 1, code, server, no_run))
+        out.append(Snippet(path, start + 1, code, server, no_run, as_pytest))
     return out
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import linecache
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -21,8 +23,33 @@ SNIPPETS = collect()
 RUNNABLE = [s for s in SNIPPETS if s.no_run is None]
 
 
+# the plugin's fixtures, also where jetwire is not installed (a source checkout)
+_CONFTEST = """
+def pytest_configure(config):
+    import jetwire.testing.plugin as plugin
+
+    if not config.pluginmanager.is_registered(plugin):
+        config.pluginmanager.register(plugin, "jetwire")
+"""
+
+
+def run_pytest_snippet(snippet: Snippet, workdir) -> None:
+    """Run a ``<!-- pytest -->`` block as a test file (its own pytest process, the
+    jetwire plugin's fixtures); every test in it must pass."""
+    (workdir / "test_snippet.py").write_text(snippet.code, encoding="utf-8")
+    (workdir / "conftest.py").write_text(_CONFTEST, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--rootdir", str(workdir), "test_snippet.py"],
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"{snippet.id}:\n{proc.stdout[-4000:]}{proc.stderr[-2000:]}"
+    assert " passed" in proc.stdout, proc.stdout
+
+
 def run_snippet(snippet: Snippet, workdir) -> None:
     """Run one block as ``python -c`` would, against a fresh server, in ``workdir``."""
+    if snippet.pytest:
+        return run_pytest_snippet(snippet, workdir)
     kwargs = dict(snippet.server)
     kwargs.setdefault("websocket", True)
     server = _start(NatsServer(**kwargs), 10.0)
