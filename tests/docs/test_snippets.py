@@ -104,7 +104,7 @@ def test_broken_snippet_fails(tmp_path):
 
     with pytest.raises(jetwire.StreamNotFoundError) as info:
         run_snippet(snippet, tmp_path)
-    assert any(entry.frame.f_code.co_filename == "docs/page.md:5" for entry in info.traceback)
+    assert any(entry.frame.code.raw.co_filename == "docs/page.md:5" for entry in info.traceback)
 
 
 def test_markers(tmp_path):
