@@ -356,7 +356,7 @@ class InvalidServiceNameError(InvalidServiceConfigError):
 
 
 class InvalidServiceVersionError(InvalidServiceConfigError):
-    """A service version is not a semantic version (x.y.z[-pre][+build])."""
+    """A service version is not a semantic version (`x.y.z[-pre][+build]`)."""
 
 
 # err_code -> class; the server's numbers (ADR-7)

@@ -5,7 +5,7 @@
 Install with ``pip install jetwire[spark]`` (pyspark 4.0+ and pyarrow). Once installed,
 Spark finds the source by itself (through the top-level ``pyspark_jetwire`` module);
 ``register(spark)`` registers it explicitly, e.g. on a session whose Python path
-does not include the installed package. See ``docs/spark.md``.
+does not include the installed package. See ``docs/guide/spark.md``.
 """
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ from ._read import (
 )
 from ._write import WriteResult, write_partition
 
-# -- version-dependent pieces (see docs/spark.md) ------------------------------------
+# -- version-dependent pieces (see docs/guide/spark.md) ------------------------------------
 try:  # 4.0+
     from pyspark.sql.datasource import DataSourceArrowWriter as _BatchWriterBase
 except ImportError:  # pragma: no cover - Spark without the Arrow writer
@@ -133,7 +133,7 @@ def _task_ids() -> tuple:
 
 class JetStreamDataSource(DataSource):
     """``format("jetstream")``: read a JetStream stream (batch or streaming) and publish
-    rows to it. Options are documented in ``docs/spark.md``."""
+    rows to it. Options are documented in ``docs/guide/spark.md``."""
 
     @classmethod
     def name(cls) -> str:
