@@ -570,7 +570,7 @@ def test_demo_small() -> None:
     assert res.exit_code == 0, (res.output, stderr_of(res))
     for mode in ("pub", "pubsub", "request", "js-pub-async", "js-fetch"):
         assert f"$ jetwire bench {mode} " in res.stdout
-    assert "FAILED" not in res.stdout and "demo finished" in res.stdout
+    assert "FAILED" not in res.stdout and "demo finished" in res.stdout and "every message was accounted for" in res.stdout
     assert "sequential requests" in res.stdout  # the compare table
 
 

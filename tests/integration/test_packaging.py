@@ -117,3 +117,28 @@ def test_the_package_never_imports_nats_py():
                 names = [node.module]
             offenders += [f"{path}:{node.lineno}" for n in names if n.split(".")[0] == "nats"]
     assert offenders == []
+
+
+def test_the_metadata_names_the_license_as_an_spdx_expression_and_ships_its_text():
+    from importlib.metadata import distribution
+
+    meta = distribution("jetwire").metadata
+    assert meta["License-Expression"] == "Apache-2.0"
+    assert "Typing :: Typed" in (meta.get_all("Classifier") or [])
+    assert not [c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]  # PEP 639: one or the other
+
+
+@pytest.mark.compiled_only
+def test_the_compiled_modules_carry_no_debug_info():
+    """-g0 and a stripped link: the extension modules are about 1 MB, not 6."""
+    from pathlib import Path
+
+    import jetwire
+    import jetwire._c as c
+
+    assert jetwire.speedups_enabled()
+    mods = sorted(Path(c.__file__).parent.glob("*.so"))
+    assert len(mods) == 9, mods
+    with_debug = [m.name for m in mods if b".debug_info" in m.read_bytes()]
+    assert with_debug == []
+    assert sum(m.stat().st_size for m in mods) < 3_000_000

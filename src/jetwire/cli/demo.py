@@ -80,7 +80,13 @@ def demo(scale: float, no_compare: bool, rows: str) -> None:
         con.print("[dim]A smoke run (a small fraction of the counts, one round), so expect noise: "
                   "`jetwire bench compare` runs the full rows, 3 rounds.[/dim]")
     con.print()
-    con.print(f"demo finished in {time.monotonic() - t0:.1f}s")
+    took = time.monotonic() - t0
     if failures:
+        con.print(f"demo finished in {took:.1f}s with failures (below)")
         raise CliError("; ".join(failures))
+    modes = ", ".join(mode for mode, _ in TOUR)
+    con.print(f"demo finished in {took:.1f}s: jetwire ran {modes} against an embedded nats-server"
+              + ("" if no_compare else ", then compared itself with the other clients row by row")
+              + "; every message was accounted for.")
+    con.print("Next: `bash .ci/run` runs the test suite; `jetwire --help` lists the commands.")
     sys.stdout.flush()
