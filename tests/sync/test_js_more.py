@@ -237,6 +237,11 @@ def test_get_msgs_last_per_subject(nats_url):
         assert [m.seq for m in every] == [26, 27, 28, 29, 30]
         as_of = [m for m in s.get_msgs(multi_last=[f"{name}.*"], up_to_seq=12)]
         assert [m.seq for m in as_of] == [8, 9, 10, 11, 12]
+        # past the end (the server finds nothing there): as of the end, never an empty answer
+        for beyond in (31, 5000):
+            past = [m for m in s.get_msgs(multi_last=[f"{name}.*"], up_to_seq=beyond)]
+            assert [m.seq for m in past] == [26, 27, 28, 29, 30]
+        assert [m for m in s.get_msgs(multi_last=[f"{name}.none.*"], up_to_seq=5000)] == []
         assert [m.seq for m in [m for m in s.get_msgs(multi_last=[f"{name}.>"], batch=2)]] == [26, 27]
 
         # one per page: the later pages see the stream as the first one did

@@ -144,7 +144,8 @@ class Stream:
         ``start_time`` on, only those on subjects matching ``subject`` when given.
         Last per subject: with ``multi_last=[subjects]`` (wildcards allowed), the last
         message of each matching subject as of ``up_to_seq`` / ``up_to_time`` (default:
-        when the first page is served; later pages see the same state). ``max_bytes``
+        when the first page is served; later pages see the same state; an ``up_to_seq``
+        past the stream's end means its end). ``max_bytes``
         caps each page (the server's count of stored bytes); the iteration ends at the
         first page it cut short. Nothing matching: an empty iteration. A stream without
         direct get (or missing): ``APIError`` (503); a bad request: ``BadRequestError``."""
@@ -171,6 +172,8 @@ class Stream:
                         js._trace(trace, reply.subject, bytes(reply.data))
                     out = state.on_msg(reply)
                     if out is None:
+                        if state.past_end:  # nothing as of an up_to_seq past the end: as of the end
+                            state.clamp_to((self.info()).state.last_seq)
                         break
                     yield out
         finally:

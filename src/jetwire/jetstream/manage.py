@@ -249,7 +249,7 @@ class BatchGet:
     server's count) and ends the iteration at the first page it cut short."""
 
     __slots__ = ("remaining", "next_seq", "start_time", "subject", "max_bytes", "multi_last",
-                 "up_to_seq", "up_to_time", "page", "done", "_first", "_asked", "_got")
+                 "up_to_seq", "up_to_time", "page", "done", "past_end", "_first", "_asked", "_got", "_pages")
 
     def __init__(self, batch: Optional[int] = None, seq: Optional[int] = None,
                  start_time: Optional[datetime] = None, subject: Optional[str] = None,
@@ -288,9 +288,25 @@ class BatchGet:
         self.subject = subject
         self.up_to_time = up_to_time
         self.done = self.remaining == 0
+        #: the first page found nothing as of an ``up_to_seq`` the caller gave: the server
+        #: answers so when it is past the stream's last sequence (see :meth:`clamp_to`)
+        self.past_end = False
         self._first = True
         self._asked = 0
         self._got = 0
+        self._pages = 0
+
+    def clamp_to(self, last_seq: int) -> bool:
+        """After :attr:`past_end`: ask again as of ``last_seq`` (the stream's last
+        sequence), which is what an ``up_to_seq`` beyond the end means; True when there
+        is something to ask again (``up_to_seq`` was beyond ``last_seq``)."""
+        if not self.past_end or self.up_to_seq is None or last_seq < 1 or self.up_to_seq <= last_seq:
+            return False
+        self.up_to_seq = last_seq
+        self.past_end = self.done = False
+        self._first = True
+        self._pages = 0
+        return True
 
     def next_request(self) -> Optional[Dict[str, Any]]:
         """The body of the next page's request; None once the iteration is over."""
@@ -321,6 +337,7 @@ class BatchGet:
         self._first = False
         self._asked = n
         self._got = 0
+        self._pages += 1
         return req
 
     def on_msg(self, msg: Any) -> Optional[RawStreamMsg]:
@@ -349,6 +366,7 @@ class BatchGet:
             return None
         if status == "404":  # nothing (more) matches
             self.done = True
+            self.past_end = self.multi_last is not None and self.up_to_seq is not None and self._pages == 1
             return None
         self.done = True
         desc = h.description or ""
