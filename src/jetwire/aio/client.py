@@ -767,15 +767,22 @@ class Client:
         if timeout is None:
             timeout = core.opts.flush_timeout
         fut = prims.new_future()
-        with self._writer.lock:
-            core.outbox.buf += PING
-            self._pongs.append(fut)
-        self._writer.flush_now()
-        self._spin.arm()  # aio-only
+        self._ping(fut)
         try:
             await prims.wait_future(fut, timeout)
         except TimeoutError:
             raise TimeoutError("flush timed out") from None
+
+    def _ping(self, waiter: Any) -> None:
+        """Send a PING now; ``waiter`` (a future, or anything with its ``done``,
+        ``set_result``, ``set_exception``) hears about its PONG."""
+        core = self._core
+        assert core is not None
+        with self._writer.lock:
+            core.outbox.buf += PING
+            self._pongs.append(waiter)
+        self._writer.flush_now()
+        self._spin.arm()  # aio-only
 
     async def rtt(self) -> float:
         """Round-trip time to the server in seconds."""
@@ -995,6 +1002,13 @@ class Link:
 
     def send_now(self) -> None:
         self._nc._writer.flush_now()
+
+    def ping(self, waiter: Any) -> bool:
+        nc = self._nc
+        if not nc.is_connected:
+            return False
+        nc._ping(waiter)
+        return True
 
     def callback_thread(self, pending: Any) -> None:
         return None  # aio-only
