@@ -204,6 +204,11 @@ class ConsumerDeletedError(JetStreamError):
     """The consumer was deleted while in use."""
 
 
+class ConsumerGoneError(ConsumerNotFoundError, ConsumerDeletedError):
+    """A pull found its consumer gone (nobody answered it and a lookup says the consumer
+    no longer exists): both a ``ConsumerNotFoundError`` and a ``ConsumerDeletedError``."""
+
+
 class PullStatusError(JetStreamError):
     """A status message a pull request ended with (the server's code and description)."""
 

@@ -9,11 +9,15 @@ from jetwire import Headers, Msg
 from jetwire.errors import (
     BadRequestError,
     ConsumerDeletedError,
+    ConsumerGoneError,
     ConsumerIsPushBasedError,
+    ConsumerNotFoundError,
     InvalidOptionError,
+    JetStreamNotEnabledError,
     NoRespondersError,
     PinIdMismatchError,
     PullStatusError,
+    StreamNotFoundError,
 )
 from jetwire.jetstream import pull
 from jetwire.jetstream.pull import (
@@ -33,6 +37,7 @@ from jetwire.jetstream.pull import (
     classify_status,
     consume_options,
     fetch_heartbeat,
+    gone_error,
     msg_size,
     ordered_config,
     parse_pending,
@@ -163,6 +168,30 @@ def test_status_errors():
     assert isinstance(e, PullStatusError) and e.status == "409" and "MaxWaiting" in str(e)
     e = status_error("423", "Nats-Pin-Id mismatch")
     assert isinstance(e, PinIdMismatchError) and e.status == "423"
+
+
+def test_status_errors_name_the_consumer():
+    where = "consumer 'C' of stream 'S'"
+    e = status_error("409", "Consumer Deleted", where)
+    assert isinstance(e, ConsumerDeletedError) and where in str(e) and "409" in str(e)
+    assert where in str(status_error("503", None, where))
+
+
+def test_gone_error_says_what_is_gone_after_a_503():
+    e = gone_error(ConsumerNotFoundError(404, 10014, "consumer not found"), "S", "C")
+    # both: code catching either keeps working
+    assert isinstance(e, ConsumerGoneError)
+    assert isinstance(e, ConsumerNotFoundError) and isinstance(e, ConsumerDeletedError)
+    assert (e.code, e.err_code) == (404, 10014)
+    assert "'C'" in str(e) and "'S'" in str(e)
+    e = gone_error(StreamNotFoundError(404, 10059, "stream not found"), "S", "C")
+    assert type(e) is StreamNotFoundError and e.err_code == 10059
+    assert "'C'" in str(e) and "'S'" in str(e)
+    # both exist, or the lookup failed otherwise: nothing is known to be gone
+    assert gone_error(JetStreamNotEnabledError(503, 10039, "not enabled"), "S", "C") is None
+    assert gone_error(NoRespondersError("no responders"), "S", "C") is None
+    for cls in (ConsumerGoneError, ConsumerDeletedError, ConsumerNotFoundError, StreamNotFoundError):
+        assert issubclass(cls, pull.GONE_ERRORS)
 
 
 # -- priority groups (ADR-42) ---------------------------------------------------------

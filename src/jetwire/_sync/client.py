@@ -795,19 +795,27 @@ class Client:
         core = self._core
         assert core is not None
         fut = prims.new_future()
-        with self._writer.lock:
-            core.outbox.buf += PING
-            self._pongs.append(fut)
         if bounded:
             deadline = time.monotonic() + timeout
-            self._writer.flush_now(timeout)
+            self._ping(fut, timeout)
             timeout = max(0.001, deadline - time.monotonic())
         else:
-            self._writer.flush_now()
+            self._ping(fut)
         try:
             prims.wait_future(fut, timeout)
         except TimeoutError:
             raise TimeoutError("flush timed out") from None
+
+    def _ping(self, waiter: Any, write_timeout: Optional[float] = None) -> None:
+        """Send a PING now; ``waiter`` (a future, or anything with its ``done``,
+        ``set_result``, ``set_exception``) hears about its PONG. ``write_timeout``: the
+        write's own bound (drain's time left; default the write deadline)."""
+        core = self._core
+        assert core is not None
+        with self._writer.lock:
+            core.outbox.buf += PING
+            self._pongs.append(waiter)
+        self._writer.flush_now(write_timeout)
 
     def rtt(self) -> float:
         """Round-trip time to the server in seconds."""
@@ -1044,6 +1052,13 @@ class Link:
 
     def send_now(self) -> None:
         self._nc._writer.flush_now()
+
+    def ping(self, waiter: Any) -> bool:
+        nc = self._nc
+        if not nc.is_connected:
+            return False
+        nc._ping(waiter)
+        return True
 
     def callback_thread(self, pending: Any) -> None:
         self._nc._writer.callback_thread(pending)

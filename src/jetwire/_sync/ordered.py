@@ -181,7 +181,8 @@ class OrderedConsumer(Consumer):
 
     def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
                      no_wait: bool, accept: Optional[Callable[[Msg], bool]],
-                     prio: Optional[dict] = None) -> MessageBatch:
+                     prio: Optional[dict] = None, confirm: bool = False) -> MessageBatch:
+        # (a lost consumer is recreated, not reported: no confirmation round trip)
         self._prepare(fetch=True)
         mb = Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
                                    self._fetch_accept)

@@ -25,11 +25,13 @@ from ..errors import (
     MsgIteratorClosedError,
     NoHeartbeatError,
     NoRespondersError,
+    StreamNotFoundError,
     TimeoutError,
 )
 from ..jetstream.models import ConsumerInfo
 from ..jetstream.pull import (
     BATCH_BYTES_ONLY,
+    GONE_ERRORS,
     PIN_ID_HDR,
     RESET_DELAY,
     S_END,
@@ -47,6 +49,7 @@ from ..jetstream.pull import (
     classify_status,
     consume_options,
     fetch_heartbeat,
+    gone_error,
     msg_size,
     parse_pending,
     priority_fields,
@@ -96,14 +99,17 @@ class MessageBatch:
 
     Messages are yielded as they arrive; iteration ends when the batch is complete, the
     request expired (``max_wait``), the byte limit was reached, or on an error, which is
-    then in :attr:`error` (``None`` when the batch simply ended).
+    then in :attr:`error` (``None`` when the batch simply ended). When the consumer or
+    its stream no longer exists, iteration raises that error (``ConsumerNotFoundError``,
+    ``ConsumerDeletedError``, ``StreamNotFoundError``) after the messages that came
+    before it: never an empty batch that ends silently.
     """
 
     __slots__ = ("_link", "_q", "_signal", "_sub", "_batch", "_max_bytes", "_count", "_bytes", "_done",
-                 "error", "_seen", "_deadline", "_hb", "_accept", "_explain", "_pins", "__weakref__")
+                 "error", "_seen", "_deadline", "_hb", "_accept", "_owner", "_where", "_pins", "__weakref__")
 
     def __init__(self, link: Any, batch: int, max_bytes: int, timeout: float, heartbeat: float,
-                 accept: Optional[Callable[[Msg], bool]] = None) -> None:
+                 accept: Optional[Callable[[Msg], bool]] = None, where: str = "") -> None:
         self._link = link
         self._q: Deque[Msg] = deque()
         self._signal = prims.Signal()
@@ -119,8 +125,11 @@ class MessageBatch:
         self._deadline = now + timeout
         self._hb = HeartbeatMonitor(heartbeat, now) if heartbeat else None
         self._accept = accept
-        # after a 503 (nobody took the pull): tells a deleted consumer from JetStream being away
-        self._explain: Optional[Callable[[BaseException], Any]] = None
+        # the consumer handle of a plain pull (None: ordered): after a 503 (nobody took the
+        # pull) it tells a vanished consumer/stream from JetStream being away, and iteration
+        # raises what is gone
+        self._owner: Optional[Consumer] = None
+        self._where = where  # "consumer 'C' of stream 'S'", for error messages
         # the consumer handle keeping the pin id (pulls of a priority group), else None
         self._pins: Optional[Consumer] = None
 
@@ -146,7 +155,7 @@ class MessageBatch:
                         return
                     if st == "423" and self._pins is not None:
                         self._pins._clear_pin()
-                    self._finish(status_error(st, h.description))
+                    self._finish(status_error(st, h.description, self._where))
                     return
             if self._pins is not None:
                 self._pins._note_pin(h)
@@ -190,10 +199,15 @@ class MessageBatch:
                 q.clear()
                 raise StopAsyncIteration
             if self._done:
-                explain = self._explain
-                if explain is not None and isinstance(self.error, NoRespondersError):
-                    self._explain = None
-                    self.error = await explain(self.error)
+                owner = self._owner
+                if owner is not None:
+                    err = self.error
+                    if isinstance(err, NoRespondersError):
+                        err = self.error = await owner._explain_no_responders(err)
+                        if isinstance(err, NoRespondersError):
+                            self._owner = None  # both exist: JetStream was away (asked once)
+                    if isinstance(err, GONE_ERRORS):
+                        raise err
                 raise StopAsyncIteration
             await self._wait()
 
@@ -227,6 +241,27 @@ class MessageBatch:
         self._q.clear()
 
 
+class _Taken:
+    """Waits for the PONG of the PING sent after a fetch's pull (``link.ping``): answered
+    from the reader (or failed when the connection is lost), it wakes the batch's signal."""
+
+    __slots__ = ("_signal", "fired")
+
+    def __init__(self, signal: Any) -> None:
+        self._signal = signal
+        self.fired = False
+
+    def done(self) -> bool:
+        return self.fired
+
+    def set_result(self, _value: Any) -> None:
+        self.fired = True
+        self._signal.set()
+
+    def set_exception(self, _exc: BaseException) -> None:
+        self.set_result(None)
+
+
 # ---------------------------------------------------------------------------------
 # the consumer handle
 
@@ -252,6 +287,7 @@ class Consumer:
         self._info = info
         self._link = js._link
         self._next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{self._name}"
+        self._where = f"consumer {self._name!r} of stream {stream!r}"
         self._pin_lock = prims.write_lock()  # the reader notes pin ids, pulls read them
         self._pin_id: Optional[str] = None
 
@@ -319,37 +355,43 @@ class Consumer:
         ``group``, ``min_pending``, ``min_ack_pending``, ``priority``: priority groups
         (see :class:`Consumer`; ``InvalidOptionError`` when they do not fit the
         consumer); a pull refused because the pin moved ends with ``PinIdMismatchError``.
+        Returns once the server has taken the pull (one round trip); when nobody takes it
+        because the consumer or its stream no longer exists, raises
+        ``ConsumerNotFoundError`` (a ``ConsumerGoneError``, also a
+        ``ConsumerDeletedError``) or ``StreamNotFoundError`` instead; an error known only
+        later is raised by iterating the batch.
         """
         prio = self._priority(group, min_pending, min_ack_pending, priority)
-        return await self._fetch(batch, 0, max_wait, heartbeat, False, None, prio)
+        return await self._fetch(batch, 0, max_wait, heartbeat, False, None, prio, True)
 
     async def fetch_bytes(self, max_bytes: int, max_wait: float = 30.0, heartbeat: Optional[float] = None,
                           group: Optional[str] = None, min_pending: Optional[int] = None,
                           min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> MessageBatch:
         """Pull messages until about ``max_bytes`` (subject + reply + headers + data) arrived
-        (priority-group options as :meth:`fetch`)."""
+        (priority-group options and errors as :meth:`fetch`)."""
         if max_bytes <= 0:
             raise ValueError("max_bytes must be positive")
         prio = self._priority(group, min_pending, min_ack_pending, priority)
-        return await self._fetch(BATCH_BYTES_ONLY, max_bytes, max_wait, heartbeat, False, None, prio)
+        return await self._fetch(BATCH_BYTES_ONLY, max_bytes, max_wait, heartbeat, False, None, prio, True)
 
     async def fetch_no_wait(self, batch: int, group: Optional[str] = None, min_pending: Optional[int] = None,
                             min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> MessageBatch:
         """Pull up to ``batch`` messages that are available now; an empty stream ends at once
-        (priority-group options as :meth:`fetch`)."""
+        (priority-group options and errors as :meth:`fetch`)."""
         prio = self._priority(group, min_pending, min_ack_pending, priority)
-        return await self._fetch(batch, 0, None, None, True, None, prio)
+        return await self._fetch(batch, 0, None, None, True, None, prio, True)
 
     async def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
                      no_wait: bool, accept: Optional[Callable[[Msg], bool]],
-                     prio: Optional[dict] = None) -> MessageBatch:
+                     prio: Optional[dict] = None, confirm: bool = False) -> MessageBatch:
         if batch < 1:
             raise ValueError("batch must be at least 1")
         pin = self.pin_id if prio is not None else None
+        api_timeout = self._js._timeout
         if no_wait:
             hb = 0.0
             body = pull_request(batch, 0.0, True, max_bytes, 0.0, prio, pin)
-            timeout = self._js._timeout
+            timeout = api_timeout
         else:
             if max_wait is None or max_wait <= 0:
                 raise ValueError("max_wait must be positive")
@@ -357,11 +399,11 @@ class Consumer:
             body = pull_request(batch, max_wait, False, max_bytes, hb, prio, pin)
             timeout = max_wait + _FETCH_GRACE
         link = self._link
-        mb = MessageBatch(link, batch, max_bytes, timeout, hb, accept)
+        mb = MessageBatch(link, batch, max_bytes, timeout, hb, accept, self._where)
         if prio is not None:
             mb._pins = self
         if accept is None:  # (an ordered consumer recreates its consumer instead)
-            mb._explain = self._explain_no_responders
+            mb._owner = self
         sub = _reply_sub(link, mb._on_msg, mb._signal)
         mb._sub = sub
         try:
@@ -370,15 +412,46 @@ class Consumer:
             link.unsubscribe(sub)
             raise
         await link.wait_writable()
+        if confirm and accept is None:
+            await self._confirm(mb, min(timeout, api_timeout))
         return mb
 
+    async def _confirm(self, mb: MessageBatch, timeout: float) -> None:
+        """After sending a fetch's pull: wait until the server has taken it (a PING after
+        it is answered; a pull nobody listens to is answered 503 before that) or the first
+        answer arrived, and raise the error of a vanished consumer or stream now, when
+        nothing came before it. Not connected, or no PONG in time: the batch reports what
+        happens instead."""
+        taken = _Taken(mb._signal)
+        if self._link.ping(taken):
+            signal = mb._signal
+            q = mb._q
+            deadline = _monotonic() + timeout
+            while not (q or mb._done or taken.fired):
+                signal.clear()
+                if q or mb._done or taken.fired:
+                    break
+                remaining = deadline - _monotonic()
+                if remaining <= 0:
+                    break
+                await signal.wait(remaining)
+        if mb._done and not mb._q:
+            err = mb.error
+            if isinstance(err, NoRespondersError):
+                err = mb.error = await self._explain_no_responders(err)
+                if isinstance(err, NoRespondersError):
+                    mb._owner = None  # both exist (asked once): the batch ends with it
+            if isinstance(err, GONE_ERRORS):
+                raise err
+
     async def _explain_no_responders(self, err: BaseException) -> BaseException:
-        """Nobody took a pull (503): ``ConsumerDeletedError`` when the consumer is gone
-        (ADR-37), else ``err`` (JetStream is not answering)."""
+        """Nobody took a pull (503): look the consumer up once and return what is gone
+        (``ConsumerGoneError``, ``StreamNotFoundError``, naming both), else ``err``
+        (both exist: JetStream is not answering, e.g. during a leader election)."""
         try:
             await self.info()
-        except ConsumerNotFoundError:
-            return ConsumerDeletedError(f"nats: consumer {self._name!r} was deleted")
+        except (ConsumerNotFoundError, StreamNotFoundError) as exc:
+            return gone_error(exc, self._stream, self._name) or err
         except Exception:
             return err
         return err
@@ -387,7 +460,9 @@ class Consumer:
                    min_pending: Optional[int] = None, min_ack_pending: Optional[int] = None,
                    priority: Optional[int] = None) -> Msg:
         """The next message; ``TimeoutError`` when none arrives within ``timeout`` seconds
-        (priority-group options as :meth:`fetch`)."""
+        (priority-group options as :meth:`fetch`); ``ConsumerNotFoundError``,
+        ``ConsumerDeletedError`` or ``StreamNotFoundError`` when the consumer or its
+        stream no longer exists."""
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         mb = await self._fetch(1, 0, timeout, heartbeat, False, None, prio)
         async for msg in mb:
@@ -412,7 +487,9 @@ class Consumer:
         (at least 1); idle heartbeats every ``heartbeat`` seconds (default expires/2,
         0.5-30 s). ``error_cb(err)`` hears about missed heartbeats
         (``NoHeartbeatError``, the pull is re-issued), server warnings and terminal
-        errors (``ConsumerDeletedError``, ... after which consuming stops).
+        errors, after which consuming stops and the context is closed: the consumer or its
+        stream no longer exists (``ConsumerNotFoundError``, ``ConsumerDeletedError``,
+        ``StreamNotFoundError``; a pull nobody answers is checked with one lookup), ....
         ``stop_after`` stops after that many messages. Callbacks run one at a time, in
         order, on one task (aio) or thread (blocking). ``group``, ``min_pending``,
         ``min_ack_pending``, ``priority``: priority groups (see :class:`Consumer`); a
@@ -579,7 +656,7 @@ class _Pulling:
             return
         if kind == S_HEARTBEAT or kind == S_FLOW_CONTROL:
             return
-        err = status_error(h.status, h.description)
+        err = status_error(h.status, h.description, self._owner._target()._where)
         if err is None:
             return
         if kind == S_NO_RESPONDERS:
@@ -685,7 +762,7 @@ class _Pulling:
         self._no_responders = None
         target = self._owner._target()
         err = await target._explain_no_responders(err)
-        if isinstance(err, ConsumerDeletedError):
+        if isinstance(err, GONE_ERRORS):
             self._terminal = err
             return
         self._warn(err)
@@ -853,7 +930,8 @@ class MessagesContext(_Pulling):
         """The next message (waiting up to ``timeout`` seconds, None = forever).
 
         Raises ``TimeoutError``, ``NoHeartbeatError`` (the pull was re-issued; calling
-        again goes on), terminal errors such as ``ConsumerDeletedError``, and
+        again goes on), terminal errors such as ``ConsumerNotFoundError``,
+        ``ConsumerDeletedError`` or ``StreamNotFoundError`` (the consumer or stream is gone), and
         ``MsgIteratorClosedError`` once stopped or drained."""
         q = self._q
         deadline = None if timeout is None else _monotonic() + timeout

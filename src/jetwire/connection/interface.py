@@ -100,6 +100,13 @@ class Link(Protocol):
     def send_now(self) -> None:
         """Hand what is queued to the socket now rather than at the end of the turn."""
 
+    def ping(self, waiter: Any) -> bool:
+        """Send a PING now, after everything queued: the server has processed all that
+        went before once its PONG is back. ``waiter`` (``done()``, ``set_result(v)``,
+        ``set_exception(e)``, like a future) is answered from the reader when the PONG
+        arrives, or failed when the connection is lost. False, nothing sent, when not
+        connected. Never blocks."""
+
     def callback_thread(self, pending: Any) -> None:
         """The calling thread runs user callbacks fed from ``pending`` (a sized queue):
         while that is empty, its first publish is sent at once from this thread rather

@@ -11,7 +11,8 @@ Pieces:
 * :func:`pull_request` builds the JSON body of ``CONSUMER.MSG.NEXT``;
   :func:`priority_fields` checks and builds its priority-group part (ADR-42).
 * :func:`classify_status` sorts a status message (100, 404, 408, 409 ..., 503) into
-  what a consumer does with it; :func:`status_error` gives the error to report.
+  what a consumer does with it; :func:`status_error` gives the error to report; :func:`gone_error` says what is gone
+  when a lookup after a 503 fails.
 * :class:`PullState`: pending message/byte accounting and refill decisions.
 * :class:`HeartbeatMonitor`: missed-heartbeat detection from an activity counter.
 * :class:`OrderedCursor` and :func:`ordered_config`: ordered-consumer bookkeeping.
@@ -28,11 +29,14 @@ from .. import _impl
 from ..errors import (
     BadRequestError,
     ConsumerDeletedError,
+    ConsumerGoneError,
     ConsumerIsPushBasedError,
+    ConsumerNotFoundError,
     InvalidOptionError,
     NoRespondersError,
     PinIdMismatchError,
     PullStatusError,
+    StreamNotFoundError,
 )
 
 __all__ = [
@@ -62,6 +66,8 @@ __all__ = [
     "S_PIN_RESET",
     "classify_status",
     "status_error",
+    "GONE_ERRORS",
+    "gone_error",
     "PullState",
     "HeartbeatMonitor",
     "OrderedCursor",
@@ -327,24 +333,44 @@ def classify_status(status: Optional[str], description: Optional[str]) -> int:
     return S_WARN
 
 
-def status_error(status: str, description: Optional[str]) -> Optional[BaseException]:
-    """The error a status reports, or None for the silent ones (100, 404, 408, size/batch 409)."""
+def status_error(status: str, description: Optional[str], where: str = "") -> Optional[BaseException]:
+    """The error a status reports, or None for the silent ones (100, 404, 408, size/batch 409).
+    ``where`` names the consumer in the message (``"consumer 'C' of stream 'S'"``)."""
     desc = description or ""
     kind = classify_status(status, desc)
     if kind in (S_USER, S_HEARTBEAT, S_FLOW_CONTROL, S_END, S_PENDING):
         return None
     if kind == S_NO_RESPONDERS:
-        return NoRespondersError("no responders: JetStream is not available for this pull")
+        on = f" on {where}" if where else ""
+        return NoRespondersError(f"no responders: JetStream is not available for this pull{on}")
     if status == "400":
         return BadRequestError(code=400, err_code=None, description=desc or "Bad Request")
     low = desc.lower()
     if "consumer deleted" in low:
-        return ConsumerDeletedError(f"nats: consumer deleted ({status} {desc})")
+        return ConsumerDeletedError(f"nats: {where or 'consumer'} deleted ({status} {desc})")
     if "push based" in low:
         return ConsumerIsPushBasedError(status, desc)
     if kind == S_PIN_RESET:
         return PinIdMismatchError(status, desc or "Nats-Pin-Id mismatch")
     return PullStatusError(status, desc)
+
+
+# what a pull raises (never an empty batch) when its consumer or stream no longer exists
+GONE_ERRORS = (ConsumerNotFoundError, ConsumerDeletedError, StreamNotFoundError)
+
+
+def gone_error(lookup: BaseException, stream: str, consumer: str) -> Optional[BaseException]:
+    """A pull was answered 503 (nobody listens on its subject) and looking the consumer up
+    failed with ``lookup``: the error naming what is gone (``ConsumerGoneError``, which is
+    both ``ConsumerNotFoundError`` and ``ConsumerDeletedError``, or
+    ``StreamNotFoundError``), or None when ``lookup`` says neither is gone."""
+    where = f"consumer {consumer!r} of stream {stream!r}"
+    if isinstance(lookup, StreamNotFoundError):
+        return StreamNotFoundError(lookup.code, lookup.err_code,
+                                   f"stream {stream!r} no longer exists (pull of {where})")
+    if isinstance(lookup, ConsumerNotFoundError):
+        return ConsumerGoneError(lookup.code, lookup.err_code, f"{where} no longer exists")
+    return None
 
 
 # ---------------------------------------------------------------------------------
