@@ -315,3 +315,37 @@ async def test_batch_yields_what_came_then_raises_when_deleted_during_pull(nats_
         await _cleanup(js, stream)
         await other.close()
         await nc.close()
+
+
+@pytest.mark.parametrize("how", ["fetch", "next", "messages", "consume"])
+async def test_ordered_consumer_on_a_deleted_stream_raises_instead_of_retrying(nats_url, how):
+    """Recreating cannot bring a stream back: StreamNotFoundError at once, no reset storm."""
+    nc = await jetwire.connect(nats_url)
+    other = await jetwire.connect(nats_url)
+    js, stream = await new_stream(nc, 3)
+    try:
+        oc = await js.ordered_consumer(stream)
+        assert [m.metadata.sequence.stream async for m in await oc.fetch(3, max_wait=5)] == [1, 2, 3]
+        await other.jetstream().delete_stream(stream)
+        t0 = time.monotonic()
+        if how == "consume":
+            errors = Errors()
+            cc = await oc.consume(lambda m: None, error_cb=errors)
+            err = await errors.wait_for(jetwire.StreamNotFoundError, PROMPT)
+            assert stream in str(err)
+            assert await cc.closed(PROMPT)
+            assert [type(e) for e in errors.errors] == [jetwire.StreamNotFoundError], errors.errors
+        else:
+            with pytest.raises(jetwire.StreamNotFoundError, match=stream):
+                if how == "fetch":
+                    [m async for m in await oc.fetch(1, max_wait=EXPIRES)]
+                elif how == "next":
+                    await oc.next(timeout=EXPIRES)
+                else:
+                    ctx = await oc.messages()
+                    await ctx.next(timeout=EXPIRES)
+        assert time.monotonic() - t0 < PROMPT
+    finally:
+        await _cleanup(js, stream)
+        await other.close()
+        await nc.close()

@@ -7,7 +7,7 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.testing import NatsServer
-from tests.aio._helpers import Errors, Seqs, fill, new_stream, publish_when_back
+from tests.aio._helpers import Errors, Seqs, fill, new_stream, publish_when_back, uniq
 
 
 async def test_ordered_consume_delivers_everything_in_order(nats_url):
@@ -165,17 +165,42 @@ async def test_ordered_consume_survives_server_restart(fresh_nats_server: NatsSe
 
 async def test_ordered_reset_gives_up_after_max_attempts(nats_url):
     nc = await jetwire.connect(nats_url)
-    js, stream = await new_stream(nc, 5)
+    js = nc.jetstream()
+    stream = uniq("S")
+    # room for one consumer: once another takes the slot, the ordered one cannot come back
+    await js.create_stream(name=stream, subjects=[f"{stream}.>"], storage="memory", max_consumers=1)
     try:
+        await fill(js, f"{stream}.a", 5)
         oc = await js.ordered_consumer(stream, max_reset_attempts=2)
         rec = Seqs()
         errors = Errors()
         got = rec.at(5)
         cc = await oc.consume(rec, expires=2, error_cb=errors)
         assert await got.wait(10)
-        await js.delete_stream(stream)  # the consumer goes too, and cannot be recreated
+        await js.delete_consumer(stream, oc.name)
+        await js.create_consumer(stream, durable_name="squatter")
         err = await errors.wait_for(jetwire.OrderedConsumerResetError, timeout=15)
         assert isinstance(err, jetwire.JetStreamError)
+        assert await cc.closed(5)
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_ordered_consume_on_a_deleted_stream_stops_at_once(nats_url):
+    """Recreating cannot bring the stream back: StreamNotFoundError, no retries."""
+    nc = await jetwire.connect(nats_url)
+    js, stream = await new_stream(nc, 5)
+    try:
+        oc = await js.ordered_consumer(stream)  # no max_reset_attempts: it would retry for ever
+        rec = Seqs()
+        errors = Errors()
+        got = rec.at(5)
+        cc = await oc.consume(rec, expires=2, error_cb=errors)
+        assert await got.wait(10)
+        await js.delete_stream(stream)
+        err = await errors.wait_for(jetwire.StreamNotFoundError, timeout=5)
+        assert stream in str(err)
         assert await cc.closed(5)
     finally:
         try:

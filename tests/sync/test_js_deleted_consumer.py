@@ -316,3 +316,37 @@ def test_batch_yields_what_came_then_raises_when_deleted_during_pull(nats_url, w
         _cleanup(js, stream)
         other.close()
         nc.close()
+
+
+@pytest.mark.parametrize("how", ["fetch", "next", "messages", "consume"])
+def test_ordered_consumer_on_a_deleted_stream_raises_instead_of_retrying(nats_url, how):
+    """Recreating cannot bring a stream back: StreamNotFoundError at once, no reset storm."""
+    nc = jetwire.connect(nats_url)
+    other = jetwire.connect(nats_url)
+    js, stream = new_stream(nc, 3)
+    try:
+        oc = js.ordered_consumer(stream)
+        assert [m.metadata.sequence.stream for m in oc.fetch(3, max_wait=5)] == [1, 2, 3]
+        other.jetstream().delete_stream(stream)
+        t0 = time.monotonic()
+        if how == "consume":
+            errors = Errors()
+            cc = oc.consume(lambda m: None, error_cb=errors)
+            err = errors.wait_for(jetwire.StreamNotFoundError, PROMPT)
+            assert stream in str(err)
+            assert cc.closed(PROMPT)
+            assert [type(e) for e in errors.errors] == [jetwire.StreamNotFoundError], errors.errors
+        else:
+            with pytest.raises(jetwire.StreamNotFoundError, match=stream):
+                if how == "fetch":
+                    [m for m in oc.fetch(1, max_wait=EXPIRES)]
+                elif how == "next":
+                    oc.next(timeout=EXPIRES)
+                else:
+                    ctx = oc.messages()
+                    ctx.next(timeout=EXPIRES)
+        assert time.monotonic() - t0 < PROMPT
+    finally:
+        _cleanup(js, stream)
+        other.close()
+        nc.close()

@@ -8,7 +8,7 @@ import pytest
 
 import jetwire as jetwire
 from jetwire.testing import NatsServer
-from tests.sync._helpers import Errors, Seqs, fill, new_stream, publish_when_back
+from tests.sync._helpers import Errors, Seqs, fill, new_stream, publish_when_back, uniq
 
 
 def test_ordered_consume_delivers_everything_in_order(nats_url):
@@ -166,17 +166,42 @@ def test_ordered_consume_survives_server_restart(fresh_nats_server: NatsServer):
 
 def test_ordered_reset_gives_up_after_max_attempts(nats_url):
     nc = jetwire.connect(nats_url)
-    js, stream = new_stream(nc, 5)
+    js = nc.jetstream()
+    stream = uniq("S")
+    # room for one consumer: once another takes the slot, the ordered one cannot come back
+    js.create_stream(name=stream, subjects=[f"{stream}.>"], storage="memory", max_consumers=1)
     try:
+        fill(js, f"{stream}.a", 5)
         oc = js.ordered_consumer(stream, max_reset_attempts=2)
         rec = Seqs()
         errors = Errors()
         got = rec.at(5)
         cc = oc.consume(rec, expires=2, error_cb=errors)
         assert got.wait(10)
-        js.delete_stream(stream)  # the consumer goes too, and cannot be recreated
+        js.delete_consumer(stream, oc.name)
+        js.create_consumer(stream, durable_name="squatter")
         err = errors.wait_for(jetwire.OrderedConsumerResetError, timeout=15)
         assert isinstance(err, jetwire.JetStreamError)
+        assert cc.closed(5)
+    finally:
+        js.delete_stream(stream)
+        nc.close()
+
+
+def test_ordered_consume_on_a_deleted_stream_stops_at_once(nats_url):
+    """Recreating cannot bring the stream back: StreamNotFoundError, no retries."""
+    nc = jetwire.connect(nats_url)
+    js, stream = new_stream(nc, 5)
+    try:
+        oc = js.ordered_consumer(stream)  # no max_reset_attempts: it would retry for ever
+        rec = Seqs()
+        errors = Errors()
+        got = rec.at(5)
+        cc = oc.consume(rec, expires=2, error_cb=errors)
+        assert got.wait(10)
+        js.delete_stream(stream)
+        err = errors.wait_for(jetwire.StreamNotFoundError, timeout=5)
+        assert stream in str(err)
         assert cc.closed(5)
     finally:
         try:

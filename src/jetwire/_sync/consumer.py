@@ -413,7 +413,7 @@ class Consumer:
             link.unsubscribe(sub)
             raise
         link.wait_writable()
-        if confirm and accept is None:
+        if confirm:
             self._confirm(mb, min(timeout, api_timeout))
         return mb
 

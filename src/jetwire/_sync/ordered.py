@@ -16,7 +16,13 @@ from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .._nuid import NUID
-from ..errors import JetStreamError, OrderedConsumerResetError, TimeoutError
+from ..errors import (
+    ConsumerNotFoundError,
+    JetStreamError,
+    OrderedConsumerResetError,
+    StreamNotFoundError,
+    TimeoutError,
+)
 from ..jetstream._json import format_time
 from ..jetstream.manage import validate_filter_subjects
 from ..jetstream.models import ConsumerInfo, DeliverPolicy, ReplayPolicy
@@ -120,7 +126,8 @@ class OrderedConsumer(Consumer):
 
     def _recreate(self, sleep: Optional[Callable[[float], Any]] = None) -> None:
         """Delete the current consumer (best effort) and create the next one, retrying with
-        backoff; ``OrderedConsumerResetError`` after ``max_reset_attempts`` failures."""
+        backoff; ``OrderedConsumerResetError`` after ``max_reset_attempts`` failures, and
+        ``StreamNotFoundError`` at once when the stream is gone."""
         self._delete_current()
         attempts = 0
         delay = RESET_DELAY
@@ -128,6 +135,10 @@ class OrderedConsumer(Consumer):
             try:
                 self._create()
                 return
+            except StreamNotFoundError as exc:  # recreating cannot help: say what is gone
+                raise StreamNotFoundError(code=exc.code, err_code=exc.err_code,
+                                          description=f"{exc.description} (ordered consumer on stream "
+                                                      f"{self._stream!r})") from exc
             except Exception as exc:
                 attempts += 1
                 if self._max_resets is not None and attempts >= self._max_resets:
@@ -182,10 +193,17 @@ class OrderedConsumer(Consumer):
     def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
                      no_wait: bool, accept: Optional[Callable[[Msg], bool]],
                      prio: Optional[dict] = None, confirm: bool = False) -> MessageBatch:
-        # (a lost consumer is recreated, not reported: no confirmation round trip)
+        # a lost consumer is recreated, not reported: the fetch is confirmed (a 503 before
+        # the PONG), then pulled again from a new consumer; a lost stream raises
         self._prepare(fetch=True)
-        mb = Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
-                                   self._fetch_accept)
+        try:
+            mb = Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
+                                       self._fetch_accept, confirm=confirm)
+        except ConsumerNotFoundError:  # its consumer is gone, the stream is there
+            self._need_reset = True
+            self._prepare(fetch=True)
+            mb = Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
+                                       self._fetch_accept)
         self._batch = mb
         return mb
 

@@ -412,7 +412,7 @@ class Consumer:
             link.unsubscribe(sub)
             raise
         await link.wait_writable()
-        if confirm and accept is None:
+        if confirm:
             await self._confirm(mb, min(timeout, api_timeout))
         return mb
 
