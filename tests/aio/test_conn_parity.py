@@ -246,7 +246,9 @@ async def test_barrier_runs_after_the_callbacks_already_dispatched(nats_url):
         await nc.flush()
         assert await blocked.wait(5)
         assert await done.wait(10)
-        assert ran == [[b"%d" % i for i in range(5)]]
+        # the five dispatched before it were handled (fn runs on the runner that reaches
+        # the last mark: usually the slow one, right after its fifth)
+        assert len(ran) == 1 and ran[0][:5] == [b"%d" % i for i in range(5)]
         release.set()
         assert await wait_until(lambda: len(handled) == 10, 5)
         assert len(ran) == 1

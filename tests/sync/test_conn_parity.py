@@ -247,7 +247,9 @@ def test_barrier_runs_after_the_callbacks_already_dispatched(nats_url):
         nc.flush()
         assert blocked.wait(5)
         assert done.wait(10)
-        assert ran == [[b"%d" % i for i in range(5)]]
+        # the five dispatched before it were handled (fn runs on the runner that reaches
+        # the last mark: usually the slow one, right after its fifth)
+        assert len(ran) == 1 and ran[0][:5] == [b"%d" % i for i in range(5)]
         release.set()
         assert wait_until(lambda: len(handled) == 10, 5)
         assert len(ran) == 1
