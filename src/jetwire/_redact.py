@@ -86,4 +86,6 @@ def option_repr(name: str, value: Any) -> str:
         return f"{name}=({', '.join(shown(v) for v in value)})"
     if name in SECRET_OPTIONS:
         return f"{name}={MASK!r}"
+    if name == "ws_headers" and hasattr(value, "keys"):  # values may be credentials (Authorization)
+        return f"{name}={ {str(k): MASK for k in value.keys()}!r}"
     return f"{name}={value!r}"

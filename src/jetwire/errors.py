@@ -52,6 +52,19 @@ class PermissionsError(NatsError):
     """The server refused a publish or subscribe (``Permissions Violation``)."""
 
 
+class PermissionViolationError(PermissionsError):
+    """The server refused this subscription (``Permissions Violation for Subscription
+    to ...``): raised by its ``next_msg()`` and iteration when the connection was made
+    with ``permission_err_on_subscribe=True`` (nats.go's ``PermissionErrOnSubscribe``);
+    ``error_cb`` gets it too. ``subject`` and ``queue`` are those the server named."""
+
+    def __init__(self, message: str = "permissions violation for subscription", subject: str = "",
+                 queue: Optional[str] = None):
+        super().__init__(message)
+        self.subject = subject
+        self.queue = queue
+
+
 class MaxSubscriptionsError(NatsError):
     """The server refused a subscription: the connection holds its ``max_subscriptions``
     (``-ERR 'maximum subscriptions exceeded'``; the connection stays)."""

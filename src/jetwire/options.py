@@ -53,6 +53,9 @@ class Options:
     reconnect_jitter_tls: float = 1.0
     reconnect_buffer_size: int = 8 * 1024 * 1024
     reconnect_delay_cb: Optional[Callable[[int], Any]] = None
+    # nats.go's ReconnectToServer: cb(servers as nc.servers shows them, the last INFO dict)
+    # -> (one of those servers, delay in seconds), asked before every reconnect attempt
+    reconnect_to_server_cb: Optional[Callable[[List[str], Any], Any]] = None
     ignore_auth_error_abort: bool = False
     no_callbacks_after_close: bool = False
     socket_factory: Optional[Callable[..., Any]] = None
@@ -60,6 +63,19 @@ class Options:
     # ProxyPath), and permessage-deflate when the server allows it
     ws_proxy_path: Optional[str] = None
     ws_compression: bool = False
+    # HTTP headers of the WebSocket upgrade request: a mapping (name -> value, or a list of
+    # values), or a callback returning one, asked on every connect (nats.go's
+    # WebSocketConnectionHeaders / WebSocketConnectionHeadersHandler)
+    ws_headers: Optional[Any] = None
+    ws_headers_cb: Optional[Callable[[], Any]] = None
+    # no client-side subject checks on publish and subscribe (the server still refuses
+    # what it cannot take)
+    skip_subject_validation: bool = False
+    # servers the cluster announces (INFO connect_urls) are not added to the pool
+    ignore_discovered_servers: bool = False
+    # a subscription the server refuses (Permissions Violation) fails its next_msg() and
+    # iteration with PermissionViolationError (error_cb hears of it either way)
+    permission_err_on_subscribe: bool = False
     dont_randomize: bool = False
     inbox_prefix: str = "_INBOX"
     pending_msgs_limit: int = 512 * 1024
@@ -129,7 +145,43 @@ def make_options(servers: Union[str, Sequence[str], None], kwargs: dict) -> Opti
         raise ValueError(f"busy_poll must be 0 (off) or a positive number of seconds, not {opts.busy_poll!r}")
     _check_auth(opts)
     _check_inbox_prefix(opts.inbox_prefix)
+    if opts.ws_headers is not None:
+        if opts.ws_headers_cb is not None:
+            raise ValueError("give ws_headers or ws_headers_cb, not both")
+        ws_header_list(opts.ws_headers)  # checked now, before connecting
     return opts
+
+
+# headers of the upgrade request that the WebSocket handshake itself sets
+_WS_OWN_HEADERS = frozenset({"host", "upgrade", "connection", "sec-websocket-key", "sec-websocket-version",
+                             "sec-websocket-extensions", "sec-websocket-protocol", "content-length",
+                             "transfer-encoding"})
+
+
+def ws_header_list(headers: Any) -> List[Tuple[bytes, bytes]]:
+    """``ws_headers`` (or what ``ws_headers_cb`` returned) as the upgrade request's extra
+    header lines: a mapping of name to a value or a list of values. ``TypeError`` for
+    another type, ``ValueError`` for a name or value that would break the request (empty
+    name, whitespace or ``:`` in a name, CR/LF/NUL anywhere) or for a header the
+    handshake sets itself (``Host``, ``Upgrade``, ``Sec-WebSocket-*``, ...)."""
+    if not hasattr(headers, "items"):
+        raise TypeError(f"ws_headers must be a mapping of header names to values, not {type(headers).__name__}")
+    out: List[Tuple[bytes, bytes]] = []
+    for name, values in headers.items():
+        if not isinstance(name, str) or not name or not name.isascii() or any(c in name for c in " \t\r\n\0:"):
+            raise ValueError(f"bad WebSocket header name {name!r}")
+        if name.lower() in _WS_OWN_HEADERS:
+            raise ValueError(f"WebSocket header {name!r} is set by the handshake itself")
+        if isinstance(values, (str, bytes)):
+            values = [values]
+        for v in values:
+            if not isinstance(v, (str, bytes)):
+                raise TypeError(f"WebSocket header {name!r}: values are str or bytes, not {type(v).__name__}")
+            raw = v.encode("utf-8") if isinstance(v, str) else bytes(v)
+            if any(c in raw for c in b"\r\n\0"):
+                raise ValueError(f"WebSocket header {name!r}: a value must not hold CR, LF or NUL")
+            out.append((name.encode("ascii"), raw))
+    return out
 
 
 def _check_inbox_prefix(prefix: Any) -> None:
@@ -252,6 +304,21 @@ class ServerPool:
             return None
         self.current = self.servers[0]
         return self.current
+
+    def find(self, url: str) -> Optional[Server]:
+        """The pool's entry for ``url``: as ``nc.servers`` shows it (``display``), or its
+        URL (with or without credentials or scheme); None when it is not in the pool."""
+        for s in self.servers:
+            if url == s.display or url == s.url:
+                return s
+        try:
+            want = Server(url)
+        except ValueError:
+            return None
+        for s in self.servers:
+            if want.url == s.url:
+                return s
+        return None
 
     def add_discovered(self, connect_urls: Sequence[str], tls: bool) -> List[str]:
         """Add unknown connect_urls; returns the URLs that were new. Over WebSocket the

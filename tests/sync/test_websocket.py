@@ -29,6 +29,7 @@ class _Relay:
         self.upstream_port = upstream_port
         self.path = path
         self.paths: list = []
+        self.heads: list = []  # each upgrade request's HTTP head, as it came
         self.up = bytearray()
         self.down = bytearray()
         self._socks: list = []
@@ -41,6 +42,7 @@ class _Relay:
 
     def reset(self) -> None:
         self.paths.clear()
+        self.heads.clear()
         self.up.clear()
         self.down.clear()
 
@@ -66,6 +68,7 @@ class _Relay:
             return
         target = head.split(b" ", 2)[1].decode()
         self.paths.append(target)
+        self.heads.append(bytes(head))
         if self.path is not None and target != self.path:
             conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             conn.close()

@@ -7,9 +7,10 @@ import ssl
 import struct
 import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 from .. import _impl
+from ..connection.core import tls_state
 from ..errors import ProtocolError
 from ..errors import TimeoutError as NatsTimeoutError
 
@@ -217,6 +218,15 @@ class Transport:
         return None
 
     write_paused = False
+
+    @property
+    def tls_info(self) -> Optional[Dict[str, Any]]:
+        """The TLS session (``connection.core.tls_state``), None without TLS."""
+        sock = self._sock
+        if not self._tls or sock is None or self.closed:
+            return None
+        with self._ssl_lock:  # one thread at a time in the OpenSSL connection
+            return tls_state(sock)
 
     def close(self) -> None:
         if self.closed:

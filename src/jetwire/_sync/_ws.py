@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from ..connection.ws import WsAdapter
 from ..errors import ProtocolError
@@ -23,10 +23,11 @@ class WsTransport(Transport):
     writers on several threads keep them whole and in order."""
 
     def __init__(self, socket_factory: Optional[Callable[..., Any]] = None, path: str = "/",
-                 compression: bool = False) -> None:
+                 compression: bool = False, headers: Optional[List[Tuple[bytes, bytes]]] = None) -> None:
         super().__init__(socket_factory)
         self._path = path
         self._compression = compression
+        self._headers = headers  # extra header lines of the upgrade request (ws_headers)
         self._ws: Optional[WsAdapter] = None
         self._frame_lock = threading.Lock()
         self._started = False
@@ -41,7 +42,7 @@ class WsTransport(Transport):
         """Connect (TLS first when ``tls`` is given), upgrade to WebSocket and return the
         first NATS bytes (INFO ...\\r\\n and anything after it)."""
         hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        ws = self._ws = WsAdapter(hostport, self._path, self._compression)
+        ws = self._ws = WsAdapter(hostport, self._path, self._compression, self._headers)
         sock = self._dial(host, port, timeout, tls, tls_hostname)
         try:
             sock.sendall(ws.request())

@@ -9,6 +9,7 @@ from collections import deque
 from typing import Any, Callable, Deque, Dict, Optional, Sized
 
 from .. import _impl
+from ..connection.core import tls_state
 from ..errors import ProtocolError
 from ._prims import NO_LOCK
 
@@ -182,6 +183,14 @@ class Transport:
     @property
     def write_paused(self) -> bool:
         return self._proto.paused
+
+    @property
+    def tls_info(self) -> Optional[Dict[str, Any]]:
+        """The TLS session (``connection.core.tls_state``), None without TLS."""
+        tr = self._tr
+        if tr is None or self.closed:
+            return None
+        return tls_state(tr.get_extra_info("ssl_object"))
 
     def set_flow_cb(self, cb: Optional[Callable[[bool], None]]) -> None:
         """``cb(True)`` when writing pauses (the transport's buffer is full), ``cb(False)`` on resume."""

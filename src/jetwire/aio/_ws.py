@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from ..connection.ws import WsAdapter
 from ..errors import ProtocolError
@@ -20,10 +20,11 @@ class WsTransport(Transport):
     agrees)."""
 
     def __init__(self, socket_factory: Optional[Callable[..., Any]] = None, path: str = "/",
-                 compression: bool = False) -> None:
+                 compression: bool = False, headers: Optional[List[Tuple[bytes, bytes]]] = None) -> None:
         super().__init__(socket_factory)
         self._path = path
         self._compression = compression
+        self._headers = headers  # extra header lines of the upgrade request (ws_headers)
         self._ws: Optional[WsAdapter] = None
         self._user_on_data: Optional[Callable[[bytes], None]] = None
         self._pending = bytearray()  # NATS bytes read before start()
@@ -39,7 +40,7 @@ class WsTransport(Transport):
         """Connect (TLS first when ``tls`` is given), upgrade to WebSocket and return the
         first NATS bytes (INFO ...\\r\\n and anything after it)."""
         hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        ws = self._ws = WsAdapter(hostport, self._path, self._compression)
+        ws = self._ws = WsAdapter(hostport, self._path, self._compression, self._headers)
         proto = self._proto
         proto.head_fut = self._loop.create_future()
         proto.on_data = self._feed  # every byte read goes through the adapter

@@ -30,6 +30,9 @@ from ..connection.core import (
     PING,
     PONG,
     RECONNECTING,
+    SUB_CLOSED,
+    SUB_DRAINING,
+    SUB_SLOW,
     ConnectionCore,
     InfoReceived,
     PingReceived,
@@ -40,6 +43,7 @@ from ..connection.core import (
 )
 from ..errors import (
     AuthorizationError,
+    BadSubjectError,
     ConnectionClosedError,
     ConnectionLostError,
     DrainTimeoutError,
@@ -47,14 +51,16 @@ from ..errors import (
     NatsError,
     NoRespondersError,
     NoServersError,
+    PermissionViolationError,
     ProtocolError,
     ReconnectBufferFullError,
+    SlowConsumerError,
     SubscriptionClosedError,
     TimeoutError,
     payload_type_error,
 )
 from ..msg import Msg
-from ..options import Options, Server, make_options
+from ..options import Options, Server, make_options, ws_header_list
 from . import _prims as prims
 from ._transport import (
     Spinner,  # aio-only
@@ -69,15 +75,127 @@ log = logging.getLogger("jetwire")
 
 T = TypeVar("T")
 
-_append_sub = _impl.append_sub
 _append_unsub = _impl.append_unsub
 _encode_headers = _impl.encode_headers
 
 
+class _MarkReached(Exception):
+    """Raised by the subscription queue as it hands out a barrier mark (see ``_BarrierMark``)."""
+
+
+class _Barrier:
+    """``nc.barrier(fn)``: ``fn`` runs once each of ``n`` callback subscriptions has reached
+    the mark queued behind the messages it held when the barrier was set."""
+
+    __slots__ = ("fn", "n", "lock")
+
+    def __init__(self, fn: Callable[..., Any], n: int) -> None:
+        self.fn = fn
+        self.n = n
+        self.lock = prims.write_lock()
+
+    def count_down(self) -> bool:
+        """One subscription got there; True for the last one (its caller runs ``fn``)."""
+        with self.lock:
+            self.n -= 1
+            return self.n == 0
+
+
+class _BarrierMark:
+    """Queued behind a callback subscription's messages by ``nc.barrier()``. The queue
+    hands it out like a message (``data`` empty), but it never reaches the callback:
+    binding it to the connection (the queue sets ``_client`` on what it hands out, in
+    the compiled code too) raises ``_MarkReached``, which ends that round of deliveries
+    in ``Subscription._run_cb`` once every message before it was handled; nothing on
+    the message path looks for marks. ``reach()`` counts once."""
+
+    __slots__ = ("barrier", "done", "lock")
+    data = b""
+
+    def __init__(self, barrier: _Barrier) -> None:
+        self.barrier = barrier
+        self.done = False
+        self.lock = prims.write_lock()
+
+    @property
+    def _client(self) -> None:
+        return None
+
+    @_client.setter
+    def _client(self, value: Any) -> None:
+        raise _MarkReached(self)
+
+    def reach(self) -> bool:
+        """Count this mark (once): True when it completed its barrier."""
+        with self.lock:
+            if self.done:
+                return False
+            self.done = True
+        return self.barrier.count_down()
+
+
 class Subscription(SubscriptionBase):
-    """A subscription: ``next_msg()``, iteration, ``unsubscribe()``, ``drain()``."""
+    """A subscription: ``next_msg()``, iteration, ``unsubscribe()``, ``drain()``,
+    ``add_status_listener()``, ``set_pending_limits()``."""
 
     __slots__ = ()
+
+    def add_status_listener(self, cb: Callable[[str], Any]) -> Callable[[], None]:
+        """``cb(status)`` (plain, or a coroutine function in aio; on the connection's
+        callback dispatcher) on every change of ``sub.status``: ``"slow_consumer"`` when
+        it starts dropping messages, ``"active"`` when that episode ends, ``"draining"``,
+        ``"closed"`` (the last one). Returns a function that removes it."""
+        if self._status_cbs is None:
+            self._status_cbs = []
+        return _register(self._status_cbs, cb)
+
+    def _set_status(self, status: str) -> None:
+        if status == self._status:
+            return
+        self._status = status
+        cbs = self._status_cbs
+        if cbs:
+            self._client._dispatch_status(cbs, status)
+
+    def _has_runner(self) -> bool:
+        """A callback subscription (its messages go to its runner task/thread)."""
+        return self._cb is not None and self._task is not None
+
+    def _queue_mark(self, mark: _BarrierMark) -> bool:
+        """Queue a barrier mark behind what is pending; False when the runner had ended
+        already (the caller counts the mark itself; ``reach`` counts once)."""
+        pending: Deque[Any] = self._pending
+        lock = self._lock
+        if lock is None:
+            pending.append(mark)
+        else:
+            with lock:
+                pending.append(mark)
+        self._signal.set()
+        return not self._runner_done
+
+    def _refuse(self, err: PermissionViolationError) -> None:
+        """The server refused this subscription: ``next_msg()`` raises from now on."""
+        self._perm_err = err
+        self._signal.set()
+
+    def _mark_closed(self) -> None:
+        SubscriptionBase._mark_closed(self)
+        self._set_status(SUB_CLOSED)
+
+    def _end_slow_episode(self) -> None:
+        SubscriptionBase._end_slow_episode(self)
+        if not self._slow and self._status == SUB_SLOW:
+            self._set_status("active")
+
+    def _discard(self) -> None:
+        """Drop the pending messages; barrier marks stay queued (the runner reaches them
+        once a callback still running returns)."""
+        marks = [m for m in self._pending if m.__class__ is _BarrierMark] if self._cb is not None else None
+        SubscriptionBase._discard(self)
+        if marks:
+            self._pending.extend(marks)
+            self._signal.set()
 
     def __repr__(self) -> str:
         return f"<Subscription sid={self.sid} subject={self.subject!r} queue={self.queue!r}>"
@@ -96,6 +214,8 @@ class Subscription(SubscriptionBase):
             msg = self._take()
             if msg is not None:
                 return msg
+            if self._perm_err is not None:  # the server refused it (permission_err_on_subscribe)
+                raise PermissionViolationError(str(self._perm_err), self.subject, self.queue)
             if self._closed:
                 if self._client.is_closed:
                     raise ConnectionClosedError("connection closed")
@@ -115,6 +235,16 @@ class Subscription(SubscriptionBase):
             raise StopAsyncIteration from None
 
     async def _run_cb(self) -> None:
+        try:
+            await self._deliver_all()
+        finally:
+            self._runner_done = True  # marks queued from now on are counted by barrier()
+            marks: List[Any] = [m for m in self._pending if m.__class__ is _BarrierMark]
+            for m in marks:
+                if m.reach():
+                    self._client._sched.dispatch(m.barrier.fn)
+
+    async def _deliver_all(self) -> None:
         cb = self._cb
         pending = self._pending
         signal = self._signal
@@ -127,7 +257,13 @@ class Subscription(SubscriptionBase):
             signal.clear()
             # sync-only: writer.callback_thread(pending)
             while True:
-                r = deliver(cb, report)
+                try:
+                    r = deliver(cb, report)
+                except _MarkReached as reached:  # a barrier's mark: what came before it was handled
+                    mark = reached.args[0]
+                    if mark.reach():
+                        await client._call_cb(mark.barrier.fn)
+                    continue
                 if r is None:
                     break
                 try:
@@ -162,6 +298,7 @@ class Subscription(SubscriptionBase):
             return
         client._queue_unsub(self.sid, 0)
         self._draining = True
+        self._set_status(SUB_DRAINING)
         wait = timeout or client._core.opts.drain_timeout
         try:
             await client.flush(wait)
@@ -203,12 +340,17 @@ class Client:
         self._on_lost_cbs: List[Callable[[BaseException], None]] = []
         self._on_close_cbs: List[Callable[[BaseException], None]] = []
         self._shared: Dict[str, Any] = {}
+        self._status_cbs: List[Callable[[str], Any]] = []  # add_status_listener
+        # force_reconnect: the next reconnect attempt goes at once (the wait is woken)
+        self._skip_wait = False
+        self._reconnect_wake = prims.Signal()
         self.link = Link(self)
 
     # -- connecting ------------------------------------------------------------------
     async def _connect(self, opts: Options) -> None:
         core = ConnectionCore(opts)
         self._core = core
+        core.on_status = self._on_status
         # sets the outbox's threshold, on_first/on_full and lock; flush_timeout is also the
         # write deadline (a stuck write fails the connection, as nats.go's FlusherTimeout)
         self._writer = Writer(core, opts.flush_timeout, self._on_stuck)
@@ -219,6 +361,9 @@ class Client:
         outbox.ret = _impl.DONE  # aio-only
         # the common publish is one call into the outbox (see Client.publish)
         self.publish = outbox.publish  # type: ignore[method-assign]
+        if opts.skip_subject_validation:  # what the outbox's checks refuse goes the lax way
+            self._outbox_publish = outbox.publish
+            self.publish = self._publish_unchecked  # type: ignore[method-assign]
         self._new_waiter = prims.future_maker()  # aio-only: no loop look-up per request
         # the loop polls while a reply is due (busy_poll)  # aio-only
         self._spin = Spinner(opts.busy_poll, self._resp_map, self._pongs)  # aio-only
@@ -272,8 +417,13 @@ class Client:
             from ..connection.ws import ws_path
             from ._ws import WsTransport
 
+            if opts.ws_headers_cb is not None:  # asked on every connect
+                headers = await prims.call(opts.ws_headers_cb)
+                hdrs = ws_header_list(headers) if headers is not None else None
+            else:
+                hdrs = ws_header_list(opts.ws_headers) if opts.ws_headers is not None else None
             tr: Transport = WsTransport(opts.socket_factory, ws_path(srv.path, opts.ws_proxy_path),
-                                        opts.ws_compression)
+                                        opts.ws_compression, hdrs)
         else:
             tr = Transport(opts.socket_factory)
         fut: Any = None
@@ -389,13 +539,20 @@ class Client:
                         self._spin.replied()  # aio-only
                         fut.set_result(True)
             elif kind is SubscriptionError:
-                self._report_error(ev.error)
+                err = ev.error
+                if err.__class__ is SlowConsumerError:
+                    sub = core.subs.get(err.sid)
+                    if isinstance(sub, Subscription):
+                        sub._set_status(SUB_SLOW)
+                self._report_error(err)
             elif kind is ServerError:
                 if self._handshaking and self._pongs:
                     fut = self._pongs.popleft()
                     if fut is not None and not fut.done():
                         fut.set_exception(ev.error)
                     continue
+                if ev.error.__class__ is PermissionViolationError and opts.permission_err_on_subscribe:
+                    self._refused(ev.error)
                 self._report_error(ev.error)
                 if ev.fatal:
                     tr = self._transport
@@ -406,6 +563,28 @@ class Client:
                     self._sched.dispatch(opts.discovered_servers_cb)
                 if ev.lame_duck and opts.lame_duck_mode_cb is not None:
                     self._sched.dispatch(opts.lame_duck_mode_cb)
+
+    def _refused(self, err: PermissionViolationError) -> None:
+        """The server refused the subscription(s) to ``err.subject`` (and queue): their
+        ``next_msg()`` raises it from now on."""
+        core = self._core
+        assert core is not None
+        for sub in list(core.subs.values()):
+            if sub.subject == err.subject and (err.queue is None or sub.queue == err.queue) \
+                    and isinstance(sub, Subscription):
+                sub._refuse(err)
+
+    def _on_status(self, status: str) -> None:
+        """``nc.status`` changed: tell the status listeners."""
+        if self._status_cbs:
+            self._dispatch_status(self._status_cbs, status)
+
+    def _dispatch_status(self, cbs: List[Callable[[str], Any]], status: str) -> None:
+        sched = self._sched
+        if sched is None or self._quiet():
+            return
+        for cb in list(cbs):
+            sched.dispatch(cb, status)
 
     def _report_error(self, exc: BaseException) -> None:
         """Hand ``exc`` to ``error_cb`` (on the callback dispatcher), or log it."""
@@ -473,6 +652,9 @@ class Client:
         tr.abort()
         if core.status == CLOSED:
             return
+        draining = core.status in (DRAINING_SUBS, DRAINING_PUBS)
+        if not draining:
+            core.status = DISCONNECTED  # then RECONNECTING, or CLOSED (as nats.go)
         self._fail_pongs(ConnectionClosedError("connection lost"))
         lost = ConnectionLostError("connection lost")
         for cb in list(self._on_lost_cbs):  # e.g. the acks of what went out are lost with it
@@ -480,7 +662,7 @@ class Client:
                 cb(lost)
             except Exception as err:
                 self._report_error(err)
-        if core.opts.allow_reconnect and core.status not in (DRAINING_SUBS, DRAINING_PUBS):
+        if core.opts.allow_reconnect and not draining and core.status == DISCONNECTED:
             core.status = RECONNECTING
             self._reconnector = prims.spawn(self._reconnect_loop, True)
         else:
@@ -516,20 +698,28 @@ class Client:
         tries = 0
         passes = 0
         while core.status == RECONNECTING:
-            srv = core.pool.next_server(opts.max_reconnect_attempts)
-            if srv is None:
-                break
-            if opts.reconnect_delay_cb is not None:
-                if tries % max(1, len(core.pool)) == 0:  # a pass over the pool begins
-                    passes += 1
-                    delay = float(await prims.call(opts.reconnect_delay_cb, passes))
-                    if delay > 0:
-                        await self._close_signal.wait(delay)
+            chosen = None
+            if opts.reconnect_to_server_cb is not None:
+                chosen = await self._server_chosen(opts.reconnect_to_server_cb)
+            if chosen is not None:  # ReconnectToServer: its server, after its delay
+                srv, delay = chosen
+                core.pool.current = srv
+                await self._reconnect_pause(delay)
             else:
-                jitter = opts.reconnect_jitter_tls if srv.scheme == "tls" or opts.wants_tls else opts.reconnect_jitter
-                wait = srv.last_attempt + opts.reconnect_time_wait - time.monotonic()
-                if srv.last_attempt and wait > 0:
-                    await self._close_signal.wait(wait + random.uniform(0, jitter))
+                srv = core.pool.next_server(opts.max_reconnect_attempts)
+                if srv is None:
+                    break
+                if opts.reconnect_delay_cb is not None:
+                    if tries % max(1, len(core.pool)) == 0:  # a pass over the pool begins
+                        passes += 1
+                        await self._reconnect_pause(float(await prims.call(opts.reconnect_delay_cb, passes)))
+                else:
+                    jitter = opts.reconnect_jitter_tls if srv.scheme == "tls" or opts.wants_tls \
+                        else opts.reconnect_jitter
+                    wait = srv.last_attempt + opts.reconnect_time_wait - time.monotonic()
+                    if srv.last_attempt and wait > 0:
+                        await self._reconnect_pause(wait + random.uniform(0, jitter))
+            self._skip_wait = False
             if core.status != RECONNECTING:
                 return
             tries += 1
@@ -572,6 +762,42 @@ class Client:
             core.last_error = NoServersError(f"reconnect attempts exhausted: {redact_text(str(last))}")
             await self._close(flush=False)
 
+    async def _server_chosen(self, cb: Callable[..., Any]) -> Any:
+        """Ask ``reconnect_to_server_cb(servers, info)`` for (server, delay): the pool
+        entry and the delay in seconds, or None (the usual rotation and delay then) when it
+        raised or answered something that is not (one of ``nc.servers``, a delay >= 0):
+        that is reported to ``error_cb``. A server out of reconnect attempts is not chosen."""
+        core = self._core
+        assert core is not None
+        try:
+            answer = await prims.call(cb, core.pool.urls(), dict(core.info))
+            url, delay = answer
+            delay = float(delay)
+        except Exception as exc:
+            self._report_error(NatsError(f"reconnect_to_server_cb failed: {redact_text(str(exc))}"))
+            return None
+        srv = core.pool.find(url) if isinstance(url, str) else None
+        if srv is None or not delay >= 0:
+            what = "a delay that is not a number of seconds >= 0" if srv is not None else \
+                f"a server not in the pool ({redact_text(str(url))!r})"
+            self._report_error(NatsError(f"reconnect_to_server_cb returned {what}; trying the next server instead"))
+            return None
+        limit = core.opts.max_reconnect_attempts
+        if 0 <= limit <= srv.reconnects:
+            return None
+        return srv, delay
+
+    async def _reconnect_pause(self, delay: float) -> None:
+        """Wait ``delay`` seconds before the next attempt; ``close()`` and
+        ``force_reconnect()`` end the wait."""
+        if not delay > 0:
+            return
+        wake = self._reconnect_wake
+        wake.clear()
+        if self._skip_wait or self._close_signal.is_set():
+            return
+        await wake.wait(delay)
+
     def _on_ping_timer(self) -> None:
         core = self._core
         if core is None or core.status != CONNECTED:
@@ -613,6 +839,19 @@ class Client:
 
     _publish_slow = publish
 
+    def _publish_unchecked(self, subject: str, data: bytes = b"", reply: Optional[str] = None,
+                           headers: Any = None) -> Any:
+        """``publish`` with ``skip_subject_validation``: the outbox's fast path, and what its
+        subject checks refuse queued with only the protocol's own checks."""
+        try:
+            return self._outbox_publish(subject, data, reply, headers)
+        except BadSubjectError:
+            pass
+        self._append(subject, data, reply, headers)  # falls back to the lax encoding
+        writer = self._writer
+        writer.kick()
+        return writer.after_publish()
+
     def _append(self, subject: str, data: bytes, reply: Optional[str], headers: Any) -> None:
         """Check and queue one PUB/HPUB (``headers``: a mapping, or None)."""
         self._append_raw(subject, reply, None if headers is None else _encode_headers(headers), data)
@@ -632,10 +871,15 @@ class Client:
         if core.status != CONNECTED:
             self._check_buffering(size)
         with self._writer.lock:
-            if hdr is None:
-                outbox.append_pub(subject, reply, data)
-            else:
-                outbox.append_hpub(subject, reply, hdr, data)
+            try:
+                if hdr is None:
+                    outbox.append_pub(subject, reply, data)
+                else:
+                    outbox.append_hpub(subject, reply, hdr, data)
+            except BadSubjectError:
+                if not core.opts.skip_subject_validation:
+                    raise
+                core.append_pub_lax(subject, reply, hdr, data)
 
     def _check_buffering(self, size: int) -> None:
         core = self._core
@@ -686,7 +930,7 @@ class Client:
     def _subscribe(self, subject: str, queue: Optional[str], cb: Optional[Callable[..., Any]], max_msgs: int,
                    pmsgs: int, pbytes: int, direct: Optional[Callable[[Msg], None]], wake: Any) -> Subscription:
         core = self._live_core()
-        _impl.validate_filter(subject, queue)  # nothing is sent for a SUB the server would refuse
+        core.check_filter(subject, queue)  # nothing is sent for a SUB the server would refuse
         if queue == "":
             queue = None
         sid = core.next_sid()
@@ -699,7 +943,7 @@ class Client:
         core.add_sub(sub)
         with self._writer.lock:
             buf = core.outbox.buf
-            _append_sub(buf, subject, queue, sid)
+            core.append_sub(buf, subject, queue, sid)  # the encoder's, or lax (skip_subject_validation)
             if max_msgs:
                 _append_unsub(buf, sid, max_msgs)
         if cb is not None:
@@ -847,6 +1091,65 @@ class Client:
         await self._wait_reply(reply, token, fut, timeout)
         msg._ackd = True
 
+    # -- connection control (nats.go's ForceReconnect, Barrier, StatusChanged) ---------
+    async def force_reconnect(self) -> None:
+        """Drop the live connection and reconnect at once (nats.go's ForceReconnect):
+        what is buffered is written first, and what is published meanwhile waits in the
+        reconnect buffer; subscriptions are restored; ``disconnected_cb`` and
+        ``reconnected_cb`` are called as for a lost connection. Returns once the
+        reconnect has started. While a reconnect is under way its next attempt goes at
+        once. ``ConnectionClosedError`` on a closed or draining connection; needs
+        ``allow_reconnect`` (else the connection closes, as when it is lost)."""
+        core = self._core
+        if core is None or core.status == CLOSED:
+            raise ConnectionClosedError("connection closed")
+        if core.status in (DRAINING_SUBS, DRAINING_PUBS):
+            raise ConnectionClosedError("connection is draining")
+        self._skip_wait = True
+        tr = self._transport
+        if core.status != CONNECTED or tr is None:
+            self._reconnect_wake.set()  # a reconnect under way: its next attempt now
+            return
+        timeout = core.opts.flush_timeout
+        deadline = time.monotonic() + timeout
+        self._writer.flush_now(timeout)  # what is buffered goes out on this connection
+        await self._writer.flushed(max(0.0, deadline - time.monotonic()))
+        if tr is self._transport:
+            self._on_lost(tr, None)
+
+    def barrier(self, fn: Callable[[], Any]) -> Any:
+        """Call ``fn()`` (plain, or a coroutine function in aio) once every message
+        callback already dispatched has returned (nats.go's Barrier): a mark is queued
+        behind the messages each callback subscription holds now, and ``fn`` runs on the
+        subscription that reaches the last mark; messages that arrive later are not
+        waited for. With no callback subscription ``fn`` runs on the callback
+        dispatcher. Returns at once (in aio an awaitable that is already done);
+        ``ConnectionClosedError`` on a closed connection."""
+        core = self._core
+        if core is None or core.status == CLOSED:
+            raise ConnectionClosedError("connection closed")
+        subs = [s for s in list(core.subs.values()) if isinstance(s, Subscription) and s._has_runner()]
+        if not subs:
+            self._sched.dispatch(fn)
+            return _impl.DONE  # aio-only
+            # sync-only: return None
+        barrier = _Barrier(fn, len(subs))
+        for sub in subs:
+            mark = _BarrierMark(barrier)
+            if not sub._queue_mark(mark) and mark.reach():  # its runner had ended: nothing to wait for
+                self._sched.dispatch(fn)
+        return _impl.DONE  # aio-only
+        # sync-only: return None
+
+    def add_status_listener(self, cb: Callable[[str], Any]) -> Callable[[], None]:
+        """``cb(status)`` (plain, or a coroutine function in aio; on the callback
+        dispatcher, in order) on every change of ``nc.status`` from now on:
+        ``"DISCONNECTED"``, ``"RECONNECTING"``, ``"CONNECTED"``, ``"DRAINING_SUBS"``,
+        ``"DRAINING_PUBS"``, ``"CLOSED"`` (the last one; nothing after it, and nothing once
+        closed by the user with ``no_callbacks_after_close``). Returns a function that
+        removes it (nats.go's StatusChanged)."""
+        return _register(self._status_cbs, cb)
+
     # -- draining / closing ----------------------------------------------------------
     async def drain(self, timeout: Optional[float] = None) -> None:
         """Unsubscribe everything, let pending messages be handled, flush, close."""
@@ -863,6 +1166,9 @@ class Client:
         deadline = time.monotonic() + timeout
         core.status = DRAINING_SUBS
         subs = [s for s in core.subs.values() if s is not self._resp_sub]
+        for sub in subs:
+            if isinstance(sub, Subscription):
+                sub._set_status(SUB_DRAINING)
         with self._writer.lock:
             for sub in subs:
                 _append_unsub(core.outbox.buf, sub.sid, 0)
@@ -904,6 +1210,7 @@ class Client:
             return
         core.status = CLOSED
         self._close_signal.set()
+        self._reconnect_wake.set()
         if self._ping_timer is not None:
             self._ping_timer.cancel()
         dialing = self._dialing
@@ -999,6 +1306,18 @@ class Client:
     @property
     def last_error(self) -> Optional[BaseException]:
         return self._core.last_error if self._core is not None else None
+
+    @property
+    def tls_info(self) -> Optional[Dict[str, Any]]:
+        """The live TLS session while connected over TLS, else None: ``version``
+        (``"TLSv1.3"``), ``cipher`` (its name), ``cipher_bits``, ``peer_cert`` (the
+        server's certificate, decoded as ``ssl`` does; ``{}`` when it was not verified),
+        ``peer_cert_der`` (its DER bytes), ``server_hostname``."""
+        core = self._core
+        tr = self._transport
+        if core is None or tr is None or core.status != CONNECTED:
+            return None
+        return tr.tls_info
 
     @property
     def client_id(self) -> Optional[int]:

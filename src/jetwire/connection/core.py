@@ -12,8 +12,9 @@ and taken by the driver's writer.
 """
 from __future__ import annotations
 
+import re
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import orjson
 
@@ -26,9 +27,11 @@ from ..errors import (
     BadSubjectError,
     MaxSubscriptionsError,
     PermissionsError,
+    PermissionViolationError,
     ProtocolError,
     SlowConsumerError,
     StaleConnectionError,
+    SubscriptionClosedError,
 )
 from ..msg import Msg
 from ..options import Options, ServerPool
@@ -52,6 +55,51 @@ DRAINING_SUBS = "DRAINING_SUBS"
 DRAINING_PUBS = "DRAINING_PUBS"
 CLOSED = "CLOSED"
 DISCONNECTED = "DISCONNECTED"
+
+# subscription states (sub.status; what sub.add_status_listener callbacks receive)
+SUB_ACTIVE = "active"
+SUB_SLOW = "slow_consumer"
+SUB_DRAINING = "draining"
+SUB_CLOSED = "closed"
+
+_NO_LIMIT = 1 << 62  # a pending limit that never bites
+
+# -ERR 'Permissions Violation for Subscription to "foo.>" using queue "q"'
+_SUB_VIOLATION = re.compile(r'permissions violation for subscription to "([^"]*)"(?: using queue "([^"]*)")?',
+                            re.IGNORECASE)
+
+
+def lax_wire(text: Any, what: str = "subject") -> bytes:
+    """``skip_subject_validation``: the wire bytes of a subject, reply or queue group
+    checked only for what the protocol line itself needs (a non-empty ``str`` without
+    whitespace or control characters: the encoder's rules for queue groups); empty
+    tokens and wildcards inside tokens are left to the server."""
+    if not isinstance(text, str) or not text:
+        raise BadSubjectError(f"{what} must be a non-empty str")
+    try:
+        _impl.validate_filter("_", text)  # the encoder's framing check (it applies it to queues)
+    except BadSubjectError as exc:
+        raise BadSubjectError(str(exc).replace("queue", what, 1)) from None
+    return text.encode("utf-8", "surrogateescape")
+
+
+def tls_state(ssl_object: Any) -> Optional[Dict[str, Any]]:
+    """The live TLS session of a connection as ``nc.tls_info`` shows it (None without
+    TLS): ``version`` (``"TLSv1.3"``), ``cipher`` (its name), ``cipher_bits``,
+    ``peer_cert`` (the server's certificate as ``ssl.SSLSocket.getpeercert()`` decodes
+    it; ``{}`` when it was not verified), ``peer_cert_der`` (its DER bytes) and
+    ``server_hostname``."""
+    if ssl_object is None:
+        return None
+    cipher = ssl_object.cipher()
+    return {
+        "version": ssl_object.version(),
+        "cipher": cipher[0] if cipher else None,
+        "cipher_bits": cipher[2] if cipher else None,
+        "peer_cert": ssl_object.getpeercert() or {},
+        "peer_cert_der": ssl_object.getpeercert(binary_form=True),
+        "server_hostname": ssl_object.server_hostname,
+    }
 
 
 # -- events returned by receive_data ---------------------------------------------------
@@ -119,7 +167,8 @@ class SubscriptionBase(_impl.SubState):
     (its ``Subscription`` subclass) and registers them with :meth:`ConnectionCore.add_sub`.
     """
 
-    __slots__ = ("sid", "subject", "queue", "_cb", "_closed", "_task", "_draining", "__weakref__")
+    __slots__ = ("sid", "subject", "queue", "_cb", "_closed", "_task", "_draining", "_status", "_status_cbs",
+                 "_perm_err", "_runner_done", "__weakref__")
 
     def __init__(self, owner: Any, sid: int, subject: str, queue: Optional[str],
                  cb: Optional[Callable[..., Any]], signal: Any, pending_msgs_limit: int,
@@ -132,8 +181,8 @@ class SubscriptionBase(_impl.SubState):
         self._direct: Optional[Callable[[Msg], None]] = None
         self._pending: Deque[Msg] = deque()
         self._pending_bytes = 0
-        self._pmsgs_limit = pending_msgs_limit if pending_msgs_limit > 0 else 1 << 62
-        self._pbytes_limit = pending_bytes_limit if pending_bytes_limit > 0 else 1 << 62
+        self._pmsgs_limit = pending_msgs_limit if pending_msgs_limit > 0 else _NO_LIMIT
+        self._pbytes_limit = pending_bytes_limit if pending_bytes_limit > 0 else _NO_LIMIT
         self._dropped = 0
         self._slow = False
         self.delivered = 0
@@ -142,6 +191,10 @@ class SubscriptionBase(_impl.SubState):
         self._signal = signal
         self._task: Any = None
         self._draining = False
+        self._status = SUB_ACTIVE
+        self._status_cbs: Optional[List[Callable[[str], Any]]] = None  # add_status_listener
+        self._perm_err: Optional[BaseException] = None  # the server refused it (permission_err_on_subscribe)
+        self._runner_done = False  # the callback runner (task/thread) has ended
 
     @property
     def pending_msgs(self) -> int:
@@ -158,6 +211,30 @@ class SubscriptionBase(_impl.SubState):
     @property
     def is_valid(self) -> bool:
         return not self._closed
+
+    @property
+    def status(self) -> str:
+        """``"active"``, ``"slow_consumer"`` (dropping messages), ``"draining"`` or ``"closed"``."""
+        return self._status
+
+    @property
+    def pending_limits(self) -> Tuple[int, int]:
+        """(messages, bytes) this subscription may hold before it drops (-1: no limit)."""
+        return (-1 if self._pmsgs_limit >= _NO_LIMIT else int(self._pmsgs_limit),
+                -1 if self._pbytes_limit >= _NO_LIMIT else int(self._pbytes_limit))
+
+    def set_pending_limits(self, msgs: int, bytes: int) -> None:  # noqa: A002 - nats.go's names
+        """Change how many messages and bytes may wait before new ones are dropped (a
+        negative value: no limit; 0 is refused, as nats.go). Messages already held stay."""
+        for what, v in (("msgs", msgs), ("bytes", bytes)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise ValueError(f"pending limit {what} must be an int, not {type(v).__name__}")
+            if v == 0:
+                raise ValueError(f"pending limit {what} must not be 0 (a negative value means no limit)")
+        if self._closed:
+            raise SubscriptionClosedError("subscription closed")
+        self._pmsgs_limit = msgs if msgs > 0 else _NO_LIMIT
+        self._pbytes_limit = bytes if bytes > 0 else _NO_LIMIT
 
     def _take(self) -> Optional[Msg]:
         """Pop the next pending message (or None)."""
@@ -195,6 +272,7 @@ class ConnectionCore:
         self.info: Dict[str, Any] = {}
         self.headers_ok = True
         self._status = DISCONNECTED
+        self.on_status: Optional[Callable[[str], None]] = None  # the driver hears of each change
         self.reconnects = 0
         self.last_error: Optional[BaseException] = None
         self._nuid = NUID()
@@ -206,8 +284,11 @@ class ConnectionCore:
 
     @status.setter
     def status(self, value: str) -> None:
+        old = self._status
         self._status = value
         self.outbox.connected = value == CONNECTED  # the publish fast path runs only then
+        if value != old and self.on_status is not None:
+            self.on_status(value)
 
     @property
     def max_payload(self) -> int:
@@ -266,7 +347,7 @@ class ConnectionCore:
         # over WebSocket the server's websocket URLs (it sends them as connect_urls)
         urls = (self.pool.ws and info.get("ws_connect_urls")) or info.get("connect_urls") or []
         added: List[str] = []
-        if urls:
+        if urls and not self.opts.ignore_discovered_servers:
             added = self.pool.add_discovered(urls, tls=bool(info.get("tls_required")))
         ldm = bool(info.get("ldm"))
         if initial or not (added or ldm):
@@ -295,13 +376,55 @@ class ConnectionCore:
         fields.update(self.creds.connect_fields(self.info, url_user, url_password, answers))
         return b"CONNECT " + orjson.dumps(fields) + b"\r\n"
 
+    def check_filter(self, subject: str, queue: Optional[str]) -> None:
+        """Raise ``BadSubjectError`` for what cannot be subscribed to: the encoder's
+        ``validate_filter``, or with ``skip_subject_validation`` :func:`lax_wire`'s checks."""
+        if not self.opts.skip_subject_validation:
+            _impl.validate_filter(subject, queue)
+            return
+        lax_wire(subject)
+        if queue:
+            lax_wire(queue, "queue")
+
+    def append_sub(self, buf: bytearray, subject: str, queue: Optional[str], sid: int) -> None:
+        """Append a SUB: the encoder's (checked as a filter), or with
+        ``skip_subject_validation`` one checked only by :func:`lax_wire`."""
+        if not self.opts.skip_subject_validation:
+            _impl.append_sub(buf, subject, queue, sid)
+            return
+        s = lax_wire(subject)
+        if queue:
+            buf += b"SUB %s %s %d\r\n" % (s, lax_wire(queue, "queue"), sid)
+        else:
+            buf += b"SUB %s %d\r\n" % (s, sid)
+
+    def append_pub_lax(self, subject: str, reply: Optional[str], hdr: Any, data: Any) -> None:
+        """``skip_subject_validation``: append a PUB/HPUB (``hdr``: encoded headers or
+        None) whose subject and reply are checked only by :func:`lax_wire`, counted as
+        the outbox counts (the caller holds the writer's lock)."""
+        s = lax_wire(subject)
+        r = b" " + lax_wire(reply, "reply") if reply else b""
+        n = memoryview(data).nbytes
+        outbox = self.outbox
+        buf = outbox.buf
+        if hdr is None:
+            buf += b"PUB %s%s %d\r\n" % (s, r, n)
+        else:
+            hn = memoryview(hdr).nbytes
+            buf += b"HPUB %s%s %d %d\r\n" % (s, r, hn, hn + n)
+            buf += hdr
+        buf += data
+        buf += b"\r\n"
+        outbox.out_msgs += 1
+        outbox.out_bytes += n
+
     def resubscribe_bytes(self) -> bytes:
         """SUB (and UNSUB for auto-unsubscribe remainders) of every live subscription."""
         buf = bytearray()
         for sub in list(self.subs.values()):
             if sub._closed:
                 continue
-            _impl.append_sub(buf, sub.subject, sub.queue, sub.sid)
+            self.append_sub(buf, sub.subject, sub.queue, sub.sid)
             if sub._max:
                 left = sub._max - sub.delivered
                 if left <= 0:
@@ -328,8 +451,7 @@ class ConnectionCore:
 
     def _auto_unsub_done(self, sub: SubscriptionBase) -> None:
         self.subs.pop(sub.sid, None)
-        sub._closed = True
-        sub._signal.set()
+        sub._mark_closed()
 
     def _control(self, ev: Any) -> None:
         op = ev[0]
@@ -359,6 +481,9 @@ class ConnectionCore:
         required, ...) is followed by the server closing the connection, and drops it."""
         low = text.lower()
         if low.startswith("permissions violation"):
+            m = _SUB_VIOLATION.match(text)
+            if m is not None:  # a refused SUB: its subject (and queue) name the subscription(s)
+                return ServerError(PermissionViolationError(text, m.group(1), m.group(2)), fatal=False)
             return ServerError(PermissionsError(text), fatal=False)
         if low.startswith(("invalid subject", "invalid publish subject", "invalid subscription")):
             return ServerError(BadSubjectError(f"server error: {text}"), fatal=False)

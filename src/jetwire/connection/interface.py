@@ -17,7 +17,7 @@ or wait.
 from __future__ import annotations
 
 import ssl
-from typing import Any, Callable, Optional, Protocol, TypeVar
+from typing import Any, Callable, Dict, Optional, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -190,6 +190,10 @@ class TransportAPI(Protocol):
 
     @property
     def write_paused(self) -> bool: ...
+
+    @property
+    def tls_info(self) -> Optional[Dict[str, Any]]:
+        """The live TLS session (``version``, ``cipher``, ``peer_cert``, ...), None without TLS."""
 
     def close(self) -> None: ...
 

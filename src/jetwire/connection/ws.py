@@ -10,7 +10,7 @@ takeover either way) and uses it only when the server accepts.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import Connection
@@ -56,13 +56,15 @@ class WsAdapter:
     the NATS stream. Not thread-safe: the blocking transport serialises ``encode``.
     """
 
-    __slots__ = ("host", "path", "compression", "_ws", "_conn", "_control", "_head_bytes",
+    __slots__ = ("host", "path", "compression", "headers", "_ws", "_conn", "_control", "_head_bytes",
                  "peer_closed", "compressed")
 
-    def __init__(self, host: str, path: str = "/", compression: bool = False) -> None:
+    def __init__(self, host: str, path: str = "/", compression: bool = False,
+                 headers: Optional[List[Tuple[bytes, bytes]]] = None) -> None:
         self.host = host  # the Host header: "host:port"
         self.path = path or "/"
         self.compression = compression
+        self.headers = headers or []  # extra header lines of the upgrade request (ws_headers)
         self._ws = WSConnection(ConnectionType.CLIENT)
         self._conn: Optional[Connection] = None
         self._control = bytearray()
@@ -83,7 +85,8 @@ class WsAdapter:
         if self.compression:
             extensions.append(PerMessageDeflate(client_no_context_takeover=True,
                                                 server_no_context_takeover=True))
-        return self._ws.send(Request(host=self.host, target=self.path, extensions=extensions))
+        return self._ws.send(Request(host=self.host, target=self.path, extensions=extensions,
+                                     extra_headers=list(self.headers)))
 
     def receive(self, data: Any) -> bytes:
         """Take bytes read from the socket; return the NATS bytes they complete."""
