@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures as cf
 import json
+import time
 
 import orjson
 import pytest
@@ -18,12 +19,20 @@ PREFIX = "_INBOX.mux."
 
 def make(impl, make_ack=PubAck.plain, lock=None):
     class Mux(impl.AckMux):
-        __slots__ = ("others", "pops")
+        __slots__ = ("others", "pops", "arms", "expired")
 
         def __init__(self) -> None:
             super().__init__(PREFIX, make_ack, lock)
             self.others: list = []
             self.pops = 0
+            self.arms: list = []
+            self.expired: list = []
+
+        def _arm(self, at):
+            self.arms.append(at)
+
+        def _expired(self, entries):
+            self.expired.extend(entries)
 
         def _other(self, msg, token, entry):
             self.others.append((msg, token, entry))
@@ -58,7 +67,8 @@ def test_add_tokens_and_entries(impl):
     t1 = mux.add(f, "s.x", None, b"d", 2, 0.25)
     t2 = mux.add(f, "s.y", b"NATS/1.0\r\n\r\n", b"e", -1, 1.0)
     assert (t1, t2) == ("1", "2") and mux._n == 2
-    assert mux.pending == {"1": (f, "s.x", None, b"d", 2, 0.25), "2": (f, "s.y", b"NATS/1.0\r\n\r\n", b"e", -1, 1.0)}
+    assert mux.pending == {"1": (f, "s.x", None, b"d", 2, 0.25, None),
+                           "2": (f, "s.y", b"NATS/1.0\r\n\r\n", b"e", -1, 1.0, None)}
     assert mux.prefix == PREFIX and mux._plen == len(PREFIX)
     assert mux.stall_waiters == [] and mux.complete_waiters == [] and mux.wake_at == 0
     with pytest.raises(TypeError):
@@ -130,7 +140,7 @@ def test_submit_registers_then_publishes_with_the_token_reply(impl):
     assert mux.submit(fut, "orders.new", b"x", 2, 0.25, publish) == "result"
     ((token, entry),) = mux.pending.items()
     assert sent == [("orders.new", b"x", PREFIX + token)]
-    assert entry == (fut, "orders.new", None, b"x", 2, 0.25)
+    assert entry == (fut, "orders.new", None, b"x", 2, 0.25, None)
     mux.on_msg(Msg(PREFIX + token, b'{"stream":"S","seq":7}'))
     assert fut.result(0) == PubAck(stream="S", seq=7) and not mux.pending
 
@@ -256,3 +266,112 @@ def test_lock_is_released(impl):
     tok = mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25)
     mux.on_msg(Msg(PREFIX + tok, b"other"))
     assert not lock.locked() and mux.pops == 1 and len(mux.others) == 1
+
+
+# --- ack deadlines ------------------------------------------------------------------
+INF = float("inf")
+
+
+def test_deadlines_live_in_the_entries_with_one_timer(impl):
+    mux = make(impl)
+    assert mux.armed_at == INF
+    t0 = time.monotonic()
+    assert mux.submit(impl.AckFuture(), "s", b"1", 2, 0.25, lambda *a: None, 5.0) is None
+    mux.submit(impl.AckFuture(), "s", b"2", 2, 0.25, lambda *a: None, 5.0)
+    t1 = time.monotonic()
+    d1, d2 = (e[6] for e in mux.pending.values())
+    assert list(mux.pending) == ["1", "2"] and t0 + 5 <= d1 <= d2 <= t1 + 5
+    assert mux.arms == [d1] and mux.armed_at == d1  # armed once, for the earliest
+    tok = mux.add(impl.AckFuture(), "s", None, b"3", 2, 0.25, 1.0)  # a shorter timeout: armed earlier
+    assert tok == "3" and len(mux.arms) == 2 and mux.arms[1] == mux.armed_at == mux.pending["3"][6] < d1
+    mux.add(impl.AckFuture(), "s", None, b"4", 2, 0.25)  # no deadline
+    mux.submit(impl.AckFuture(), "s", b"5", 2, 0.25, lambda *a: None, None)
+    assert mux.pending["4"][6] is None and mux.pending["5"][6] is None and len(mux.arms) == 2
+
+
+@pytest.mark.parametrize("locked", [False, True])
+def test_expire_fails_what_is_pending_frees_it_and_ignores_a_late_ack(impl, locked):
+    lock = impl.Lock() if locked else None
+    mux = make(impl, lock=lock)
+    futs = [impl.AckFuture() for _ in range(4)]
+    t0 = time.monotonic()
+    for i, f in enumerate(futs):
+        mux.submit(f, "s", b"%d" % i, 2, 0.25, lambda *a: None, 2.0 if i < 3 else None)
+    at = mux.armed_at
+    mux.on_msg(Msg(PREFIX + "2", b'{"stream":"S","seq":2}'))  # answered in time
+    assert mux.expire(t0 + 1.0, at) == 0 and not mux.expired  # nothing due yet (a timer fired early) ...
+    assert mux.armed_at == mux.pending["1"][6] == at and mux.arms == [at, at]  # ... re-arms
+    assert mux.expire(time.monotonic() + 2.0, at) == 2
+    assert [e[0] for e in mux.expired] == [futs[0], futs[2]] and [e[3] for e in mux.expired] == [b"0", b"2"]
+    assert list(mux.pending) == ["4"]  # the window is freed
+    assert mux.armed_at == INF and mux.arms == [at, at]  # nothing left to time
+    assert not futs[0].done()  # failing the futures is the subclass's (_expired)
+    mux.on_msg(Msg(PREFIX + "1", b'{"stream":"S","seq":1}'))  # late acks: ignored
+    mux.on_msg(Msg(PREFIX + "3", b'{"stream":"S","seq":3}'))
+    assert not futs[0].done() and not futs[2].done() and not mux.others and mux.pops == 0
+    assert futs[1].result(0).seq == 2
+    if lock is not None:
+        assert not lock.locked()
+
+
+def test_the_live_timer_rearms_for_the_earliest_deadline_stale_ones_do_not(impl):
+    mux = make(impl)
+    t0 = time.monotonic()
+    mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25, 1.0)
+    first = mux.armed_at
+    mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25, 10.0)
+    mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25, 0.5)  # earlier: a new live timer
+    live = mux.armed_at
+    assert mux.arms == [first, live] and live < first
+    assert mux.expire(first + 0.001, first) == 2  # the stale timer expires what is due ...
+    assert mux.armed_at == live and mux.arms == [first, live]  # ... and arms nothing
+    assert mux.expire(live, live) == 0  # the live one: the next deadline is the 10 s one
+    nxt = mux.pending["2"][6]
+    assert mux.armed_at == nxt and mux.arms[-1] == nxt and t0 + 10 <= nxt
+    # a deadline that is (nearly) due re-arms at least the grain later: publishes made
+    # microseconds apart expire together
+    mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25, 10.0)
+    assert mux.expire(nxt, nxt) == 1
+    assert list(mux.pending) == ["4"]
+    assert mux.armed_at == max(mux.pending["4"][6], nxt + 0.02) and mux.arms[-1] == mux.armed_at
+    mux.on_msg(Msg(PREFIX + "4", b'{"stream":"S","seq":4}'))
+    assert mux.expire(mux.armed_at, mux.armed_at) == 0 and mux.armed_at == INF  # nothing pending: no timer
+    tok = mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25, 3.0)  # a new deadline arms a new timer
+    assert mux.arms[-1] == mux.armed_at == mux.pending[tok][6]
+    mux.disarm()
+    assert mux.armed_at == INF and list(mux.pending) == [tok]
+
+
+def test_submit_with_a_deadline_that_fails_to_publish(impl):
+    mux = make(impl)
+
+    def failing(subject, data, reply):
+        raise ConnectionError("closed")
+
+    with pytest.raises(ConnectionError):
+        mux.submit(impl.AckFuture(), "s", b"1", 2, 0.25, failing, 1.0)
+    assert not mux.pending and len(mux.arms) == 1  # the timer finds nothing
+    assert mux.expire(time.monotonic() + 2, mux.armed_at) == 0 and not mux.expired and mux.armed_at == INF
+    with pytest.raises(TypeError):
+        mux.submit(impl.AckFuture(), "s", b"2", 2, 0.25, lambda *a: None, "soon")
+    assert not mux.pending  # a bad timeout registers nothing
+
+
+def test_expiry_twins_agree():
+    """The same publishes, acks and timer calls give the same outcome in both twins."""
+    from jetwire import _impl
+
+    outcomes = []
+    for impl in _impl.implementations().values():
+        mux = make(impl)
+        base = time.monotonic()
+        for i in range(30):
+            mux.add(impl.AckFuture(), "s", None, b"%d" % i, 2, 0.25, (0.5, 1.0, None)[i % 3])
+        for tok in ("2", "3", "7", "8", "20", "29"):
+            mux.on_msg(Msg(PREFIX + tok, b'{"stream":"S","seq":1}'))
+        counts = [mux.expire(base + dt) for dt in (0.2, 0.75, 1.5)]
+        outcomes.append((counts, list(mux.pending), [e[3] for e in mux.expired]))
+    assert all(o == outcomes[0] for o in outcomes)
+    counts, pending, expired = outcomes[0]
+    assert counts == [0, 9, 6]
+    assert pending == [str(i + 1) for i in range(30) if i % 3 == 2 and i + 1 != 3]  # those without a deadline

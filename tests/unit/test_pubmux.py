@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import threading
+import time
 
 import pytest
 
@@ -100,6 +101,19 @@ def test_no_responders_retries_then_fails():
     assert len(retried) == 2
 
 
+def test_a_retried_publish_keeps_its_deadline():
+    mux = PubAckMux(PREFIX)
+    mux.on_retry = lambda token, wait: None
+    f = AckFuture()
+    t = mux.add(f, "s.x", None, b"data", -1, 0.25, 1.0)  # retries for ever ...
+    deadline = mux.pending[t][6]
+    mux.on_msg(reply(t, status="503"))
+    assert mux.pending[t] == (f, "s.x", None, b"data", -2, 0.25, deadline)
+    assert mux.expire(deadline) == 1  # ... but not past its deadline
+    with pytest.raises(TimeoutError):
+        f.result(0)
+
+
 def test_stall_waiters_wake_at_low_water_and_complete_waiters_when_empty():
     mux = PubAckMux(PREFIX)
     entries = [add(mux) for _ in range(4)]
@@ -118,20 +132,42 @@ def test_stall_waiters_wake_at_low_water_and_complete_waiters_when_empty():
         entries[3][0].result(0)
 
 
-def test_deadlines_expire():
+def test_deadlines_expire_fail_with_timeout_free_the_window_and_tell_the_hook():
     mux = PubAckMux(PREFIX)
-    f1, t1 = add(mux)
-    f2, t2 = add(mux)
-    mux.add_deadline(10.0, t1)
-    mux.add_deadline(20.0, t2)
-    assert mux.expire(5.0) is True
-    assert not f1.done()
-    assert mux.expire(15.0) is True
+    armed = []
+    mux.call_later = lambda delay, fn, *args: armed.append((delay, fn, args))
+    failed = []
+    f1, f2 = AckFuture(), AckFuture()
+    f1._pub = ("s.x", b"data", None, lambda fut, exc: failed.append((fut, exc)))
+    t0 = time.monotonic()
+    t1 = mux.add(f1, "s.x", None, b"data", 2, 0.25, 10.0)
+    t2 = mux.add(f2, "s.x", None, b"data", 2, 0.25, 20.0)
+    ((delay, fire, (at,)),) = armed  # one timer, for the earliest deadline
+    assert 9.9 < delay <= 10.0 and at == mux.armed_at == mux.pending[t1][6] and t0 + 10 <= at
+    stall, done = cf.Future(), cf.Future()
+    mux.add_stall_waiter(stall, 1)
+    mux.add_complete_waiter(done)
+    assert mux.expire(t0 + 5.0) == 0 and not f1.done()
+    assert mux.expire(at + 0.5, at) == 1  # the live timer: expires f1, arms the next one
     with pytest.raises(TimeoutError):
         f1.result(0)
-    mux.on_msg(reply(t2, b'{"stream":"S","seq":1}'))
-    assert mux.expire(25.0) is False
-    assert f2.result(0).seq == 1
+    assert failed == [(f1, f1.exception())] and stall.result(0) is True and not done.done()
+    assert list(mux.pending) == [t2] and len(armed) == 2 and armed[1][2][0] == mux.armed_at == mux.pending[t2][6]
+    mux.on_msg(reply(t1, b'{"stream":"S","seq":1}'))  # a late ack: ignored
+    mux.on_msg(reply(t2, b'{"stream":"S","seq":2}'))
+    assert f2.result(0).seq == 2 and done.result(0) is True
+    assert mux.expire(t0 + 25.0, mux.armed_at) == 0 and mux.armed_at == float("inf")
+
+
+def test_fail_all_forgets_the_timer():
+    mux = PubAckMux(PREFIX)
+    mux.call_later = lambda *a: None
+    fut = AckFuture()
+    mux.add(fut, "s.x", None, b"data", 2, 0.25, 5.0)
+    mux.fail_all(ConnectionClosedError("closed"))
+    assert not mux.pending and mux.armed_at == float("inf")
+    with pytest.raises(ConnectionClosedError):
+        fut.result(0)
 
 
 def test_fail_all_fails_pending_wakes_waiters_and_follows_the_chain():

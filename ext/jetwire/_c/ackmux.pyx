@@ -5,8 +5,10 @@ include "common.pxi"
 
 from jetwire._c.lock cimport Lock, acquire_any, lock_acquire, lock_release, release_any
 from jetwire._c.msg cimport MsgBase
+from cpython.tuple cimport PyTuple_GET_SIZE
 
 import threading
+import time
 from concurrent.futures import Future as _CFuture
 from concurrent.futures import InvalidStateError
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
@@ -17,6 +19,38 @@ cdef object _Condition = threading.Condition
 cdef object _base_set_result = _CFuture.set_result
 cdef object _base_set_exception = _CFuture.set_exception
 cdef object _getattribute = object.__getattribute__
+cdef extern from *:
+    """
+    #include <time.h>
+    /* time.monotonic() without a Python call where it is clock_gettime(CLOCK_MONOTONIC)
+       (Linux; the same nanoseconds to float seconds as CPython), else 0: call it. */
+    #if defined(__linux__)
+    #define JW_MONO_C 1
+    static inline double jw_monotonic(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)((long long)t.tv_sec * 1000000000LL + (long long)t.tv_nsec) / 1e9;
+    }
+    #else
+    #define JW_MONO_C 0
+    static inline double jw_monotonic(void) { return 0.0; }
+    #endif
+    """
+    const int JW_MONO_C
+    double jw_monotonic() nogil
+
+cdef object _monotonic = time.monotonic
+
+
+cdef inline double _now() except? -1.0:
+    if JW_MONO_C:
+        return jw_monotonic()
+    return <double>_monotonic()
+
+cdef double _INF = float("inf")
+# the deadlines' timer re-arms at least this much later (publishes sent microseconds
+# apart expire together, and their acks are not looked for once per publish)
+cdef double _GRAIN = 0.02
 cdef Lock _lazy = Lock()  # makes a future's condition, and resolves a future that has none
 
 
@@ -143,9 +177,9 @@ cdef class AckMux:
     ``jetwire.jetstream.pubmux.PubAckMux``, which documents the whole).
 
     ``pending`` maps a token to ``(future, subject, header_bytes_or_None, data,
-    retries_left, retry_wait)``; ``add()`` registers a publish under the next token
-    (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one reply on
-    ``<prefix><token>``: an unknown token is ignored; the usual answer
+    retries_left, retry_wait, deadline_or_None)``; ``add()`` registers a publish under
+    the next token (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one
+    reply on ``<prefix><token>``: an unknown token is ignored; the usual answer
     ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, n)``
     (the ack type's constructor, such as ``PubAck.plain``), which resolves the
     entry's future through its ``set_result`` (an error from it -- a future done or
@@ -154,9 +188,22 @@ cdef class AckMux:
     completion waiter once none is. Any other reply (or ``make_ack`` None) goes
     to ``self._other(msg, token, entry)`` after the entry was popped.
 
-    Threads: ``lock`` (None: a single thread) guards ``_n`` and ``pending``'s entries
-    (``add`` from publishing threads, ``on_msg`` from the reader); the subclass takes
-    it for its own state too. Futures are resolved and callbacks run outside it.
+    Ack deadlines: ``add``/``submit`` with a ``timeout`` (seconds) put the deadline
+    ``time.monotonic() + timeout`` in the entry. One timer serves them all:
+    ``armed_at`` is when the live one fires (inf: none); a deadline earlier than that
+    calls ``self._arm(deadline)`` (outside the lock), which must arrange
+    ``expire(now, deadline)`` at that time. ``expire(now, at=None)`` removes the
+    pending entries whose deadline is ``<= now``, hands them to
+    ``self._expired(entries)`` (outside the lock), and, when ``at`` is the live timer's,
+    arms the next one for the earliest deadline still pending (at least ``_GRAIN``
+    after ``now``). Nothing is kept per publish once it is answered, and a publisher
+    whose acks come in time has the timer fire about once per timeout. A late ack for
+    an expired token finds no entry and is ignored.
+
+    Threads: ``lock`` (None: a single thread) guards ``_n``, ``pending``'s entries and
+    ``armed_at`` (``add`` from publishing threads, ``on_msg`` from the reader,
+    ``expire`` from the timer); the subclass takes it for its own state too. Futures
+    are resolved and callbacks run outside it.
     """
 
     cdef public str prefix
@@ -168,6 +215,7 @@ cdef class AckMux:
     cdef public long long wake_at
     cdef public object make_ack
     cdef public object lock
+    cdef public double armed_at
 
     def __init__(self, prefix, make_ack=None, lock=None):
         if type(prefix) is not str:
@@ -181,42 +229,57 @@ cdef class AckMux:
         self.wake_at = 0
         self.make_ack = make_ack
         self.lock = lock
+        self.armed_at = _INF
 
-    def add(self, fut, subject, hdr, data, retries, retry_wait):
-        """Register a publish; returns its token (the reply subject is ``prefix + token``)."""
-        cdef object entry = (fut, subject, hdr, data, retries, retry_wait)
+    cdef object _register(self, object fut, object subject, object hdr, object data, object retries,
+                          object retry_wait, object timeout):
+        """Register a publish under the next token; returns the token, or ``(token,
+        deadline)`` when a timer must be armed for its deadline."""
         cdef object lock = self.lock
-        cdef object token
+        cdef object token, entry, deadline = None
+        cdef double d = 0.0
+        cdef bint arm = False
+        if timeout is not None:
+            d = _now() + <double>timeout
+            deadline = d
+        entry = (fut, subject, hdr, data, retries, retry_wait, deadline)
         if lock is not None:
             acquire_any(lock)
         try:
             self._n += 1
             token = str(self._n)
             self.pending[token] = entry
+            if deadline is not None and d < self.armed_at:
+                self.armed_at = d
+                arm = True
         finally:
             if lock is not None:
                 release_any(lock)
+        if arm:
+            return (token, deadline)
         return token
 
-    def submit(self, fut, subject, data, retries, retry_wait, publish):
-        """``add(fut, subject, None, data, retries, retry_wait)`` and then
+    def add(self, fut, subject, hdr, data, retries, retry_wait, timeout=None):
+        """Register a publish; returns its token (the reply subject is ``prefix + token``).
+        ``timeout``: seconds to wait for its ack (None: no deadline)."""
+        cdef object token = self._register(fut, subject, hdr, data, retries, retry_wait, timeout)
+        if type(token) is tuple:
+            self._arm((<tuple>token)[1])
+            token = (<tuple>token)[0]
+        return token
+
+    def submit(self, fut, subject, data, retries, retry_wait, publish, timeout=None):
+        """``add(fut, subject, None, data, retries, retry_wait, timeout)`` and then
         ``publish(subject, data, prefix + token)``, whose result it returns; when
         ``publish`` raises, the entry is removed again (waking a waiter that is due) and
         the exception propagates."""
-        cdef object entry = (fut, subject, None, data, retries, retry_wait)
         cdef object lock = self.lock
-        cdef object token
+        cdef object token = self._register(fut, subject, None, data, retries, retry_wait, timeout)
         cdef Py_ssize_t n
         cdef bint wake
-        if lock is not None:
-            acquire_any(lock)
-        try:
-            self._n += 1
-            token = str(self._n)
-            self.pending[token] = entry
-        finally:
-            if lock is not None:
-                release_any(lock)
+        if type(token) is tuple:
+            self._arm((<tuple>token)[1])
+            token = (<tuple>token)[0]
         try:
             return publish(subject, data, self.prefix + token)
         except BaseException:
@@ -232,6 +295,59 @@ cdef class AckMux:
             if wake:
                 self._after_pop()
             raise
+
+    def expire(self, double now, at=None):
+        """Expire the pending publishes whose deadline is ``<= now`` (see the class
+        docstring); ``at``: the time the calling timer was armed for. Returns how many
+        expired."""
+        cdef object lock = self.lock
+        cdef list expired = []
+        cdef list due = []
+        cdef object token, entry, dl
+        cdef double nxt = _INF, d
+        cdef bint rearm = False
+        cdef dict pending = self.pending
+        if lock is not None:
+            acquire_any(lock)
+        try:
+            for token, entry in pending.items():
+                if type(entry) is not tuple or PyTuple_GET_SIZE(entry) < 7:
+                    continue
+                dl = (<tuple>entry)[6]
+                if dl is None:
+                    continue
+                d = <double>dl
+                if d <= now:
+                    due.append(token)
+                elif d < nxt:
+                    nxt = d
+            for token in due:
+                expired.append(pending.pop(token))
+            if at is not None and <double>at == self.armed_at:  # the live timer
+                if nxt == _INF:
+                    self.armed_at = _INF
+                else:
+                    if nxt < now + _GRAIN:
+                        nxt = now + _GRAIN
+                    self.armed_at = nxt
+                    rearm = True
+        finally:
+            if lock is not None:
+                release_any(lock)
+        if expired:
+            self._expired(expired)
+        if rearm:
+            self._arm(nxt)
+        return len(expired)
+
+    def disarm(self):
+        """Forget the live timer (the mux closed): the next deadline arms a new one."""
+        cdef object lock = self.lock
+        if lock is not None:
+            acquire_any(lock)
+        self.armed_at = _INF
+        if lock is not None:
+            release_any(lock)
 
     def on_msg(self, msg):
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
@@ -274,4 +390,10 @@ cdef class AckMux:
         raise NotImplementedError
 
     def _after_pop(self):
+        raise NotImplementedError
+
+    def _arm(self, at):
+        raise NotImplementedError
+
+    def _expired(self, entries):
         raise NotImplementedError

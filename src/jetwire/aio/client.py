@@ -59,6 +59,7 @@ from ..errors import (
     TimeoutError,
     payload_type_error,
 )
+from ..jetstream.pubmux import CONTEXT_TIMEOUT
 from ..msg import Msg
 from ..options import Options, Server, make_options, ws_header_list
 from . import _prims as prims
@@ -1326,13 +1327,16 @@ class Client:
     def jetstream(self, domain: Optional[str] = None, api_prefix: Optional[str] = None, timeout: float = 5.0,
                   publish_async_max_pending: int = 4000, trace_cb: Optional[Callable[..., Any]] = None,
                   publish_async_err_cb: Optional[Callable[..., Any]] = None,
-                  validate: bool = False) -> "JetStream":
-        """A JetStream context over this connection (options: see ``JetStream``)."""
+                  validate: bool = False, publish_async_timeout: Any = CONTEXT_TIMEOUT) -> "JetStream":
+        """A JetStream context over this connection (options: see ``JetStream``;
+        ``publish_async_timeout``: the default ack deadline of ``publish_async``, the
+        context's ``timeout`` unless given, None for none)."""
         from .jetstream import JetStream
 
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout,
                          publish_async_max_pending=publish_async_max_pending, trace_cb=trace_cb,
-                         publish_async_err_cb=publish_async_err_cb, validate=validate)
+                         publish_async_err_cb=publish_async_err_cb, validate=validate,
+                         publish_async_timeout=publish_async_timeout)
 
 
 class Link:

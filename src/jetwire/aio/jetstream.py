@@ -58,7 +58,7 @@ from ..jetstream.manage import (
     validate_filter_subjects,
 )
 from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
-from ..jetstream.pubmux import AckFuture, AioAckFuture, PubAckMux  # noqa: F401 - one future per flavour
+from ..jetstream.pubmux import CONTEXT_TIMEOUT, AckFuture, AioAckFuture, PubAckMux  # noqa: F401 - one future per flavour
 from ..jetstream.validate import validate_consumer_name, validate_stream_name
 from ..msg import Msg
 from ..schemas import check_request
@@ -81,8 +81,15 @@ _from_ack = PubAck.from_json_bytes
 _new_future = AioAckFuture  # aio-only
 # sync-only: _new_future = AckFuture  # a concurrent.futures.Future that is cheap to make and resolve
 
-# how often pending async-publish ack deadlines are checked (only when a timeout is given)
-_SWEEP_INTERVAL = 0.05
+
+def _ack_timeout(value: Any, name: str) -> Optional[float]:
+    """An async-publish ack timeout: None (no deadline; also for infinity) or seconds > 0."""
+    if value is None:
+        return None
+    if type(value) is bool or not isinstance(value, (int, float)) or not value > 0:
+        raise InvalidOptionError(f"{name} must be None or a number of seconds > 0, not {value!r}")
+    value = float(value)
+    return None if value == float("inf") else value
 
 
 def _none() -> None:
@@ -157,7 +164,7 @@ def _takes_three(cb: Callable[..., Any]) -> bool:
 
 class JetStream:
     """JetStream over one connection: ``nc.jetstream(domain=, api_prefix=, timeout=,
-    publish_async_max_pending=, trace_cb=, validate=)``.
+    publish_async_max_pending=, publish_async_timeout=, trace_cb=, validate=)``.
 
     ``validate=True`` checks every API request against its JSON Schema
     (:mod:`jetwire.schemas`) before it is sent, completed with the fields the published
@@ -166,6 +173,13 @@ class JetStream:
     Async publishes share one reply subscription (and one count of acks in flight) per
     connection; ``publish_async_max_pending`` bounds that count for publishes made
     through this context.
+
+    ``publish_async_timeout`` (nats.go's ``WithPublishAsyncTimeout``): how long a
+    ``publish_async`` of this context waits for its ack by default, ``timeout`` unless
+    given (the same bound as ``publish``); None: no deadline. A publish whose ack does
+    not come in time fails with ``TimeoutError`` (and reaches ``publish_async_err_cb``),
+    and its slot in the window is freed; the server may still have stored it, so
+    publish it again with the same ``msg_id``.
 
     ``trace_cb(subject, payload)`` (nats.go's ``ClientTrace``; plain or, in aio, a
     coroutine function) is called twice for every JetStream API request this context
@@ -188,7 +202,8 @@ class JetStream:
     def __init__(self, nc: Any, domain: Optional[str] = None, api_prefix: Optional[str] = None,
                  timeout: float = 5.0, publish_async_max_pending: int = 4000,
                  trace_cb: Optional[Callable[[str, bytes], Any]] = None,
-                 publish_async_err_cb: Optional[Callable[..., Any]] = None, validate: bool = False) -> None:
+                 publish_async_err_cb: Optional[Callable[..., Any]] = None, validate: bool = False,
+                 publish_async_timeout: Any = CONTEXT_TIMEOUT) -> None:
         if domain is not None and api_prefix is not None:
             raise ValueError("give domain or api_prefix, not both")
         if domain:
@@ -205,6 +220,9 @@ class JetStream:
         self._domain = domain
         self._timeout = timeout
         self._max_pending = publish_async_max_pending
+        if publish_async_timeout is CONTEXT_TIMEOUT:
+            publish_async_timeout = timeout
+        self._ack_timeout = _ack_timeout(publish_async_timeout, "publish_async_timeout")
         self._mux: Optional[PubAckMux] = None
         self._publish = nc.publish  # the outbox's compiled fast path once connected
         # what publish_async returns: a future of the connection's loop (made without
@@ -213,8 +231,6 @@ class JetStream:
         self._make_future: Any = None  # aio-only
         # sync-only: self._make_future = _new_future
         self._nuid = NUID()
-        self._sweep_lock = prims.write_lock()
-        self._sweeper: Any = None
         self._trace_cb = trace_cb
         if publish_async_err_cb is not None and not callable(publish_async_err_cb):
             raise TypeError("publish_async_err_cb must be callable")
@@ -722,6 +738,7 @@ class JetStream:
             link.call_later(wait, resend, token)
 
         mux.on_retry = on_retry
+        mux.call_later = link.call_later  # the ack deadlines' one timer
         mux.sub = link.subscribe_direct(mux.prefix + "*", mux.on_msg)
         link.on_lost(mux.fail_sent)  # the acks of what went out are lost with the connection
         link.on_close(mux.fail_all)
@@ -754,26 +771,36 @@ class JetStream:
                             msg_id: Optional[str] = None, expected_stream: Optional[str] = None,
                             expected_last_seq: Optional[int] = None,
                             expected_last_subject_seq: Optional[int] = None,
-                            expected_last_msg_id: Optional[str] = None, timeout: Optional[float] = None,
+                            expected_last_msg_id: Optional[str] = None, timeout: Any = CONTEXT_TIMEOUT,
                             retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2,
                             ttl: Optional[float] = None) -> Any:
         """Publish without waiting for the ack; returns a future resolving to the
         ``PubAck`` (or failing with the typed error, ``NoStreamResponseError`` after the
         no-responders retries, ``ConnectionClosedError`` when the connection closes,
         ``ConnectionLostError`` when it is lost before the ack, or ``TimeoutError`` when
-        ``timeout`` seconds pass without an ack).
+        no ack came within ``timeout``).
+
+        ``timeout``: the ack deadline in seconds; by default the context's
+        ``publish_async_timeout`` (its ``timeout``, 5 s, unless set), None for no
+        deadline. A future still pending at its deadline fails with ``TimeoutError``
+        (also handed to ``publish_async_err_cb``), its slot in the window is freed and a
+        late ack for it is ignored, so every future resolves in bounded time (a stream
+        leader lost with acks in flight never answers them, and the connection to a
+        surviving server does not fail them).
 
         At most ``publish_async_max_pending`` acks are awaited at once (counted over
         every context of the connection, which share one reply subscription); a
         publish that finds the window full waits up to ``stall_wait`` seconds for room,
         then raises ``TooManyStalledMsgsError``. When the connection is lost, every
-        publish still awaiting its ack fails with ``ConnectionLostError`` (the server
-        may or may not have stored it: a ``msg_id`` makes publishing it again safe);
-        publishes made while reconnecting go out once the connection is back and get
-        their acks. ``timeout`` bounds the wait for an ack (deadlines are checked every
-        50 ms). ``ttl``: a per-message TTL, as in :meth:`publish`."""
+        publish still awaiting its ack fails with ``ConnectionLostError``; publishes
+        made while reconnecting go out once the connection is back and get their acks.
+
+        A failed publish (a timeout, a lost connection) may or may not have been
+        stored: give every message a ``msg_id`` and publish the failed ones again with
+        the same id (``fut.msg`` is what was sent); the stream's duplicate window drops a
+        copy it has already stored. ``ttl``: a per-message TTL, as in :meth:`publish`."""
         mux = self._mux
-        if mux is not None and headers is None and timeout is None and msg_id is None and ttl is None \
+        if mux is not None and headers is None and timeout is CONTEXT_TIMEOUT and msg_id is None and ttl is None \
                 and expected_stream is None and expected_last_seq is None and expected_last_subject_seq is None \
                 and expected_last_msg_id is None and not mux.closed and len(mux.pending) < self._max_pending:
             # the common case: no headers, room in the window; the PUB goes through the
@@ -783,12 +810,17 @@ class JetStream:
                 make = self._make_future = prims.future_maker(_new_future)  # aio-only
             fut = make()
             fut._pub = (subject, data, None, self._on_fail)
-            # registered and published in one compiled call (removed again if publish raises)
+            # registered (with its ack deadline) and published in one compiled call
+            # (removed again if publish raises)
             # aio: what publish returns is done, or (congested) done once the socket drains
-            r = mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish)  # aio-only
+            r = mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish, self._ack_timeout)  # aio-only
             await r  # aio-only
-            # sync-only: mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish)
+            # sync-only: mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish, self._ack_timeout)
             return fut
+        if timeout is CONTEXT_TIMEOUT:
+            timeout = self._ack_timeout
+        else:
+            timeout = _ack_timeout(timeout, "timeout")
         if mux is None or mux.closed:
             mux = self._pub_mux()
         if len(mux.pending) >= self._max_pending:
@@ -810,35 +842,18 @@ class JetStream:
             make = self._make_future = prims.future_maker(_new_future)  # aio-only
         fut = make()
         fut._pub = (subject, data, headers, self._on_fail)
-        token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait)
+        token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait, timeout)
         try:
             link.publish_raw(subject, mux.prefix + token, hdr, data)
         except BaseException:
             mux.discard(token)
             raise
-        if timeout is not None:
-            self._arm_deadline(mux, token, timeout)
         await link.wait_writable()
         return fut
 
     async def publish_msg_async(self, msg: Msg, **options: Any) -> Any:
         """``publish_async(msg.subject, msg.data, msg.headers, **options)``."""
         return await self.publish_async(msg.subject, msg.data, msg.headers, **options)
-
-    def _arm_deadline(self, mux: PubAckMux, token: str, timeout: float) -> None:
-        with self._sweep_lock:
-            mux.add_deadline(prims.monotonic() + timeout, token)
-            if self._sweeper is None:
-                self._sweeper = self._link.call_every(_SWEEP_INTERVAL, self._sweep)
-
-    def _sweep(self) -> None:
-        mux = self._mux
-        with self._sweep_lock:
-            if mux is not None and mux.expire(prims.monotonic()):
-                return
-            if self._sweeper is not None:
-                self._sweeper.cancel()
-                self._sweeper = None
 
     def _current_mux(self) -> Optional[PubAckMux]:
         mux = self._mux
@@ -852,8 +867,9 @@ class JetStream:
         return len(mux.pending) if mux is not None else 0
 
     async def publish_async_complete(self, timeout: Optional[float] = None) -> None:
-        """Wait until every async publish has its ack (or failed); ``TimeoutError``
-        after ``timeout`` seconds (None waits as long as it takes)."""
+        """Wait until every async publish has its ack or failed; ``TimeoutError`` after
+        ``timeout`` seconds (None waits as long as it takes: at most until the last
+        deadline of the publishes made with one)."""
         mux = self._current_mux()
         if mux is None:
             return

@@ -7,15 +7,19 @@ ack. The driver (``jetwire.aio.jetstream`` and its generated blocking twin) owns
 subscription, the futures and the writing; this class only keeps:
 
 * ``pending``: token -> entry ``(future, subject, header_bytes_or_None, data,
-  retries_left, retry_wait)``. Its length is the number of acks in flight, which is
-  what the publish window counts;
+  retries_left, retry_wait, deadline_or_None)``. Its length is the number of acks in
+  flight, which is what the publish window counts;
 * stall waiters: futures of publishers waiting for room in the window. They are woken
   (all of them) once the window has drained to ``wake_at`` (a little hysteresis: waking
   a stalled publisher for every single freed slot would cost a thread/task switch per
   message); a waiter re-checks the window itself, so waking early or late is safe;
 * completion waiters: futures of ``publish_async_complete()`` callers, woken when
   nothing is pending any more;
-* optional per-message ack deadlines (a heap swept by the driver's timer).
+* ack deadlines (``AckMux``: each entry holds its own, and one timer on the
+  connection's scheduler, ``call_later``, is armed for the earliest): a publish still
+  pending at its deadline is removed (its slot in the window freed, waiters woken), its
+  future fails with ``TimeoutError`` (and reaches the context's
+  ``publish_async_err_cb``), and a late ack for it is ignored.
 
 :meth:`on_msg` runs straight from the reader (it is the subscription's direct
 handler): it never blocks. It parses the ack into a
@@ -35,9 +39,9 @@ lock=None)`` is for a single thread (asyncio).
 from __future__ import annotations
 
 import asyncio
-import heapq
+import time
 from contextlib import nullcontext
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional
 
 import orjson
 
@@ -46,12 +50,28 @@ from ..errors import JetStreamError, NoStreamResponseError, TimeoutError, api_er
 from ..msg import Msg
 from .models import PubAck
 
-__all__ = ["PubAckMux", "AckFuture", "AioAckFuture"]
+__all__ = ["PubAckMux", "AckFuture", "AioAckFuture", "CONTEXT_TIMEOUT"]
 
 _from_ack = PubAck.from_json_bytes
 _plain = PubAck.plain
 _loads = orjson.loads
 
+
+class _ContextTimeout:
+    """The default of ``publish_async(timeout=...)``: the JetStream context's
+    ``publish_async_timeout`` (by default its ``timeout``); None means no deadline."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<the context's publish_async_timeout>"
+
+
+CONTEXT_TIMEOUT: Any = _ContextTimeout()
+
+_monotonic = time.monotonic
+# the mux's deadlines are on time.monotonic(); a loop timer may fire a little early
+_EARLY = 0.001
 
 _NO_LOCK = nullcontext()  # what ``with`` takes when the mux has no lock (one thread)
 
@@ -115,7 +135,7 @@ class PubAckMux(_impl.AckMux):
     :meth:`_other`. ``lock``: a new ``jetwire._impl.Lock`` unless given (None: one
     thread uses the mux, asyncio)."""
 
-    __slots__ = ("closed", "close_error", "deadlines", "sub", "chain", "on_retry", "__weakref__")
+    __slots__ = ("closed", "close_error", "sub", "chain", "on_retry", "call_later", "__weakref__")
 
     def __init__(self, prefix: str, lock: Any = _NEW_LOCK) -> None:
         if lock is _NEW_LOCK:
@@ -123,11 +143,13 @@ class PubAckMux(_impl.AckMux):
         super().__init__(prefix, PubAck.plain, lock)  # prefix ends with "."
         self.closed = False
         self.close_error: Optional[BaseException] = None
-        self.deadlines: List[Tuple[float, str]] = []
         self.sub: Any = None  # the driver's reply subscription
         self.chain: Any = None  # another mux registered on the same connection before us
         # set by the driver: on_retry(token, wait) schedules a re-send (never blocks)
         self.on_retry: Optional[Callable[[str, float], None]] = None
+        # set by the driver: the connection's call_later(delay, fn, *args) (the ack
+        # deadlines' timer); None: nothing expires unless expire() is called
+        self.call_later: Optional[Callable[..., Any]] = None
 
     # -- publishing side ---------------------------------------------------------------
     # add(fut, subject, hdr, data, retries, retry_wait) -> token: compiled (AckMux)
@@ -154,20 +176,26 @@ class PubAckMux(_impl.AckMux):
             _fail(entry[0], exc)
             self._after_pop()
 
-    def add_deadline(self, deadline: float, token: str) -> None:
-        # deadlines are the timer's: the driver adds and expires them under its own lock
-        heapq.heappush(self.deadlines, (deadline, token))
+    # -- ack deadlines (entries' deadlines and armed_at are AckMux's) --------------------
+    def _arm(self, at: float) -> None:
+        """Arm the deadlines' timer for ``at`` (called by AckMux, outside the lock)."""
+        call_later = self.call_later
+        if call_later is None or self.closed:
+            return
+        try:
+            call_later(max(0.0, at - _monotonic()), self._fire, at)
+        except Exception:  # the loop or scheduler is closing: fail_all fails everything
+            pass
 
-    def expire(self, now: float) -> bool:
-        """Fail the futures whose ack deadline passed; True while deadlines remain."""
-        dl = self.deadlines
-        while dl and dl[0][0] <= now:
-            _, token = heapq.heappop(dl)
-            entry = self._pop(token)
-            if entry is not None:
-                _fail(entry[0], TimeoutError("timed out waiting for the JetStream publish ack"))
-                self._after_pop()
-        return bool(dl)
+    def _fire(self, at: float) -> None:
+        self.expire(_monotonic() + _EARLY, at)
+
+    def _expired(self, entries: List[tuple]) -> None:
+        """Fail publishes whose ack did not come by their deadline (already removed)."""
+        for entry in entries:
+            _fail(entry[0], TimeoutError("no JetStream publish ack within the publish_async timeout "
+                                         "(publish it again with the same msg_id)"))
+        self._after_pop()
 
     def add_stall_waiter(self, fut: Any, wake_at: int) -> None:
         with self.lock or _NO_LOCK:
@@ -214,7 +242,7 @@ class PubAckMux(_impl.AckMux):
                 retries = entry[4]
                 if retries != 0 and not self.closed and self.on_retry is not None:
                     with self.lock or _NO_LOCK:
-                        self.pending[token] = entry[:4] + (retries - 1, entry[5])
+                        self.pending[token] = entry[:4] + (retries - 1,) + entry[5:]  # its deadline kept
                     self.on_retry(token, entry[5])
                     return
                 _fail(fut, NoStreamResponseError("no stream answered the publish (no responders)"))
@@ -278,10 +306,10 @@ class PubAckMux(_impl.AckMux):
             self.close_error = err
             pending = self.pending
             self.pending = {}
-            self.deadlines = []
             waiters = self.stall_waiters + self.complete_waiters
             self.stall_waiters = []
             self.complete_waiters = []
+        self.disarm()
         for entry in pending.values():
             _fail(entry[0], err)
         for w in waiters:

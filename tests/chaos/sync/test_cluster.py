@@ -4,10 +4,15 @@ the stream leader killed (-9), a stepdown request, a consumer leader stepdown, t
 consumer leader killed, then the
 killed node back, caught up and made the stream leader. No acked message lost, no gap or
 duplicate seen by an ordered consumer, every message processed by a durable consumer;
-the time until publishing resumes after each fault is recorded (asyncio source; the
-blocking twin is generated)."""
+the time until publishing resumes after each fault is recorded. And the stream leader
+killed during 20,000 ``publish_async`` on a loaded machine: every future resolves within
+its ack deadline (asyncio source; the blocking twin is generated)."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
 import time
 from typing import Any
 
@@ -171,3 +176,108 @@ def test_leader_loss_and_stepdown_during_publish_and_consume(nats_cluster_factor
         assert len(resumes) == 5
     finally:
         nc.close()
+
+
+_BURN = "import time\nt = time.monotonic() + {secs}\nwhile time.monotonic() < t:\n    pass\n"
+
+
+def _burners(secs: float) -> list:
+    """A busy process per core for ``secs`` seconds at most (kill them when done)."""
+    return [subprocess.Popen([sys.executable, "-c", _BURN.format(secs=secs)]) for _ in range(os.cpu_count() or 2)]
+
+
+def test_leader_killed_during_publish_async_every_future_resolves_by_its_deadline(nats_cluster_factory):
+    """The stream leader stops (SIGSTOP: what a loaded machine does to it), is killed
+    (SIGKILL) 0.5 s later and restarted 3.5 s after that, a CPU burner per core running,
+    while the client publishes 20,000 messages with msg ids. The client stays connected
+    to a surviving node, so nothing fails the publishes in flight to the killed leader:
+    their default ack deadline (the context's timeout) does.
+    Every future resolves within the deadline plus 1 s; publishing the failed ones again
+    with their msg ids stores each message exactly once."""
+    cluster = nats_cluster_factory(3)
+    total = 20_000
+    deadline = 5.0
+    name = uniq("DL")
+    subj = f"{name}.x"
+    admin = jetwire.connect(cluster.urls)
+    nc = None
+    burners: list = []
+    restarted = threading.Event()
+    killer = None
+    try:
+        ajs = admin.jetstream(timeout=10)
+        retry(lambda: ajs.create_stream(name=name, subjects=[f"{name}.>"], storage="file", num_replicas=3))
+        leader = _node(cluster, _leader(ajs, name))
+        survivor = next(s for s in cluster if s is not leader)
+        conn = Conn()
+        nc = conn.connect(survivor.url)
+        js = nc.jetstream(timeout=deadline)  # publish_async's default ack deadline
+        sent_at: dict = {}
+        done_at: dict = {}
+        futs: dict = {}
+
+        def send(i: int) -> Any:
+            stalled_since = time.monotonic()
+            while True:
+                try:
+                    fut = js.publish_async(subj, b"%d" % i, msg_id=f"{name}-{i}")
+                except jetwire.TooManyStalledMsgsError:
+                    # the window is full of publishes to the dead leader: until they expire
+                    assert time.monotonic() - stalled_since < deadline + 5, "the window never freed"
+                    continue
+                sent_at[i] = time.monotonic()
+                fut.add_done_callback(lambda f, i=i: done_at.__setitem__(i, time.monotonic()))
+                return fut
+
+        def kill_and_restart() -> None:
+            """On a thread of its own: the publisher goes on while the leader dies. It
+            stops first (what the load does to it: publishes routed to it and never
+            read), then SIGKILL loses those: no ack ever comes for them."""
+            leader.freeze()
+            time.sleep(0.5)
+            leader.kill()
+            time.sleep(3.5)
+            leader.start()
+            restarted.set()
+
+        burners = _burners(40)
+        for i in range(total):
+            if i == total // 4:
+                killer = threading.Thread(target=kill_and_restart, daemon=True)
+                killer.start()
+            futs[i] = send(i)
+        last = time.monotonic()
+        assert wait_until(lambda: len(done_at) == total, deadline + 1.5), \
+            f"{total - len(done_at)} futures still pending {time.monotonic() - last:.1f}s after the last publish"
+        slow = {i: done_at[i] - sent_at[i] for i in futs if done_at[i] - sent_at[i] > deadline + 1.0}
+        assert not slow, f"{len(slow)} futures took longer than the deadline + 1 s: max {max(slow.values()):.2f}s"
+        first = {i for i, f in futs.items() if f.exception() is None}
+        timed_out = sum(1 for f in futs.values() if isinstance(f.exception(), jetwire.TimeoutError))
+        for p in burners:
+            p.kill()
+        assert wait_until(restarted.is_set, 30), "the killed leader did not come back"
+        acked = set(first)
+        for _ in range(10):
+            if len(acked) == total:
+                break
+            again = {i: send(i) for i in sorted(set(range(total)) - acked)}
+            js.publish_async_complete()  # returns: every future has a deadline
+            acked |= {i for i, f in again.items() if f.exception() is None}
+        assert len(acked) == total
+        msgs = read_stream(ajs, name, total)
+        ids = [int(m.data) for m in msgs]
+        record("R3 cluster: leader killed during 20k publish_async, loaded", FLAVOUR, published=total,
+               acked=len(first), stored=len(ids), lost=len(first - set(ids)), duplicated=len(ids) - len(set(ids)),
+               retried=total - len(first))
+        assert sorted(ids) == list(range(total)), "a gap or a duplicate in the stream"
+        assert ((ajs.stream(name)).info()).state.messages == total
+        assert timed_out > 0, "no publish was lost with the leader: the scenario did not happen"
+    finally:
+        for p in burners:
+            p.kill()
+            p.wait()
+        if killer is not None:
+            killer.join(30)  # the node is back before the cluster is stopped
+        if nc is not None:
+            nc.close()
+        admin.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from concurrent.futures import Future as _CFuture
 from concurrent.futures import InvalidStateError
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
@@ -13,6 +14,11 @@ from typing import Any, Callable, List, Optional, Tuple
 __all__ = ["AckMux", "AckFuture"]
 
 _DONE = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
+_monotonic = time.monotonic
+_INF = float("inf")
+# the deadlines' timer re-arms at least this much later (publishes sent microseconds
+# apart expire together, and their acks are not looked for once per publish)
+_GRAIN = 0.02
 _lazy_lock = threading.Lock()  # makes a future's condition, and resolves a future that has none
 
 
@@ -108,9 +114,9 @@ class AckMux:
     ``jetwire.jetstream.pubmux.PubAckMux``, which documents the whole).
 
     ``pending`` maps a token to ``(future, subject, header_bytes_or_None, data,
-    retries_left, retry_wait)``; ``add()`` registers a publish under the next token
-    (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one reply on
-    ``<prefix><token>``: an unknown token is ignored; the usual answer
+    retries_left, retry_wait, deadline_or_None)``; ``add()`` registers a publish under
+    the next token (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one
+    reply on ``<prefix><token>``: an unknown token is ignored; the usual answer
     ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, n)``
     (the ack type's constructor, such as ``PubAck.plain``), which resolves the
     entry's future through its ``set_result`` (an error from it -- a future done or
@@ -119,13 +125,26 @@ class AckMux:
     completion waiter once none is. Any other reply (or ``make_ack`` None) goes
     to ``self._other(msg, token, entry)`` after the entry was popped.
 
-    Threads: ``lock`` (None: a single thread) guards ``_n`` and ``pending``'s entries
-    (``add`` from publishing threads, ``on_msg`` from the reader); the subclass takes
-    it for its own state too. Futures are resolved and callbacks run outside it.
+    Ack deadlines: ``add``/``submit`` with a ``timeout`` (seconds) put the deadline
+    ``time.monotonic() + timeout`` in the entry. One timer serves them all:
+    ``armed_at`` is when the live one fires (inf: none); a deadline earlier than that
+    calls ``self._arm(deadline)`` (outside the lock), which must arrange
+    ``expire(now, deadline)`` at that time. ``expire(now, at=None)`` removes the
+    pending entries whose deadline is ``<= now``, hands them to
+    ``self._expired(entries)`` (outside the lock), and, when ``at`` is the live timer's,
+    arms the next one for the earliest deadline still pending (at least ``_GRAIN``
+    after ``now``). Nothing is kept per publish once it is answered, and a publisher
+    whose acks come in time has the timer fire about once per timeout. A late ack for
+    an expired token finds no entry and is ignored.
+
+    Threads: ``lock`` (None: a single thread) guards ``_n``, ``pending``'s entries and
+    ``armed_at`` (``add`` from publishing threads, ``on_msg`` from the reader,
+    ``expire`` from the timer); the subclass takes it for its own state too. Futures
+    are resolved and callbacks run outside it.
     """
 
     __slots__ = ("prefix", "_plen", "pending", "_n", "stall_waiters", "complete_waiters", "wake_at",
-                 "make_ack", "lock")
+                 "make_ack", "lock", "armed_at")
 
     def __init__(self, prefix: str, make_ack: Any = None, lock: Any = None) -> None:
         if type(prefix) is not str:
@@ -139,29 +158,44 @@ class AckMux:
         self.wake_at = 0
         self.make_ack = make_ack
         self.lock = lock
+        self.armed_at = _INF
 
-    def add(self, fut: Any, subject: str, hdr: Any, data: Any, retries: int, retry_wait: float) -> str:
-        """Register a publish; returns its token (the reply subject is ``prefix + token``)."""
-        entry = (fut, subject, hdr, data, retries, retry_wait)
+    def _register_locked(self, entry: tuple, deadline: Optional[float]) -> Tuple[str, bool]:
+        n = self._n = self._n + 1
+        token = str(n)
+        self.pending[token] = entry
+        if deadline is not None and deadline < self.armed_at:
+            self.armed_at = deadline
+            return token, True
+        return token, False
+
+    def add(self, fut: Any, subject: str, hdr: Any, data: Any, retries: int, retry_wait: float,
+            timeout: Optional[float] = None) -> str:
+        """Register a publish; returns its token (the reply subject is ``prefix + token``).
+        ``timeout``: seconds to wait for its ack (None: no deadline)."""
+        deadline: Optional[float] = None
+        if timeout is not None:
+            if isinstance(timeout, (str, bytes, bytearray)):  # float() would parse them; C does not
+                raise TypeError(f"must be real number, not {type(timeout).__name__}")
+            deadline = _monotonic() + float(timeout)
+        entry = (fut, subject, hdr, data, retries, retry_wait, deadline)
         lock = self.lock
         if lock is None:
-            n = self._n = self._n + 1
-            token = str(n)
-            self.pending[token] = entry
+            token, arm = self._register_locked(entry, deadline)
         else:
             with lock:
-                n = self._n = self._n + 1
-                token = str(n)
-                self.pending[token] = entry
+                token, arm = self._register_locked(entry, deadline)
+        if arm and deadline is not None:  # arm: a deadline earlier than the live timer's
+            self._arm(deadline)
         return token
 
     def submit(self, fut: Any, subject: str, data: Any, retries: int, retry_wait: float,
-               publish: Callable[[str, Any, str], Any]) -> Any:
-        """``add(fut, subject, None, data, retries, retry_wait)`` and then
+               publish: Callable[[str, Any, str], Any], timeout: Optional[float] = None) -> Any:
+        """``add(fut, subject, None, data, retries, retry_wait, timeout)`` and then
         ``publish(subject, data, prefix + token)``, whose result it returns; when
         ``publish`` raises, the entry is removed again (waking a waiter that is due) and
         the exception propagates."""
-        token = self.add(fut, subject, None, data, retries, retry_wait)
+        token = self.add(fut, subject, None, data, retries, retry_wait, timeout)
         try:
             return publish(subject, data, self.prefix + token)
         except BaseException:
@@ -176,6 +210,56 @@ class AckMux:
             if wake:
                 self._after_pop()
             raise
+
+    def expire(self, now: float, at: Optional[float] = None) -> int:
+        """Expire the pending publishes whose deadline is ``<= now`` (see the class
+        docstring); ``at``: the time the calling timer was armed for. Returns how many
+        expired."""
+        lock = self.lock
+        if lock is None:
+            expired, nxt, rearm = self._expire_locked(now, at)
+        else:
+            with lock:
+                expired, nxt, rearm = self._expire_locked(now, at)
+        if expired:
+            self._expired(expired)
+        if rearm:
+            self._arm(nxt)
+        return len(expired)
+
+    def _expire_locked(self, now: float, at: Optional[float]) -> Tuple[List[tuple], float, bool]:
+        pending = self.pending
+        due: List[str] = []
+        nxt = _INF
+        for token, entry in pending.items():
+            if type(entry) is not tuple or len(entry) < 7:
+                continue
+            d = entry[6]
+            if d is None:
+                continue
+            if d <= now:
+                due.append(token)
+            elif d < nxt:
+                nxt = d
+        expired = [pending.pop(token) for token in due]
+        rearm = False
+        if at is not None and float(at) == self.armed_at:  # the live timer
+            if nxt == _INF:
+                self.armed_at = _INF
+            else:
+                nxt = max(nxt, now + _GRAIN)
+                self.armed_at = nxt
+                rearm = True
+        return expired, nxt, rearm
+
+    def disarm(self) -> None:
+        """Forget the live timer (the mux closed): the next deadline arms a new one."""
+        lock = self.lock
+        if lock is None:
+            self.armed_at = _INF
+        else:
+            with lock:
+                self.armed_at = _INF
 
     def on_msg(self, msg: Any) -> None:
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
@@ -212,4 +296,10 @@ class AckMux:
         raise NotImplementedError
 
     def _after_pop(self) -> None:
+        raise NotImplementedError
+
+    def _arm(self, at: float) -> None:
+        raise NotImplementedError
+
+    def _expired(self, entries: List[tuple]) -> None:
         raise NotImplementedError
