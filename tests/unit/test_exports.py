@@ -93,3 +93,12 @@ def test_module_getattr_is_hidden_from_type_checkers():
         tree = ast.parse(path.read_text())
         top = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "__getattr__"]
         assert not top, path
+
+
+def test_impl_lists_the_implementations_names():
+    import jetwire._impl as impl
+    from jetwire.protocol import _pure
+
+    assert impl.__all__ == ["IMPLEMENTATION", "speedups_enabled", "implementations", "force_pure", *_pure.__all__]
+    for name in impl.__all__:
+        assert hasattr(impl, name), name
