@@ -81,7 +81,7 @@ def show_totals(url: str, title: str, prefix: str = "totals.", last: int = 10) -
     return len(msgs)
 
 
-def main(argv: list | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Spark + JetStream pipeline example")
     ap.add_argument("--server", help="NATS URL (default: start an embedded nats-server)")
     ap.add_argument("--reset", action="store_true",

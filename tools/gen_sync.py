@@ -29,6 +29,7 @@ FILES = [
      ROOT / "src" / "jetwire" / "connection" / "interface_sync.py"),
     (ROOT / "src" / "jetwire" / "cli" / "rows_aio.py", ROOT / "src" / "jetwire" / "cli" / "rows_sync.py"),
     (ROOT / "src" / "jetwire" / "cli" / "workers_aio.py", ROOT / "src" / "jetwire" / "cli" / "workers_sync.py"),
+    (ROOT / "tests" / "typing" / "check_aio.py", ROOT / "tests" / "typing" / "check_sync.py"),
 ]
 HAND_WRITTEN = {"_prims.py", "_transport.py", "_ws.py", "__init__.py", "conftest.py"}
 

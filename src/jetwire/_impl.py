@@ -13,7 +13,49 @@ from typing import TYPE_CHECKING, Dict, Optional
 
 from jetwire.protocol import _pure
 
-__all__ = ["IMPLEMENTATION", "speedups_enabled", "implementations", "force_pure", *_pure.__all__]
+# this module's names, then every name of the implementations (_pure.__all__; a test compares
+# them): literal, so that type checkers see the names imported below as exported
+__all__ = [
+    "IMPLEMENTATION",
+    "speedups_enabled",
+    "implementations",
+    "force_pure",
+    "OP_INFO",
+    "OP_PING",
+    "OP_PONG",
+    "OP_OK",
+    "OP_ERR",
+    "OP_FRAME_ERROR",
+    "PING",
+    "PONG",
+    "DEFAULT_MAX_PAYLOAD",
+    "MsgBase",
+    "Parser",
+    "decode_headers",
+    "encode_headers",
+    "parse_metadata_fields",
+    "parse_metadata",
+    "MsgMetadata",
+    "SequencePair",
+    "validate_subject",
+    "validate_filter",
+    "append_pub",
+    "append_hpub",
+    "append_sub",
+    "append_unsub",
+    "DONE",
+    "Outbox",
+    "WriteLock",
+    "SubState",
+    "Router",
+    "AckMux",
+    "AckFuture",
+    "Lock",
+    "ack_columns",
+    "rfc3339_us",
+    "DirectRows",
+    "DirectCollector",
+]
 
 
 def force_pure() -> bool:

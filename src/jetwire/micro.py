@@ -3,5 +3,47 @@
 ``jetwire.micro`` is ``jetwire._sync.micro``, generated from :mod:`jetwire.aio.micro` (the
 asyncio flavour, same names); the sans-IO part is :mod:`jetwire.micro_core`.
 """
-from ._sync.micro import *  # noqa: F401,F403
-from ._sync.micro import __all__ as __all__  # noqa: F401
+from ._sync.micro import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_QUEUE_GROUP,
+    ERROR_CODE_HEADER,
+    ERROR_HEADER,
+    Endpoint,
+    EndpointInfo,
+    EndpointStats,
+    Group,
+    Request,
+    Service,
+    ServiceError,
+    ServiceInfo,
+    ServicePing,
+    ServiceStats,
+    add_service,
+    info,
+    ping,
+    request,
+    stats,
+)
+
+# the same list as jetwire.aio.micro.__all__ (a test compares them)
+__all__ = [
+    'add_service',
+    'Service',
+    'Group',
+    'Endpoint',
+    'Request',
+    'ServiceError',
+    'ServiceInfo',
+    'ServiceStats',
+    'ServicePing',
+    'EndpointInfo',
+    'EndpointStats',
+    'ping',
+    'info',
+    'stats',
+    'request',
+    'DEFAULT_QUEUE_GROUP',
+    'ERROR_HEADER',
+    'ERROR_CODE_HEADER',
+    'DEFAULT_CONCURRENCY',
+]

@@ -1,11 +1,12 @@
 """Connection options and the server pool (pure state, no I/O)."""
 from __future__ import annotations
 
+import difflib
 import os
 import random
 import ssl
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote, urlparse
 
 from . import _impl
@@ -17,86 +18,133 @@ DEFAULT_URL = "nats://127.0.0.1:4222"
 
 @dataclass(repr=False)  # the generated repr would show passwords, tokens and seeds
 class Options:
+    """Every option of ``connect()``. This class is the one list of them: each field's
+    docstring below is its line in ``connect()``'s docstring, and ``connect()``'s
+    signature in ``jetwire/aio/client.py`` is written from these fields by
+    ``tools/gen_connect.py`` (``--check`` in CI)."""
+
     servers: List[str] = field(default_factory=lambda: [DEFAULT_URL])
+    """The servers to connect to (``connect()``'s first argument)."""
     name: Optional[str] = None
+    """The client's name, shown by the server (monitoring ``connz``)."""
     user: Optional[str] = None
+    """User name (also taken from a ``nats://user:pass@host`` URL)."""
     password: Optional[str] = None
+    """Password for ``user``."""
     token: Optional[str] = None
+    """Authentication token (also taken from a ``nats://token@host`` URL)."""
     nkey_seed: Optional[str] = None
-    # a .creds file's path, its text (str or bytes), or a (jwt file, seed file) pair
-    creds: Union[str, bytes, "os.PathLike[str]", Tuple[str, str], None] = None
-    # auth callbacks (plain, or coroutine functions in jetwire.aio), asked on every (re)connect
+    """An nkey seed, or the path of a file holding one."""
+    creds: Union[str, bytes, os.PathLike[str], Tuple[str, str], None] = None
+    """A ``.creds`` file's path, its text (``str`` or ``bytes``), or a (jwt file, seed file) pair."""
     token_cb: Optional[Callable[[], Any]] = None
+    """``() -> token``, asked on every (re)connect (plain or coroutine function in ``jetwire.aio``)."""
     user_cb: Optional[Callable[[], Any]] = None
+    """``() -> (user, password)``, asked on every (re)connect."""
     user_jwt_cb: Optional[Callable[[], Any]] = None
+    """``() -> user JWT``, asked on every (re)connect; needs ``signature_cb``."""
     signature_cb: Optional[Callable[[bytes], Any]] = None
+    """``(nonce) -> signature``: signs the server's nonce (the client never sees the seed)."""
     nkey: Optional[str] = None
+    """The public nkey, used with ``signature_cb`` or ``nkey_seed``."""
     user_jwt: Optional[str] = None
+    """A user JWT as a string; needs ``nkey_seed``."""
     tls: Union[ssl.SSLContext, bool, None] = None
+    """An ``ssl.SSLContext``, or True for the default context (``tls://`` URLs imply TLS)."""
     tls_hostname: Optional[str] = None
+    """The name to verify the server's certificate against (default: the URL's host)."""
     tls_handshake_first: bool = False
+    """Start TLS before the server's INFO (servers with ``handshake_first``)."""
     tls_ca_file: Optional[str] = None
+    """CA bundle that verifies the server's certificate."""
     tls_cert_file: Optional[str] = None
+    """Client certificate (mutual TLS)."""
     tls_key_file: Optional[str] = None
+    """The client certificate's key; needs ``tls_cert_file``."""
     tls_context_cb: Optional[Callable[[], Any]] = None
+    """``() -> ssl.SSLContext``, asked on every connect (rotated certificates apply)."""
     no_echo: bool = False
+    """Do not receive the messages this connection publishes."""
     verbose: bool = False
+    """Ask the server to acknowledge every protocol message (+OK)."""
     pedantic: bool = False
+    """Ask the server for strict protocol checks."""
     connect_timeout: float = 2.0
+    """Seconds to open a connection and complete the handshake."""
     ping_interval: float = 120.0
+    """Seconds between client PINGs."""
     max_pings_outstanding: int = 2
+    """Unanswered PINGs before the connection counts as stale and is dropped (at least 1)."""
     allow_reconnect: bool = True
+    """Reconnect when the connection is lost."""
     retry_on_failed_connect: bool = False
+    """When the first connect fails, return at once and keep trying in the background."""
     max_reconnect_attempts: int = 60
+    """Reconnect attempts per server before it leaves the pool (-1: no limit)."""
     reconnect_time_wait: float = 2.0
+    """Seconds between two attempts on the same server."""
     reconnect_jitter: float = 0.1
+    """Random extra seconds (at most) added to ``reconnect_time_wait``."""
     reconnect_jitter_tls: float = 1.0
+    """The same for TLS connections."""
     reconnect_buffer_size: int = 8 * 1024 * 1024
+    """Bytes of publishes kept while reconnecting (over it: ``ReconnectBufferFullError``)."""
     reconnect_delay_cb: Optional[Callable[[int], Any]] = None
-    # nats.go's ReconnectToServer: cb(servers as nc.servers shows them, the last INFO dict)
-    # -> (one of those servers, delay in seconds), asked before every reconnect attempt
+    """``(passes) -> seconds``: the pause before each pass over the pool (replaces the wait and jitter)."""
     reconnect_to_server_cb: Optional[Callable[[List[str], Any], Any]] = None
+    """``(servers, info) -> (server, delay)`` or None: picks each reconnect's server (nats.go's ReconnectToServer)."""
     ignore_auth_error_abort: bool = False
+    """Keep reconnecting after the same authorization error twice (default: close)."""
     no_callbacks_after_close: bool = False
+    """No callbacks (closed_cb, disconnected_cb, ...) once ``close()``/``drain()`` was called."""
     socket_factory: Optional[Callable[..., Any]] = None
-    # WebSocket (ws:// and wss:// URLs): a path appended to each URL's path (nats.go's
-    # ProxyPath), and permessage-deflate when the server allows it
+    """``(host, port, timeout) -> socket``: dials instead of the default (e.g. through a proxy)."""
     ws_proxy_path: Optional[str] = None
+    """WebSocket: a path appended to each ``ws://``/``wss://`` URL's path."""
     ws_compression: bool = False
-    # HTTP headers of the WebSocket upgrade request: a mapping (name -> value, or a list of
-    # values), or a callback returning one, asked on every connect (nats.go's
-    # WebSocketConnectionHeaders / WebSocketConnectionHeadersHandler)
+    """WebSocket: permessage-deflate when the server allows it."""
     ws_headers: Optional[Any] = None
+    """WebSocket: HTTP headers of the upgrade request (name -> value or list of values)."""
     ws_headers_cb: Optional[Callable[[], Any]] = None
-    # no client-side subject checks on publish and subscribe (the server still refuses
-    # what it cannot take)
+    """WebSocket: ``() -> headers``, asked on every connect (instead of ``ws_headers``)."""
     skip_subject_validation: bool = False
-    # servers the cluster announces (INFO connect_urls) are not added to the pool
+    """No client-side subject checks on publish and subscribe (the server still refuses what it cannot take)."""
     ignore_discovered_servers: bool = False
-    # a subscription the server refuses (Permissions Violation) fails its next_msg() and
-    # iteration with PermissionViolationError (error_cb hears of it either way)
+    """Do not add the servers the cluster announces to the pool."""
     permission_err_on_subscribe: bool = False
+    """A subscription the server refuses fails its ``next_msg()`` and iteration with ``PermissionViolationError``."""
     dont_randomize: bool = False
+    """Try the servers in the order given (default: shuffled)."""
     inbox_prefix: str = "_INBOX"
+    """The prefix of reply subjects (``new_inbox()``, requests)."""
     pending_msgs_limit: int = 512 * 1024
+    """Messages a subscription may hold undelivered before it is a slow consumer."""
     pending_bytes_limit: int = 128 * 1024 * 1024
+    """Bytes a subscription may hold undelivered before it is a slow consumer."""
     drain_timeout: float = 30.0
+    """Seconds ``drain()`` may take before it raises ``DrainTimeoutError``."""
     flush_timeout: float = 10.0
-    # jetwire.aio: while a request, a JetStream publish or a flush awaits a reply that usually
-    # comes within this many seconds, the event loop polls instead of sleeping (see
-    # docs/performance.md); 0 turns it off. The blocking flavour does not use it.
+    """Seconds ``flush()`` waits for the server's PONG by default."""
     busy_poll: float = 200e-6
+    """asyncio only: seconds the event loop polls for an expected reply instead of sleeping (0: off)."""
     max_control_line: int = 4096
+    """Longest protocol line accepted from the server, in bytes."""
     error_cb: Optional[Callable[..., Any]] = None
+    """``(error)``: asynchronous errors (slow consumers, refused subscriptions, ...)."""
     disconnected_cb: Optional[Callable[..., Any]] = None
+    """``()``: the connection was lost."""
     reconnected_cb: Optional[Callable[..., Any]] = None
+    """``()``: the connection is back."""
     closed_cb: Optional[Callable[..., Any]] = None
-    # every failed reconnect attempt that is not fatal (nats.go's ReconnectErrHandler);
-    # when None, each goes to error_cb
+    """``()``: the connection is closed for good."""
     reconnect_error_cb: Optional[Callable[..., Any]] = None
+    """``(error)``: a failed reconnect attempt (default: it goes to ``error_cb``)."""
     connected_cb: Optional[Callable[..., Any]] = None
+    """``()``: the first connection is made (also a late one, with ``retry_on_failed_connect``)."""
     discovered_servers_cb: Optional[Callable[..., Any]] = None
+    """``()``: the cluster announced new servers."""
     lame_duck_mode_cb: Optional[Callable[..., Any]] = None
+    """``()``: the server is entering lame duck mode (about to shut down)."""
 
     def __repr__(self) -> str:
         return f"Options({', '.join(option_repr(f.name, getattr(self, f.name)) for f in fields(self))})"
@@ -120,12 +168,20 @@ class Options:
         return ctx
 
 
+def unexpected_keyword(func: str, key: str, valid: Iterable[str]) -> TypeError:
+    """The ``TypeError`` for a keyword argument ``func`` does not take, naming the
+    nearest valid one (a misspelt option)."""
+    near = difflib.get_close_matches(key, list(valid), n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return TypeError(f"{func}() got an unexpected keyword argument {key!r}{hint}")
+
+
 def make_options(servers: Union[str, Sequence[str], None], kwargs: dict) -> Options:
     """Build Options from connect()'s arguments; unknown keywords raise TypeError."""
     known = Options.__dataclass_fields__
-    bad = [k for k in kwargs if k not in known]
-    if bad:
-        raise TypeError(f"connect() got unexpected keyword argument(s): {', '.join(sorted(bad))}")
+    for k in kwargs:
+        if k not in known:
+            raise unexpected_keyword("connect", k, known)
     if "servers" in kwargs:
         if servers is not None:
             raise TypeError("pass servers either positionally or as servers=, not both")

@@ -7,7 +7,7 @@ and ``parse_metadata`` included) resolves (lazily, to avoid an import cycle with
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _pure
 from .headers import Headers
@@ -18,17 +18,74 @@ _CORE_NAMES = {"Outbox", "DONE", "SubState", "Router", "AckMux", "AckFuture", "L
                "ack_columns", "rfc3339_us", "DirectRows", "DirectCollector"}
 _IMPL_NAMES = (frozenset(_pure.__all__) - _CORE_NAMES) | {"speedups_enabled", "implementations"}
 
-__all__ = ["Headers", *sorted(_IMPL_NAMES)]
+# Headers and every name of _IMPL_NAMES (a test compares them)
+__all__ = [
+    "Headers",
+    "DEFAULT_MAX_PAYLOAD",
+    "MsgBase",
+    "MsgMetadata",
+    "OP_ERR",
+    "OP_FRAME_ERROR",
+    "OP_INFO",
+    "OP_OK",
+    "OP_PING",
+    "OP_PONG",
+    "PING",
+    "PONG",
+    "Parser",
+    "SequencePair",
+    "append_hpub",
+    "append_pub",
+    "append_sub",
+    "append_unsub",
+    "decode_headers",
+    "encode_headers",
+    "implementations",
+    "parse_metadata",
+    "parse_metadata_fields",
+    "speedups_enabled",
+    "validate_filter",
+    "validate_subject",
+]
 
+if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones match them)
+    from jetwire._impl import implementations, speedups_enabled
 
-def __getattr__(name: str) -> Any:
-    if name in _IMPL_NAMES:
-        from jetwire import _impl
+    from ._pure import (
+        DEFAULT_MAX_PAYLOAD,
+        OP_ERR,
+        OP_FRAME_ERROR,
+        OP_INFO,
+        OP_OK,
+        OP_PING,
+        OP_PONG,
+        PING,
+        PONG,
+        MsgBase,
+        MsgMetadata,
+        Parser,
+        SequencePair,
+        append_hpub,
+        append_pub,
+        append_sub,
+        append_unsub,
+        decode_headers,
+        encode_headers,
+        parse_metadata,
+        parse_metadata_fields,
+        validate_filter,
+        validate_subject,
+    )
+else:  # at run time: the selected implementation's, on first use
 
-        value = getattr(_impl, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        if name in _IMPL_NAMES:
+            from jetwire import _impl
+
+            value = getattr(_impl, name)
+            globals()[name] = value
+            return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list:

@@ -18,12 +18,30 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     ) from exc
 
 from ..errors import DataLossError as DataLossError
-from . import source as _source
 from ._options import OptionError as OptionError
-from .source import *  # noqa: F403 - the data source classes, listed once in ``source.__all__``
-from .source import JetStreamDataSource
+from .source import (
+    JetStreamCommitMessage,
+    JetStreamDataSource,
+    JetStreamPartition,
+    JetStreamReader,
+    JetStreamStreamReader,
+    JetStreamStreamWriter,
+    JetStreamWriter,
+)
 
-__all__ = sorted(["DataLossError", "OptionError", "register", *_source.__all__])
+# the data source classes of ``source.__all__`` and the names above (a test compares them)
+__all__ = [
+    "DataLossError",
+    "JetStreamCommitMessage",
+    "JetStreamDataSource",
+    "JetStreamPartition",
+    "JetStreamReader",
+    "JetStreamStreamReader",
+    "JetStreamStreamWriter",
+    "JetStreamWriter",
+    "OptionError",
+    "register",
+]
 
 
 def register(spark: "object") -> type:

@@ -10,7 +10,8 @@ pytest plugin (``jetwire.testing.plugin``) with the fixtures ``nats_server``,
 
 The names below come from :mod:`jetwire.testing.server`, loaded on first use: the
 pytest plugin imports this package in every test session, and a session that starts
-no server should not pay for it.
+no server should not pay for it. Type checkers see them through the imports under
+``if TYPE_CHECKING:`` and the literal ``__all__``.
 """
 
 from __future__ import annotations
@@ -18,27 +19,43 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# the names of jetwire.testing.server (a test checks this list against server.__all__)
+__all__ = [
+    "NatsCluster",
+    "NatsServer",
+    "NatsServerError",
+    "NatsServerNotFoundError",
+    "find_nats_server",
+    "free_port",
+    "start_cluster",
+]
+
 if TYPE_CHECKING:  # pragma: no cover - the names, for type checkers
-    from .server import *  # noqa: F403
-    from .server import __all__ as __all__
+    from .server import (
+        NatsCluster,
+        NatsServer,
+        NatsServerError,
+        NatsServerNotFoundError,
+        find_nats_server,
+        free_port,
+        start_cluster,
+    )
 
 
-def __getattr__(name: str) -> Any:
-    """``__all__`` and the public names of :mod:`jetwire.testing.server`, listed once in
-    ``server.__all__``, imported on first use."""
-    if name.startswith("__") and name != "__all__":  # probes (__wrapped__, __path__ ...) load nothing
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # import_module, not "from . import server": that asks this function for "server"
-    server = importlib.import_module(f"{__name__}.server")
-    if name == "server":
-        return server
-    if name == "__all__":
-        return list(server.__all__)
-    if name in server.__all__:
+if not TYPE_CHECKING:  # at run time only: type checkers see the names above
+
+    def __getattr__(name: str) -> Any:
+        """The names of :mod:`jetwire.testing.server`, imported on first use (any other
+        name, a probe such as ``__wrapped__`` or ``__path__`` included, loads nothing)."""
+        if name != "server" and name not in __all__:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        # import_module, not "from . import server": that asks this function for "server"
+        server = importlib.import_module(f"{__name__}.server")
+        if name == "server":
+            return server
         value = getattr(server, name)
         globals()[name] = value
         return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -32,7 +32,7 @@ class MsgBase:
         self.reply = reply
         if headers is not None and not isinstance(headers, Headers):
             headers = Headers(headers)
-        self.headers = headers
+        self.headers: Optional[Headers] = headers
         self.sid = sid
         self._client: Any = None
         self._ackd = False
