@@ -59,12 +59,21 @@ _loads = orjson.loads
 
 class _ContextTimeout:
     """The default of ``publish_async(timeout=...)``: the JetStream context's
-    ``publish_async_timeout`` (by default its ``timeout``); None means no deadline."""
+    ``publish_async_timeout`` (by default its ``timeout``); None given explicitly means
+    no deadline. It compares equal to None, as ``publish``'s documented default does
+    (no value of the call's own), but it is not None: the code tells them apart with
+    ``is``."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
         return "<the context's publish_async_timeout>"
+
+    def __eq__(self, other: object) -> bool:
+        return other is None or other is self
+
+    def __hash__(self) -> int:
+        return hash(None)
 
 
 CONTEXT_TIMEOUT: Any = _ContextTimeout()
