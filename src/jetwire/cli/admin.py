@@ -9,7 +9,7 @@ import re
 import sys
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import click
 
@@ -1056,21 +1056,10 @@ def pub(subject: str, body: Optional[str], headers: Any, count: int, reply: Opti
 def sub(subject: str, queue: Optional[str], count: Optional[int], timeout: Optional[float], raw: bool, as_json: bool,
         conn: Dict[str, Any]) -> None:
     """Print messages arriving on SUBJECT."""
-    import jetwire
-
     n = 0
-    with connected(conn) as nc:
-        s = nc.subscribe(subject, queue=queue)
-        nc.flush(timeout=10)
-        try:  # Ctrl-C from the moment the user is told we listen: exit 130, saying what was done
-            click.echo(f"Subscribing on {subject}" + (f" (queue {queue})" if queue else ""), err=True)
-            sys.stderr.flush()
-            while count is None or n < count:
-                try:
-                    m = s.next_msg(timeout=timeout)
-                except jetwire.TimeoutError:
-                    raise CliError(f"timeout: no message within {human_duration(timeout)} "
-                                   f"({n} received)") from None
+    try:
+        with connected(conn) as nc:
+            for m in _incoming(nc, subject, queue, timeout, "Subscribing on", "message", lambda: f"{n} received"):
                 n += 1
                 if as_json:
                     echo_json(_msg_json(m), compact=True)
@@ -1082,8 +1071,28 @@ def sub(subject: str, queue: Optional[str], count: Optional[int], timeout: Optio
                     click.echo(text_or_repr(m.data))
                     click.echo("")
                 sys.stdout.flush()
-        except KeyboardInterrupt:
-            _interrupted(f"{n} received")
+                if count is not None and n >= count:
+                    break
+    except KeyboardInterrupt:
+        _interrupted(f"{n} received")
+
+
+def _incoming(nc: Any, subject: str, queue: Optional[str], timeout: Optional[float], banner: str, noun: str,
+              done: Callable[[], str]) -> Iterator[Any]:
+    """The messages arriving on ``subject`` (queue group ``queue``), once ``banner`` has
+    told the user the subscription is live; ``CliError`` when none comes for ``timeout``
+    (``done()`` says what was done by then)."""
+    import jetwire
+
+    s = nc.subscribe(subject, queue=queue)
+    nc.flush(timeout=10)
+    click.echo(f"{banner} {subject}" + (f" (queue {queue})" if queue else ""), err=True)
+    sys.stderr.flush()
+    while True:
+        try:
+            yield s.next_msg(timeout=timeout)
+        except jetwire.TimeoutError:
+            raise CliError(f"timeout: no {noun} within {human_duration(timeout)} ({done()})") from None
 
 
 @click.command("req")
@@ -1132,24 +1141,15 @@ def reply(subject: str, template: Optional[str], queue: Optional[str], echo: boo
           timeout: Optional[float], headers: Any, quiet: bool, conn: Dict[str, Any]) -> None:
     """Answer requests on SUBJECT with TEMPLATE ('-': standard input; '{count}': the
     request's number, '{request}': its data, '{subject}': its subject), or with --echo."""
-    import jetwire
-
     if echo == (template is not None):
         raise click.UsageError("give a TEMPLATE or --echo (not both)")
     raw = b"" if template is None else read_body(template)
     hdrs = parse_headers(headers)
     n = 0
-    with connected(conn) as nc:
-        s = nc.subscribe(subject, queue=queue)
-        nc.flush(timeout=10)
-        try:
-            click.echo(f"Answering requests on {subject}" + (f" (queue {queue})" if queue else ""), err=True)
-            sys.stderr.flush()
-            while count is None or n < count:
-                try:
-                    m = s.next_msg(timeout=timeout)
-                except jetwire.TimeoutError:
-                    raise CliError(f"timeout: no request within {human_duration(timeout)} ({n} answered)") from None
+    try:
+        with connected(conn) as nc:
+            for m in _incoming(nc, subject, queue, timeout, "Answering requests on", "request",
+                               lambda: f"{n} answered"):
                 if not m.reply:
                     continue  # a plain publish: nothing to answer
                 n += 1
@@ -1162,9 +1162,11 @@ def reply(subject: str, template: Optional[str], queue: Optional[str], echo: boo
                 if not quiet:
                     click.echo(f"[#{n}] Answered a request on {m.subject!r}")
                     sys.stdout.flush()
+                if count is not None and n >= count:
+                    break
             nc.flush(timeout=10)
-        except KeyboardInterrupt:
-            _interrupted(f"{n} answered")
+    except KeyboardInterrupt:
+        _interrupted(f"{n} answered")
 
 
 # ============================================================================== events
