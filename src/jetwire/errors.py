@@ -123,10 +123,14 @@ class APIError(JetStreamError):
         self.code = code
         self.err_code = err_code
         self.description = description
+        #: the API request answered so (``STREAM.INFO.ORDERS``: it names the stream, the
+        #: consumer, the bucket), when known
+        self.request: Optional[str] = extra.get("request")
         super().__init__(self._text())
 
     def _text(self) -> str:
-        return f"{self.description or type(self).__name__} (code={self.code}, err_code={self.err_code})"
+        on = f", request {self.request}" if self.request else ""
+        return f"{self.description or type(self).__name__} (code={self.code}, err_code={self.err_code}{on})"
 
     def __str__(self) -> str:
         return self._text()
@@ -409,13 +413,14 @@ def payload_type_error(value: Any, name: str = "data", *also: str) -> builtins.T
     return builtins.TypeError(f"{name} must be {', '.join(kinds[:-1])} or {kinds[-1]}, not {type(value).__name__}")
 
 
-def api_error(error: dict) -> APIError:
-    """Build the typed error for a JetStream API ``error`` object."""
+def api_error(error: dict, request: Optional[str] = None) -> APIError:
+    """Build the typed error for a JetStream API ``error`` object (``request``: the API
+    subject it answered, relative to the prefix, named in the message)."""
     err_code = error.get("err_code")
     cls = ERR_CODES.get(err_code, APIError) if err_code is not None else APIError
     if cls is APIError and error.get("code") == 503:
         cls = JetStreamNotEnabledError if "not enabled" in str(error.get("description", "")) else APIError
-    return cls(code=error.get("code"), err_code=err_code, description=error.get("description", ""))
+    return cls(code=error.get("code"), err_code=err_code, description=error.get("description", ""), request=request)
 
 
 # every exception class above, then the helpers (tools/gen_exports.py writes the list)

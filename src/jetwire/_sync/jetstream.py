@@ -115,8 +115,9 @@ def _checked_stream(js: "JetStream", cfg: StreamConfig, resp: Dict[str, Any]) ->
     return Stream(js, info)
 
 
-def _api_answer(data: bytes) -> Dict[str, Any]:
-    """The decoded answer of an API request, or the typed error it carries."""
+def _api_answer(data: bytes, request: Optional[str] = None) -> Dict[str, Any]:
+    """The decoded answer of an API request, or the typed error it carries (naming
+    ``request``, the API subject)."""
     try:
         resp = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -125,7 +126,7 @@ def _api_answer(data: bytes) -> Dict[str, Any]:
         raise JetStreamError(f"bad JetStream API response: {bytes(data[:100])!r}")
     err = resp.get("error")
     if err:
-        raise api_error(err if isinstance(err, dict) else {"description": str(err)})
+        raise api_error(err if isinstance(err, dict) else {"description": str(err)}, request)
     return resp
 
 
@@ -271,9 +272,9 @@ class JetStream:
         try:
             msg = self._request(full, data, timeout or self._timeout)
         except NoRespondersError as exc:
-            raise JetStreamNotEnabledError(code=503, err_code=None,
-                                           description="JetStream not enabled (no responders)") from exc
-        return _api_answer(msg.data)
+            raise JetStreamNotEnabledError(code=503, err_code=None, description="JetStream not enabled (no responders)",
+                                           request=subject) from exc
+        return _api_answer(msg.data, subject)
 
     def _api_request_nowait(self, subject: str, payload: Union[dict, bytes, None] = None) -> None:
         """Send an API request whose answer nobody waits for (a best-effort cleanup)."""
