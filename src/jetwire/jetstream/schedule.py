@@ -15,8 +15,9 @@ A spec is one of (the forms nats-server 2.12+ accepts):
   comma-separated list of those; months and days of week also by their three-letter
   names (``jan``, ``mon``); days of week 0-6, 0 being Sunday.
 
-The check follows the server's parser (a spec it accepts passes here, one it refuses
-by its form is refused here, as ``InvalidOptionError``, a ``ValueError``). What only the
+The check follows the server's parser (the well-formed specs it accepts pass here, one
+it refuses by its form is refused here, as ``InvalidOptionError``, a ``ValueError``;
+spaces around the spec are refused too). What only the
 server can judge (a date that never comes, such as February 30; the target being a
 subject of the stream) comes back from the server as ``MsgScheduleInvalidError``.
 """
