@@ -193,6 +193,42 @@ class MsgCounterDisabledError(APIError):
     """A counter increment was sent to a stream without ``allow_msg_counter`` (err_code 10168)."""
 
 
+class MsgSchedulesDisabledError(APIError):
+    """A message schedule was sent to a stream without ``allow_msg_schedules`` (err_code 10188)."""
+
+
+class MsgScheduleInvalidError(APIError):
+    """The stream refused a message schedule: its pattern (err_code 10189), its target
+    (10190, not a subject of the stream other than the schedule's own) or its
+    ``schedule_ttl`` (10191)."""
+
+
+class AtomicBatchError(APIError):
+    """An atomic batch publish (ADR-50) failed and NOTHING of it was stored.
+
+    ``batch_id``: the batch's ``Nats-Batch-Id``; ``description`` (also ``reason``): why,
+    as the server said it (a broken expectation, atomic publish disabled on the stream,
+    a duplicate ``msg_id``, too many messages, ...); ``code``/``err_code``: the server's;
+    ``error``: the typed error of that answer (for instance a
+    ``WrongLastSequenceError``) or the client-side one (``NoStreamResponseError``),
+    also chained as ``__cause__``. The err_codes of batch failures (10174-10177,
+    10179, 10199, 10201) are this class too."""
+
+    def __init__(self, code: Optional[int] = None, err_code: Optional[int] = None, description: str = "",
+                 batch_id: Optional[str] = None, error: Optional[BaseException] = None, **extra: Any):
+        self.batch_id = batch_id
+        self.error = error
+        super().__init__(code, err_code, description, **extra)
+
+    @property
+    def reason(self) -> str:
+        return self.description
+
+    def _text(self) -> str:
+        where = f"atomic batch {self.batch_id!r}" if self.batch_id else "atomic batch"
+        return f"{where} failed, nothing stored: {super()._text()}"
+
+
 class NoStreamResponseError(JetStreamError):
     """A JetStream publish got no answer from any stream."""
 
@@ -402,6 +438,17 @@ ERR_CODES: dict[int, type[APIError]] = {
     10165: MsgTTLInvalidError,
     10166: MsgTTLDisabledError,
     10168: MsgCounterDisabledError,
+    10188: MsgSchedulesDisabledError,
+    10189: MsgScheduleInvalidError,
+    10190: MsgScheduleInvalidError,
+    10191: MsgScheduleInvalidError,
+    10174: AtomicBatchError,  # atomic publish is disabled
+    10175: AtomicBatchError,  # batch sequence missing
+    10176: AtomicBatchError,  # incomplete, abandoned
+    10177: AtomicBatchError,  # unsupported header (Nats-Expected-Last-Msg-Id)
+    10179: AtomicBatchError,  # batch id invalid
+    10199: AtomicBatchError,  # too many messages
+    10201: AtomicBatchError,  # duplicate message id
 }
 
 

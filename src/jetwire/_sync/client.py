@@ -1331,16 +1331,18 @@ class Client:
     def jetstream(self, domain: Optional[str] = None, api_prefix: Optional[str] = None, timeout: float = 5.0,
                   publish_async_max_pending: int = 4000, trace_cb: Optional[Callable[..., Any]] = None,
                   publish_async_err_cb: Optional[Callable[..., Any]] = None,
-                  validate: bool = False, publish_async_timeout: Any = CONTEXT_TIMEOUT) -> "JetStream":
+                  validate: bool = False, publish_async_timeout: Any = CONTEXT_TIMEOUT,
+                  publish_async_ack_cb: Optional[Callable[..., Any]] = None) -> "JetStream":
         """A JetStream context over this connection (options: see ``JetStream``;
         ``publish_async_timeout``: the default ack deadline of ``publish_async``, the
-        context's ``timeout`` unless given, None for none)."""
+        context's ``timeout`` unless given, None for none; ``publish_async_ack_cb(ack)``:
+        called for every acknowledged ``publish_async``)."""
         from .jetstream import JetStream
 
         return JetStream(self, domain=domain, api_prefix=api_prefix, timeout=timeout,
                          publish_async_max_pending=publish_async_max_pending, trace_cb=trace_cb,
                          publish_async_err_cb=publish_async_err_cb, validate=validate,
-                         publish_async_timeout=publish_async_timeout)
+                         publish_async_timeout=publish_async_timeout, publish_async_ack_cb=publish_async_ack_cb)
 
 
 class Link:

@@ -58,7 +58,13 @@ from ..jetstream.manage import (
     validate_filter_subjects,
 )
 from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
-from ..jetstream.pubmux import CONTEXT_TIMEOUT, AckFuture, AioAckFuture, PubAckMux  # noqa: F401 - one future per flavour
+from ..jetstream.pubmux import (  # noqa: F401 - one future per flavour
+    CONTEXT_TIMEOUT,
+    AckFuture,
+    AioAckFuture,
+    PubAckMux,
+    acked_future_class,
+)
 from ..jetstream.validate import validate_consumer_name, validate_stream_name
 from ..msg import Msg
 from ..schemas import check_request
@@ -69,6 +75,7 @@ if TYPE_CHECKING:
     import os
 
     from ..jetstream.backup_core import SnapshotResult
+    from .batch import AtomicBatch
     from .consumer import Consumer
     from .events import EventStream
     from .kv import KeyValue
@@ -148,6 +155,21 @@ def _check_supported(asked: Any, got: Any, what: str) -> None:
         raise JetStreamError(f"the server does not support {what}")
 
 
+def _positional(cb: Callable[..., Any]) -> int:
+    """How many positional arguments ``cb`` takes (-1: any number, or unknown)."""
+    try:
+        params = inspect.signature(cb).parameters.values()
+    except (TypeError, ValueError):
+        return -1
+    n = 0
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return -1
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n
+
+
 def _takes_three(cb: Callable[..., Any]) -> bool:
     """Whether ``cb`` takes nats.go's ``(js, msg, err)`` (else ``(msg, err)``)."""
     try:
@@ -192,6 +214,12 @@ class JetStream:
     ``trace_cb`` goes to the connection's ``error_cb``; the request goes on.
     Publishes are not API requests and are not traced.
 
+    ``publish_async_ack_cb(ack)`` (nats.go's ``PublishAsyncAckHandler``; a callable of
+    two parameters gets ``(msg, ack)``, of three ``(js, msg, ack)``; plain or, in aio, a
+    coroutine function) is called on the callback dispatcher once for every
+    ``publish_async`` of this context that the stream acknowledged, with its ``PubAck``
+    (never for a failure: that goes to ``publish_async_err_cb``).
+
     ``publish_async_err_cb(js, msg, err)`` (nats.go's ``PublishAsyncErrHandler``; a
     callable of two parameters gets ``(msg, err)``; plain or, in aio, a coroutine
     function) is called on the callback dispatcher for every ``publish_async`` of this
@@ -204,7 +232,8 @@ class JetStream:
                  timeout: float = 5.0, publish_async_max_pending: int = 4000,
                  trace_cb: Optional[Callable[[str, bytes], Any]] = None,
                  publish_async_err_cb: Optional[Callable[..., Any]] = None, validate: bool = False,
-                 publish_async_timeout: Any = CONTEXT_TIMEOUT) -> None:
+                 publish_async_timeout: Any = CONTEXT_TIMEOUT,
+                 publish_async_ack_cb: Optional[Callable[..., Any]] = None) -> None:
         if domain is not None and api_prefix is not None:
             raise ValueError("give domain or api_prefix, not both")
         if domain:
@@ -229,8 +258,16 @@ class JetStream:
         # what publish_async returns: a future of the connection's loop (made without
         # looking the loop up per message; set on first use) / an AckFuture, cheap to
         # make and resolve
+        if publish_async_ack_cb is not None and not callable(publish_async_ack_cb):
+            raise TypeError("publish_async_ack_cb must be callable")
+        self._ack_cb = publish_async_ack_cb
+        self._ack_cb_args = 0 if publish_async_ack_cb is None else _positional(publish_async_ack_cb)
+        # with publish_async_ack_cb: futures whose set_result reports the ack (the
+        # others keep the plain class: nothing more per publish)
+        self._future_cls = _new_future if publish_async_ack_cb is None else \
+            acked_future_class(_new_future, self._async_acked)
         self._make_future: Any = None  # aio-only
-        # sync-only: self._make_future = _new_future
+        # sync-only: self._make_future = self._future_cls
         self._nuid = NUID()
         self._trace_cb = trace_cb
         if publish_async_err_cb is not None and not callable(publish_async_err_cb):
@@ -242,6 +279,17 @@ class JetStream:
 
     def __repr__(self) -> str:
         return f"<JetStream prefix={self._prefix!r}>"
+
+    def _async_acked(self, fut: Any, ack: Any) -> None:
+        """An async publish of this context was acknowledged: tell ``publish_async_ack_cb``
+        (from the reader; through the callback dispatcher)."""
+        n = self._ack_cb_args
+        if n == 3:
+            self._link.dispatch(self._ack_cb, self, fut.msg, ack)
+        elif n == 2:
+            self._link.dispatch(self._ack_cb, fut.msg, ack)
+        else:
+            self._link.dispatch(self._ack_cb, ack)
 
     def _async_failed(self, fut: Any, exc: BaseException) -> None:
         """An async publish of this context failed: tell ``publish_async_err_cb``."""
@@ -661,7 +709,9 @@ class JetStream:
                       expected_stream: Optional[str] = None, expected_last_seq: Optional[int] = None,
                       expected_last_subject_seq: Optional[int] = None, expected_last_msg_id: Optional[str] = None,
                       timeout: Optional[float] = None, retry_attempts: int = 2, retry_wait: float = 0.25,
-                      ttl: Optional[float] = None) -> PubAck:
+                      ttl: Optional[float] = None, expected_last_subject_seq_subject: Optional[str] = None,
+                      schedule: Any = None, schedule_target: Optional[str] = None,
+                      schedule_ttl: Any = None) -> PubAck:
         """Publish to a stream and wait for its ack.
 
         The ``expected_*`` arguments make the stream refuse the message unless they hold
@@ -672,9 +722,26 @@ class JetStream:
         ``NoStreamResponseError`` is raised. ``timeout`` (default: the context's)
         bounds each attempt's wait for the ack. ``ttl`` (seconds, at least 1, or
         ``"never"``; sent as ``Nats-TTL``) removes the message that long after it was
-        stored: the stream needs ``allow_msg_ttl`` (else ``MsgTTLDisabledError``)."""
+        stored: the stream needs ``allow_msg_ttl`` (else ``MsgTTLDisabledError``).
+
+        ``expected_last_subject_seq_subject`` (nats.go's ``ExpectLastSequenceForSubject``):
+        ``expected_last_subject_seq`` is then checked against the last message of that
+        subject (or filter) instead of the published one's.
+
+        ``schedule`` makes the message a schedule (ADR-51; the stream needs
+        ``allow_msg_schedules``, else ``MsgSchedulesDisabledError``): ``"@at <RFC 3339
+        time>"`` (or a ``datetime``), ``"@every <duration>"`` (at least ``1s``; or a
+        ``timedelta``), ``@hourly``/``@daily``/... or a 6-field cron spec (seconds
+        first); the stream stores a copy of it under ``schedule_target`` (required; a
+        subject of the same stream, not the schedule's own) at those times, with the
+        per-message TTL ``schedule_ttl`` when given (the stream needs ``allow_msg_ttl``).
+        The last message on a subject is its schedule, so give each schedule its own
+        subject. A malformed spec raises ``InvalidOptionError`` (a ``ValueError``)
+        before anything is sent; one the server refuses, ``MsgScheduleInvalidError``."""
         hdrs = publish_headers(headers, msg_id, expected_stream, expected_last_seq, expected_last_subject_seq,
-                               expected_last_msg_id, ttl)
+                               expected_last_msg_id, ttl,
+                               expected_last_subject_seq_subject=expected_last_subject_seq_subject,
+                               schedule=schedule, schedule_target=schedule_target, schedule_ttl=schedule_ttl)
         hdr = None if hdrs is None else _encode_headers(hdrs)
         if timeout is None:
             timeout = self._timeout
@@ -694,6 +761,20 @@ class JetStream:
     async def publish_msg(self, msg: Msg, **options: Any) -> PubAck:
         """``publish(msg.subject, msg.data, msg.headers, **options)``."""
         return await self.publish(msg.subject, msg.data, msg.headers, **options)
+
+    def atomic_batch(self, timeout: Optional[float] = None) -> "AtomicBatch":
+        """A new atomic batch (ADR-50; server 2.12+, streams with ``allow_atomic=True``):
+        ``b.add(subject, data, headers=None, **options)`` for each message but the last,
+        then ``b.commit(subject, data, headers=None, **options) -> BatchAck`` (awaited in
+        aio): all of it is stored, or nothing and ``AtomicBatchError`` is raised (see
+        :class:`~jetwire.aio.batch.AtomicBatch`). ``timeout``: the commit's wait for its
+        answer (default: the context's). Nothing is sent until the first ``add``."""
+        from .batch import AtomicBatch
+
+        if timeout is not None and (type(timeout) is bool or not isinstance(timeout, (int, float))
+                                    or not timeout > 0):
+            raise InvalidOptionError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+        return AtomicBatch(self._nc, self._link, timeout or self._timeout, self._nuid.next())
 
     async def incr(self, subject: str, delta: int = 1, timeout: Optional[float] = None) -> int:
         """Add ``delta`` (any int, negative or 0 too) to the counter stored on ``subject``
@@ -808,7 +889,7 @@ class JetStream:
             # client's publish (the outbox's compiled fast path; it checks max_payload)
             make = self._make_future
             if make is None:  # aio-only
-                make = self._make_future = prims.future_maker(_new_future)  # aio-only
+                make = self._make_future = prims.future_maker(self._future_cls)  # aio-only
             fut = make()
             fut._pub = (subject, data, None, self._on_fail)
             # registered (with its ack deadline) and published in one compiled call
@@ -840,7 +921,7 @@ class JetStream:
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {link.max_payload}")
         make = self._make_future
         if make is None:  # aio-only
-            make = self._make_future = prims.future_maker(_new_future)  # aio-only
+            make = self._make_future = prims.future_maker(self._future_cls)  # aio-only
         fut = make()
         fut._pub = (subject, data, headers, self._on_fail)
         token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait, timeout)

@@ -369,6 +369,124 @@ def stream_get(name: str, seq: Optional[int], last_for: Optional[str], direct: b
     click.echo(text_or_repr(m.data))
 
 
+_BATCH_KEYS = {"subject", "data", "data_b64", "headers", "msg_id", "expected_stream", "expected_last_seq",
+               "expected_last_subject_seq", "expected_last_subject_seq_subject", "ttl"}
+
+
+def _read_batch(path: str) -> List[Dict[str, Any]]:
+    """The messages of ``stream publish --batch FILE`` ('-': standard input): JSON lines
+    (or one JSON array) of ``{"subject": ..., "data": "text" | "data_b64": "...",
+    "headers": {"K": "v" | ["v1", "v2"]}, "msg_id": ..., "expected_...": ..., "ttl": ...}``;
+    blank lines are skipped. Everything is checked before anything is sent."""
+    import orjson
+
+    if path == "-":
+        raw = stdin_bytes().read()
+    else:
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError as exc:
+            raise CliError(f"{path}: {exc.strerror or exc}") from None
+    if raw.lstrip().startswith(b"["):
+        try:
+            items = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise CliError(f"{path}: not JSON ({exc})") from None
+        where = [f"{path}: message {i}" for i in range(1, len(items) + 1)]
+    else:
+        items, where = [], []
+        for n, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                items.append(orjson.loads(line))
+            except orjson.JSONDecodeError as exc:
+                raise CliError(f"{path}:{n}: not a JSON object ({exc})") from None
+            where.append(f"{path}:{n}")
+    if not items:
+        raise CliError(f"{path}: no messages")
+    out = []
+    for item, at in zip(items, where):
+        if not isinstance(item, dict):
+            raise CliError(f"{at}: not a JSON object")
+        unknown = sorted(set(item) - _BATCH_KEYS)
+        if unknown:
+            raise CliError(f"{at}: unknown field(s) {', '.join(unknown)} (known: {', '.join(sorted(_BATCH_KEYS))})")
+        subject = item.get("subject")
+        if not isinstance(subject, str) or not subject:
+            raise CliError(f"{at}: a subject is required")
+        if "data" in item and "data_b64" in item:
+            raise CliError(f"{at}: give data or data_b64, not both")
+        msg = {k: v for k, v in item.items() if k not in ("subject", "data", "data_b64")}
+        try:
+            if "data_b64" in item:
+                data = base64.b64decode(item["data_b64"], validate=True)
+            else:
+                text = item.get("data", "")
+                if not isinstance(text, str):
+                    raise CliError(f"{at}: data must be a string (data_b64 for bytes)")
+                data = text.encode()
+        except (ValueError, TypeError) as exc:
+            raise CliError(f"{at}: bad data_b64 ({exc})") from None
+        if msg.get("headers") is not None and not isinstance(msg["headers"], dict):
+            raise CliError(f"{at}: headers must be an object")
+        out.append({"subject": subject, "data": data, "at": at, **msg})
+    return out
+
+
+@stream.command("publish")
+@click.argument("subject", required=False)
+@click.argument("body", required=False)
+@click.option("-H", "--header", "headers", multiple=True, metavar="KEY:VALUE", help="A header (repeatable).")
+@click.option("--msg-id", default=None, help="A message id (de-duplication).")
+@click.option("--batch", "batch_file", metavar="FILE", default=None,
+              help="Publish the messages of FILE ('-': standard input; JSON lines of {\"subject\", \"data\" "
+                   "or \"data_b64\", \"headers\", \"msg_id\", \"expected_...\", \"ttl\"}) as ONE atomic "
+                   "batch: all stored or none (streams with allow_atomic).")
+@json_option
+@connection_options
+def stream_publish(subject: Optional[str], body: Optional[str], headers: Any, msg_id: Optional[str],
+                   batch_file: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+    """Publish BODY ('-': standard input) to SUBJECT and wait for the stream's ack, or an
+    atomic batch with --batch FILE (the last message commits it)."""
+    if batch_file is None:
+        if subject is None:
+            raise click.UsageError("give SUBJECT [BODY], or --batch FILE")
+        hdrs = parse_headers(headers)
+        data = read_body(body)
+        with connected(conn) as nc:
+            ack = _js(nc).publish(subject, data, headers=hdrs, msg_id=msg_id)
+        if as_json:
+            echo_json(ack.to_json_dict())
+        else:
+            dup = " (duplicate)" if ack.duplicate else ""
+            click.echo(f"Stored in {ack.stream} as message {ack.seq}{dup}")
+        return
+    if subject is not None or body is not None or headers or msg_id is not None:
+        raise click.UsageError("--batch FILE takes no SUBJECT, BODY, --header or --msg-id (put them in FILE)")
+    msgs = _read_batch(batch_file)
+    with connected(conn) as nc:
+        b = _js(nc).atomic_batch()
+        last = len(msgs) - 1
+        for i, m in enumerate(msgs):
+            opts = {k: v for k, v in m.items() if k not in ("subject", "data", "at")}
+            try:
+                if i < last:
+                    b.add(m["subject"], m["data"], **opts)
+                else:
+                    ack = b.commit(m["subject"], m["data"], **opts)
+            except (ValueError, TypeError) as exc:  # bad input: raised before it was sent
+                b.discard()
+                raise CliError(f"{m['at']}: {exc}; nothing stored") from None
+    if as_json:
+        echo_json({"stream": ack.stream, "seq": ack.seq, "first_seq": ack.first_seq, "batch_id": ack.batch_id,
+                   "count": ack.count})
+    else:
+        click.echo(f"Stored atomic batch {ack.batch_id} in {ack.stream}: {comma(ack.count)} messages, "
+                   f"sequences {ack.first_seq}-{ack.seq}")
+
+
 # ============================================================================== consumer
 
 

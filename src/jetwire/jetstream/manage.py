@@ -13,6 +13,7 @@ from ..errors import APIError, BadRequestError, JetStreamError, MsgNotFoundError
 from ..protocol.headers import Headers, check_value
 from ._json import Model, duration, format_time, parse_time
 from .models import ConsumerConfig, RawStreamMsg
+from .schedule import schedule_headers
 
 __all__ = [
     "ConsumerPauseResponse",
@@ -20,6 +21,7 @@ __all__ = [
     "EXPECTED_STREAM_HDR",
     "EXPECTED_LAST_SEQ_HDR",
     "EXPECTED_LAST_SUBJ_SEQ_HDR",
+    "EXPECTED_LAST_SUBJ_SEQ_SUBJ_HDR",
     "EXPECTED_LAST_MSG_ID_HDR",
     "publish_headers",
     "MSG_TTL_HDR",
@@ -40,6 +42,7 @@ MSG_ID_HDR = "Nats-Msg-Id"
 EXPECTED_STREAM_HDR = "Nats-Expected-Stream"
 EXPECTED_LAST_SEQ_HDR = "Nats-Expected-Last-Sequence"
 EXPECTED_LAST_SUBJ_SEQ_HDR = "Nats-Expected-Last-Subject-Sequence"
+EXPECTED_LAST_SUBJ_SEQ_SUBJ_HDR = "Nats-Expected-Last-Subject-Sequence-Subject"
 EXPECTED_LAST_MSG_ID_HDR = "Nats-Expected-Last-Msg-Id"
 MSG_TTL_HDR = "Nats-TTL"  # per-message TTL (ADR-43): streams with allow_msg_ttl
 MSG_INCR_HDR = "Nats-Incr"  # counter increment (ADR-49): streams with allow_msg_counter
@@ -68,21 +71,21 @@ def _uint(v: Any, what: str) -> str:
     return str(v)
 
 
-def ttl_header_value(ttl: Any) -> str:
+def ttl_header_value(ttl: Any, name: str = "ttl") -> str:
     """The ``Nats-TTL`` value of a per-message TTL: ``ttl`` in seconds (a number or a
     ``timedelta``, at least 1; the server keeps whole seconds, so a fraction is
     dropped), or ``"never"`` (the message outlives the stream's ``max_age``). Raises
-    ``ValueError``/``TypeError`` for anything else."""
+    ``ValueError``/``TypeError`` (naming the argument ``name``) for anything else."""
     if isinstance(ttl, str):
         if ttl.lower() == "never":
             return "never"
-        raise ValueError(f"ttl must be seconds or 'never', not {ttl!r}")
+        raise ValueError(f"{name} must be seconds or 'never', not {ttl!r}")
     if isinstance(ttl, timedelta):
         ttl = ttl.total_seconds()
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise TypeError(f"ttl must be a number of seconds, not {type(ttl).__name__}")
+        raise TypeError(f"{name} must be a number of seconds, not {type(ttl).__name__}")
     if not ttl >= 1:  # (also NaN)
-        raise ValueError(f"ttl must be at least 1 second, not {ttl!r}")
+        raise ValueError(f"{name} must be at least 1 second, not {ttl!r}")
     if ttl == float("inf"):
         return "never"
     return f"{int(ttl)}s"
@@ -97,13 +100,23 @@ def incr_headers(delta: Any) -> Dict[str, str]:
 
 def publish_headers(headers: Any, msg_id: Optional[str], expected_stream: Optional[str],
                     expected_last_seq: Optional[int], expected_last_subject_seq: Optional[int],
-                    expected_last_msg_id: Optional[str], ttl: Any = None) -> Any:
+                    expected_last_msg_id: Optional[str], ttl: Any = None, *,
+                    expected_last_subject_seq_subject: Optional[str] = None, schedule: Any = None,
+                    schedule_target: Optional[str] = None, schedule_ttl: Any = None) -> Any:
     """The headers of a JetStream publish: the user's ``headers`` (``Headers`` or a dict,
-    never modified) plus the ``Nats-*`` expectation headers and the ``Nats-TTL`` of
-    ``ttl`` (see :func:`ttl_header_value`) that are not ``None`` (they replace a
-    same-named user header). Returns ``headers`` itself when there is nothing to add."""
+    never modified) plus the ``Nats-*`` expectation headers, the ``Nats-TTL`` of ``ttl``
+    (see :func:`ttl_header_value`) and the ``Nats-Schedule*`` headers of ``schedule``
+    (see :func:`jetwire.jetstream.schedule.schedule_headers`) that are not ``None`` (they
+    replace a same-named user header). Returns ``headers`` itself when there is nothing
+    to add. Everything is checked here, before anything is sent.
+
+    ``expected_last_subject_seq_subject`` (nats.go's ``ExpectLastSequenceForSubject``)
+    makes ``expected_last_subject_seq`` an expectation on the last message of that
+    subject (a filter; wildcards allowed) instead of the published one's."""
     if msg_id is None and expected_stream is None and expected_last_seq is None \
-            and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None:
+            and expected_last_subject_seq is None and expected_last_msg_id is None and ttl is None \
+            and expected_last_subject_seq_subject is None and schedule is None and schedule_target is None \
+            and schedule_ttl is None:
         return headers
     extra = {}
     if msg_id is not None:
@@ -116,11 +129,23 @@ def publish_headers(headers: Any, msg_id: Optional[str], expected_stream: Option
         extra[EXPECTED_LAST_SEQ_HDR] = _uint(expected_last_seq, "expected_last_seq")
     if expected_last_subject_seq is not None:
         extra[EXPECTED_LAST_SUBJ_SEQ_HDR] = _uint(expected_last_subject_seq, "expected_last_subject_seq")
+    if expected_last_subject_seq_subject is not None:
+        if expected_last_subject_seq is None:
+            raise ValueError("expected_last_subject_seq_subject needs expected_last_subject_seq")
+        if not isinstance(expected_last_subject_seq_subject, str):
+            raise TypeError("expected_last_subject_seq_subject must be a str, "
+                            f"not {type(expected_last_subject_seq_subject).__name__}")
+        _impl.validate_filter(expected_last_subject_seq_subject)
+        extra[EXPECTED_LAST_SUBJ_SEQ_SUBJ_HDR] = expected_last_subject_seq_subject
     if expected_last_msg_id is not None:
         check_value(expected_last_msg_id)
         extra[EXPECTED_LAST_MSG_ID_HDR] = expected_last_msg_id
     if ttl is not None:
         extra[MSG_TTL_HDR] = ttl_header_value(ttl)
+    if schedule is not None:
+        extra.update(schedule_headers(schedule, schedule_target, schedule_ttl))
+    elif schedule_target is not None or schedule_ttl is not None:
+        raise ValueError("schedule_target and schedule_ttl need a schedule")
     if not headers:
         return extra
     h = Headers(headers)

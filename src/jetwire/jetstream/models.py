@@ -29,7 +29,7 @@ __all__ = [
     "Placement", "SubjectTransformConfig", "RePublish", "ExternalStream", "StreamConsumerSource", "StreamSource",
     "StreamConsumerLimits", "ConsumerLimits", "StreamConfig", "LostStreamData", "StreamState", "PeerInfo",
     "ClusterInfo", "APIErrorInfo", "StreamSourceInfo", "StreamAlternate", "StreamInfo", "SequenceInfo",
-    "PriorityGroupState", "ConsumerConfig", "ConsumerInfo", "PubAck", "AccountLimits", "APIStats",
+    "PriorityGroupState", "ConsumerConfig", "ConsumerInfo", "PubAck", "BatchAck", "AccountLimits", "APIStats",
     "Tier", "AccountInfo", "RawStreamMsg",
 ]
 # ``__all__`` lists the public types (re-exported by ``jetwire``); the helpers
@@ -572,6 +572,33 @@ class PubAck(Model):
         if data.get("domain") == "":
             data = {k: v for k, v in data.items() if k != "domain"}
         return data
+
+
+@dataclass
+class BatchAck(Model):
+    """The server's answer to the commit of an atomic batch (ADR-50): ``seq`` is the
+    sequence of the batch's last message (the others took the ``count - 1`` before it),
+    ``batch_id`` its ``Nats-Batch-Id`` (``"batch"`` on the wire), ``count`` how many
+    messages it stored. ``domain`` is ``None`` when absent, ``val`` is set for counter
+    streams."""
+
+    stream: str = ""
+    seq: int = 0
+    batch_id: str = jfield("", json="batch")
+    count: int = 0
+    domain: Optional[str] = None
+    val: Optional[str] = None
+
+    @classmethod
+    def _json_in(cls, data: dict) -> dict:
+        if data.get("domain") == "":
+            data = {k: v for k, v in data.items() if k != "domain"}
+        return data
+
+    @property
+    def first_seq(self) -> int:
+        """The sequence of the batch's first message."""
+        return self.seq - self.count + 1
 
 
 # ---------------------------------------------------------------------------------

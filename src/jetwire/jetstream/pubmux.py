@@ -50,7 +50,7 @@ from ..errors import JetStreamError, NoStreamResponseError, TimeoutError, api_er
 from ..msg import Msg
 from .models import PubAck
 
-__all__ = ["PubAckMux", "AckFuture", "AioAckFuture", "CONTEXT_TIMEOUT"]
+__all__ = ["PubAckMux", "AckFuture", "AioAckFuture", "CONTEXT_TIMEOUT", "acked_future_class"]
 
 _from_ack = PubAck.from_json_bytes
 _plain = PubAck.plain
@@ -109,6 +109,25 @@ class AioAckFuture(asyncio.Future):
     __slots__ = ("_pub",)
     _pub: Any
     msg = property(_pub_msg, doc=_MSG_DOC)
+
+
+def acked_future_class(base: Any, on_ack: Callable[[Any, Any], None]) -> Any:
+    """A subclass of the future class ``base`` whose ``set_result(ack)`` calls
+    ``on_ack(fut, ack)`` once the future is resolved (a JetStream context's
+    ``publish_async_ack_cb``). Every ack resolves its future through ``set_result``
+    (the compiled mux too), so the contexts without the callback keep the plain class and
+    pay nothing; a future already done or cancelled raises there, and reports nothing."""
+    base_set_result = base.set_result
+
+    class AckedFuture(base):
+        __slots__ = ()
+
+        def set_result(self, result: Any) -> None:
+            base_set_result(self, result)
+            on_ack(self, result)
+
+    AckedFuture.__qualname__ = AckedFuture.__name__ = base.__name__
+    return AckedFuture
 
 
 def _resolve(fut: Any, value: Any) -> None:
