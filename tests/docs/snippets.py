@@ -1,4 +1,4 @@
-"""Collect the ```python blocks of README.md and docs/**/*.md (used by test_snippets.py).
+"""Collect the ```python blocks of README.md, PYPI.md (the package's long description) and docs/**/*.md (used by test_snippets.py).
 
 The rule, also told to writers in docs/contributing-docs.md:
 
@@ -53,7 +53,7 @@ class Snippet:
 
 
 def pages() -> List[Path]:
-    return [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
+    return [ROOT / "README.md", ROOT / "PYPI.md"] + sorted((ROOT / "docs").rglob("*.md"))
 
 
 def parse(path: Path) -> List[Snippet]:

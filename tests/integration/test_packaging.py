@@ -126,6 +126,9 @@ def test_the_metadata_names_the_license_as_an_spdx_expression_and_ships_its_text
     assert meta["License-Expression"] == "Apache-2.0"
     assert "Typing :: Typed" in (meta.get_all("Classifier") or [])
     assert not [c for c in meta.get_all("Classifier") or [] if c.startswith("License ::")]  # PEP 639: one or the other
+    # the long description is for users of the package (PYPI.md), not the checkout's set-up
+    description = meta.get_payload() or ""
+    assert "pip install jetwire" in description and ".ci/" not in description
 
 
 @pytest.mark.compiled_only
