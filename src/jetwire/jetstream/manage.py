@@ -160,11 +160,15 @@ def generate_consumer_name(nuid: Optional[NUID] = None) -> str:
 
 
 def validate_filter_subjects(subjects: Iterable[Optional[str]]) -> None:
-    """Raise ``BadSubjectError`` unless every subject given (None and "" are skipped) can
-    be subscribed to: consumer filters and stream subjects (wildcards only as whole
-    tokens, ``>`` only last), checked before the request is sent."""
+    """Raise ``BadSubjectError`` unless every subject given can be subscribed to:
+    consumer filters and stream subjects (wildcards only as whole tokens, ``>`` only
+    last), checked before the request is sent. What is not a subject at all (None, "",
+    a non-string, a string given where the list belongs) is left to the schema check
+    (``validate=True``) or the server, which name the field."""
+    if isinstance(subjects, (str, bytes)):
+        return
     for subject in subjects:
-        if subject is not None and subject != "":
+        if isinstance(subject, str) and subject != "":
             _impl.validate_filter(subject)
 
 
