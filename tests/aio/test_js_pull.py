@@ -342,7 +342,12 @@ async def test_messages_drain_returns_buffered_then_ends(nats_url):
     try:
         ctx = await c.messages(max_messages=100)
         first = await ctx.next(timeout=5)
-        await nc.flush()
+
+        async def all_sent() -> bool:  # the server hands a pull's messages out on its own time
+            return (await c.info()).delivered.stream_seq == 40
+
+        assert await wait_until(all_sent, 10)
+        await nc.flush()  # its PONG comes after them: all 40 are read
         await ctx.drain()
         rest = [m async for m in ctx]
         seqs = [first.metadata.sequence.stream] + [m.metadata.sequence.stream for m in rest]

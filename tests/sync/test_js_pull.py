@@ -343,7 +343,12 @@ def test_messages_drain_returns_buffered_then_ends(nats_url):
     try:
         ctx = c.messages(max_messages=100)
         first = ctx.next(timeout=5)
-        nc.flush()
+
+        def all_sent() -> bool:  # the server hands a pull's messages out on its own time
+            return (c.info()).delivered.stream_seq == 40
+
+        assert wait_until(all_sent, 10)
+        nc.flush()  # its PONG comes after them: all 40 are read
         ctx.drain()
         rest = [m for m in ctx]
         seqs = [first.metadata.sequence.stream] + [m.metadata.sequence.stream for m in rest]
