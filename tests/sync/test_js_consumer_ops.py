@@ -139,3 +139,28 @@ def test_durable_create_uses_the_legacy_subject_before_2_9(nats_url):
     finally:
         js.delete_stream(stream)
         nc.close()
+
+
+def test_contract_signatures():
+    import importlib
+    import inspect
+
+    pkg = jetwire.Client.__module__.rsplit(".", 1)[0]  # the flavour's implementation package
+    JetStream = importlib.import_module(f"{pkg}.jetstream").JetStream
+    pcm = importlib.import_module(f"{pkg}.push_consumer")
+    PushConsumer, PushConsumeContext = pcm.PushConsumer, pcm.PushConsumeContext
+
+    def params(fn) -> list:
+        return [(p.name, p.default) for p in inspect.signature(fn).parameters.values()][1:]
+
+    E = inspect.Parameter.empty
+    assert params(JetStream.reset_consumer) == [("stream", E), ("consumer", E), ("seq", None)]
+    assert params(JetStream.push_consumer) == [("stream", E), ("name", E)]
+    assert params(JetStream.create_push_consumer)[0] == ("stream", E)
+    assert params(JetStream.stream_leader_stepdown) == [("name", E), ("preferred", None)]
+    assert params(JetStream.consumer_leader_stepdown)[:2] == [("stream", E), ("consumer", E)]
+    assert params(JetStream.remove_stream_peer) == [("stream", E), ("peer", E)]
+    assert params(JetStream.meta_leader_stepdown) == [("preferred", None)]
+    assert params(PushConsumer.consume)[0] == ("cb", E)
+    for name in ("stop", "drain", "closed"):
+        assert callable(getattr(PushConsumeContext, name))
