@@ -243,9 +243,7 @@ class _PushConsumer:
                 link.try_publish(answer, None, b"")
             return
         if kind == PUSH_STATUS:  # consumer deleted, ...
-            if self._report_status:
-                link.report_error(JetStreamError(f"push consumer {self._consumer!r}: "
-                                                f"{h.status} {h.description or ''}".rstrip()))
+            self._other_status(h)
         else:  # an idle heartbeat (that may show a gap)
             stalled = state.stalled_reply(h)
             if stalled:
@@ -254,6 +252,15 @@ class _PushConsumer:
                 return
         if self._spec is not None:
             self._request_reset()
+
+    def _other_status(self, h: Any) -> None:
+        """A status other than heartbeats and flow control (from the reader)."""
+        if self._report_status:
+            self._report(JetStreamError(f"push consumer {self._consumer!r}: {h.status} {h.description or ''}".rstrip()))
+
+    def _report(self, exc: BaseException) -> None:
+        """Tell the user about a problem (the connection's ``error_cb``; never blocks)."""
+        self._link.report_error(exc)
 
     # -- heartbeats, reconnects and recreation (ADR-15, ADR-17) --------------------------
     def _check(self) -> None:  # timer
@@ -267,7 +274,7 @@ class _PushConsumer:
             if self._spec is not None:
                 self._request_reset()
             else:
-                link.report_error(NoHeartbeatError(f"no heartbeat from push consumer {self._consumer!r}"))
+                self._report(NoHeartbeatError(f"no heartbeat from push consumer {self._consumer!r}"))
 
     def _on_reconnect(self) -> None:  # from the client's reconnect path: never blocks
         mon = self._monitor
@@ -364,7 +371,7 @@ def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[C
                     durable: Optional[str] = None, stream: Optional[str] = None, config: Any = None,
                     manual_ack: bool = False, ordered_consumer: bool = False,
                     idle_heartbeat: Optional[float] = None, flow_control: bool = False,
-                    deliver_subject: Optional[str] = None) -> "PushSubscription":
+                    deliver_subject: Optional[str] = None, skip_consumer_lookup: bool = False) -> "PushSubscription":
     """Subscribe to ``subject`` through a push consumer (see :meth:`JetStream.subscribe`)."""
     link = js._link
     cfg = config_from_kwargs(ConsumerConfig, config)
@@ -401,7 +408,7 @@ def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[C
         return ps
 
     info: Optional[ConsumerInfo] = None
-    if durable:
+    if durable and not skip_consumer_lookup:
         info = _lookup(js, stream, durable)
     if info is None:
         if idle_heartbeat:
@@ -420,10 +427,13 @@ def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[C
         ps = PushSubscription(js, stream, subject, queue, cb, manual_ack, ack_none, cfg.idle_heartbeat or 0.0)
         ps._listen(dsubj, queue, ps._on_msg)
         try:
-            created = (js.create_consumer(stream, cfg)).cached_info()
+            if skip_consumer_lookup and durable:  # as nats.go: may update an existing consumer
+                created = (js.create_or_update_consumer(stream, cfg)).cached_info()
+            else:
+                created = (js.create_consumer(stream, cfg)).cached_info()
         except JetStreamError:
             ps._halt()
-            if not durable:
+            if not durable or skip_consumer_lookup:
                 raise
             info = _lookup(js, stream, durable)  # created meanwhile by another member
             if info is None:

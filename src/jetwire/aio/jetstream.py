@@ -18,6 +18,7 @@ import orjson
 from .. import _impl
 from .._nuid import NUID
 from ..errors import (
+    APIError,
     ConnectionClosedError,
     ConsumerExistsError,
     ConsumerNotFoundError,
@@ -58,6 +59,16 @@ from ..jetstream.manage import (
     validate_filter_subjects,
 )
 from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
+from ..jetstream.ops import (
+    acknowledged,
+    clustered_js,
+    legacy_consumer_create_subject,
+    peer_remove_request,
+    reset_info,
+    reset_request,
+    server_at_least,
+    stepdown_request,
+)
 from ..jetstream.pubmux import (  # noqa: F401 - one future per flavour
     CONTEXT_TIMEOUT,
     AckFuture,
@@ -82,6 +93,7 @@ if TYPE_CHECKING:
     from .objects import ObjectStore
     from .ordered import OrderedConsumer
     from .push import PushSubscription
+    from .push_consumer import PushConsumer
 
 _encode_headers = _impl.encode_headers
 _from_ack = PubAck.from_json_bytes
@@ -493,8 +505,11 @@ class JetStream:
         name = cfg.name or cfg.durable_name
         if not name:
             name = generate_consumer_name(self._nuid)
-        resp = await self.api_request(consumer_create_subject(stream, name, cfg),  # checks the filters
-                                      consumer_create_request(stream, cfg, action))
+        if server_at_least(self._nc.server_info, 2, 9):
+            subject = consumer_create_subject(stream, name, cfg)  # checks the filters
+        else:  # before 2.9 (as nats.go): CONSUMER.DURABLE.CREATE, or CONSUMER.CREATE.<stream>
+            subject = legacy_consumer_create_subject(stream, cfg)
+        resp = await self.api_request(subject, consumer_create_request(stream, cfg, action))
         info = ConsumerInfo.from_json(_clean(resp))
         if cfg.filter_subjects and not info.config.filter_subjects:
             raise JetStreamError("the server does not support multiple filter subjects")
@@ -566,11 +581,82 @@ class JetStream:
             raise ValueError("group is required")
         await self.api_request(f"CONSUMER.UNPIN.{stream}.{consumer}", {"group": group})
 
+    async def reset_consumer(self, stream: str, consumer: str, seq: Optional[int] = None) -> ConsumerInfo:
+        """Reset a consumer's delivery state (nats.go's ``ResetConsumer`` /
+        ``ResetConsumerToSequence``, server 2.14+): without ``seq`` it delivers again from
+        its ack floor + 1 (what was delivered but not acknowledged comes again); with
+        ``seq`` from that stream sequence (allowed by deliver policies ``all``,
+        ``by_start_sequence`` and ``by_start_time`` when not before their start;
+        otherwise ``APIError`` err_code 10204). Returns the consumer's info after the
+        reset. ``ConsumerNotFoundError`` / ``StreamNotFoundError`` when it does not
+        exist (looked up first: the reset subject is served by the consumer itself, so
+        nothing would answer), ``JetStreamError`` from a server before 2.14."""
+        validate_stream_name(stream)
+        validate_consumer_name(consumer)
+        body = reset_request(seq)
+        if not server_at_least(self._nc.server_info, 2, 14):
+            raise JetStreamError(f"consumer reset needs nats-server 2.14+ (the server is "
+                                 f"{self._nc.server_info.get('version')})")
+        await self.consumer_info(stream, consumer)
+        try:
+            resp = await self.api_request(f"CONSUMER.RESET.{stream}.{consumer}", body)
+        except TimeoutError:
+            await self.consumer_info(stream, consumer)  # deleted meanwhile: its typed error
+            raise
+        return reset_info(resp)
+
     async def _pause(self, stream: str, name: str, until: Optional[datetime]) -> ConsumerPauseResponse:
         validate_stream_name(stream)
         validate_consumer_name(name)
         resp = await self.api_request(f"CONSUMER.PAUSE.{stream}.{name}", pause_request(until))
         return ConsumerPauseResponse.from_json(_clean(resp))
+
+    # -- cluster operations (jsm.go) ---------------------------------------------------
+    async def stream_leader_stepdown(self, name: str, preferred: Optional[str] = None) -> None:
+        """Ask the leader of stream ``name``'s RAFT group to step down (jsm.go's
+        ``Stream.LeaderStepDown``); ``preferred``: the server name that should lead next
+        (else the server picks a current peer). Returns once the server acknowledged
+        (the election follows); ``APIError`` otherwise (``StreamNotFoundError``; err_code
+        10010 on a server that is not clustered; 10005 for a preferred server that is
+        not a peer or already leads)."""
+        validate_stream_name(name)
+        resp = await self.api_request(f"STREAM.LEADER.STEPDOWN.{name}", stepdown_request(preferred))
+        acknowledged(resp, f"stream {name!r} leader step-down")
+
+    async def consumer_leader_stepdown(self, stream: str, consumer: str, preferred: Optional[str] = None) -> None:
+        """Ask the leader of consumer ``consumer`` of ``stream`` to step down (jsm.go's
+        ``Consumer.LeaderStepDown``); as :meth:`stream_leader_stepdown`
+        (``ConsumerNotFoundError`` for a missing consumer)."""
+        validate_stream_name(stream)
+        validate_consumer_name(consumer)
+        resp = await self.api_request(f"CONSUMER.LEADER.STEPDOWN.{stream}.{consumer}", stepdown_request(preferred))
+        acknowledged(resp, f"consumer {consumer!r} leader step-down")
+
+    async def remove_stream_peer(self, stream: str, peer: str) -> None:
+        """Remove server ``peer`` (its name, or its peer id) from the replicas of
+        ``stream`` (jsm.go's ``Stream.RemoveRAFTPeer``): the meta leader places a new
+        replica elsewhere when it can. ``APIError`` when it is not a peer of the stream
+        (err_code 10040), ``StreamNotFoundError``, 10010 unclustered."""
+        validate_stream_name(stream)
+        resp = await self.api_request(f"STREAM.PEER.REMOVE.{stream}", peer_remove_request(peer))
+        acknowledged(resp, f"removal of peer {peer!r} from stream {stream!r}")
+
+    async def meta_leader_stepdown(self, preferred: Optional[str] = None) -> None:
+        """Ask the JetStream meta leader to step down (jsm.go's ``MetaLeaderStandDown``);
+        ``preferred``: the server that should lead next. Only users of the system
+        account may: the server does not answer anyone else, which raises ``APIError``
+        (code 408) after the context's timeout; on a server that runs JetStream
+        unclustered ``APIError`` err_code 10010 at once, nothing sent."""
+        body = stepdown_request(preferred)
+        if self._prefix == "$JS.API" and clustered_js(self._nc.server_info) is False:
+            raise APIError(code=503, err_code=10010, description="JetStream clustering support required")
+        try:
+            resp = await self.api_request("META.LEADER.STEPDOWN", body)
+        except TimeoutError as exc:
+            raise APIError(code=408, err_code=None,
+                           description="no answer to the meta leader step-down (the server answers only users of "
+                                       "the system account, and only while there is a meta leader)") from exc
+        acknowledged(resp, "meta leader step-down")
 
     # -- templates and declarative management (jsm.go style) ----------------------------
     async def create_stream_from_default(self, name: str, template: Any, **overrides: Any) -> Stream:
@@ -692,7 +778,10 @@ class JetStream:
                         **options: Any) -> "PushSubscription":
         """Subscribe to ``subject`` through a push consumer: ``durable=``, ``stream=``,
         ``config=``, ``manual_ack=``, ``ordered_consumer=``, ``idle_heartbeat=``,
-        ``flow_control=``, ``deliver_subject=``. Returns a ``PushSubscription``."""
+        ``flow_control=``, ``deliver_subject=``, ``skip_consumer_lookup=`` (nats.go's
+        ``SkipConsumerLookup``: no ``CONSUMER.INFO`` for a durable; the consumer is
+        created, or updated to the config given, from the options alone). Returns a
+        ``PushSubscription``."""
         from .push import subscribe
 
         return await subscribe(self, subject, queue, cb, **options)
@@ -703,6 +792,31 @@ class JetStream:
         from .push import subscribe_bind
 
         return await subscribe_bind(self, stream, consumer, cb, **options)
+
+    # -- push consumers on the new API (nats.go jetstream.PushConsumer) ---------------
+    async def create_push_consumer(self, stream: str, config: Any = None, **fields: Any) -> "PushConsumer":
+        """Create a push consumer on ``stream`` (nats.go's ``CreatePushConsumer``): a
+        ``ConsumerConfig`` (or a dict) and/or its fields, ``deliver_subject`` required
+        (``InvalidOptionError`` without one, nothing sent); ``deliver_group``,
+        ``idle_heartbeat``, ``flow_control`` as the server knows them. Creating it
+        again with the same config returns it; another config raises
+        ``ConsumerExistsError``. Returns a :class:`~jetwire.aio.push_consumer.PushConsumer`
+        (``consume(cb)``)."""
+        from .push_consumer import PushConsumer, push_config
+
+        cfg = push_config(config, fields)
+        c = await self._upsert_consumer(stream, cfg, {}, "create")
+        return PushConsumer(self, stream, c.cached_info())
+
+    async def push_consumer(self, stream: str, name: str) -> "PushConsumer":
+        """Look up the existing push consumer ``name`` of ``stream`` (nats.go's
+        ``PushConsumer``): ``ConsumerNotFoundError`` when it does not exist,
+        ``JetStreamError`` when it is a pull consumer (no deliver subject)."""
+        from .push_consumer import PushConsumer, check_push
+
+        info = await self.consumer_info(stream, name)
+        check_push(info)
+        return PushConsumer(self, stream, info)
 
     # -- publishing ------------------------------------------------------------------
     async def publish(self, subject: str, data: bytes = b"", headers: Any = None, msg_id: Optional[str] = None,

@@ -1333,4 +1333,141 @@ def events(count: Optional[int], timeout: Optional[float], fmt: str, kinds: tupl
                 _interrupted(f"{n} received")
 
 
+# ============================================================================== cluster
+
+
+def _leader(info: Any) -> Optional[str]:
+    return info.cluster.leader if info.cluster is not None else None
+
+
+def _new_leader(leader_fn: Callable[[], Optional[str]], old: Optional[str], wait: float) -> Optional[str]:
+    """The leader ``leader_fn()`` names once it is another than ``old`` (None when none is
+    elected within ``wait`` seconds; the info requests fail while there is no leader)."""
+    import jetwire
+
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            lead = leader_fn()
+            if lead and lead != old:
+                return lead
+        except jetwire.NatsError:
+            pass
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.1)
+
+
+def _stepped_down(what: str, old: Optional[str], new: Optional[str], wait: float, as_json: bool,
+                  **ids: Any) -> None:
+    if as_json:
+        echo_json({**ids, "previous_leader": old, "leader": new})
+    if new is None:
+        raise CliError(f"{what}: the leader ({old or 'unknown'}) stepped down, no new leader within "
+                       f"{human_duration(wait)}")
+    if not as_json:
+        click.echo(f"{what}: leader stepped down ({old or 'unknown'}), new leader {new}")
+
+
+preferred_option = click.option("--preferred", metavar="SERVER", default=None,
+                                help="The server that should lead next (else the cluster picks).")
+wait_option = click.option("--wait", type=DURATION, default="10s", show_default=True,
+                           help="How long to wait for the new leader.")
+
+
+@stream.group("cluster", cls=JetwireGroup)
+def stream_cluster() -> None:
+    """Clustered streams: step-down, peer-remove."""
+
+
+@stream_cluster.command("step-down")
+@click.argument("name")
+@preferred_option
+@wait_option
+@json_option
+@connection_options
+def stream_cluster_step_down(name: str, preferred: Optional[str], wait: float, as_json: bool,
+                             conn: Dict[str, Any]) -> None:
+    """Make the leader of a stream step down; prints the new leader."""
+    with connected(conn) as nc:
+        js = _js(nc)
+        old = _leader(js.stream_info(name))
+        js.stream_leader_stepdown(name, preferred)
+        poll = nc.jetstream(timeout=1)  # a request nobody answers (no leader yet) waits this long
+        new = _new_leader(lambda: _leader(poll.stream_info(name)), old, wait)
+    _stepped_down(f"Stream {name}", old, new, wait, as_json, stream=name)
+
+
+@stream_cluster.command("peer-remove")
+@click.argument("name")
+@click.argument("peer")
+@force_option
+@json_option
+@connection_options
+def stream_cluster_peer_remove(name: str, peer: str, force: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+    """Remove server PEER from the replicas of a stream (a new one is placed if it can be)."""
+    _confirm(force, f"remove peer {peer} from stream {name}")
+    with connected(conn) as nc:
+        _js(nc).remove_stream_peer(name, peer)
+    if as_json:
+        echo_json({"stream": name, "peer": peer, "removed": True})
+    else:
+        click.echo(f"Peer {peer} was removed from stream {name}")
+
+
+@consumer.group("cluster", cls=JetwireGroup)
+def consumer_cluster() -> None:
+    """Clustered consumers: step-down."""
+
+
+@consumer_cluster.command("step-down")
+@click.argument("stream_name", metavar="STREAM")
+@click.argument("name")
+@preferred_option
+@wait_option
+@json_option
+@connection_options
+def consumer_cluster_step_down(stream_name: str, name: str, preferred: Optional[str], wait: float, as_json: bool,
+                               conn: Dict[str, Any]) -> None:
+    """Make the leader of a consumer step down; prints the new leader."""
+    with connected(conn) as nc:
+        js = _js(nc)
+        old = _leader(js.consumer_info(stream_name, name))
+        js.consumer_leader_stepdown(stream_name, name, preferred)
+        poll = nc.jetstream(timeout=1)  # a request nobody answers (no leader yet) waits this long
+        new = _new_leader(lambda: _leader(poll.consumer_info(stream_name, name)), old, wait)
+    _stepped_down(f"Consumer {stream_name} > {name}", old, new, wait, as_json, stream=stream_name, consumer=name)
+
+
+def _meta_leader(nc: Any) -> Optional[str]:
+    """The meta group's leader as ``$SYS.REQ.SERVER.PING.JSZ`` reports it (system account)."""
+    import orjson
+
+    m = nc.request("$SYS.REQ.SERVER.PING.JSZ", b"{}", timeout=1)
+    data = orjson.loads(m.data).get("data") or {}
+    return (data.get("meta_cluster") or {}).get("leader")
+
+
+@click.group("cluster", cls=JetwireGroup)
+def server_cluster() -> None:
+    """The JetStream meta group: step-down (a user of the system account)."""
+
+
+@server_cluster.command("step-down")
+@preferred_option
+@wait_option
+@json_option
+@connection_options
+def server_cluster_step_down(preferred: Optional[str], wait: float, as_json: bool, conn: Dict[str, Any]) -> None:
+    """Make the JetStream meta leader step down; prints the new leader."""
+    with connected(conn) as nc:
+        try:
+            old = _meta_leader(nc)
+        except Exception:
+            old = None
+        _js(nc).meta_leader_stepdown(preferred)
+        new = _new_leader(lambda: _meta_leader(nc), old, wait)
+    _stepped_down("JetStream meta group", old, new, wait, as_json)
+
+
 COMMANDS = [stream, consumer, kv, object_, pub, sub, req, reply, events]

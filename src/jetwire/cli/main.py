@@ -53,13 +53,14 @@ def cli(conn: Dict[str, Any]) -> None:
 
 
 def _register() -> None:
-    from .admin import COMMANDS
+    from .admin import COMMANDS, server_cluster
     from .backup import register as register_backup
     from .bench import bench
     from .demo import demo
     from .micro import micro
     from .server import server
 
+    server.add_command(server_cluster)  # jetwire server cluster step-down
     cli.add_command(server)
     cli.add_command(bench)
     for c in COMMANDS:

@@ -7,10 +7,10 @@ from typing import Any, Optional
 
 import click
 
-from ._click import CliError
+from ._click import CliError, JetwireGroup
 
 
-@click.command("server")
+@click.group("server", cls=JetwireGroup, invoke_without_command=True)
 @click.option("-p", "--port", type=click.IntRange(0, 65535), default=4222, show_default=True,
               help="Client port (0: any free port).")
 @click.option("--http-port", type=click.IntRange(0, 65535), default=0, show_default=True,
@@ -23,7 +23,13 @@ from ._click import CliError
 @click.option("--debug", is_flag=True, help="Debug logging in the server's log.")
 def server(port: int, http_port: int, store_dir: Optional[str], jetstream: bool, config_file: Optional[str],
            debug: bool) -> None:
-    """Run an embedded nats-server (JetStream on by default) until interrupted."""
+    """Run an embedded nats-server (JetStream on by default) until interrupted.
+
+    \b
+    jetwire server cluster step-down   the JetStream meta leader steps down
+    """
+    if click.get_current_context().invoked_subcommand is not None:
+        return
     from ..testing import NatsServer, NatsServerError
 
     extra = None

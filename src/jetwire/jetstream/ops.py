@@ -1,0 +1,117 @@
+"""Sans-IO helpers of the JetStream operations beyond create/update/delete, shared by both
+flavours: consumer reset (ResetConsumer, server 2.14+), jsm.go's cluster operations
+(stream, consumer and meta leader step-downs, stream peer removal) and the version
+checks against the connected server's INFO (the legacy consumer create subjects of
+servers before 2.9). No I/O happens here."""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
+
+from ..errors import APIError, InvalidOptionError
+from .manage import validate_filter_subjects
+from .models import ConsumerConfig, ConsumerInfo
+
+__all__ = [
+    "server_version",
+    "server_at_least",
+    "legacy_consumer_create_subject",
+    "reset_request",
+    "reset_info",
+    "stepdown_request",
+    "peer_remove_request",
+    "acknowledged",
+    "clustered_js",
+]
+
+
+def server_version(info: Mapping[str, Any]) -> Optional[Tuple[int, int, int]]:
+    """``(major, minor, patch)`` of a server INFO's ``version`` (``"2.10.4-beta"`` ->
+    ``(2, 10, 4)``), or None when it has none or it cannot be read."""
+    v = info.get("version")
+    if not isinstance(v, str):
+        return None
+    parts = v.lstrip("v").split("-", 1)[0].split(".")
+    try:
+        nums = [int(p) for p in parts[:3]]
+    except ValueError:
+        return None
+    if not nums:
+        return None
+    while len(nums) < 3:
+        nums.append(0)
+    return nums[0], nums[1], nums[2]
+
+
+def server_at_least(info: Mapping[str, Any], major: int, minor: int, patch: int = 0) -> bool:
+    """Whether the server of ``info`` is at least ``major.minor.patch`` (nats.go's
+    ``serverMinVersion``); a version that cannot be read counts as new enough."""
+    v = server_version(info)
+    return v is None or v >= (major, minor, patch)
+
+
+def legacy_consumer_create_subject(stream: str, cfg: Union[ConsumerConfig, Dict[str, Any]]) -> str:
+    """The create subject for servers before 2.9 (as nats.go): a durable is made through
+    ``CONSUMER.DURABLE.CREATE.<stream>.<durable>``, an ephemeral through
+    ``CONSUMER.CREATE.<stream>`` (the server names it). The filters are checked here."""
+    if isinstance(cfg, dict):
+        one, many, durable = cfg.get("filter_subject"), cfg.get("filter_subjects"), cfg.get("durable_name")
+    else:
+        one, many, durable = cfg.filter_subject, cfg.filter_subjects, cfg.durable_name
+    validate_filter_subjects([one, *(many or ())])
+    if durable:
+        return f"CONSUMER.DURABLE.CREATE.{stream}.{durable}"
+    return f"CONSUMER.CREATE.{stream}"
+
+
+def reset_request(seq: Optional[int]) -> Optional[Dict[str, Any]]:
+    """The body of ``CONSUMER.RESET``: none (back to the ack floor + 1) or ``{"seq": n}``
+    (n >= 1; the consumer's deliver policy may refuse it: ``APIError`` 10204)."""
+    if seq is None:
+        return None
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+        raise InvalidOptionError(f"seq must be None or a stream sequence >= 1, not {seq!r}")
+    return {"seq": seq}
+
+
+def reset_info(resp: Dict[str, Any]) -> ConsumerInfo:
+    """The consumer's info from a reset answer (the info's fields plus ``reset_seq``)."""
+    resp.pop("type", None)
+    resp.pop("reset_seq", None)
+    if not resp.get("name"):
+        raise APIError(code=None, err_code=None, description="consumer reset response is empty")
+    return ConsumerInfo.from_json(resp)
+
+
+def stepdown_request(preferred: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The body of a leader step-down: none (the server picks) or the placement naming
+    the server that should lead (``{"placement": {"preferred": name}}``)."""
+    if preferred is None:
+        return None
+    if not isinstance(preferred, str) or not preferred:
+        raise InvalidOptionError(f"preferred must be None or a server name, not {preferred!r}")
+    return {"placement": {"preferred": preferred}}
+
+
+def peer_remove_request(peer: str) -> Dict[str, Any]:
+    """The body of ``STREAM.PEER.REMOVE``: the server name (or peer id) to remove."""
+    if not isinstance(peer, str) or not peer:
+        raise InvalidOptionError(f"peer must be a server name, not {peer!r}")
+    return {"peer": peer}
+
+
+def acknowledged(resp: Dict[str, Any], what: str) -> None:
+    """An operation's answer without ``success: true`` (and without an error, which
+    ``api_request`` already raised) is a failure too (as jsm.go)."""
+    if not resp.get("success"):
+        raise APIError(code=None, err_code=None, description=f"unknown error while requesting {what}")
+
+
+def clustered_js(info: Mapping[str, Any]) -> Optional[bool]:
+    """From the connected server's INFO: False when it runs JetStream itself and is in no
+    cluster (its own JetStream answers, unclustered), True when it is in a cluster, None
+    when INFO cannot tell (no JetStream on that server: the requests go elsewhere)."""
+    if info.get("cluster"):
+        return True
+    if info.get("jetstream"):
+        return False
+    return None
