@@ -114,6 +114,12 @@ async def jetstream(nc: Client) -> None:
     await js.publish_async_complete()
 
     consumer = await stream.create_consumer(ConsumerConfig(durable_name="worker", ack_policy=AckPolicy.EXPLICIT))
+    # the config fields as keywords are typed too: enums also as their wire strings
+    await js.create_stream(name="LOGS", subjects=["logs.>"], retention="limits", max_age=3600.0,
+                           placement={"cluster": "east"})
+    await js.create_consumer("LOGS", durable_name="reader", ack_policy=AckPolicy.NONE, max_deliver=3)
+    await js.create_stream(name="X", max_agee=1.0)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    await js.create_stream(name="X", max_age="1h")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     assert_type(await consumer.info(), ConsumerInfo)
     batch = await consumer.fetch(10, max_wait=1.0)
     async for m in batch:
@@ -130,6 +136,8 @@ async def jetstream(nc: Client) -> None:
 async def key_value(nc: Client) -> None:
     js = nc.jetstream()
     kv = await js.create_key_value(KeyValueConfig(bucket="settings", history=5))
+    await js.create_key_value(bucket="flags", history=3, storage="memory")
+    await js.create_object_store(bucket="blobs", max_bytes=1 << 20)
     revision = await kv.put("color", b"blue")
     assert_type(revision, int)
     try:

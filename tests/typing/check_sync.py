@@ -114,6 +114,12 @@ def jetstream(nc: Client) -> None:
     js.publish_async_complete()
 
     consumer = stream.create_consumer(ConsumerConfig(durable_name="worker", ack_policy=AckPolicy.EXPLICIT))
+    # the config fields as keywords are typed too: enums also as their wire strings
+    js.create_stream(name="LOGS", subjects=["logs.>"], retention="limits", max_age=3600.0,
+                           placement={"cluster": "east"})
+    js.create_consumer("LOGS", durable_name="reader", ack_policy=AckPolicy.NONE, max_deliver=3)
+    js.create_stream(name="X", max_agee=1.0)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    js.create_stream(name="X", max_age="1h")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
     assert_type(consumer.info(), ConsumerInfo)
     batch = consumer.fetch(10, max_wait=1.0)
     for m in batch:
@@ -130,6 +136,8 @@ def jetstream(nc: Client) -> None:
 def key_value(nc: Client) -> None:
     js = nc.jetstream()
     kv = js.create_key_value(KeyValueConfig(bucket="settings", history=5))
+    js.create_key_value(bucket="flags", history=3, storage="memory")
+    js.create_object_store(bucket="blobs", max_bytes=1 << 20)
     revision = kv.put("color", b"blue")
     assert_type(revision, int)
     try:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterator, Callable, Dict, Iterable, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterator, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union, Unpack
 
 import orjson
 
@@ -38,6 +38,12 @@ from ..errors import (
 )
 from ..events import ADVISORY_SUBJECT, METRIC_SUBJECT
 from ..jetstream._json import config_from_kwargs
+from ..jetstream.config_kwargs import (
+    ConsumerConfigFields,
+    KeyValueConfigFields,
+    ObjectStoreConfigFields,
+    StreamConfigFields,
+)
 from ..jetstream.ensure_core import (
     DEFAULT_CONSUMER,
     DEFAULT_STREAM,
@@ -49,6 +55,7 @@ from ..jetstream.ensure_core import (
     stream_drift,
     update_config,
 )
+from ..jetstream.kv_models import KeyValueConfig
 from ..jetstream.manage import (
     ConsumerPauseResponse,
     consumer_create_request,
@@ -60,6 +67,7 @@ from ..jetstream.manage import (
     validate_filter_subjects,
 )
 from ..jetstream.models import AccountInfo, ConsumerConfig, ConsumerInfo, PubAck, StreamConfig, StreamInfo
+from ..jetstream.obj_models import ObjectStoreConfig
 from ..jetstream.ops import (
     acknowledged,
     clustered_js,
@@ -392,7 +400,8 @@ class JetStream:
         return AccountInfo.from_json(_clean(self.api_request("INFO")))
 
     # -- streams ---------------------------------------------------------------------
-    def create_stream(self, config: Any = None, **fields: Any) -> Stream:
+    def create_stream(self, config: Union[StreamConfig, Dict[str, Any], None] = None,
+                            **fields: Unpack[StreamConfigFields]) -> Stream:
         """Create a stream from a ``StreamConfig`` (or a dict) and/or its fields.
         Creating a stream that exists with the same config returns it; with another
         config it raises ``StreamNameInUseError``."""
@@ -402,7 +411,8 @@ class JetStream:
         resp = self.api_request(f"STREAM.CREATE.{name}", cfg.to_json_dict())
         return _checked_stream(self, cfg, resp)
 
-    def update_stream(self, config: Any = None, **fields: Any) -> Stream:
+    def update_stream(self, config: Union[StreamConfig, Dict[str, Any], None] = None,
+                            **fields: Unpack[StreamConfigFields]) -> Stream:
         """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         name = validate_stream_name(cfg.name)
@@ -410,7 +420,8 @@ class JetStream:
         resp = self.api_request(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
         return _checked_stream(self, cfg, resp)
 
-    def create_or_update_stream(self, config: Any = None, **fields: Any) -> Stream:
+    def create_or_update_stream(self, config: Union[StreamConfig, Dict[str, Any], None] = None,
+                                      **fields: Unpack[StreamConfigFields]) -> Stream:
         """Update the stream, or create it when it does not exist."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         try:
@@ -479,22 +490,25 @@ class JetStream:
         return names[0]
 
     # -- consumers -------------------------------------------------------------------
-    def create_consumer(self, stream: str, config: Any = None, **fields: Any) -> "Consumer":
+    def create_consumer(self, stream: str, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
         """Create a consumer on ``stream`` from a ``ConsumerConfig`` (or a dict) and/or its
         fields. Without ``name``/``durable_name`` it is ephemeral. Creating it again with
         the same config returns it; with another config raises ``ConsumerExistsError``.
         ``ack_policy`` defaults to ``AckPolicy.EXPLICIT``."""
         return self._upsert_consumer(stream, config, fields, "create")
 
-    def update_consumer(self, stream: str, config: Any = None, **fields: Any) -> "Consumer":
+    def update_consumer(self, stream: str, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
         """Update a consumer (``ConsumerDoesNotExistError`` when it does not exist)."""
         return self._upsert_consumer(stream, config, fields, "update")
 
-    def create_or_update_consumer(self, stream: str, config: Any = None, **fields: Any) -> "Consumer":
+    def create_or_update_consumer(self, stream: str, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                                        **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
         """Create the consumer, or update it when it exists."""
         return self._upsert_consumer(stream, config, fields, "")
 
-    def _upsert_consumer(self, stream: str, config: Any, fields: Dict[str, Any], action: str) -> Any:
+    def _upsert_consumer(self, stream: str, config: Any, fields: Mapping[str, Any], action: str) -> Any:
         validate_stream_name(stream)
         cfg = config_from_kwargs(ConsumerConfig, config, **fields)
         if cfg.durable_name is not None:
@@ -793,7 +807,8 @@ class JetStream:
         return subscribe_bind(self, stream, consumer, cb, **options)
 
     # -- push consumers on the new API (nats.go jetstream.PushConsumer) ---------------
-    def create_push_consumer(self, stream: str, config: Any = None, **fields: Any) -> "PushConsumer":
+    def create_push_consumer(self, stream: str, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                                   **fields: Unpack[ConsumerConfigFields]) -> "PushConsumer":
         """Create a push consumer on ``stream`` (nats.go's ``CreatePushConsumer``): a
         ``ConsumerConfig`` (or a dict) and/or its fields, ``deliver_subject`` required
         (``InvalidOptionError`` without one, nothing sent); ``deliver_group``,
@@ -1110,7 +1125,8 @@ class JetStream:
         return restore_stream(self, src, name, progress)
 
     # -- key-value stores (jetwire/aio/kv.py) ----------------------------------------
-    def create_key_value(self, config: Any = None, **fields: Any) -> "KeyValue":
+    def create_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
+                               **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
         """Create a key-value bucket from a ``KeyValueConfig`` (or a dict) and/or its
         fields (``bucket``, ``history``, ``ttl``, ...). The same bucket again with the same
         config returns it; with another config raises ``StreamNameInUseError``.
@@ -1119,13 +1135,15 @@ class JetStream:
 
         return create_key_value(self, config, **fields)
 
-    def update_key_value(self, config: Any = None, **fields: Any) -> "KeyValue":
+    def update_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
+                               **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
         """Update a bucket's config (``BucketNotFoundError`` when it does not exist)."""
         from .kv import update_key_value
 
         return update_key_value(self, config, **fields)
 
-    def create_or_update_key_value(self, config: Any = None, **fields: Any) -> "KeyValue":
+    def create_or_update_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
+                                         **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
         """Create the bucket, or update it when it exists."""
         from .kv import create_or_update_key_value
 
@@ -1158,20 +1176,23 @@ class JetStream:
             yield status
 
     # -- object stores (jetwire/aio/objects.py) --------------------------------------
-    def create_object_store(self, config: Any = None, **fields: Any) -> "ObjectStore":
+    def create_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
+                                  **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
         """Create an object store bucket from an ``ObjectStoreConfig`` (or a dict) and/or
         its fields (``InvalidBucketNameError`` before anything is sent)."""
         from .objects import create_object_store
 
         return create_object_store(self, config, **fields)
 
-    def update_object_store(self, config: Any = None, **fields: Any) -> "ObjectStore":
+    def update_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
+                                  **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
         """Update an object store's config (``BucketNotFoundError`` when missing)."""
         from .objects import update_object_store
 
         return update_object_store(self, config, **fields)
 
-    def create_or_update_object_store(self, config: Any = None, **fields: Any) -> "ObjectStore":
+    def create_or_update_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
+                                            **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
         """Create the object store, or update it when it exists."""
         from .objects import create_or_update_object_store
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterator, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Dict, Optional, Sequence, Union, Unpack
 
 from .. import _impl
 from ..errors import APIError, NoRespondersError
+from ..jetstream.config_kwargs import ConsumerConfigFields
 from ..jetstream.ensure_core import DEFAULT_CONSUMER
 from ..jetstream.manage import BatchGet, ConsumerPauseResponse, direct_msg, purge_request
-from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
+from ..jetstream.models import ConsumerConfig, ConsumerInfo, RawStreamMsg, StreamInfo
 from .inbox import Inbox
 
 if TYPE_CHECKING:
@@ -190,15 +191,18 @@ class Stream:
         return True
 
     # -- consumers -------------------------------------------------------------------
-    def create_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
+    def create_consumer(self, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
         """Create a consumer (see ``JetStream.create_consumer``)."""
         return self._js.create_consumer(self._name, config, **fields)
 
-    def update_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
+    def update_consumer(self, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
         """Update an existing consumer (``ConsumerDoesNotExistError`` when missing)."""
         return self._js.update_consumer(self._name, config, **fields)
 
-    def create_or_update_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
+    def create_or_update_consumer(self, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                                        **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
         """Create the consumer, or update it when it exists."""
         return self._js.create_or_update_consumer(self._name, config, **fields)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from .. import _impl
 from ..errors import BadSubjectError, ConsumerDeletedError, InvalidOptionError, JetStreamError
@@ -31,7 +31,7 @@ log = logging.getLogger("jetwire")
 _isawaitable = inspect.isawaitable
 
 
-def push_config(config: Any, fields: Dict[str, Any]) -> ConsumerConfig:
+def push_config(config: Any, fields: Mapping[str, Any]) -> ConsumerConfig:
     """The checked config of a push consumer to create: a deliver subject is required
     and must be a subject one can publish to (no wildcards)."""
     cfg = config_from_kwargs(ConsumerConfig, config, **fields)

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Optional, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Optional, Sequence, Union, Unpack
 
 from .. import _impl
 from ..errors import APIError, NoRespondersError
+from ..jetstream.config_kwargs import ConsumerConfigFields
 from ..jetstream.ensure_core import DEFAULT_CONSUMER
 from ..jetstream.manage import BatchGet, ConsumerPauseResponse, direct_msg, purge_request
-from ..jetstream.models import ConsumerInfo, RawStreamMsg, StreamInfo
+from ..jetstream.models import ConsumerConfig, ConsumerInfo, RawStreamMsg, StreamInfo
 from .inbox import Inbox
 
 if TYPE_CHECKING:
@@ -189,15 +190,18 @@ class Stream:
         return True
 
     # -- consumers -------------------------------------------------------------------
-    async def create_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
+    async def create_consumer(self, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
         """Create a consumer (see ``JetStream.create_consumer``)."""
         return await self._js.create_consumer(self._name, config, **fields)
 
-    async def update_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
+    async def update_consumer(self, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
         """Update an existing consumer (``ConsumerDoesNotExistError`` when missing)."""
         return await self._js.update_consumer(self._name, config, **fields)
 
-    async def create_or_update_consumer(self, config: Any = None, **fields: Any) -> "Consumer":
+    async def create_or_update_consumer(self, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
+                                        **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
         """Create the consumer, or update it when it exists."""
         return await self._js.create_or_update_consumer(self._name, config, **fields)
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import base64
 import copy
 import dataclasses
+import difflib
 import typing
 from dataclasses import MISSING, dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -611,9 +612,11 @@ def config_from_kwargs(cls: type, config: Any = None, /, **fields: Any) -> Any:
     if isinstance(config, dict):
         unknown += [k for k in config if k not in valid and k != "_extra"]
     if unknown:
+        near = difflib.get_close_matches(unknown[0], valid, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
         raise TypeError(
             f"{cls.__name__} has no field{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(repr(k) for k in unknown)}; valid fields are: {', '.join(valid)}"
+            f"{', '.join(repr(k) for k in unknown)}{hint} (valid fields are: {', '.join(valid)})"
         )
     if config is None:
         return cls(**fields)
