@@ -25,7 +25,7 @@ walker) are in :mod:`jetwire.jetstream.backup_core`.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional
 
 from ..errors import (
     APIError,
@@ -54,10 +54,8 @@ from ..jetstream.validate import validate_stream_name
 from ..msg import Msg
 from . import _prims as prims
 from .inbox import Inbox
-from .stream import _stream_info
-
-if TYPE_CHECKING:
-    from .jetstream import JetStream
+from .jsapi import ContextBase
+from .stream import stream_info_of
 
 Progress = Optional[Callable[[int, Optional[int]], Any]]
 
@@ -103,12 +101,12 @@ class _Chunks(Inbox):
 # ------------------------------------------------------------------------- snapshot
 
 
-def snapshot_stream(js: "JetStream", name: str, dest: Any, chunk_size: int, check_msgs: bool,
+def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int, check_msgs: bool,
                           progress: Progress) -> SnapshotResult:
     validate_stream_name(name)
     check_chunk_size(chunk_size)
-    link = js._link
-    timeout = js._timeout
+    link = js.api.link
+    timeout = js.api.timeout
     meta_path, data_path = backup_paths(dest)
     data_part = data_path + PARTIAL_SUFFIX
     meta_part = meta_path + PARTIAL_SUFFIX
@@ -178,11 +176,11 @@ def snapshot_stream(js: "JetStream", name: str, dest: Any, chunk_size: int, chec
 # ------------------------------------------------------------------------- restore
 
 
-def restore_stream(js: "JetStream", src: Any, name: Optional[str], progress: Progress) -> StreamInfo:
+def restore_stream(js: ContextBase, src: Any, name: Optional[str], progress: Progress) -> StreamInfo:
     if name is not None:
         validate_stream_name(name)
-    link = js._link
-    timeout = js._timeout
+    link = js.api.link
+    timeout = js.api.timeout
     meta_path, data_path = backup_paths(src)
     try:
         with open(meta_path, "rb") as mf:
@@ -218,7 +216,7 @@ def restore_stream(js: "JetStream", src: Any, name: Optional[str], progress: Pro
         f.close()
 
 
-def _check_subjects(js: "JetStream", stream: str, config: Any) -> None:
+def _check_subjects(js: ContextBase, stream: str, config: Any) -> None:
     """The server checks subject overlaps only once all data is in: check first."""
     for subject in config.get("subjects") or ():
         resp = js.api_request("STREAM.NAMES", {"subject": subject})
@@ -241,9 +239,9 @@ def _send(link: Any, answers: Inbox, subject: str, data: bytes, timeout: float, 
     return msg
 
 
-def _upload(js: "JetStream", f: Any, size: int, deliver: str, stream: str, meta: Any, data_path: str,
+def _upload(js: ContextBase, f: Any, size: int, deliver: str, stream: str, meta: Any, data_path: str,
                   progress: Progress, timeout: float) -> StreamInfo:
-    link = js._link
+    link = js.api.link
     answers = Inbox(link)
     what = f"restore of {stream}"
     ended = False
@@ -267,7 +265,7 @@ def _upload(js: "JetStream", f: Any, size: int, deliver: str, stream: str, meta:
                 prims.call(progress, done, size)
         ended = True
         msg = _send(link, answers, deliver, b"", max(timeout * 10, _FINAL_WAIT_MIN), what)
-        info = _stream_info(final_answer(msg.data))
+        info = stream_info_of(final_answer(msg.data))
         problem = restored_problem(meta.get("state") or {}, info.state)
         if problem is not None:
             raise JetStreamError(f"{data_path}: {problem}")
@@ -290,11 +288,11 @@ def _upload(js: "JetStream", f: Any, size: int, deliver: str, stream: str, meta:
         answers.close()
 
 
-def _clean(js: "JetStream", answers: Inbox, deliver: str, stream: str, ended: bool, timeout: float) -> None:
+def _clean(js: ContextBase, answers: Inbox, deliver: str, stream: str, ended: bool, timeout: float) -> None:
     """End the upload so the server stops waiting for more, then delete the partial
     stream it made; the deletion is retried in the background when the server cannot be
     reached now."""
-    link = js._link
+    link = js.api.link
     if not ended and link.is_connected:
         try:
             link.publish_raw(deliver, answers.subject, None, b"")  # its answer (an error) is not awaited
@@ -311,8 +309,8 @@ def _clean(js: "JetStream", answers: Inbox, deliver: str, stream: str, ended: bo
     _clean_later(js, stream)
 
 
-def _clean_later(js: "JetStream", stream: str) -> None:
-    link = js._link
+def _clean_later(js: ContextBase, stream: str) -> None:
+    link = js.api.link
     if link.is_closed:
         return
     pending = link.shared(_CLEANUPS, dict)
@@ -323,15 +321,15 @@ def _clean_later(js: "JetStream", stream: str) -> None:
     link.spawn(_delete_partial, js, stream, done)
 
 
-def _delete_partial(js: "JetStream", stream: str, done: Any) -> None:
+def _delete_partial(js: ContextBase, stream: str, done: Any) -> None:
     """Background: delete the partial stream of a failed restore once the server
     answers (it may be restarting); gives up after a minute, reporting to error_cb."""
-    link = js._link
+    link = js.api.link
     deadline = prims.monotonic() + _CLEANUP_WINDOW
     try:
         while not link.is_closed:
             try:
-                js.api_request(f"STREAM.DELETE.{stream}", timeout=min(js._timeout, 5.0))
+                js.api_request(f"STREAM.DELETE.{stream}", timeout=min(js.api.timeout, 5.0))
                 return
             except StreamNotFoundError:
                 return

@@ -219,7 +219,7 @@ class MessageBatch:
             return
         now = _monotonic()
         sub = self._sub
-        if sub is not None and sub._closed:
+        if sub is not None and not sub.is_valid:
             self._finish(ConnectionClosedError("connection closed"))
             return
         remaining = self._deadline - now
@@ -286,8 +286,8 @@ class Consumer:
         self._stream = stream
         self._name = info.name
         self._info = info
-        self._link = js._link
-        self._next_subject = f"{js._prefix}.CONSUMER.MSG.NEXT.{stream}.{self._name}"
+        self._link = js.api.link
+        self._next_subject = f"{js.api.prefix}.CONSUMER.MSG.NEXT.{stream}.{self._name}"
         self._where = f"consumer {self._name!r} of stream {stream!r}"
         self._pin_lock = prims.write_lock()  # the reader notes pin ids, pulls read them
         self._pin_id: Optional[str] = None
@@ -388,7 +388,7 @@ class Consumer:
         if batch < 1:
             raise ValueError("batch must be at least 1")
         pin = self.pin_id if prio is not None else None
-        api_timeout = self._js._timeout
+        api_timeout = self._js.api.timeout
         if no_wait:
             hb = 0.0
             body = pull_request(batch, 0.0, True, max_bytes, 0.0, prio, pin)
@@ -526,8 +526,29 @@ class Consumer:
         ctx._begin()
         return ctx
 
+    # -- the hooks an ordered consumer (ordered.py) overrides; the pull machinery below
+    # calls them only on a consumer whose _ordered_flag() is true
     def _ordered_flag(self) -> bool:
         return False
+
+    def _accept(self, msg: Msg) -> Optional[bool]:
+        """Whether ``msg`` is the next in order (None: not a data message; False: a gap)."""
+        return True
+
+    def _recreate(self, sleep: Optional[Callable[[float], Any]] = None) -> None:
+        """Replace the consumer by a new one (after a gap, a lost consumer, a reconnect)."""
+        raise NotImplementedError
+
+    def _ctx_done(self, ctx: Any) -> None:
+        """A consume()/messages() context of this consumer finished."""
+
+
+def abandon(batch: "MessageBatch") -> bool:
+    """Stop ``batch`` when it is still running (its messages are dropped); whether it was."""
+    if batch._done:
+        return False
+    batch._stop()
+    return True
 
 
 # ---------------------------------------------------------------------------------
@@ -543,7 +564,7 @@ class _Pulling:
     def __init__(self, owner: Any, opts: ConsumeOptions, prio: Optional[dict] = None) -> None:
         self._owner = owner
         self._ordered = owner if owner._ordered_flag() else None
-        self._link = owner._js._link
+        self._link = owner._js.api.link
         self._opts = opts
         self._st = PullState(opts)
         self._st.priority = prio
@@ -992,4 +1013,4 @@ class MessagesContext(_Pulling):
         return self._finished
 
 
-_parse_fields = _impl.parse_metadata_fields
+parse_fields = _impl.parse_metadata_fields  # an ack subject's metadata as a tuple

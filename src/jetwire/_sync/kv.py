@@ -53,14 +53,13 @@ from ..jetstream.kv_models import (
 from ..jetstream.manage import publish_headers
 from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
 from ..jetstream.validate import validate_bucket_name, validate_key
-from .push import _END, _MARKER, _PushConsumer
+from .push import _END, _MARKER, _PushConsumer, started
 
 __all__ = ["KeyValue", "KeyWatcher"]
 
 _PUT = KeyValueOp.PUT
 _DEL_HDRS = {KV_OPERATION_HDR: "DEL"}
 _PURGE_HDRS = {KV_OPERATION_HDR: "PURGE", ROLLUP_HDR: "sub"}
-_DEFAULT_API_PREFIX = "$JS.API"
 _WRONG_LAST_SEQ = (10071, 10164)  # 10164: the same on replicated streams
 
 
@@ -187,7 +186,7 @@ class KeyValue:
         self._name = bucket
         self._pre = f"{KV_SUBJECT_PREFIX}{bucket}."
         put_pre = self._pre
-        use_js_prefix = js._prefix != _DEFAULT_API_PREFIX
+        use_js_prefix = not js.api.default_prefix
         mirror = cfg.mirror
         if mirror is not None and mirror.name:
             # a mirror stores (and is written through) the subjects of its origin
@@ -199,7 +198,7 @@ class KeyValue:
                 put_pre = f"{ext.api}.{KV_SUBJECT_PREFIX}{origin}."
             else:
                 put_pre = self._pre
-        self._put_pre = f"{js._prefix}.{put_pre}" if use_js_prefix else put_pre
+        self._put_pre = f"{js.api.prefix}.{put_pre}" if use_js_prefix else put_pre
 
     def __repr__(self) -> str:
         return f"<KeyValue bucket={self._name!r}>"
@@ -327,9 +326,8 @@ class KeyValue:
         comes first); ``resume_from_revision``: start at that revision (the entries up
         to now are the initial values)."""
         filters = kv_filter_subjects(self._pre, keys)
-        w = KeyWatcher(self, filters, include_history, ignore_deletes, meta_only, updates_only, resume_from_revision)
-        w._start()
-        return w
+        return started(KeyWatcher(self, filters, include_history, ignore_deletes, meta_only, updates_only,
+                                        resume_from_revision))
 
     def watch_all(self, include_history: bool = False, ignore_deletes: bool = False, meta_only: bool = False,
                         updates_only: bool = False, resume_from_revision: Optional[int] = None) -> KeyWatcher:

@@ -56,7 +56,7 @@ from ..jetstream.obj_models import (
 from ..jetstream.validate import validate_bucket_name, validate_object_name
 from . import _prims as prims
 from .kv import _Watcher
-from .push import _END, _MARKER, _PushConsumer
+from .push import _END, _MARKER, _PushConsumer, next_raw, started
 
 __all__ = ["ObjectStore", "ObjectResult", "ObjectWatcher"]
 
@@ -106,7 +106,7 @@ class ObjectResult:
             raise ValueError("read from a closed ObjectResult")
         push = self._push
         if not self._eof and push is not None:
-            item = push._next_raw(self._timeout)
+            item = next_raw(push, self._timeout)
             if item is not _MARKER and item is not _END:
                 data = item.data
                 self._check.update(data)
@@ -243,7 +243,7 @@ class ObjectStore:
         window: Deque[Any] = deque()
         limit = publish_window(chunk_size)
         use_async = hasattr(js, "publish_async")
-        timeout = js._timeout
+        timeout = js.api.timeout
         try:
             while reader is not None:
                 data = _read_chunk(reader, chunk_size)
@@ -327,9 +327,8 @@ class ObjectStore:
             return target.get(link.name, timeout=timeout)
         if info.size == 0 and info.chunks == 0:
             return ObjectResult(info, None, timeout)
-        push = _PushConsumer(self._js, self._stream_name,
-                             spec={"filter_subjects": [obj_chunk_subject(self._name, info.nuid)]})
-        push._start()
+        push = started(_PushConsumer(self._js, self._stream_name,
+                                           spec={"filter_subjects": [obj_chunk_subject(self._name, info.nuid)]}))
         return ObjectResult(info, push, timeout)
 
     def get_bytes(self, name: str, show_deleted: bool = False) -> bytes:
@@ -443,9 +442,7 @@ class ObjectStore:
     def watch(self, include_history: bool = False, ignore_deletes: bool = False,
                     updates_only: bool = False) -> ObjectWatcher:
         """Watch the bucket's objects (see :class:`ObjectWatcher`)."""
-        w = ObjectWatcher(self, include_history, ignore_deletes, updates_only)
-        w._start()
-        return w
+        return started(ObjectWatcher(self, include_history, ignore_deletes, updates_only))
 
     def list(self, show_deleted: bool = False) -> List[ObjectInfo]:
         """Info of every object (deleted ones too with ``show_deleted``); ``[]`` when none."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional
+from typing import Any, Callable, Deque, Dict, Optional, TypeVar
 
 from ..errors import (
     ConnectionClosedError,
@@ -41,7 +41,7 @@ from ..errors import (
     TimeoutError,
 )
 from ..jetstream._json import config_from_kwargs
-from ..jetstream.manage import consumer_create_subject, generate_consumer_name, validate_filter_subjects
+from ..jetstream.manage import consumer_create_subject, validate_filter_subjects
 from ..jetstream.models import AckPolicy, ConsumerConfig, ConsumerInfo
 from ..jetstream.pull import RESET_DELAY, RESET_DELAY_MAX, HeartbeatMonitor
 from ..jetstream.push import (
@@ -65,9 +65,24 @@ _isawaitable = inspect.isawaitable
 _MARKER = object()  # end of the initial values, in a push consumer's queue
 _END = object()  # the push consumer was stopped (or its subscription ended)
 
+P = TypeVar("P", bound="_PushConsumer")
+
 
 # ---------------------------------------------------------------------------------
 # the machinery
+
+
+def started(pc: "P") -> "P":
+    """``pc`` (a :class:`_PushConsumer` made with a ``spec``) with its first consumer
+    made: how kv.py and objects.py start their watchers and readers."""
+    pc._start()
+    return pc
+
+
+def next_raw(pc: "_PushConsumer", timeout: Optional[float] = None) -> Any:
+    """The next delivery of ``pc``: a ``Msg``, ``_MARKER`` or ``_END`` (see
+    :meth:`_PushConsumer._next_raw`)."""
+    return pc._next_raw(timeout)
 
 
 class _PushConsumer:
@@ -92,7 +107,7 @@ class _PushConsumer:
     def __init__(self, js: Any, stream: str, heartbeat: float = DEFAULT_PUSH_HEARTBEAT,
                  spec: Optional[Dict[str, Any]] = None, initial: bool = True, marker: bool = True) -> None:
         self._js = js
-        self._link = js._link
+        self._link = js.api.link
         self._stream = stream
         self._heartbeat = heartbeat
         self._spec = spec
@@ -153,7 +168,7 @@ class _PushConsumer:
                 self._on_msg(msg)
 
         self._listen(self._link.new_inbox(), None, on_msg)
-        name = generate_consumer_name(js._nuid)
+        name = js.api.new_name()
         assert self._spec is not None
         cfg = push_consumer_config(self._sub.subject, state.cursor, name=name, heartbeat=self._heartbeat,
                                    **self._spec)
@@ -207,7 +222,7 @@ class _PushConsumer:
         if not name or not self._owned:
             return
         self._consumer = ""
-        self._js._api_request_nowait(f"CONSUMER.DELETE.{self._stream}.{name}")
+        self._js.api.request_nowait(f"CONSUMER.DELETE.{self._stream}.{name}")
 
     # -- from the reader (never blocks) ------------------------------------------------
     def _on_msg(self, msg: Msg) -> None:
@@ -373,7 +388,7 @@ def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[C
                     idle_heartbeat: Optional[float] = None, flow_control: bool = False,
                     deliver_subject: Optional[str] = None, skip_consumer_lookup: bool = False) -> "PushSubscription":
     """Subscribe to ``subject`` through a push consumer (see :meth:`JetStream.subscribe`)."""
-    link = js._link
+    link = js.api.link
     cfg = config_from_kwargs(ConsumerConfig, config)
     validate_filter_subjects([subject, cfg.filter_subject, *(cfg.filter_subjects or ())])
     queue = queue or None

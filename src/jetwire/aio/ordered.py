@@ -28,11 +28,19 @@ from ..jetstream.models import ConsumerInfo, DeliverPolicy, ReplayPolicy
 from ..jetstream.pull import RESET_DELAY, RESET_DELAY_MAX, OrderedCursor, ordered_config
 from ..msg import Msg
 from . import _prims as prims
-from .consumer import Consumer, MessageBatch, _parse_fields
+from .consumer import Consumer, MessageBatch, abandon, parse_fields
 
 _DELETE_TIMEOUT = 2.0
 
 _nuid = NUID()
+
+
+async def start_ordered_consumer(js: Any, stream: str, **options: Any) -> "OrderedConsumer":
+    """An ordered consumer on ``stream`` with its first consumer made (checks the
+    stream exists): ``js.ordered_consumer(stream, **options)``."""
+    oc = OrderedConsumer(js, stream, **options)
+    await oc._start()
+    return oc
 
 
 class OrderedConsumer(Consumer):
@@ -51,7 +59,7 @@ class OrderedConsumer(Consumer):
                  inactive_threshold: Optional[float] = 300.0, headers_only: bool = False,
                  max_reset_attempts: Optional[int] = None, metadata: Optional[Dict[str, str]] = None) -> None:
         self._js = js
-        self._link = js._link
+        self._link = js.api.link
         self._stream = stream
         self._cursor = OrderedCursor()
         self._prefix = _nuid.next()
@@ -119,7 +127,7 @@ class OrderedConsumer(Consumer):
             return
         try:
             await self._js.api_request(f"CONSUMER.DELETE.{self._stream}.{cur._name}",
-                                timeout=min(self._js._timeout, _DELETE_TIMEOUT))
+                                timeout=min(self._js.api.timeout, _DELETE_TIMEOUT))
         except Exception:
             pass  # best effort: it is ephemeral and goes away when inactive
 
@@ -151,7 +159,7 @@ class OrderedConsumer(Consumer):
 
     def _accept(self, msg: Msg) -> Optional[bool]:
         """True: next in order (the cursor moves). False: a gap. None: from an older consumer."""
-        f = _parse_fields(msg.reply)
+        f = parse_fields(msg.reply)
         if f[3] != self._name:
             return None
         return self._cursor.take(f[5], f[6]) is True  # a stale one is a gap here too
@@ -169,7 +177,7 @@ class OrderedConsumer(Consumer):
             self._need_reset = True  # a later use starts from a fresh consumer
 
     def _check_idle(self) -> None:
-        if self._active is not None and not self._active._finished:
+        if self._active is not None and not self._active.is_closed:
             raise JetStreamError("ordered consumer is already consuming: stop it first")
 
     # -- one-off pulls ---------------------------------------------------------------
@@ -180,8 +188,7 @@ class OrderedConsumer(Consumer):
         self._check_idle()
         b = self._batch
         if b is not None:
-            if not b._done:
-                b._stop()
+            if abandon(b):
                 self._need_reset = True
             elif fetch and b.error is not None:
                 self._need_reset = True

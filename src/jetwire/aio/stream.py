@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, AsyncIterator, Dict, Optional, Sequence, Union, Unpack
+from typing import Any, AsyncIterator, Dict, Optional, Sequence, Union, Unpack
 
 from .. import _impl
 from ..errors import APIError, NoRespondersError
@@ -10,17 +10,16 @@ from ..jetstream.config_kwargs import ConsumerConfigFields
 from ..jetstream.ensure_core import DEFAULT_CONSUMER
 from ..jetstream.manage import BatchGet, ConsumerPauseResponse, direct_msg, purge_request
 from ..jetstream.models import ConsumerConfig, ConsumerInfo, RawStreamMsg, StreamInfo
+from .consumer import Consumer
 from .inbox import Inbox
-
-if TYPE_CHECKING:
-    from .consumer import Consumer
-    from .ordered import OrderedConsumer
+from .ordered import OrderedConsumer
 
 _PAGE_KEYS = ("type", "total", "offset", "limit")
 _validate_filter = _impl.validate_filter  # subjects with wildcards (whole tokens)
 
 
-def _stream_info(resp: Dict[str, Any]) -> StreamInfo:
+def stream_info_of(resp: Dict[str, Any]) -> StreamInfo:
+    """The ``StreamInfo`` of an API answer (its paging fields dropped)."""
     for k in _PAGE_KEYS:
         resp.pop(k, None)
     return StreamInfo.from_json(resp)
@@ -68,7 +67,7 @@ class Stream:
                 req["offset"] = offset
             resp = await js.api_request(subject, req or None)
             total = resp.get("total") or 0
-            info = _stream_info(resp)
+            info = stream_info_of(resp)
             page = info.state.subjects
             if not subjects_filter:
                 break
@@ -119,12 +118,13 @@ class Stream:
     async def _get(self, req: Dict[str, Any], last_subject: Optional[str], direct: bool) -> RawStreamMsg:
         js = self._js
         if direct or self._info.config.allow_direct:
+            api = js.api
             if last_subject is not None:
-                subject, data = js._api_prepare(f"DIRECT.GET.{self._name}.{last_subject}", None)
+                subject, data = api.prepare(f"DIRECT.GET.{self._name}.{last_subject}", None)
             else:
-                subject, data = js._api_prepare(f"DIRECT.GET.{self._name}", req)
+                subject, data = api.prepare(f"DIRECT.GET.{self._name}", req)
             try:
-                msg = await js._request(subject, data, js._timeout)
+                msg = await api.request_msg(subject, data)
             except NoRespondersError as exc:
                 raise APIError(code=503, err_code=None,
                                description="direct get: no responders (does the stream allow direct?)") from exc
@@ -152,24 +152,24 @@ class Stream:
         state = BatchGet(batch, seq, start_time, subject, max_bytes, multi_last, up_to_seq, up_to_time, page)
         for s in ([subject] if subject is not None else state.multi_last or ()):
             _validate_filter(s)
-        js = self._js
-        link = js._link
-        timeout = js._timeout
-        trace = js._trace_cb
+        api = self._js.api
+        link = api.link
+        timeout = api.timeout
+        trace = api.trace_cb is not None
         inbox = Inbox(link)
         try:
             while True:
                 req = state.next_request()
                 if req is None:
                     return
-                get_subject, data = js._api_prepare(f"DIRECT.GET.{self._name}", req)
-                if trace is not None:
-                    await js._trace(trace, get_subject, data)
+                get_subject, data = api.prepare(f"DIRECT.GET.{self._name}", req)
+                if trace:
+                    await api.trace(get_subject, data)
                 link.publish_raw(get_subject, inbox.subject, None, data)
                 while True:
                     reply = await inbox.take(timeout, "batched direct get")
-                    if trace is not None:
-                        await js._trace(trace, reply.subject, bytes(reply.data))
+                    if trace:
+                        await api.trace(reply.subject, bytes(reply.data))
                     out = state.on_msg(reply)
                     if out is None:
                         if state.past_end:  # nothing as of an up_to_seq past the end: as of the end

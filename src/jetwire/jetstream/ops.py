@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-from ..errors import APIError, InvalidOptionError
+from ..errors import APIError, InvalidOptionError, JetStreamError
 from .manage import validate_filter_subjects
 from .models import ConsumerConfig, ConsumerInfo
 
@@ -115,3 +115,9 @@ def clustered_js(info: Mapping[str, Any]) -> Optional[bool]:
     if info.get("jetstream"):
         return False
     return None
+
+
+def check_supported(asked: Any, got: Any, what: str) -> None:
+    """A feature the server dropped from the config it stored (an older server)."""
+    if asked and not got:
+        raise JetStreamError(f"the server does not support {what}")

@@ -189,11 +189,11 @@ def time_to_seq(nc: Any, js: Any, state: StreamState, when: Any) -> int:
 
     dt = parse_time(when, "startTime") if not hasattr(when, "tzinfo") else when
     stamp = format_time(dt)
-    prefix = js.api_prefix
     if state.allow_direct:
+        api = js.api  # the context's API requests (prefix, timeout, trace_cb)
+        subject, data = api.prepare(f"DIRECT.GET.{state.name}", {"start_time": stamp})
         try:
-            msg = nc.request(f"{prefix}.DIRECT.GET.{state.name}", orjson.dumps({"start_time": stamp}),
-                             timeout=js._timeout)
+            msg = api.request_msg(subject, data)
         except NoRespondersError:
             msg = None
         if msg is not None:

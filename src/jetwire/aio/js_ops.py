@@ -1,0 +1,91 @@
+"""Account, cluster operations and advisories of a JetStream context (asyncio source;
+``jetwire/_sync/js_ops.py`` is generated from it): ``account_info``, the RAFT leader
+step-downs and peer removal of jsm.go, and the event streams of advisories and metrics.
+:class:`~jetwire.aio.jetstream.JetStream` is made of this and the other managers."""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from ..errors import APIError, TimeoutError
+from ..events import ADVISORY_SUBJECT, METRIC_SUBJECT
+from ..jetstream.models import AccountInfo
+from ..jetstream.ops import acknowledged, clustered_js, peer_remove_request, stepdown_request
+from ..jetstream.validate import validate_consumer_name, validate_stream_name
+from .events import EventStream
+from .jsapi import DEFAULT_PREFIX, ContextBase
+
+
+class Operations(ContextBase):
+    """Account, cluster operations and advisories (a part of ``JetStream``)."""
+
+    async def account_info(self) -> AccountInfo:
+        """Usage and limits of the account (``JetStreamNotEnabledError`` without JetStream)."""
+        resp = await self.api_request("INFO")
+        resp.pop("type", None)
+        return AccountInfo.from_json(resp)
+
+    # -- cluster operations (jsm.go) ---------------------------------------------------
+    async def stream_leader_stepdown(self, name: str, preferred: Optional[str] = None) -> None:
+        """Ask the leader of stream ``name``'s RAFT group to step down (jsm.go's
+        ``Stream.LeaderStepDown``); ``preferred``: the server name that should lead next
+        (else the server picks a current peer). Returns once the server acknowledged
+        (the election follows); ``APIError`` otherwise (``StreamNotFoundError``; err_code
+        10010 on a server that is not clustered; 10005 for a preferred server that is
+        not a peer or already leads)."""
+        validate_stream_name(name)
+        resp = await self.api_request(f"STREAM.LEADER.STEPDOWN.{name}", stepdown_request(preferred))
+        acknowledged(resp, f"stream {name!r} leader step-down")
+
+    async def consumer_leader_stepdown(self, stream: str, consumer: str, preferred: Optional[str] = None) -> None:
+        """Ask the leader of consumer ``consumer`` of ``stream`` to step down (jsm.go's
+        ``Consumer.LeaderStepDown``); as :meth:`stream_leader_stepdown`
+        (``ConsumerNotFoundError`` for a missing consumer)."""
+        validate_stream_name(stream)
+        validate_consumer_name(consumer)
+        resp = await self.api_request(f"CONSUMER.LEADER.STEPDOWN.{stream}.{consumer}", stepdown_request(preferred))
+        acknowledged(resp, f"consumer {consumer!r} leader step-down")
+
+    async def remove_stream_peer(self, stream: str, peer: str) -> None:
+        """Remove server ``peer`` (its name, or its peer id) from the replicas of
+        ``stream`` (jsm.go's ``Stream.RemoveRAFTPeer``): the meta leader places a new
+        replica elsewhere when it can. ``APIError`` when it is not a peer of the stream
+        (err_code 10040), ``StreamNotFoundError``, 10010 unclustered."""
+        validate_stream_name(stream)
+        resp = await self.api_request(f"STREAM.PEER.REMOVE.{stream}", peer_remove_request(peer))
+        acknowledged(resp, f"removal of peer {peer!r} from stream {stream!r}")
+
+    async def meta_leader_stepdown(self, preferred: Optional[str] = None) -> None:
+        """Ask the JetStream meta leader to step down (jsm.go's ``MetaLeaderStandDown``);
+        ``preferred``: the server that should lead next. Only users of the system
+        account may: the server does not answer anyone else, which raises ``APIError``
+        (code 408) after the context's timeout; on a server that runs JetStream
+        unclustered ``APIError`` err_code 10010 at once, nothing sent."""
+        body = stepdown_request(preferred)
+        if self.api.prefix == DEFAULT_PREFIX and clustered_js(self.api.nc.server_info) is False:
+            raise APIError(code=503, err_code=10010, description="JetStream clustering support required")
+        try:
+            resp = await self.api_request("META.LEADER.STEPDOWN", body)
+        except TimeoutError as exc:
+            raise APIError(code=408, err_code=None,
+                           description="no answer to the meta leader step-down (the server answers only users of "
+                                       "the system account, and only while there is a meta leader)") from exc
+        acknowledged(resp, "meta leader step-down")
+
+    # -- advisories and metrics ------------------------------------------------------
+    async def events(self, kinds: Optional[Iterable[str]] = None) -> EventStream:
+        """Parsed advisories and metrics (``$JS.EVENT.ADVISORY.>`` and ``$JS.EVENT.METRIC.>``)
+        as an :class:`~jetwire.aio.events.EventStream`; ``kinds``: full type strings or
+        their last token (``"api_audit"``). With a ``domain``, events of other domains are
+        skipped. Subscribed (and flushed) when this returns."""
+        es = EventStream(self.api.link, [ADVISORY_SUBJECT, METRIC_SUBJECT], kinds, self.api.domain)
+        await self.api.nc.flush()
+        return es
+
+    async def consumer_ack_metrics(self, stream: str, consumer: str) -> EventStream:
+        """The ack metrics (``ConsumerAckMetric``) of one consumer, which the server sends
+        for the share of acks its ``sample_freq`` asks for."""
+        validate_stream_name(stream)
+        validate_consumer_name(consumer)
+        es = EventStream(self.api.link, [f"$JS.EVENT.METRIC.CONSUMER.ACK.{stream}.{consumer}"], None, self.api.domain)
+        await self.api.nc.flush()
+        return es

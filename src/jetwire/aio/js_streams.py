@@ -1,0 +1,159 @@
+"""The stream manager of a JetStream context (asyncio source; ``jetwire/_sync/js_streams.py``
+is generated from it): create, update, look up, list and delete streams, and the jsm.go
+style templates and declarative ``ensure_stream`` (nats.go's ``jetstream.StreamManager``).
+:class:`~jetwire.aio.jetstream.JetStream` is made of this and the other managers."""
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Dict, Optional, Union, Unpack
+
+from .. import _impl
+from ..errors import StreamNameInUseError, StreamNotFoundError
+from ..jetstream._json import config_from_kwargs
+from ..jetstream.config_kwargs import StreamConfigFields
+from ..jetstream.ensure_core import DEFAULT_STREAM, check_drift, stream_config, stream_drift, update_config
+from ..jetstream.manage import validate_filter_subjects
+from ..jetstream.models import StreamConfig, StreamInfo
+from ..jetstream.ops import check_supported
+from ..jetstream.validate import validate_stream_name
+from .jsapi import ContextBase
+from .stream import Stream, stream_info_of
+
+
+class StreamManager(ContextBase):
+    """Streams (a part of ``JetStream``)."""
+
+    def _checked_stream(self, cfg: StreamConfig, resp: Dict[str, Any]) -> Stream:
+        info = stream_info_of(resp)
+        got = info.config
+        check_supported(cfg.allow_msg_ttl, got.allow_msg_ttl, "per-message TTLs (allow_msg_ttl: 2.11+)")
+        check_supported(cfg.allow_msg_counter, got.allow_msg_counter, "counters (allow_msg_counter: 2.12+)")
+        return Stream(self, info)
+
+    async def create_stream(self, config: Union[StreamConfig, Dict[str, Any], None] = None,
+                            **fields: Unpack[StreamConfigFields]) -> Stream:
+        """Create a stream from a ``StreamConfig`` (or a dict) and/or its fields.
+        Creating a stream that exists with the same config returns it; with another
+        config it raises ``StreamNameInUseError``."""
+        cfg = config_from_kwargs(StreamConfig, config, **fields)
+        name = validate_stream_name(cfg.name)
+        validate_filter_subjects(cfg.subjects or ())
+        resp = await self.api_request(f"STREAM.CREATE.{name}", cfg.to_json_dict())
+        return self._checked_stream(cfg, resp)
+
+    async def update_stream(self, config: Union[StreamConfig, Dict[str, Any], None] = None,
+                            **fields: Unpack[StreamConfigFields]) -> Stream:
+        """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
+        cfg = config_from_kwargs(StreamConfig, config, **fields)
+        name = validate_stream_name(cfg.name)
+        validate_filter_subjects(cfg.subjects or ())
+        resp = await self.api_request(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
+        return self._checked_stream(cfg, resp)
+
+    async def create_or_update_stream(self, config: Union[StreamConfig, Dict[str, Any], None] = None,
+                                      **fields: Unpack[StreamConfigFields]) -> Stream:
+        """Update the stream, or create it when it does not exist."""
+        cfg = config_from_kwargs(StreamConfig, config, **fields)
+        try:
+            return await self.update_stream(cfg)
+        except StreamNotFoundError:
+            return await self.create_stream(cfg)
+
+    async def stream(self, name: str) -> Stream:
+        """Look a stream up now (``StreamNotFoundError`` when it does not exist)."""
+        validate_stream_name(name)
+        resp = await self.api_request(f"STREAM.INFO.{name}")
+        return Stream(self, stream_info_of(resp))
+
+    async def stream_info(self, name: str, subjects_filter: Optional[str] = None,
+                          deleted_details: bool = False) -> StreamInfo:
+        """Shortcut for ``(await js.stream(name)).info(...)``."""
+        validate_stream_name(name)
+        s = Stream(self, StreamInfo(config=StreamConfig(name=name)))
+        return await s.info(subjects_filter, deleted_details)
+
+    async def delete_stream(self, name: str) -> bool:
+        """Delete a stream and its consumers (``StreamNotFoundError`` when missing)."""
+        validate_stream_name(name)
+        await self.api_request(f"STREAM.DELETE.{name}")
+        return True
+
+    async def list_streams(self, subject: Optional[str] = None) -> AsyncIterator[StreamInfo]:
+        """Info of every stream (only those with subjects matching ``subject`` when
+        given); requested page by page while iterating."""
+        offset = 0
+        while True:
+            req: Dict[str, Any] = {"offset": offset}
+            if subject:
+                req["subject"] = subject
+            resp = await self.api_request("STREAM.LIST", req)
+            page = resp.get("streams") or []
+            for d in page:
+                yield StreamInfo.from_json(d)
+            offset += len(page)
+            if not page or offset >= (resp.get("total") or 0):
+                return
+
+    async def stream_names(self, subject: Optional[str] = None) -> AsyncIterator[str]:
+        """Name of every stream (only those with subjects matching ``subject`` when
+        given); requested page by page while iterating."""
+        offset = 0
+        while True:
+            req: Dict[str, Any] = {"offset": offset}
+            if subject:
+                req["subject"] = subject
+            resp = await self.api_request("STREAM.NAMES", req)
+            page = resp.get("streams") or []
+            for name in page:
+                yield name
+            offset += len(page)
+            if not page or offset >= (resp.get("total") or 0):
+                return
+
+    async def stream_name_by_subject(self, subject: str) -> str:
+        """The name of the stream that stores ``subject`` (``StreamNotFoundError`` when none)."""
+        _impl.validate_filter(subject)
+        resp = await self.api_request("STREAM.NAMES", {"subject": subject})
+        names = resp.get("streams") or []
+        if not names:
+            raise StreamNotFoundError(code=404, err_code=10059, description=f"no stream matches subject {subject!r}")
+        return names[0]
+
+    # -- templates and declarative management (jsm.go style) ----------------------------
+    async def create_stream_from_default(self, name: str, template: Any, **overrides: Any) -> Stream:
+        """Create stream ``name`` from ``template`` (any ``StreamConfig``, e.g.
+        ``DEFAULT_STREAM``, or a dict of its fields) with ``overrides`` (config field
+        names; an unknown one raises ``TypeError`` before any request)."""
+        return await self.create_stream(stream_config(name, template, overrides))
+
+    async def load_or_create_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+        """The stream ``name`` as it is, or, when it does not exist, created from
+        ``template`` and ``overrides`` (jsm.go's ``LoadOrNewStreamFromDefault``: an
+        existing stream is never compared nor changed)."""
+        cfg = stream_config(name, template, overrides)
+        try:
+            return await self.stream(name)
+        except StreamNotFoundError:
+            pass
+        try:
+            return await self.create_stream(cfg)
+        except StreamNameInUseError:  # created by someone else meanwhile
+            return await self.stream(name)
+
+    async def ensure_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+        """Make stream ``name`` have the config of ``template`` and ``overrides``: create
+        it when missing, update it when it differs only in fields the server can update,
+        return it unchanged when equal (values the server fills in for unset fields do
+        not count). Raises ``ConfigDriftError`` (``.fields``) when it differs in fields
+        that cannot be updated (storage, retention to/from work queue, ...)."""
+        cfg = stream_config(name, template, overrides)
+        try:
+            s = await self.stream(name)
+        except StreamNotFoundError:
+            try:
+                return await self.create_stream(cfg)
+            except StreamNameInUseError:  # created by someone else meanwhile: compare
+                s = await self.stream(name)
+        stored = s.cached_info().config
+        if not check_drift("stream", name, stream_drift(cfg, stored)):
+            return s
+        return await self.update_stream(update_config(cfg, stored))

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""No module reaches into another module's private names.
+
+Lists every attribute access ``obj._name`` (``obj`` not ``self``, ``cls`` or ``super()``;
+dunders apart) in the hand-written sources of the package where ``_name`` is not
+defined in the same file (as a function, class, assigned attribute or name, or an
+import): a reach into another module's privates. Generated and compiled twins are
+skipped. The few accesses that remain on purpose are in :data:`ALLOWED`, each with its
+reason; anything else fails (``tests/unit/test_private_access.py`` runs this in CI).
+
+    python tools/check_private.py [SRC_DIR]   # default: src/jetwire; exit 1 on a new one
+    python tools/check_private.py --list      # every access, allowed ones too
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+SKIP = re.compile(r"/(_sync|_c)/|interface_sync\.py$|rows_sync\.py$|workers_sync\.py$")
+
+# (file relative to the package's parent, attribute): why it stays
+ALLOWED: Dict[Tuple[str, str], str] = {
+    # the message asks its own client for the double ack (Msg's _client is bound by the
+    # compiled twin; the client's method is not part of the public API)
+    ("jetwire/msg.py", "_js_double_ack"): "Msg.ack_sync -> its client's double ack",
+    # the compiled Msg twin's ack flag (a slot of MsgBase, no public name in either twin)
+    ("jetwire/aio/push.py", "_ackd"): "auto-ack skips a message the callback acknowledged",
+    # the models' store of unknown wire fields (jetstream/_json.py Model._extra)
+    ("jetwire/events.py", "_extra"): "unknown fields of an event document",
+    ("jetwire/jetstream/ensure_core.py", "_extra"): "server fill-ins kept out of drift comparison",
+    # the pure twins set the slots the compiled code sets (headers._make, columns)
+    ("jetwire/protocol/_pure/headers.py", "_d"): "the pure twin of the compiled header decoder",
+    ("jetwire/protocol/_pure/columns.py", "_d"): "the pure twin of the compiled column readers",
+    # the router's SubState (compiled twin) drops what a closed subscription holds
+    ("jetwire/connection/core.py", "_discard"): "SubState._discard, the router's queue",
+    # the standard library's own internals, not another jetwire module's
+    ("jetwire/jetstream/_json.py", "_value2member_map_"): "enum.Enum's value lookup",
+    ("jetwire/spark/_write.py", "_state"): "concurrent.futures.Future internals",
+    ("jetwire/spark/_write.py", "_exception"): "concurrent.futures.Future internals",
+    ("jetwire/spark/_write.py", "_result"): "concurrent.futures.Future internals",
+}
+
+
+def _defined(tree: ast.AST) -> Set[str]:
+    names: Set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store):
+            names.add(n.attr)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+            names.add(n.target.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                names.add((a.asname or a.name).split(".")[0])
+    return names
+
+
+def reach_ins(src: Path) -> List[Tuple[str, int, str]]:
+    """Every ``(file, line, attribute)`` reaching into another module's private name."""
+    hits: List[Tuple[str, int, str]] = []
+    base = src.resolve().parent
+    for dp, _, fs in os.walk(src):
+        for f in sorted(fs):
+            p = os.path.join(dp, f)
+            if not f.endswith(".py") or SKIP.search(p.replace(os.sep, "/")):
+                continue
+            tree = ast.parse(Path(p).read_text(encoding="utf-8"), p)
+            defined = _defined(tree)
+            rel = Path(p).resolve().relative_to(base).as_posix()
+            for n in ast.walk(tree):
+                if not isinstance(n, ast.Attribute) or not n.attr.startswith("_") or n.attr.startswith("__"):
+                    continue
+                v = n.value
+                if isinstance(v, ast.Name) and v.id in ("self", "cls"):
+                    continue
+                if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "super":
+                    continue
+                if n.attr in defined:
+                    continue
+                hits.append((rel, n.lineno, n.attr))
+    return sorted(hits)
+
+
+def new_reach_ins(src: Path) -> List[Tuple[str, int, str]]:
+    """The reach-ins that the allow-list does not name."""
+    return [h for h in reach_ins(src) if (h[0], h[2]) not in ALLOWED]
+
+
+def main(argv: List[str]) -> int:
+    args = [a for a in argv if not a.startswith("--")]
+    src = Path(args[0]) if args else ROOT / "src" / "jetwire"
+    if "--list" in argv:
+        for rel, line, attr in reach_ins(src):
+            print(f"{rel}:{line}: .{attr}" + ("  (allowed)" if (rel, attr) in ALLOWED else ""))
+    bad = new_reach_ins(src)
+    for rel, line, attr in bad:
+        print(f"{rel}:{line}: .{attr} is another module's private name", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
