@@ -29,7 +29,6 @@ from ..errors import (
     WrongLastSequenceError,
     payload_type_error,
 )
-from ..jetstream._json import config_from_kwargs
 from ..jetstream.kv_core import (
     ROLLUP_HDR,
     entry_from_delivery,
@@ -52,7 +51,8 @@ from ..jetstream.kv_models import (
 )
 from ..jetstream.manage import publish_headers
 from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
-from ..jetstream.validate import validate_bucket_name, validate_key
+from ..jetstream.validate import validate_key
+from .buckets import BucketKind
 from .push import _END, _MARKER, _PushConsumer, started
 
 __all__ = ["KeyValue", "KeyWatcher"]
@@ -412,11 +412,7 @@ def _flatten(filters: Sequence[Any]) -> Optional[List[str]]:
 
 
 # ---------------------------------------------------------------------------------
-# bucket management (called by the JetStream context)
-
-
-def _kv_config(config: Any, fields: Any) -> KeyValueConfig:
-    return config_from_kwargs(KeyValueConfig, config, **fields)
+# bucket management (KV_BUCKETS, called by the JetStream context)
 
 
 def _stream_config(js: Any, cfg: KeyValueConfig) -> Any:
@@ -428,55 +424,15 @@ def _stream_config(js: Any, cfg: KeyValueConfig) -> Any:
     return scfg
 
 
-def create_key_value(js: Any, config: Any = None, **fields: Any) -> KeyValue:
-    cfg = _kv_config(config, fields)
-    scfg = _stream_config(js, cfg)
-    return KeyValue(js, js.create_stream(scfg))
-
-
-def update_key_value(js: Any, config: Any = None, **fields: Any) -> KeyValue:
-    cfg = _kv_config(config, fields)
-    scfg = _stream_config(js, cfg)
-    try:
-        stream = js.update_stream(scfg)
-    except StreamNotFoundError:
-        raise BucketNotFoundError(f"bucket {cfg.bucket!r} not found") from None
-    return KeyValue(js, stream)
-
-
-def create_or_update_key_value(js: Any, config: Any = None, **fields: Any) -> KeyValue:
-    cfg = _kv_config(config, fields)
-    scfg = _stream_config(js, cfg)
-    return KeyValue(js, js.create_or_update_stream(scfg))
-
-
-def key_value(js: Any, bucket: str) -> KeyValue:
-    validate_bucket_name(bucket)
-    try:
-        stream = js.stream(kv_stream_name(bucket))
-    except StreamNotFoundError:
-        raise BucketNotFoundError(f"bucket {bucket!r} not found") from None
-    if (stream.cached_info().config.max_msgs_per_subject or 0) < 1:
+def _check_kv(info: Any, bucket: str) -> None:
+    if (info.config.max_msgs_per_subject or 0) < 1:
         raise JetStreamError(f"stream {kv_stream_name(bucket)!r} is not a key-value bucket")
-    return KeyValue(js, stream)
 
 
-def delete_key_value(js: Any, bucket: str) -> bool:
-    validate_bucket_name(bucket)
-    try:
-        return js.delete_stream(kv_stream_name(bucket))
-    except StreamNotFoundError:
-        raise BucketNotFoundError(f"bucket {bucket!r} not found") from None
+def _kv_handle(js: Any, stream: Any, bucket: str) -> KeyValue:
+    return KeyValue(js, stream)  # the bucket's name is the stream's (or its mirror's origin)
 
 
-def key_value_store_names(js: Any) -> Iterator[str]:
-    for name in js.stream_names(subject=f"{KV_SUBJECT_PREFIX}*.>"):
-        if name.startswith(KV_STREAM_PREFIX):
-            yield name[len(KV_STREAM_PREFIX):]
-
-
-def key_value_stores(js: Any) -> Iterator[KeyValueStatus]:
-    for info in js.list_streams(subject=f"{KV_SUBJECT_PREFIX}*.>"):
-        name = info.config.name or ""
-        if name.startswith(KV_STREAM_PREFIX):
-            yield KeyValueStatus(info, name[len(KV_STREAM_PREFIX):])
+# the bucket management of key-value stores (js.create_key_value(), ...)
+KV_BUCKETS: BucketKind[KeyValue] = BucketKind(KV_STREAM_PREFIX, f"{KV_SUBJECT_PREFIX}*.>", KeyValueConfig,
+                                              _stream_config, _kv_handle, KeyValueStatus, _check_kv)

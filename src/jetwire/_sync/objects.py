@@ -16,7 +16,7 @@ import io
 import os
 from collections import deque
 from datetime import datetime, timezone
-from typing import Any, Iterator, Deque, List, Optional
+from typing import Any, Deque, List, Optional
 
 from .._nuid import NUID
 from ..errors import (
@@ -30,7 +30,6 @@ from ..errors import (
     StreamNotFoundError,
     payload_type_error,
 )
-from ..jetstream._json import config_from_kwargs
 from ..jetstream.kv_core import ROLLUP_HDR
 from ..jetstream.obj_core import (
     DigestCheck,
@@ -51,10 +50,10 @@ from ..jetstream.obj_models import (
     obj_chunk_subject,
     obj_meta_subject,
     obj_stream_config,
-    obj_stream_name,
 )
 from ..jetstream.validate import validate_bucket_name, validate_object_name
 from . import _prims as prims
+from .buckets import BucketKind
 from .kv import _Watcher
 from .push import _END, _MARKER, _PushConsumer, next_raw, started
 
@@ -323,7 +322,7 @@ class ObjectStore:
         if link is not None:
             if not link.name:
                 raise BadObjectMetaError(f"{name!r} links to the bucket {link.bucket!r}, not to an object")
-            target = self if link.bucket == self._name else object_store(self._js, link.bucket)
+            target = self if link.bucket == self._name else OBJ_BUCKETS.bind(self._js, link.bucket)
             return target.get(link.name, timeout=timeout)
         if info.size == 0 and info.chunks == 0:
             return ObjectResult(info, None, timeout)
@@ -491,62 +490,14 @@ def _read_chunk(reader: Any, size: int) -> bytes:
 # bucket management (called by the JetStream context)
 
 
-def _obj_config(config: Any, fields: Any) -> ObjectStoreConfig:
-    return config_from_kwargs(ObjectStoreConfig, config, **fields)
+def _stream_config(js: Any, cfg: ObjectStoreConfig) -> Any:
+    return obj_stream_config(cfg)  # validates the bucket name before sending
 
 
-def _bucket(cfg: Any) -> str:
-    assert cfg.bucket, "validated by _obj_config"
-    return str(cfg.bucket)
-
-
-def create_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectStore:
-    cfg = _obj_config(config, fields)
-    stream = js.create_stream(obj_stream_config(cfg))
-    return ObjectStore(js, stream, _bucket(cfg))
-
-
-def update_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectStore:
-    cfg = _obj_config(config, fields)
-    scfg = obj_stream_config(cfg)
-    try:
-        stream = js.update_stream(scfg)
-    except StreamNotFoundError:
-        raise BucketNotFoundError(f"bucket {cfg.bucket!r} not found") from None
-    return ObjectStore(js, stream, _bucket(cfg))
-
-
-def create_or_update_object_store(js: Any, config: Any = None, **fields: Any) -> ObjectStore:
-    cfg = _obj_config(config, fields)
-    stream = js.create_or_update_stream(obj_stream_config(cfg))
-    return ObjectStore(js, stream, _bucket(cfg))
-
-
-def object_store(js: Any, bucket: str) -> ObjectStore:
-    validate_bucket_name(bucket)
-    try:
-        stream = js.stream(obj_stream_name(bucket))
-    except StreamNotFoundError:
-        raise BucketNotFoundError(f"bucket {bucket!r} not found") from None
+def _obj_handle(js: Any, stream: Any, bucket: str) -> ObjectStore:
     return ObjectStore(js, stream, bucket)
 
 
-def delete_object_store(js: Any, bucket: str) -> bool:
-    validate_bucket_name(bucket)
-    try:
-        return js.delete_stream(obj_stream_name(bucket))
-    except StreamNotFoundError:
-        raise BucketNotFoundError(f"bucket {bucket!r} not found") from None
-
-
-def object_store_names(js: Any) -> Iterator[str]:
-    for name in js.stream_names(subject="$O.*.C.>"):
-        if name.startswith(OBJ_STREAM_PREFIX):
-            yield name[len(OBJ_STREAM_PREFIX):]
-
-
-def object_stores(js: Any) -> Iterator[ObjectStoreStatus]:
-    for info in js.list_streams(subject="$O.*.C.>"):
-        name = info.config.name or ""
-        if name.startswith(OBJ_STREAM_PREFIX):
-            yield ObjectStoreStatus(info, name[len(OBJ_STREAM_PREFIX):])
+# the bucket management of object stores (js.create_object_store(), ...)
+OBJ_BUCKETS: BucketKind[ObjectStore] = BucketKind(OBJ_STREAM_PREFIX, "$O.*.C.>", ObjectStoreConfig, _stream_config,
+                                                  _obj_handle, ObjectStoreStatus)

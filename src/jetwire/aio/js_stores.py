@@ -13,10 +13,10 @@ from ..jetstream.config_kwargs import KeyValueConfigFields, ObjectStoreConfigFie
 from ..jetstream.kv_models import KeyValueConfig, KeyValueStatus
 from ..jetstream.models import StreamInfo
 from ..jetstream.obj_models import ObjectStoreConfig, ObjectStoreStatus
-from . import backup, kv, objects
+from . import backup
 from .jsapi import ContextBase
-from .kv import KeyValue
-from .objects import ObjectStore
+from .kv import KV_BUCKETS, KeyValue
+from .objects import OBJ_BUCKETS, ObjectStore
 
 
 class KeyValueManager(ContextBase):
@@ -28,34 +28,34 @@ class KeyValueManager(ContextBase):
         fields (``bucket``, ``history``, ``ttl``, ...). The same bucket again with the same
         config returns it; with another config raises ``StreamNameInUseError``.
         ``InvalidBucketNameError``/``HistoryTooLargeError`` before anything is sent."""
-        return await kv.create_key_value(self, config, **fields)
+        return await KV_BUCKETS.create(self, config, fields)
 
     async def update_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
                                **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
         """Update a bucket's config (``BucketNotFoundError`` when it does not exist)."""
-        return await kv.update_key_value(self, config, **fields)
+        return await KV_BUCKETS.update(self, config, fields)
 
     async def create_or_update_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
                                          **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
         """Create the bucket, or update it when it exists."""
-        return await kv.create_or_update_key_value(self, config, **fields)
+        return await KV_BUCKETS.create_or_update(self, config, fields)
 
     async def key_value(self, bucket: str) -> KeyValue:
         """Bind to an existing bucket (``BucketNotFoundError`` when it does not exist)."""
-        return await kv.key_value(self, bucket)
+        return await KV_BUCKETS.bind(self, bucket)
 
     async def delete_key_value(self, bucket: str) -> bool:
         """Delete a bucket and everything in it (``BucketNotFoundError`` when missing)."""
-        return await kv.delete_key_value(self, bucket)
+        return await KV_BUCKETS.delete(self, bucket)
 
     async def key_value_store_names(self) -> AsyncIterator[str]:
         """Name of every key-value bucket (``async for`` in aio)."""
-        async for name in kv.key_value_store_names(self):
+        async for name in KV_BUCKETS.names(self):
             yield name
 
     async def key_value_stores(self) -> AsyncIterator[KeyValueStatus]:
         """``KeyValueStatus`` of every key-value bucket (``async for`` in aio)."""
-        async for status in kv.key_value_stores(self):
+        async for status in KV_BUCKETS.statuses(self):
             yield status
 
 
@@ -66,34 +66,34 @@ class ObjectStoreManager(ContextBase):
                                   **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
         """Create an object store bucket from an ``ObjectStoreConfig`` (or a dict) and/or
         its fields (``InvalidBucketNameError`` before anything is sent)."""
-        return await objects.create_object_store(self, config, **fields)
+        return await OBJ_BUCKETS.create(self, config, fields)
 
     async def update_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
                                   **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
         """Update an object store's config (``BucketNotFoundError`` when missing)."""
-        return await objects.update_object_store(self, config, **fields)
+        return await OBJ_BUCKETS.update(self, config, fields)
 
     async def create_or_update_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
                                             **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
         """Create the object store, or update it when it exists."""
-        return await objects.create_or_update_object_store(self, config, **fields)
+        return await OBJ_BUCKETS.create_or_update(self, config, fields)
 
     async def object_store(self, bucket: str) -> ObjectStore:
         """Bind to an existing object store (``BucketNotFoundError`` when missing)."""
-        return await objects.object_store(self, bucket)
+        return await OBJ_BUCKETS.bind(self, bucket)
 
     async def delete_object_store(self, bucket: str) -> bool:
         """Delete an object store and every object in it (``BucketNotFoundError`` when missing)."""
-        return await objects.delete_object_store(self, bucket)
+        return await OBJ_BUCKETS.delete(self, bucket)
 
     async def object_store_names(self) -> AsyncIterator[str]:
         """Name of every object store (``async for`` in aio)."""
-        async for name in objects.object_store_names(self):
+        async for name in OBJ_BUCKETS.names(self):
             yield name
 
     async def object_stores(self) -> AsyncIterator[ObjectStoreStatus]:
         """``ObjectStoreStatus`` of every object store (``async for`` in aio)."""
-        async for status in objects.object_stores(self):
+        async for status in OBJ_BUCKETS.statuses(self):
             yield status
 
 

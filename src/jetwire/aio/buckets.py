@@ -1,0 +1,98 @@
+"""Bucket management shared by key-value and object stores (asyncio source;
+``jetwire/_sync/buckets.py`` is generated from it).
+
+A bucket is a stream named ``<prefix><bucket>``; create, update, create-or-update, bind,
+delete, names and list are the same requests for both kinds, told apart by a
+:class:`BucketKind`: the stream-name prefix and the subject filter that lists them, the
+config class and its stream-config builder, the handle class, the status class, and
+what a bound stream must look like. ``kv.py`` and ``objects.py`` each define one
+(``KV_BUCKETS``, ``OBJ_BUCKETS``); the JetStream context's facades call them.
+"""
+from __future__ import annotations
+
+from typing import Any, AsyncIterator, Callable, Generic, Mapping, Optional, Type, TypeVar
+
+from ..errors import BucketNotFoundError, StreamNotFoundError
+from ..jetstream._json import config_from_kwargs
+from ..jetstream.models import StreamInfo
+from ..jetstream.validate import validate_bucket_name
+
+H = TypeVar("H")
+
+
+def _not_found(bucket: Any) -> BucketNotFoundError:
+    return BucketNotFoundError(f"bucket {bucket!r} not found")
+
+
+class BucketKind(Generic[H]):
+    """One kind of bucket (see the module docstring).
+
+    ``stream_config(js, cfg)``: the stream config of a bucket config (checks it; may
+    ask the server, awaited in aio); ``handle(js, stream, bucket)``: the bucket's
+    handle; ``status(info, bucket)``: its status; ``check(info, bucket)``: raises when a
+    stream of the right name is no bucket of this kind."""
+
+    def __init__(self, stream_prefix: str, list_subject: str, config_cls: Type[Any],
+                 stream_config: Callable[[Any, Any], Any], handle: Callable[[Any, Any, str], H],
+                 status: Callable[[StreamInfo, str], Any],
+                 check: Optional[Callable[[StreamInfo, str], None]] = None) -> None:
+        self.stream_prefix = stream_prefix
+        self.list_subject = list_subject
+        self.config_cls = config_cls
+        self.stream_config = stream_config
+        self.handle = handle
+        self.status = status
+        self.check = check
+
+    def stream_name(self, bucket: str) -> str:
+        return self.stream_prefix + bucket
+
+    async def _configs(self, js: Any, config: Any, fields: Mapping[str, Any]) -> Any:
+        cfg = config_from_kwargs(self.config_cls, config, **fields)
+        return cfg, await self.stream_config(js, cfg)
+
+    async def create(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+        cfg, scfg = await self._configs(js, config, fields)
+        return self.handle(js, await js.create_stream(scfg), cfg.bucket)
+
+    async def update(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+        cfg, scfg = await self._configs(js, config, fields)
+        try:
+            stream = await js.update_stream(scfg)
+        except StreamNotFoundError:
+            raise _not_found(cfg.bucket) from None
+        return self.handle(js, stream, cfg.bucket)
+
+    async def create_or_update(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+        cfg, scfg = await self._configs(js, config, fields)
+        return self.handle(js, await js.create_or_update_stream(scfg), cfg.bucket)
+
+    async def bind(self, js: Any, bucket: str) -> H:
+        validate_bucket_name(bucket)
+        try:
+            stream = await js.stream(self.stream_name(bucket))
+        except StreamNotFoundError:
+            raise _not_found(bucket) from None
+        if self.check is not None:
+            self.check(stream.cached_info(), bucket)
+        return self.handle(js, stream, bucket)
+
+    async def delete(self, js: Any, bucket: str) -> bool:
+        validate_bucket_name(bucket)
+        try:
+            return bool(await js.delete_stream(self.stream_name(bucket)))
+        except StreamNotFoundError:
+            raise _not_found(bucket) from None
+
+    async def names(self, js: Any) -> AsyncIterator[str]:
+        prefix = self.stream_prefix
+        async for name in js.stream_names(subject=self.list_subject):
+            if name.startswith(prefix):
+                yield name[len(prefix):]
+
+    async def statuses(self, js: Any) -> AsyncIterator[Any]:
+        prefix = self.stream_prefix
+        async for info in js.list_streams(subject=self.list_subject):
+            name = info.config.name or ""
+            if name.startswith(prefix):
+                yield self.status(info, name[len(prefix):])
