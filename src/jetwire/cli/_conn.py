@@ -25,7 +25,7 @@ def server_url(value: Optional[str]) -> str:
 
 def connect_kwargs(conn: Dict[str, Any]) -> Dict[str, Any]:
     """``jetwire.connect`` keyword arguments from a dict of CLI connection settings
-    (``server`` excluded); TLS files become an ``ssl.SSLContext`` here."""
+    (``server`` excluded); the TLS files are passed on (``connect()`` builds the context)."""
     kw: Dict[str, Any] = {}
     if conn.get("user"):
         kw["user"] = conn["user"]
@@ -39,14 +39,15 @@ def connect_kwargs(conn: Dict[str, Any]) -> Dict[str, Any]:
         kw["nkey_seed"] = conn["nkey"]
     ca, cert, key = conn.get("tls_ca"), conn.get("tls_cert"), conn.get("tls_key")
     if ca or cert or key:
-        import ssl
-
         if (cert is None) != (key is None):
             raise ValueError("--tls-cert and --tls-key go together")
-        ctx = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
+        # connect() builds the TLS context from its files (options.Options.ssl_context)
+        kw["tls"] = True
+        if ca:
+            kw["tls_ca_file"] = ca
         if cert:
-            ctx.load_cert_chain(cert, key)
-        kw["tls"] = ctx
+            kw["tls_cert_file"] = cert
+            kw["tls_key_file"] = key
     return kw
 
 

@@ -110,7 +110,7 @@ def _connect_options(o: Dict[str, str]) -> Dict[str, Any]:
 
 def connect_kwargs(c: Mapping[str, Any]) -> Dict[str, Any]:
     """``jetwire.connect()`` keyword arguments from parsed connection options (called in
-    the task: it may build an ``ssl.SSLContext``, which cannot be pickled)."""
+    the task; TLS goes as files, ``connect()`` builds the context)."""
     kw: Dict[str, Any] = {"servers": c["servers"], "name": c.get("name") or "jetwire-spark"}
     for src, dst in (("user", "user"), ("password", "password"), ("token", "token"), ("creds", "creds"),
                      ("nkeyseed", "nkey_seed"), ("tlshostname", "tls_hostname")):
@@ -120,14 +120,14 @@ def connect_kwargs(c: Mapping[str, Any]) -> Dict[str, Any]:
         kw["connect_timeout"] = float(c["connecttimeout"])
     if c.get("tlshandshakefirst"):
         kw["tls_handshake_first"] = True
-    want_tls = bool(c.get("tls")) or bool(c.get("tlsca")) or bool(c.get("tlscert"))
-    if want_tls:
-        import ssl
-
-        ctx = ssl.create_default_context(cafile=c.get("tlsca") or None)
+    if c.get("tls") or c.get("tlsca") or c.get("tlscert"):
+        # connect() builds the TLS context from its files (options.Options.ssl_context)
+        kw["tls"] = True
+        if c.get("tlsca"):
+            kw["tls_ca_file"] = c["tlsca"]
         if c.get("tlscert"):
-            ctx.load_cert_chain(c["tlscert"], c["tlskey"])
-        kw["tls"] = ctx
+            kw["tls_cert_file"] = c["tlscert"]
+            kw["tls_key_file"] = c["tlskey"]
     return kw
 
 
