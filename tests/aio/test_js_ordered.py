@@ -177,8 +177,21 @@ async def test_ordered_reset_gives_up_after_max_attempts(nats_url):
         got = rec.at(5)
         cc = await oc.consume(rec, expires=2, error_cb=errors)
         assert await got.wait(10)
-        await js.delete_consumer(stream, oc.name)
-        await js.create_consumer(stream, durable_name="squatter")
+        # take the slot: the ordered consumer recreates its consumer at once when it is
+        # deleted, so it may win the slot back a few times before the squatter gets it
+        for _ in range(50):
+            for name in [n async for n in js.consumer_names(stream)]:
+                try:
+                    await js.delete_consumer(stream, name)
+                except jetwire.ConsumerNotFoundError:
+                    pass
+            try:
+                await js.create_consumer(stream, durable_name="squatter")
+                break
+            except jetwire.APIError:  # maximum consumers limit reached: it came back first
+                continue
+        else:
+            raise AssertionError("the squatter never got the stream's one consumer slot")
         err = await errors.wait_for(jetwire.OrderedConsumerResetError, timeout=15)
         assert isinstance(err, jetwire.JetStreamError)
         assert await cc.closed(5)

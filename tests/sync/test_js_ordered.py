@@ -178,8 +178,21 @@ def test_ordered_reset_gives_up_after_max_attempts(nats_url):
         got = rec.at(5)
         cc = oc.consume(rec, expires=2, error_cb=errors)
         assert got.wait(10)
-        js.delete_consumer(stream, oc.name)
-        js.create_consumer(stream, durable_name="squatter")
+        # take the slot: the ordered consumer recreates its consumer at once when it is
+        # deleted, so it may win the slot back a few times before the squatter gets it
+        for _ in range(50):
+            for name in [n for n in js.consumer_names(stream)]:
+                try:
+                    js.delete_consumer(stream, name)
+                except jetwire.ConsumerNotFoundError:
+                    pass
+            try:
+                js.create_consumer(stream, durable_name="squatter")
+                break
+            except jetwire.APIError:  # maximum consumers limit reached: it came back first
+                continue
+        else:
+            raise AssertionError("the squatter never got the stream's one consumer slot")
         err = errors.wait_for(jetwire.OrderedConsumerResetError, timeout=15)
         assert isinstance(err, jetwire.JetStreamError)
         assert cc.closed(5)
