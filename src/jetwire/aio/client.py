@@ -499,6 +499,8 @@ class Client:
         with self._writer.lock:
             # the subscriptions go first, then what was published while disconnected
             outbox.buf[:0] = core.resubscribe_bytes()
+        if self._ever_connected:  # counted before anything buffered leaves: its answer may come first
+            core.reconnects += 1
         core.status = CONNECTED
         core.pings_out = 0
         self._writer.set_transport(tr)
@@ -767,7 +769,6 @@ class Client:
                     if opts.connected_cb is not None:
                         await self._call_cb(opts.connected_cb)
                     return
-                core.reconnects += 1
                 for listener in list(self._on_reconnect):
                     try:
                         listener()
