@@ -111,28 +111,14 @@ class ConsumerManager(ContextBase):
     def list_consumers(self, stream: str) -> Iterator[ConsumerInfo]:
         """Info of every consumer of ``stream``, requested page by page."""
         validate_stream_name(stream)
-        offset = 0
-        while True:
-            resp = self.api_request(f"CONSUMER.LIST.{stream}", {"offset": offset})
-            page = resp.get("consumers") or []
-            for d in page:
-                yield ConsumerInfo.from_json(d)
-            offset += len(page)
-            if not page or offset >= (resp.get("total") or 0):
-                return
+        for d in self.api_pages(f"CONSUMER.LIST.{stream}", "consumers"):
+            yield ConsumerInfo.from_json(d)
 
     def consumer_names(self, stream: str) -> Iterator[str]:
         """Name of every consumer of ``stream``, requested page by page."""
         validate_stream_name(stream)
-        offset = 0
-        while True:
-            resp = self.api_request(f"CONSUMER.NAMES.{stream}", {"offset": offset})
-            page = resp.get("consumers") or []
-            for name in page:
-                yield name
-            offset += len(page)
-            if not page or offset >= (resp.get("total") or 0):
-                return
+        for d in self.api_pages(f"CONSUMER.NAMES.{stream}", "consumers"):
+            yield d
 
     def pause_consumer(self, stream: str, name: str, until: datetime) -> ConsumerPauseResponse:
         """Pause delivery of a consumer until ``until`` (an aware datetime; naive is UTC)."""

@@ -81,34 +81,14 @@ class StreamManager(ContextBase):
     def list_streams(self, subject: Optional[str] = None) -> Iterator[StreamInfo]:
         """Info of every stream (only those with subjects matching ``subject`` when
         given); requested page by page while iterating."""
-        offset = 0
-        while True:
-            req: Dict[str, Any] = {"offset": offset}
-            if subject:
-                req["subject"] = subject
-            resp = self.api_request("STREAM.LIST", req)
-            page = resp.get("streams") or []
-            for d in page:
-                yield StreamInfo.from_json(d)
-            offset += len(page)
-            if not page or offset >= (resp.get("total") or 0):
-                return
+        for d in self.api_pages("STREAM.LIST", "streams", {"subject": subject} if subject else None):
+            yield StreamInfo.from_json(d)
 
     def stream_names(self, subject: Optional[str] = None) -> Iterator[str]:
         """Name of every stream (only those with subjects matching ``subject`` when
         given); requested page by page while iterating."""
-        offset = 0
-        while True:
-            req: Dict[str, Any] = {"offset": offset}
-            if subject:
-                req["subject"] = subject
-            resp = self.api_request("STREAM.NAMES", req)
-            page = resp.get("streams") or []
-            for name in page:
-                yield name
-            offset += len(page)
-            if not page or offset >= (resp.get("total") or 0):
-                return
+        for d in self.api_pages("STREAM.NAMES", "streams", {"subject": subject} if subject else None):
+            yield d
 
     def stream_name_by_subject(self, subject: str) -> str:
         """The name of the stream that stores ``subject`` (``StreamNotFoundError`` when none)."""

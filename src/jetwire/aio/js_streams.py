@@ -80,34 +80,14 @@ class StreamManager(ContextBase):
     async def list_streams(self, subject: Optional[str] = None) -> AsyncIterator[StreamInfo]:
         """Info of every stream (only those with subjects matching ``subject`` when
         given); requested page by page while iterating."""
-        offset = 0
-        while True:
-            req: Dict[str, Any] = {"offset": offset}
-            if subject:
-                req["subject"] = subject
-            resp = await self.api_request("STREAM.LIST", req)
-            page = resp.get("streams") or []
-            for d in page:
-                yield StreamInfo.from_json(d)
-            offset += len(page)
-            if not page or offset >= (resp.get("total") or 0):
-                return
+        async for d in self.api_pages("STREAM.LIST", "streams", {"subject": subject} if subject else None):
+            yield StreamInfo.from_json(d)
 
     async def stream_names(self, subject: Optional[str] = None) -> AsyncIterator[str]:
         """Name of every stream (only those with subjects matching ``subject`` when
         given); requested page by page while iterating."""
-        offset = 0
-        while True:
-            req: Dict[str, Any] = {"offset": offset}
-            if subject:
-                req["subject"] = subject
-            resp = await self.api_request("STREAM.NAMES", req)
-            page = resp.get("streams") or []
-            for name in page:
-                yield name
-            offset += len(page)
-            if not page or offset >= (resp.get("total") or 0):
-                return
+        async for d in self.api_pages("STREAM.NAMES", "streams", {"subject": subject} if subject else None):
+            yield d
 
     async def stream_name_by_subject(self, subject: str) -> str:
         """The name of the stream that stores ``subject`` (``StreamNotFoundError`` when none)."""

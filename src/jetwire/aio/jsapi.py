@@ -12,7 +12,7 @@ Publishes and pulls on the hot path are not API requests and do not pass here.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, AsyncIterator, Callable, Dict, Optional, Tuple, Union
 
 import orjson
 
@@ -183,3 +183,16 @@ class ContextBase:
         payload is completed and checked against its schema first
         (``SchemaValidationError``, nothing sent)."""
         return await self.api.request(subject, payload, timeout)
+
+    async def api_pages(self, subject: str, key: str, body: Optional[Dict[str, Any]] = None) -> AsyncIterator[Any]:
+        """The items under ``key`` of a paged listing (``STREAM.LIST``, ``CONSUMER.NAMES.S``,
+        ...), each page requested with ``body`` plus its ``offset`` as iteration gets there."""
+        offset = 0
+        while True:
+            resp = await self.api_request(subject, {**(body or {}), "offset": offset})
+            page = resp.get(key) or []
+            for item in page:
+                yield item
+            offset += len(page)
+            if not page or offset >= (resp.get("total") or 0):
+                return
