@@ -61,7 +61,9 @@ async def test_stale_connection_found_by_pings_and_reconnected(proxy, fault):
         record(f"proxy {fault}: stale detection ({detected:.2f}s)", FLAVOUR, published=2, acked=2, stored=2,
                lost=0, duplicated=0, recovery=back)
         assert detected <= limit, f"stale after {detected:.2f}s, limit {limit:.2f}s"
-        assert proxy.accepted == 2
+        # the first connection and the one that came back; a reconnect attempt may reach
+        # the proxy before it is healed (reconnect_time_wait is 50 ms), one more: no storm
+        assert 2 <= proxy.accepted <= 3, proxy.accepted
     finally:
         await nc.close()
 
