@@ -5,10 +5,13 @@ These tests are part of the suite: CI installs the ``spark`` extra and Java. Whe
 pyspark/pyarrow or ``java`` is missing they FAIL with a message saying what to install,
 rather than being skipped silently.
 
-The session is ``local[2,2]``: two worker threads (as ``local[2]``) and up to two
+``spark`` is ``local[2,2]``: two worker threads (as ``local[2]``) and up to two
 attempts per task, which the write-retry test relies on (a task whose first attempt
 fails is retried once). ``PYSPARK_PYTHON`` is this interpreter (the workers need
-jetwire and pyarrow), and everything binds to loopback.
+jetwire and pyarrow), and everything binds to loopback. ``cluster_spark`` is a session
+on a real standalone cluster (``spark_cluster``: a master and two one-core workers from
+the pyspark distribution, started once per run by ``jetwire.testing.spark_cluster``);
+one process has one SparkContext, so asking for the other kind stops the active one.
 """
 from __future__ import annotations
 
@@ -61,30 +64,91 @@ def spark_available() -> None:
         pytest.fail(f"Spark tests cannot run: {problem}", pytrace=False)
 
 
-@pytest.fixture(scope="session")
-def spark(spark_available: None) -> Iterator[Any]:
+_LOCAL_CONF = {
+    "spark.master": "local[2,2]",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.memory": "1g",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def _session(conf: dict, app: str) -> Any:
+    """The active SparkSession if it runs on ``conf["spark.master"]``, else a new one
+    (one SparkContext per process: a session on another master is stopped first)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2,2]")
-        .appName("jetwire-spark-tests")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        if active.sparkContext.master == conf["spark.master"]:
+            return active
+        active.stop()
+    builder = SparkSession.builder.appName(app)
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def stop_active_session() -> None:
+    """Stop this process's SparkSession (if any): the next test that needs one makes it."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+
+
+@pytest.fixture(scope="session")
+def _spark_sessions(spark_available: None) -> Iterator[None]:
+    """Stops whichever session (local or cluster) is active at the end of the run."""
+    yield
+    stop_active_session()
+
+
+@pytest.fixture
+def spark(_spark_sessions: None) -> Any:
+    """A ``local[2,2]`` SparkSession (made once, and again after a cluster test)."""
+    return _session(_LOCAL_CONF, "jetwire-spark-tests")
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(spark_available: None) -> Iterator[Any]:
+    """A standalone Spark cluster on loopback: a master and two one-core workers (512 MB
+    each), whose executors run this interpreter with this jetwire on their path."""
+    import jetwire
+    from jetwire.testing.spark_cluster import SparkStandaloneCluster
+
+    src = os.path.dirname(os.path.dirname(os.path.abspath(jetwire.__file__)))
+    cluster = SparkStandaloneCluster(workers=2, cores=1, memory="512m", pythonpath=[src])
+    cluster.start(timeout=120)
     try:
-        yield session
+        yield cluster
     finally:
-        session.stop()
+        if _cluster_session_active(cluster):
+            stop_active_session()
+        cluster.stop()
+
+
+def _cluster_session_active(cluster: Any) -> bool:
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    return active is not None and active.sparkContext.master == cluster.master_url
+
+
+@pytest.fixture
+def cluster_spark(_spark_sessions: None, spark_cluster: Any) -> Any:
+    """A SparkSession whose driver is this process and whose executors are the
+    cluster's (two executor JVMs, registered before it is returned)."""
+    return _session(spark_cluster.driver_conf(), "jetwire-spark-cluster-tests")
 
 
 @pytest.fixture
@@ -137,3 +201,12 @@ def fill(js: Any) -> Callable[..., None]:
             f.result()
 
     return _fill
+
+
+@pytest.fixture
+def free_spark_cluster(spark_cluster: Any) -> Any:
+    """The cluster with no application of this process on it (the in-process cluster
+    session takes every core): for tests whose drivers are subprocesses."""
+    if _cluster_session_active(spark_cluster):
+        stop_active_session()
+    return spark_cluster

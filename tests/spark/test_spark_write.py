@@ -140,3 +140,25 @@ def test_streaming_jetstream_to_jetstream(spark, spark_nats, make_stream, fill, 
     data = sorted(int(bytes(r.data)[1:]) for r in spark.read.format("jetstream")
                   .option("servers", spark_nats.url).option("stream", dst).load().select("data").collect())
     assert data == list(range(65))
+
+
+def test_replay_after_the_duplicate_window_is_stored_again(spark, spark_nats, make_stream, js):
+    """The documented gap of the writer: message ids only de-duplicate within the
+    stream's duplicate_window. The same job run again once the window has passed stores
+    every row a second time."""
+    import time
+
+    stream = make_stream(allow_direct=True, duplicate_window=0.5)
+    base = stream.lower()
+    df = spark.createDataFrame([(f"{base}.x", f"d{i}", f"id-{i}") for i in range(20)],
+                               "subject string, data string, key string").coalesce(1)  # id-19 last
+    _write(df, spark_nats.url, msgIdColumn="key")
+    _write(df, spark_nats.url, msgIdColumn="key")  # within the window: all duplicates
+    assert _messages(js, stream) == 20
+
+    deadline = time.monotonic() + 30  # until the server has forgotten id-19, the last id published
+    while js.publish(f"{base}.probe", b"", msg_id="id-19").duplicate:
+        assert time.monotonic() < deadline, "the duplicate window never passed"
+        time.sleep(0.1)
+    _write(df, spark_nats.url, msgIdColumn="key")  # after the window: stored again
+    assert _messages(js, stream) == 20 + 1 + 19  # id-19 was taken by the probe
