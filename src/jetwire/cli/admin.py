@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import click
 
+from .._units import parse_time_input
 from ._click import (
     DURATION,
     SIZE,
@@ -577,12 +578,10 @@ def _deliver(value: str) -> Dict[str, Any]:
             raise click.BadParameter("a start sequence is at least 1", param_hint="'--deliver'")
         return {"deliver_policy": "by_start_sequence", "opt_start_seq": seq}
     try:
-        dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        dt = parse_time_input(value, naive_local=True)  # a time without a zone is local time
     except ValueError:
         raise click.BadParameter(f"{value!r}: use all, last, new, last_per_subject, a sequence or an ISO time",
                                  param_hint="'--deliver'") from None
-    if dt.tzinfo is None:
-        dt = dt.astimezone()
     return {"deliver_policy": "by_start_time", "opt_start_time": dt.astimezone(timezone.utc)}
 
 
