@@ -25,7 +25,8 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 
 import orjson
 
-from jetwire.jetstream._json import Model, format_time, parse_time
+from jetwire._units import format_rfc3339, parse_rfc3339
+from jetwire.jetstream._json import Model
 from jetwire.jetstream.event_models import *  # noqa: F401,F403
 from jetwire.jetstream.event_models import EVENT_TYPES, Event, _hms
 from jetwire.jetstream.event_models import __all__ as _models_all
@@ -71,7 +72,7 @@ def _unknown(d: Any, typ: Optional[str] = None) -> UnknownEvent:
     raw_ts = d.get("timestamp")
     if isinstance(raw_ts, str):
         try:
-            ts = parse_time(raw_ts)
+            ts = parse_rfc3339(raw_ts)
         except ValueError:
             ts = None
     ident = d.get("id")
@@ -180,7 +181,7 @@ def _cloudevent(event: AnyEvent) -> Dict[str, Any]:
         "id": event.id or "",
         "source": f"urn:nats:{parts[2]}" if len(parts) > 3 else "urn:nats",
         "type": event.type,
-        "time": format_time(ts) if ts is not None else None,
+        "time": format_rfc3339(ts) if ts is not None else None,
         "datacontenttype": "application/json",
         "data": _wire(event),
     }

@@ -17,6 +17,7 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 import orjson
 
 from . import _impl
+from ._units import format_rfc3339, ns_to_seconds, parse_rfc3339, seconds_to_ns
 from .errors import (
     BadSubjectError,
     InvalidServiceConfigError,
@@ -24,8 +25,7 @@ from .errors import (
     InvalidServiceVersionError,
     ServiceError,
 )
-from .jetstream._json import Model, duration, ns_to_seconds, seconds_to_ns
-from .jetstream._json import parse_time as _parse_time
+from .jetstream._json import Model, duration
 
 __all__ = ["ServicePing", "ServiceInfo", "ServiceStats", "EndpointInfo", "EndpointStats"]
 
@@ -154,16 +154,16 @@ def control_subjects(verb: str, name: str, id: str) -> List[str]:  # noqa: A002
 def format_time(t: datetime) -> str:
     """RFC 3339 in UTC with microseconds, e.g. ``2026-11-25T12:30:49.123456Z`` (what nats.go
     and nats-py both read)."""
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_rfc3339(t.astimezone(timezone.utc), digits=6)
 
 
 def parse_time(text: Any) -> Optional[datetime]:
-    """An RFC 3339 time as an aware datetime (``jetstream._json.parse_time``); None when
+    """An RFC 3339 time as an aware datetime (``_units.parse_rfc3339``); None when
     absent or unreadable (a discovery answer is read, never refused, for its time)."""
     if not isinstance(text, str):
         return None
     try:
-        return _parse_time(text)
+        return parse_rfc3339(text)
     except ValueError:
         return None
 

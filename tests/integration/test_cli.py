@@ -21,7 +21,8 @@ import rich  # noqa: E402,F401
 from click.testing import CliRunner  # noqa: E402
 
 import jetwire  # noqa: E402
-from jetwire.cli import _conn, _stats  # noqa: E402
+from jetwire import _units  # noqa: E402
+from jetwire.cli import _stats  # noqa: E402
 from jetwire.cli.main import cli  # noqa: E402
 from jetwire.events import parse, render  # noqa: E402
 
@@ -120,12 +121,12 @@ def test_server_errors_are_one_line(nats_url: str) -> None:
 
 
 def test_value_parsing_and_stats() -> None:
-    assert _conn.parse_size("1KB") == 1024 and _conn.parse_size("2MiB") == 2 * 1024**2
-    assert _conn.parse_size("128") == 128 and _conn.parse_size("-1") == -1
-    assert _conn.parse_duration("1m30s") == 90 and _conn.parse_duration("500ms") == 0.5
-    assert _conn.parse_duration("2") == 2.0
+    assert _units.parse_size("1KB") == 1024 and _units.parse_size("2MiB") == 2 * 1024**2
+    assert _units.parse_size("128") == 128 and _units.parse_size("-1") == -1
+    assert _units.parse_duration("1m30s") == 90 and _units.parse_duration("500ms") == 0.5
+    assert _units.parse_duration("2") == 2.0
     with pytest.raises(ValueError):
-        _conn.parse_duration("soon")
+        _units.parse_duration("soon")
     assert _stats.split_evenly(10, 3) == [4, 3, 3]
     sp = _stats.spread([1.0, 2.0, 3.0])
     assert sp["min"] == 1 and sp["max"] == 3 and sp["avg"] == 2 and abs(sp["stddev"] - 0.8165) < 1e-3

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 import orjson
 
 import jetwire as jetwire
+from jetwire import _units
 from jetwire.events import (
     APIAuditAdvisory,
     ConsumerAckMetric,
@@ -27,7 +28,6 @@ from jetwire.events import (
     parse,
     render,
 )
-from jetwire.jetstream import _json
 from tests.sync._helpers import uniq
 
 CE_REQUIRED = ("specversion", "id", "source", "type", "time", "datacontenttype", "data")
@@ -79,7 +79,7 @@ def check_renderings(ev) -> None:
         assert attr in ce, attr
     assert ce["specversion"] == "1.0" and ce["type"] == ev.type and ce["id"] == ev.id
     assert ce["source"] == "urn:nats:jetstream" and ce["datacontenttype"] == "application/json"
-    assert _json.parse_time(ce["time"]) == ev.timestamp
+    assert _units.parse_rfc3339(ce["time"]) == ev.timestamp
     assert ce["data"] == wire
     js = render(ev, "json")
     assert orjson.loads(js) == wire

@@ -9,16 +9,11 @@ from datetime import datetime, timedelta, timezone
 import orjson
 import pytest
 
+from jetwire._units import NanoDatetime, datetime_to_ns, ns_to_seconds, seconds_to_ns
+from jetwire._units import format_rfc3339 as format_time
+from jetwire._units import parse_rfc3339 as parse_time
 from jetwire.errors import APIError, StreamNotFoundError, WrongLastSequenceError
-from jetwire.jetstream._json import (
-    NanoDatetime,
-    config_from_kwargs,
-    datetime_to_ns,
-    format_time,
-    ns_to_seconds,
-    parse_time,
-    seconds_to_ns,
-)
+from jetwire.jetstream._json import config_from_kwargs
 from jetwire.jetstream.models import (
     AccountInfo,
     AckPolicy,

@@ -7,9 +7,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from jetwire import AtomicBatchError, BatchAck, Headers, InvalidOptionError, JetStreamError, WrongLastSequenceError
+from jetwire._units import go_duration_seconds
 from jetwire.jetstream.batch import batch_ack, batch_failed, batch_headers
 from jetwire.jetstream.manage import publish_headers
-from jetwire.jetstream.schedule import go_duration_seconds, schedule_headers, validate_schedule
+from jetwire.jetstream.schedule import schedule_headers, validate_schedule
 
 GOOD = [
     "@at 2030-01-01T00:00:00Z",

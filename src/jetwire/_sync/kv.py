@@ -7,8 +7,8 @@ stream allows it; writes are JetStream publishes (with the API prefix in front w
 the context has a domain or API prefix, as nats.go does).
 
 Watchers (and ``keys()``, ``history()``, ``purge_deletes()`` and the object store's
-watchers) are :class:`_Watcher` objects: ordered, ephemeral push consumers of the one
-push-consumer machinery (``push._PushConsumer``: flow control answered once the
+watchers) are :class:`~jetwire.push_core.Watcher` objects: ordered, ephemeral push
+consumers of the one push-consumer machinery (``push_core.PushCore``: flow control answered once the
 reader caught up, idle heartbeats, recreation after the last stream sequence seen)
 that also queue the end-of-initial-values marker, yielded as ``None``.
 """
@@ -53,7 +53,7 @@ from ..jetstream.manage import publish_headers
 from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
 from ..jetstream.validate import validate_key
 from .buckets import BucketKind
-from .push import _END, _MARKER, _PushConsumer, started
+from .push_core import Watcher, started
 
 __all__ = ["KeyValue", "KeyWatcher"]
 
@@ -81,56 +81,7 @@ def _as_value(value: Any) -> bytes:
 # watcher
 
 
-class _Watcher(_PushConsumer):
-    """An ordered push consumer on ``stream`` filtered to ``filters`` whose items are
-    decoded by :meth:`_item`: first the initial values, then ``None`` exactly once,
-    then live updates until :meth:`stop`."""
-
-    def __init__(self, js: Any, stream: str, filters: Sequence[str], deliver_policy: str,
-                 opt_start_seq: Optional[int] = None, headers_only: bool = False, initial: bool = True,
-                 heartbeat: float = DEFAULT_PUSH_HEARTBEAT) -> None:
-        self._filters = list(filters)
-        super().__init__(js, stream, heartbeat, {"filter_subjects": self._filters, "deliver_policy": deliver_policy,
-                                                 "opt_start_seq": opt_start_seq, "headers_only": headers_only},
-                         initial)
-        self._marker_sent = False
-
-    def _item(self, msg: Any) -> Any:
-        """What a delivery yields; None skips it."""
-        raise NotImplementedError
-
-    def next(self, timeout: Optional[float] = None) -> Any:
-        """The next item (or the ``None`` marker); ``TimeoutError`` after ``timeout``
-        seconds; ``StopIteration`` (``StopIteration`` blocking) once stopped."""
-        while True:
-            raw = self._next_raw(timeout)
-            if raw is _END:
-                raise StopIteration
-            if raw is _MARKER:
-                if self._marker_sent:
-                    continue
-                self._marker_sent = True
-                return None
-            item = self._item(raw)
-            if item is not None:
-                return item
-
-    updates = next
-
-    def __iter__(self) -> Any:
-        return self
-
-    def __next__(self) -> Any:
-        return self.next(None)
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-
-class KeyWatcher(_Watcher):
+class KeyWatcher(Watcher):
     """Iterate (``for`` in aio) for the entries of the watched keys: first the
     initial values, then ``None`` exactly once, then live updates until :meth:`stop`.
 

@@ -54,8 +54,7 @@ from ..jetstream.obj_models import (
 from ..jetstream.validate import validate_bucket_name, validate_object_name
 from . import _prims as prims
 from .buckets import BucketKind
-from .kv import _Watcher
-from .push import _END, _MARKER, _PushConsumer, next_raw, started
+from .push_core import END, MARKER, PushCore, Watcher, next_raw, started
 
 __all__ = ["ObjectStore", "ObjectResult", "ObjectWatcher"]
 
@@ -76,7 +75,7 @@ class ObjectResult:
     :class:`ObjectInfo`. Size and SHA-256 are checked when the end is reached:
     ``DigestMismatchError`` instead of the last ``b""``."""
 
-    def __init__(self, info: ObjectInfo, push: Optional[_PushConsumer], timeout: Optional[float] = None) -> None:
+    def __init__(self, info: ObjectInfo, push: Optional[PushCore], timeout: Optional[float] = None) -> None:
         self.info = info
         self._push = push
         self._timeout = timeout if timeout is not None else _GET_IDLE_TIMEOUT
@@ -106,7 +105,7 @@ class ObjectResult:
         push = self._push
         if not self._eof and push is not None:
             item = next_raw(push, self._timeout)
-            if item is not _MARKER and item is not _END:
+            if item is not MARKER and item is not END:
                 data = item.data
                 self._check.update(data)
                 self._buf = data
@@ -114,7 +113,7 @@ class ObjectResult:
                 return True
             self._eof = True
             push.stop()
-            if item is _END and self._check.size != self.info.size:
+            if item is END and self._check.size != self.info.size:
                 raise JetStreamError(f"object {self.info.name!r}: reading stopped before the end")
         if not self._verified:
             self._check.verify(self.info)
@@ -180,7 +179,7 @@ class ObjectResult:
         self.close()
 
 
-class ObjectWatcher(_Watcher):
+class ObjectWatcher(Watcher):
     """Iterate (``for`` in aio) for :class:`ObjectInfo` updates: the current
     objects, then ``None`` exactly once, then every change until :meth:`stop`."""
 
@@ -326,7 +325,7 @@ class ObjectStore:
             return target.get(link.name, timeout=timeout)
         if info.size == 0 and info.chunks == 0:
             return ObjectResult(info, None, timeout)
-        push = started(_PushConsumer(self._js, self._stream_name,
+        push = started(PushCore(self._js, self._stream_name,
                                            spec={"filter_subjects": [obj_chunk_subject(self._name, info.nuid)]}))
         return ObjectResult(info, push, timeout)
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .._nuid import NUID
+from .._units import format_rfc3339
 from ..errors import (
     ConsumerNotFoundError,
     JetStreamError,
@@ -23,7 +24,6 @@ from ..errors import (
     StreamNotFoundError,
     TimeoutError,
 )
-from ..jetstream._json import format_time
 from ..jetstream.manage import validate_filter_subjects
 from ..jetstream.models import ConsumerInfo, DeliverPolicy, ReplayPolicy
 from ..jetstream.pull import RESET_DELAY, RESET_DELAY_MAX, OrderedCursor, ordered_config
@@ -70,7 +70,7 @@ class OrderedConsumer(Consumer):
         validate_filter_subjects(self._filters)
         self._deliver_policy = deliver_policy
         self._opt_start_seq = opt_start_seq
-        self._opt_start_time = format_time(opt_start_time) if isinstance(opt_start_time, datetime) else opt_start_time
+        self._opt_start_time = format_rfc3339(opt_start_time) if isinstance(opt_start_time, datetime) else opt_start_time
         self._replay_policy = replay_policy
         self._inactive_threshold = inactive_threshold
         self._headers_only = headers_only

@@ -7,7 +7,7 @@
 ``consume(cb)`` subscribes its deliver subject (in its deliver group, if any) and hands
 every message to ``cb`` on one task (aio) or thread (blocking), as the pull
 ``consume()`` does: the callback acknowledges (nothing is acknowledged for it). The
-machinery is the one of every push consumer (:class:`~jetwire.push._PushConsumer`):
+machinery is the one of every push consumer (:class:`~jetwire.push_core.PushCore`):
 flow-control requests answered once the callback took what came before them, idle
 heartbeats watched on the connection's timer (``NoHeartbeatError`` to ``error_cb``
 after 3 missed intervals), stalled-consumer heartbeats answered at once. A
@@ -25,7 +25,7 @@ from ..jetstream._json import config_from_kwargs
 from ..jetstream.models import ConsumerConfig, ConsumerInfo
 from ..msg import Msg
 from . import _prims as prims
-from .push import _END, _PushConsumer
+from .push_core import END, PushCore
 
 log = logging.getLogger("jetwire")
 
@@ -110,7 +110,7 @@ class PushConsumer:
         return ctx
 
 
-class PushConsumeContext(_PushConsumer):
+class PushConsumeContext(PushCore):
     """A running push ``consume()``: ``stop()``, ``drain()``, ``closed()``,
     ``is_closed``, ``delivered``."""
 
@@ -159,7 +159,7 @@ class PushConsumeContext(_PushConsumer):
         try:
             while True:
                 msg = self._next_raw(None)
-                if msg is _END or self._closed:
+                if msg is END or self._closed:
                     return
                 try:
                     r = cb(msg)

@@ -6,7 +6,7 @@
 ``consume(cb)`` subscribes its deliver subject (in its deliver group, if any) and hands
 every message to ``cb`` on one task (aio) or thread (blocking), as the pull
 ``consume()`` does: the callback acknowledges (nothing is acknowledged for it). The
-machinery is the one of every push consumer (:class:`~jetwire.aio.push._PushConsumer`):
+machinery is the one of every push consumer (:class:`~jetwire.aio.push_core.PushCore`):
 flow-control requests answered once the callback took what came before them, idle
 heartbeats watched on the connection's timer (``NoHeartbeatError`` to ``error_cb``
 after 3 missed intervals), stalled-consumer heartbeats answered at once. A
@@ -24,7 +24,7 @@ from ..jetstream._json import config_from_kwargs
 from ..jetstream.models import ConsumerConfig, ConsumerInfo
 from ..msg import Msg
 from . import _prims as prims
-from .push import _END, _PushConsumer
+from .push_core import END, PushCore
 
 log = logging.getLogger("jetwire")
 
@@ -109,7 +109,7 @@ class PushConsumer:
         return ctx
 
 
-class PushConsumeContext(_PushConsumer):
+class PushConsumeContext(PushCore):
     """A running push ``consume()``: ``stop()``, ``drain()``, ``closed()``,
     ``is_closed``, ``delivered``."""
 
@@ -158,7 +158,7 @@ class PushConsumeContext(_PushConsumer):
         try:
             while True:
                 msg = await self._next_raw(None)
-                if msg is _END or self._closed:
+                if msg is END or self._closed:
                     return
                 try:
                     r = cb(msg)

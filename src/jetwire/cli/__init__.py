@@ -7,7 +7,10 @@
 * :mod:`jetwire.cli.compare` / :mod:`jetwire.cli.rows` - the side-by-side benchmark
   rows of BENCHMARKS.md, shared with ``benchmarks/compare.py``. Neither needs click or
   rich, so the benchmark scripts run without the ``cli`` extra.
-* :mod:`jetwire.cli.admin` - stream / consumer / kv / object / pub / sub / req / events.
+* :mod:`jetwire.cli.stream`, :mod:`~jetwire.cli.consumer`, :mod:`~jetwire.cli.kv`,
+  :mod:`~jetwire.cli.objects`, :mod:`~jetwire.cli.core` (pub / sub / req / reply),
+  :mod:`~jetwire.cli.events`, :mod:`~jetwire.cli.cluster` - the management commands, one
+  module per noun, over :mod:`~jetwire.cli._shared` (what they share).
 * :mod:`jetwire.cli.server` - ``jetwire server`` (embedded nats-server).
 
 Importing this package is cheap: it imports neither click nor rich.

@@ -13,7 +13,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import click
 
 from .._redact import redact_text
-from ._conn import CONN_KEYS, connect_kwargs, parse_duration, parse_size, server_url
+from .._units import parse_duration, parse_size
+from ._conn import CONN_KEYS, connect_kwargs, server_url
 
 # ------------------------------------------------------------------------- errors
 

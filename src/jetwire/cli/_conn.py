@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from datetime import datetime, timezone
 from typing import Any, Dict, Optional
 
@@ -52,24 +51,7 @@ def connect_kwargs(conn: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # ------------------------------------------------------------------------- sizes
-
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.I)
-_SIZE_MUL = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-
-
-def parse_size(text: Any) -> int:
-    """``128``, ``1k``, ``1KB``, ``1KiB``, ``2.5MB`` -> bytes (1024-based, like the nats CLI).
-    ``-1`` means unlimited where a limit is asked for."""
-    if isinstance(text, int):
-        return text
-    s = str(text).strip()
-    if s == "-1":
-        return -1
-    m = _SIZE_RE.match(s)
-    if not m:
-        raise ValueError(f"not a size: {text!r} (examples: 128, 1KB, 4MiB)")
-    return int(float(m.group(1)) * _SIZE_MUL[m.group(2).lower()])
-
+# (parsing: jetwire._units.parse_size)
 
 def human_bytes(n: float) -> str:
     n = float(n)
@@ -81,32 +63,7 @@ def human_bytes(n: float) -> str:
 
 
 # ------------------------------------------------------------------------- durations
-
-_DUR_RE = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h|d|w|y)")
-_DUR_MUL = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
-            "d": 86400.0, "w": 7 * 86400.0, "y": 365 * 86400.0}
-
-
-def parse_duration(text: Any) -> float:
-    """``30``, ``1.5``, ``500ms``, ``1m30s``, ``2h``, ``7d`` -> seconds. Plain numbers are seconds."""
-    if isinstance(text, (int, float)):
-        return float(text)
-    s = str(text).strip().lower()
-    try:
-        return float(s)
-    except ValueError:
-        pass
-    pos = 0
-    total = 0.0
-    for m in _DUR_RE.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _DUR_MUL[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or not s:
-        raise ValueError(f"not a duration: {text!r} (examples: 30s, 500ms, 1h, 7d)")
-    return total
-
+# (parsing: jetwire._units.parse_duration)
 
 def human_duration(seconds: Optional[float]) -> str:
     if seconds is None or seconds == 0:

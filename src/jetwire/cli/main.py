@@ -53,17 +53,23 @@ def cli(conn: Dict[str, Any]) -> None:
 
 
 def _register() -> None:
-    from .admin import COMMANDS, server_cluster
     from .backup import register as register_backup
     from .bench import bench
+    from .cluster import server_cluster
+    from .consumer import consumer
+    from .core import pub, reply, req, sub
     from .demo import demo
+    from .events import events
+    from .kv import kv
     from .micro import micro
+    from .objects import object_
     from .server import server
+    from .stream import stream
 
     server.add_command(server_cluster)  # jetwire server cluster step-down
     cli.add_command(server)
     cli.add_command(bench)
-    for c in COMMANDS:
+    for c in (stream, consumer, kv, object_, pub, sub, req, reply, events):
         cli.add_command(c)
     cli.add_command(demo)
     cli.add_command(micro)  # jetwire micro ls|info|stats

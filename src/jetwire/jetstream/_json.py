@@ -8,7 +8,8 @@ how to translate each value:
   wire (``timedelta`` is accepted on construction);
 * ``datetime`` fields are aware datetimes in Python and RFC 3339 strings with
   nanoseconds on the wire; Go's zero time ``0001-01-01T00:00:00Z`` reads as ``None``;
-  sub-microsecond digits survive a round trip (see :class:`NanoDatetime`);
+  sub-microsecond digits survive a round trip (see :class:`jetwire._units.NanoDatetime`;
+  the duration and time conversions are those of :mod:`jetwire._units`);
 * ``Enum`` fields hold members of ``str`` enums; plain strings are accepted and unknown
   strings from a newer server are kept as plain ``str``;
 * nested models, lists of models and ``dict[str, Model]`` recurse;
@@ -40,205 +41,35 @@ import dataclasses
 import difflib
 import typing
 from dataclasses import MISSING, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, Callable, ClassVar, Optional, Union, get_args, get_origin
 
 import orjson
 
+# durations and times: the one home of the units (jetwire._units)
+from .._units import format_rfc3339, ns_to_seconds, parse_rfc3339, seconds_to_ns
+
 __all__ = [
     "Model",
-    "NanoDatetime",
     "duration",
     "jfield",
-    "parse_time",
-    "format_time",
-    "ns_to_seconds",
-    "seconds_to_ns",
-    "datetime_to_ns",
     "config_from_kwargs",
     "enum_value",
     "headers_to_json",
 ]
 
-_UTC = timezone.utc
 _NS = 1_000_000_000
 _META_KEY = "jetwire"
 
 # ---------------------------------------------------------------------------------
-# durations
-
-
-def seconds_to_ns(v: Union[float, int, timedelta]) -> int:
-    """Float (or int) seconds, or a ``timedelta``, to integer nanoseconds."""
-    if isinstance(v, bool):
-        raise TypeError("a duration must be a number of seconds, not a bool")
-    if isinstance(v, int):
-        return v * _NS
-    if isinstance(v, float):
-        if v.is_integer():
-            return int(v) * _NS
-        return round(v * 1e9)
-    if isinstance(v, timedelta):
-        return (v.days * 86400 + v.seconds) * _NS + v.microseconds * 1000
-    raise TypeError(f"a duration must be float seconds or a timedelta, not {type(v).__name__}")
-
-
-def ns_to_seconds(ns: int) -> float:
-    """Integer nanoseconds to float seconds (correctly rounded)."""
-    return ns / _NS
+# durations given as a timedelta
 
 
 def _dur_coerce(v: Any) -> Any:
     if isinstance(v, timedelta):
         return v.total_seconds()
     return v
-
-
-# ---------------------------------------------------------------------------------
-# times
-
-
-class NanoDatetime(datetime):
-    """An aware ``datetime`` that also remembers the nanoseconds below its microsecond.
-
-    Servers stamp times with nanosecond precision; Python datetimes stop at
-    microseconds. Times parsed from server JSON whose sub-microsecond digits are not
-    zero are returned as this subclass so that writing them back (for example an
-    ``opt_start_time`` in a consumer update) reproduces the exact server value.
-    ``nanosecond`` is 0..999. Arithmetic and ``replace`` give back a value whose
-    ``nanosecond`` is 0. Comparisons ignore ``nanosecond``.
-    """
-
-    nanosecond: int = 0
-
-    @classmethod
-    def from_datetime(cls, dt: datetime, nanosecond: int = 0) -> datetime:
-        """``dt`` with ``nanosecond`` extra nanoseconds (a plain datetime when 0)."""
-        if not nanosecond:
-            return dt
-        out = cls(dt.year, dt.month, dt.day, dt.hour, dt.minute, dt.second, dt.microsecond, dt.tzinfo, fold=dt.fold)
-        out.nanosecond = nanosecond
-        return out
-
-    def _plain(self) -> datetime:
-        return datetime(self.year, self.month, self.day, self.hour, self.minute, self.second, self.microsecond,
-                        self.tzinfo, fold=self.fold)
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return (NanoDatetime.from_datetime, (self._plain(), self.nanosecond))
-
-    def __reduce__(self) -> Any:
-        return self.__reduce_ex__(2)
-
-    def __repr__(self) -> str:  # shown as the plain datetime; see ``nanosecond``
-        return repr(self._plain())
-
-    def isoformat(self, sep: str = "T", timespec: str = "auto") -> str:
-        if timespec == "nanoseconds" or (timespec == "auto" and self.nanosecond):
-            base = self._plain().isoformat(sep, "microseconds")
-            # insert the extra digits after the microseconds
-            if self.tzinfo is not None:
-                i = len(base) - 6 if base[-6] in "+-" else len(base)
-                return f"{base[:i]}{self.nanosecond:03d}{base[i:]}"
-            return f"{base}{self.nanosecond:03d}"
-        return self._plain().isoformat(sep, timespec)
-
-    def __str__(self) -> str:
-        return self.isoformat(" ")
-
-
-def datetime_to_ns(dt: datetime) -> int:
-    """Nanoseconds since the Unix epoch (naive datetimes count as UTC)."""
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=_UTC)
-    ns = getattr(dt, "nanosecond", 0)
-    delta = dt - datetime(1970, 1, 1, tzinfo=_UTC)
-    return (delta.days * 86400 + delta.seconds) * _NS + delta.microseconds * 1000 + ns
-
-
-def _time_fallback(s: str) -> Optional[datetime]:
-    # Slow path for unusual layouts: let fromisoformat try, with the fraction cut to 6.
-    t = s.strip()
-    if t.endswith(("Z", "z")):
-        t = t[:-1] + "+00:00"
-    ns = 0
-    dot = t.find(".")
-    if dot != -1:
-        end = dot + 1
-        while end < len(t) and t[end].isdigit():
-            end += 1
-        frac = t[dot + 1:end]
-        if len(frac) > 6:
-            ns = int((frac + "000")[6:9])
-            t = t[:dot + 7] + t[end:]
-    dt = datetime.fromisoformat(t)
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=_UTC)
-    return NanoDatetime.from_datetime(dt, ns)
-
-
-def parse_time(s: Optional[str]) -> Optional[datetime]:
-    """An RFC 3339 time (up to 9 fractional digits, ``Z`` or an offset) to an aware
-    datetime. Go's zero time and ``None``/empty give ``None``."""
-    if not s:
-        return None
-    if s.startswith("0001-01-01T00:00:00"):
-        return None
-    n = len(s)
-    try:
-        if n < 20 or s[4] != "-" or s[7] != "-" or s[10] not in "Tt " or s[13] != ":" or s[16] != ":":
-            raise ValueError
-        last = s[-1]
-        if last == "Z" or last == "z":
-            tz = _UTC
-            end = n - 1
-        elif s[-6] in "+-" and s[-3] == ":":
-            off = int(s[-5:-3]) * 3600 + int(s[-2:]) * 60
-            tz = _UTC if off == 0 else timezone(timedelta(seconds=-off if s[-6] == "-" else off))
-            end = n - 6
-        else:
-            raise ValueError
-        us = ns = 0
-        if end > 19:
-            if s[19] != ".":
-                raise ValueError
-            frac = s[20:end]
-            if not frac.isdigit() or not frac.isascii():
-                raise ValueError
-            if len(frac) < 9:
-                frac = frac + "000000000"[len(frac):]
-            us = int(frac[:6])
-            ns = int(frac[6:9])
-        elif end != 19:
-            raise ValueError
-        dt = datetime(int(s[0:4]), int(s[5:7]), int(s[8:10]), int(s[11:13]), int(s[14:16]), int(s[17:19]), us, tz)
-    except (ValueError, IndexError):
-        try:
-            return _time_fallback(s)
-        except ValueError:
-            raise ValueError(f"not an RFC 3339 time: {s!r}") from None
-    if ns:
-        out = NanoDatetime(dt.year, dt.month, dt.day, dt.hour, dt.minute, dt.second, us, tz)
-        out.nanosecond = ns
-        return out
-    return dt
-
-
-def format_time(dt: datetime) -> str:
-    """An aware datetime to RFC 3339 in UTC with 9 fractional digits
-    (``2024-01-02T03:04:05.123456789Z``). Naive datetimes are taken as UTC."""
-    if not isinstance(dt, datetime):
-        raise TypeError(f"expected a datetime, got {type(dt).__name__}")
-    ns = getattr(dt, "nanosecond", 0)
-    if dt.tzinfo is None:
-        u = dt
-    elif dt.utcoffset() == timedelta(0):
-        u = dt
-    else:
-        u = dt.astimezone(_UTC)
-    return (f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}"
-            f".{u.microsecond:06d}{ns:03d}Z")
 
 
 # ---------------------------------------------------------------------------------
@@ -378,7 +209,7 @@ def _converters(tp: Any, kind: Optional[str], negative_none: bool) -> tuple:
     if kind == "headers":
         return (_headers_in, headers_to_json, _headers_coerce)
     if tp is datetime:
-        return (parse_time, format_time, None)
+        return (parse_rfc3339, format_rfc3339, None)
     if isinstance(tp, type) and issubclass(tp, Enum):
         conv = _enum_parser(tp)
         return (conv, enum_value, conv)

@@ -9,9 +9,10 @@ from typing import Any, Dict, Iterable, Optional, Union
 
 from .. import _impl
 from .._nuid import NUID
+from .._units import format_rfc3339, parse_rfc3339
 from ..errors import APIError, BadRequestError, JetStreamError, MsgNotFoundError
 from ..protocol.headers import Headers, check_value
-from ._json import Model, duration, format_time, parse_time
+from ._json import Model, duration
 from .models import ConsumerConfig, RawStreamMsg
 from .schedule import schedule_headers
 
@@ -214,7 +215,7 @@ def pause_request(until: Optional[datetime]) -> dict:
         return {}
     if not isinstance(until, datetime):
         raise TypeError(f"until must be a datetime, not {type(until).__name__}")
-    return {"pause_until": format_time(until)}
+    return {"pause_until": format_rfc3339(until)}
 
 
 def direct_msg(msg: Any) -> RawStreamMsg:
@@ -246,7 +247,7 @@ def direct_msg(msg: Any) -> RawStreamMsg:
         if k in rest:
             del rest[k]
     out = RawStreamMsg(subject=subject, seq=int(seq), data=bytes(msg.data), headers=rest if len(rest) else None,
-                       time=parse_time(ts) if ts else None)
+                       time=parse_rfc3339(ts) if ts else None)
     return out
 
 
@@ -349,14 +350,14 @@ class BatchGet:
             if self.up_to_seq is not None:
                 req["up_to_seq"] = self.up_to_seq
             elif first and self.up_to_time is not None:
-                req["up_to_time"] = format_time(self.up_to_time)
+                req["up_to_time"] = format_rfc3339(self.up_to_time)
             if not first:
                 req["seq"] = self.next_seq
             elif self.start_time is not None:
-                req["start_time"] = format_time(self.start_time)
+                req["start_time"] = format_rfc3339(self.start_time)
         else:
             if first and self.start_time is not None:
-                req["start_time"] = format_time(self.start_time)
+                req["start_time"] = format_rfc3339(self.start_time)
             else:
                 req["seq"] = self.next_seq
             if self.subject is not None:

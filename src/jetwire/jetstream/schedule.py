@@ -28,6 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, Optional, Tuple
 
 from .. import _impl
+from .._units import go_duration_seconds  # Go's own duration grammar (the server parses it)
 from ..errors import InvalidOptionError
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "SCHEDULE_TTL_HDR",
     "validate_schedule",
     "schedule_headers",
-    "go_duration_seconds",
 ]
 
 SCHEDULE_HDR = "Nats-Schedule"
@@ -47,8 +47,6 @@ PREDEFINED = frozenset(("@yearly", "@annually", "@monthly", "@weekly", "@daily",
 
 # RFC 3339 as Go's time.RFC3339 parses it: date, "T", time, optional fraction, zone
 _RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})\Z")
-_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 _MONTHS = {n: i for i, n in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
                                         "nov", "dec"), 1)}
@@ -67,22 +65,6 @@ _FIELDS: Tuple[Tuple[str, int, int, Optional[Dict[str, int]]], ...] = (
 def _bad(spec: Any, why: str) -> InvalidOptionError:
     return InvalidOptionError(f"invalid schedule {spec!r}: {why} (expected '@at <RFC 3339 time>', "
                               "'@every <duration>', a predefined '@hourly'... or a 6-field cron spec)")
-
-
-def go_duration_seconds(text: str) -> Optional[float]:
-    """The seconds of a Go duration string (``"1m30s"``, ``"1.5h"``, ``"500ms"``; no sign),
-    or None when ``text`` is not one."""
-    if not text:
-        return None
-    pos = 0
-    total = 0.0
-    while pos < len(text):
-        m = _GO_DURATION.match(text, pos)
-        if m is None:
-            return None
-        total += float(m.group(1)) * _UNIT_SECONDS[m.group(2)]
-        pos = m.end()
-    return total
 
 
 def _seconds_text(seconds: float) -> str:

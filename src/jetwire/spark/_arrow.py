@@ -18,6 +18,8 @@ from typing import Any, List, Optional, Sequence
 
 import pyarrow as pa
 
+from .._units import rfc3339_to_us
+
 __all__ = ["READ_SCHEMA", "READ_SCHEMA_DDL", "HEADERS_TYPE", "build_batch", "ts_from_strings", "ts_from_ns"]
 
 READ_SCHEMA_DDL = (
@@ -48,25 +50,7 @@ def ts_from_strings(values: List[str]) -> pa.Array:
     try:
         return arr.cast(_TS_NS).cast(TS_TYPE, safe=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return pa.array([_parse_rfc3339_us(v) for v in values], pa.int64()).cast(TS_TYPE)
-
-
-def _parse_rfc3339_us(value: str) -> Optional[int]:
-    """Fallback for odd timestamp strings: microseconds since the epoch (truncated)."""
-    import re
-    from datetime import datetime, timezone
-
-    if not value:
-        return None
-    m = re.match(r"^(.*?)(?:\.([0-9]+))?(Z|z|[+-][0-9]{2}:[0-9]{2})$", value)
-    if not m:
-        return None
-    base, frac, tz = m.group(1), m.group(2) or "", m.group(3)
-    dt = datetime.fromisoformat(base + ("+00:00" if tz in ("Z", "z") else tz))
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    secs = int((dt - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds())
-    return secs * 1_000_000 + int((frac + "000000")[:6])
+        return pa.array([rfc3339_to_us(v) for v in values], pa.int64()).cast(TS_TYPE)
 
 
 def ts_from_ns(values: Sequence[int]) -> pa.Array:

@@ -7,9 +7,10 @@ connection itself (and any ``ssl.SSLContext``) is only ever built inside a task.
 """
 from __future__ import annotations
 
-import re
+import math
 from typing import Any, Dict, Mapping, Optional
 
+from .. import _units
 from .._redact import option_repr
 
 __all__ = [
@@ -70,17 +71,15 @@ def parse_int(value: Any, name: str, minimum: Optional[int] = None) -> int:
     return n
 
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
-_UNIT = {None: 1.0, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def parse_duration(value: Any, name: str) -> float:
-    """Seconds from ``"2.5"``, ``"2.5s"``, ``"500ms"``, ``"1m"`` or ``"1h"``."""
-    m = _DURATION.match(str(value))
-    if not m:
-        raise OptionError(f"option {name!r} must be a duration such as 10, 10s or 500ms, not {value!r}")
-    secs = float(m.group(1)) * _UNIT[(m.group(2) or "").lower() or None]
-    if secs <= 0:
+    """Seconds (positive) from option ``name``'s duration: ``"2.5"``, ``"2.5s"``,
+    ``"500ms"``, ``"1m30s"``, ``"1h"`` (the one grammar, ``_units.parse_duration``)."""
+    try:
+        secs = _units.parse_duration(value)
+    except ValueError:
+        raise OptionError(f"option {name!r} must be a duration such as 10, 10s, 500ms or 1m30s, "
+                          f"not {value!r}") from None
+    if not 0 < secs < math.inf:
         raise OptionError(f"option {name!r} must be positive, not {value!r}")
     return secs
 
@@ -245,21 +244,8 @@ class WriteOptions(_Options):
 
 def parse_time(value: Any, name: str) -> Any:
     """An aware ``datetime`` from an ISO-8601 / RFC 3339 string (naive means UTC) or from
-    epoch milliseconds (an integer string)."""
-    from datetime import datetime, timezone
-
-    s = str(value).strip()
-    if re.fullmatch(r"-?[0-9]+", s):
-        return datetime.fromtimestamp(int(s) / 1000.0, tz=timezone.utc)
-    t = s.replace(" ", "T", 1) if "T" not in s and " " in s else s
-    if t.endswith(("Z", "z")):
-        t = t[:-1] + "+00:00"
-    # RFC 3339 allows 9 fractional digits; fromisoformat (3.11) takes at most 6
-    t = re.sub(r"(\.[0-9]{6})[0-9]+", r"\1", t)
+    epoch milliseconds (an integer string): ``_units.parse_time_input``."""
     try:
-        dt = datetime.fromisoformat(t)
-    except ValueError:
+        return _units.parse_time_input(value)
+    except (ValueError, OverflowError, OSError):
         raise OptionError(f"option {name!r} must be an ISO-8601 time or epoch milliseconds, not {value!r}") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from .. import _impl
 from .._nuid import NUID
+from .._units import format_rfc3339, rfc3339_to_us
 from ..errors import (
     APIError,
     ConnectionClosedError,
@@ -44,7 +45,7 @@ from ..errors import (
     StreamNotFoundError,
     TimeoutError,
 )
-from ._arrow import TS_TYPE, BatchBuilder, _parse_rfc3339_us
+from ._arrow import TS_TYPE, BatchBuilder
 from ._options import OptionError, connect_kwargs, jetstream_kwargs, parse_time
 
 __all__ = [
@@ -185,10 +186,8 @@ def resolve_mode(requested: str, state: StreamState) -> str:
 def time_to_seq(nc: Any, js: Any, state: StreamState, when: Any) -> int:
     """The sequence of the first message stored at or after ``when`` (a datetime or an
     option string); ``next_seq`` when there is none."""
-    from ..jetstream._json import format_time
-
     dt = parse_time(when, "startTime") if not hasattr(when, "tzinfo") else when
-    stamp = format_time(dt)
+    stamp = format_rfc3339(dt)
     if state.allow_direct:
         api = js.api  # the context's API requests (prefix, timeout, trace_cb)
         subject, data = api.prepare(f"DIRECT.GET.{state.name}", {"start_time": stamp})
@@ -452,7 +451,7 @@ def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa.R
     if odd:  # times not in the usual RFC 3339 form: the lenient parser, row by row
         fixed: List[Optional[int]] = list(times)
         for i, text in odd:
-            fixed[i] = _parse_rfc3339_us(text)
+            fixed[i] = rfc3339_to_us(text)
         ts = pa.array(fixed, pa.int64()).cast(TS_TYPE)
     else:
         ts = _int64(times, n, TS_TYPE)
