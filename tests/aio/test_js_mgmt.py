@@ -160,8 +160,9 @@ async def test_api_request_domain(nats_server_factory):
         info = await js.api_request("INFO")
         assert info["domain"] == "hub"
         assert trace.calls[0][0] == "$JS.hub.API.INFO"
-        with pytest.raises(jetwire.StreamNotFoundError):
+        with pytest.raises(jetwire.StreamNotFoundError) as ei:
             await js.api_request("STREAM.INFO.NOPE")
+        assert ei.value.request == "STREAM.INFO.NOPE" and "STREAM.INFO.NOPE" in str(ei.value)  # names the stream
         # a domain nobody serves: no responders, JetStream is not enabled there
         with pytest.raises(jetwire.JetStreamNotEnabledError):
             await nc.jetstream(domain="nowhere", timeout=1).api_request("INFO")

@@ -197,7 +197,7 @@ def test_request_reply_and_respond(nats_url):
 def test_request_timeout_and_no_responders(nats_url):
     nc = jetwire.connect(nats_url)
     try:
-        with pytest.raises(jetwire.NoRespondersError):
+        with pytest.raises(jetwire.NoRespondersError, match="nobody.listens"):  # the error names the subject
             nc.request("nobody.listens", b"x", timeout=5)
         # a subscriber that never answers: a timeout, which is also a builtin TimeoutError
         nc.subscribe("silent.svc")

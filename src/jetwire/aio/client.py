@@ -1049,6 +1049,8 @@ class Client:
             return await prims.wait_future(fut, timeout)
         except TimeoutError:
             raise TimeoutError(f"request to {subject!r} timed out after {timeout}s") from None
+        except NoRespondersError:
+            raise NoRespondersError(f"no responders for request on {subject!r}") from None
         finally:
             self._resp_map.pop(token, None)
 
