@@ -67,16 +67,18 @@ def test_the_loop_polls_while_a_fast_reply_is_due_and_stops_when_answered(nats_u
 
 def test_slow_responders_switch_it_off_and_fast_ones_back_on(nats_url: str) -> None:
     async def main() -> None:
-        slow = await responder(nats_url, "bp.slow", delay=0.005)
+        # a 2 ms budget: a loopback reply (about 0.1 ms, more on a busy VM) is well inside
+        # it, a 20 ms one well outside, whatever the machine (the default is 200 us)
+        slow = await responder(nats_url, "bp.slow", delay=0.02)
         fast = await responder(nats_url, "bp.quick")
-        nc = await jetwire.connect(nats_url)  # the default budget, 200 us
+        nc = await jetwire.connect(nats_url, busy_poll=0.002)
         try:
             for i in range(24):
                 assert (await nc.request("bp.slow", b"%d" % i, timeout=5)).data == b"re:%d" % i
             assert not nc._spin.should_spin()
             task = asyncio.ensure_future(nc.request("bp.slow", b"x", timeout=5))
             await asyncio.sleep(0)
-            assert not nc._spin.running  # a 5 ms reply is not polled for
+            assert not nc._spin.running  # a 20 ms reply is not polled for
             assert (await task).data == b"re:x"
             for i in range(60):
                 assert (await nc.request("bp.quick", b"%d" % i, timeout=5)).data == b"re:%d" % i
