@@ -155,6 +155,34 @@ def test_heartbeats_and_other_statuses():
     assert st.on_status(gone, None) == PUSH_STATUS
 
 
+def _idle(consumer_seq: int, stream_seq: int, **extra: str) -> Headers:
+    hb = Headers({"Nats-Last-Consumer": str(consumer_seq), "Nats-Last-Stream": str(stream_seq), **extra})
+    hb.status, hb.description = "100", "Idle Heartbeat"
+    return hb
+
+
+def test_an_idle_heartbeat_completes_initial_values_that_went_before_delivery():
+    """3 were pending at creation, 1 came, 2 expired (a TTL, a purge) before delivery:
+    the consumer idles, so the initial values are complete (a watcher would wait for ever)."""
+    st = PushState()
+    st.new_consumer()
+    assert st.on_created(3, 0) is False
+    assert feed(st, [1], [2]) == []
+    assert st.on_status(_idle(1, 1, **{"Nats-Consumer-Stalled": "$JS.FC.z"}), None) == PUSH_HEARTBEAT
+    assert st.take_marker() is False  # stalled by flow control: more is coming
+    assert st.on_status(_idle(1, 1), None) == PUSH_HEARTBEAT
+    assert st.take_marker() is True and st.take_marker() is False
+    assert feed(st, [7], [0]) == []  # live updates never bring a second marker
+
+
+def test_an_idle_heartbeat_before_the_create_answer_decides_nothing():
+    st = PushState()
+    st.new_consumer()
+    assert st.on_status(_idle(0, 0), None) == PUSH_HEARTBEAT
+    assert st.take_marker() is False
+    assert st.on_created(2, 0) is False
+
+
 def test_operations_and_entries():
     assert kv_operation(None) == KeyValueOp.PUT
     assert kv_operation(Headers({"KV-Operation": "DEL"})) == KeyValueOp.DEL

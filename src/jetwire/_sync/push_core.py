@@ -257,11 +257,17 @@ class PushCore:
             return
         if kind == PUSH_STATUS:  # consumer deleted, ...
             self._other_status(h)
-        else:  # an idle heartbeat (that may show a gap)
+        else:  # an idle heartbeat (that may show a gap, or complete the initial values)
             stalled = state.stalled_reply(h)
             if stalled:
                 link.try_publish(stalled, None, b"")
             if kind != PUSH_GAP:
+                with self._lock:
+                    marker = state.take_marker()
+                    if marker:
+                        self._queue.append(MARKER)
+                if marker:
+                    self._signal.set()
                 return
         if self._spec is not None:
             self._request_reset()

@@ -91,6 +91,8 @@ class PushState:
     delivered) announced, or at once when that info says nothing is pending and
     nothing was delivered (an empty bucket). With ``initial=False`` (updates only)
     there are no initial values: the marker is due at once. ``marker=False``: never.
+    An idle heartbeat (not a stalled one) before that also completes them: what was
+    pending and never came was removed meanwhile (expired, purged, deleted).
     """
 
     __slots__ = ("cursor", "ordered", "received", "queued", "taken", "fc_reply", "fc_mark", "init_done",
@@ -177,6 +179,11 @@ class PushState:
                 return PUSH_FLOW_CONTROL
             if self.ordered and self.cursor.hb_gap(headers):
                 return PUSH_GAP
+            if not self.init_done and self.init_total is not None and headers.get(HDR_CONSUMER_STALLED) is None:
+                # idle with the initial values incomplete: some of what was pending went
+                # (a TTL expired, a purge, a delete) before it could be delivered; the
+                # consumer has nothing more, so they are complete
+                self._done()
             return PUSH_HEARTBEAT
         return PUSH_STATUS
 
