@@ -4,16 +4,9 @@ marked ``chaos`` (select with ``-m chaos``, leave out with ``-m "not chaos"``); 
 accounting table of :mod:`tests.chaos.report` is printed at the end of the session."""
 from __future__ import annotations
 
-import asyncio
-import inspect
 from pathlib import Path
 
 import pytest
-
-try:
-    import uvloop
-except ImportError:  # pragma: no cover
-    uvloop = None
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,19 +15,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.chaos)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function):
-    fn = pyfuncitem.obj
-    if not inspect.iscoroutinefunction(fn):
-        return None
-    kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    if uvloop is not None:
-        uvloop.run(fn(**kwargs))
-    else:
-        asyncio.run(fn(**kwargs))
-    return True
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
