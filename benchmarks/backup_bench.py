@@ -28,7 +28,8 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import jetwire
 import jetwire.aio
@@ -38,7 +39,7 @@ STREAM = "BACKUPBENCH"
 CHUNK = 128 * 1024
 
 
-def fill(url: str, mb: int, msg_size: int) -> Dict[str, Any]:
+def fill(url: str, mb: int, msg_size: int) -> dict[str, Any]:
     with jetwire.connect(url) as nc:
         js = nc.jetstream(timeout=30)
         try:
@@ -86,7 +87,7 @@ async def snapshot_limit(url: str) -> float:
         await nc.close()
 
 
-async def restore_limit(url: str, data: bytes, meta: Dict[str, Any]) -> float:
+async def restore_limit(url: str, data: bytes, meta: dict[str, Any]) -> float:
     """Seconds for the server to take the snapshot from memory, one chunk per ack."""
     nc = await jetwire.aio.connect(url)
     try:
@@ -155,7 +156,7 @@ def run(url: str, mb: int, msg_size: int, rounds: int) -> None:
     print(f"stream {STREAM}: {info['messages']:,} messages of {msg_size} B, {nbytes / 1e6:.1f} MB stored; "
           f"jetwire {jetwire.__version__}, compiled core: {jetwire.speedups_enabled()}")
     tmp = tempfile.mkdtemp(prefix="backup-bench-")
-    times: Dict[str, List[float]] = {k: [] for k in ("snapshot limit", "backup aio", "backup sync",
+    times: dict[str, list[float]] = {k: [] for k in ("snapshot limit", "backup aio", "backup sync",
                                                        "restore limit", "restore aio", "restore sync")}
     try:
         src = os.path.join(tmp, "ref")
@@ -171,7 +172,7 @@ def run(url: str, mb: int, msg_size: int, rounds: int) -> None:
             times["backup aio"].append(asyncio.run(backup_aio(url, os.path.join(tmp, "a"))))
             shutil.rmtree(os.path.join(tmp, "s"), ignore_errors=True)
             times["backup sync"].append(backup_sync(url, os.path.join(tmp, "s")))
-            restores: List[Tuple[str, Callable[[], float]]] = [("restore limit", lambda: asyncio.run(restore_limit(url, data, meta))),
+            restores: list[tuple[str, Callable[[], float]]] = [("restore limit", lambda: asyncio.run(restore_limit(url, data, meta))),
                                      ("restore aio", lambda: asyncio.run(restore_aio(url, src))),
                                      ("restore sync", lambda: restore_sync(url, src))]
             for row, fn in restores:

@@ -23,7 +23,8 @@ import subprocess
 import sys
 import time
 import uuid
-from typing import Any, Callable, Dict, List, Tuple
+from collections.abc import Callable
+from typing import Any
 
 CLIENTS = ["jetwire", "jetwire.aio", "nats-py"]
 ROWS = ["kv_put", "kv_get", "obj_put", "obj_get"]
@@ -41,12 +42,12 @@ def _sizes(scale: float) -> tuple:
 # workers (one process per client and round)
 
 
-def work_jetwire(url: str, scale: float) -> Dict[str, float]:
+def work_jetwire(url: str, scale: float) -> dict[str, float]:
     import jetwire
 
     n, mib = _sizes(scale)
     data = os.urandom(mib << 20)
-    out: Dict[str, float] = {}
+    out: dict[str, float] = {}
     nc = jetwire.connect(url)
     js = nc.jetstream()
     bucket = "bkv_" + uuid.uuid4().hex[:10]
@@ -85,7 +86,7 @@ def work_jetwire(url: str, scale: float) -> Dict[str, float]:
     return out
 
 
-async def _kv_rows_async(js: Any, bucket: str, n: int, out: Dict[str, float], **options: Any) -> None:
+async def _kv_rows_async(js: Any, bucket: str, n: int, out: dict[str, float], **options: Any) -> None:
     """The kv_put and kv_get rows on a new bucket (deleted after): the same calls in
     jetwire.aio and nats-py."""
     kv = await js.create_key_value(bucket=bucket, **options)
@@ -105,7 +106,7 @@ async def _kv_rows_async(js: Any, bucket: str, n: int, out: Dict[str, float], **
 
 # How an asyncio client reads the object back: ``(size, digest_of)``, where ``digest_of()``
 # (called after the timed part) gives the SHA-256 of what was read.
-async def _read_chunks(obs: Any, name: str) -> Tuple[int, Callable[[], bytes]]:
+async def _read_chunks(obs: Any, name: str) -> tuple[int, Callable[[], bytes]]:
     """jetwire.aio streams the chunks: hashed as they come (inside the timed part, as
     nats-py checks the digest inside its get)."""
     h = hashlib.sha256()
@@ -117,26 +118,26 @@ async def _read_chunks(obs: Any, name: str) -> Tuple[int, Callable[[], bytes]]:
     return total, h.digest
 
 
-async def _read_whole(obs: Any, name: str) -> Tuple[int, Callable[[], bytes]]:
+async def _read_whole(obs: Any, name: str) -> tuple[int, Callable[[], bytes]]:
     """nats-py reads the whole object (and checks the digest itself)."""
     got = (await obs.get(name)).data
     return len(got), lambda: hashlib.sha256(got).digest()
 
 
-async def work_async(client: str, url: str, scale: float) -> Dict[str, float]:
+async def work_async(client: str, url: str, scale: float) -> dict[str, float]:
     """All four rows for an asyncio client (jetwire.aio or nats-py): the same calls but
     for connecting, the KV options, and how an object is written and read."""
     if client == "nats-py":
         import nats as lib
 
-        kv_options: Dict[str, Any] = {"direct": True}
+        kv_options: dict[str, Any] = {"direct": True}
     else:
         import jetwire.aio as lib
 
         kv_options = {}
     n, mib = _sizes(scale)
     data = os.urandom(mib << 20)
-    out: Dict[str, float] = {}
+    out: dict[str, float] = {}
     nc = await lib.connect(url)
     js = nc.jetstream()
     tag = "n" if client == "nats-py" else "a"
@@ -181,7 +182,7 @@ def worker(client: str, url: str, scale: float) -> None:
 # parent
 
 
-def run_worker(client: str, url: str, scale: float) -> Dict[str, Any]:
+def run_worker(client: str, url: str, scale: float) -> dict[str, Any]:
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", client, url, str(scale)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
@@ -190,7 +191,7 @@ def run_worker(client: str, url: str, scale: float) -> Dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main(argv: List[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if argv and argv[0] == "--worker":
@@ -219,8 +220,8 @@ def main(argv: List[str] | None = None) -> int:
 
         server = NatsServer().start()
         url = server.url
-    results: Dict[str, Dict[str, List[float]]] = {c: {r: [] for r in ROWS} for c in clients}
-    errors: Dict[str, str] = {}
+    results: dict[str, dict[str, list[float]]] = {c: {r: [] for r in ROWS} for c in clients}
+    errors: dict[str, str] = {}
     try:
         for rnd in range(args.rounds):
             for client in clients:

@@ -20,7 +20,7 @@ import resource
 import shutil
 import subprocess
 import sys
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 from jetwire.cli.rows import CLIENT_ROWS, RATE, REQUESTERS, RowFailed, main
 
@@ -35,13 +35,13 @@ def _cache_dir() -> str:
     return os.path.join(base, "jetwire")
 
 
-def _go_env() -> Dict[str, str]:
+def _go_env() -> dict[str, str]:
     env = dict(os.environ, GO111MODULE="off", GOPATH=GOPATH, GOPROXY="off", GOFLAGS="")
     env.setdefault("GOCACHE", os.path.join(_cache_dir(), "go-build"))
     return env
 
 
-def prepare() -> Tuple[Optional[str], str]:
+def prepare() -> tuple[str | None, str]:
     """``(path of the built program, "")``, or ``(None, why it cannot run)``. The build is
     cached by the hash of the source and of ``go version``."""
     go = shutil.which("go")
@@ -76,15 +76,15 @@ class NatsGo:
 
     def __init__(self) -> None:
         self.rows = {r: self._row(r) for r in CLIENT_ROWS[self.name]}
-        self._bin: Optional[str] = None
+        self._bin: str | None = None
 
     def _row(self, row: str) -> Any:
-        def run(cl: "NatsGo", url: str, n: int, ctx: Dict[str, Any]) -> Any:
+        def run(cl: NatsGo, url: str, n: int, ctx: dict[str, Any]) -> Any:
             return cl.run(row, url, n, ctx)
 
         return run
 
-    def run(self, row: str, url: str, n: int, ctx: Dict[str, Any]) -> Any:
+    def run(self, row: str, url: str, n: int, ctx: dict[str, Any]) -> Any:
         if self._bin is None:
             path, why = prepare()
             if path is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any, List, Tuple
+from typing import Any
 
 from jetwire.cli.rows import main
 from jetwire.cli.rows_aio import Signal, stamp_age
@@ -36,7 +36,7 @@ class NatsPy:
             return await nats.connect(url, pending_size=PENDING)
         return await nats.connect(url)
 
-    def tally(self, n: int) -> Tuple[Any, Any, List[int]]:
+    def tally(self, n: int) -> tuple[Any, Any, list[int]]:
         done = Signal()
         count = [0]
 
@@ -47,10 +47,10 @@ class NatsPy:
 
         return cb, done, count
 
-    def stamps(self, n: int) -> Tuple[Any, Any, List[int], List[float]]:
+    def stamps(self, n: int) -> tuple[Any, Any, list[int], list[float]]:
         done = Signal()
         count = [0]
-        lat: List[float] = []
+        lat: list[float] = []
 
         async def cb(msg: Any) -> None:
             lat.append(stamp_age(msg.data))
@@ -89,7 +89,7 @@ class NatsPy:
         await nc.flush()  # nats-py's add_endpoint does not wait for the server to have the subscription
         return svc
 
-    def js_msgs(self, subjects: List[str]) -> List[Any]:
+    def js_msgs(self, subjects: list[str]) -> list[Any]:
         from nats.aio.msg import Msg
 
         return [Msg(None, "bench.m", s, b"", None) for s in subjects]

@@ -16,7 +16,8 @@ import select
 import socket
 import sys
 import time
-from typing import Any, Dict, Iterator, List, Tuple
+from collections.abc import Iterator
+from typing import Any
 
 from jetwire.cli.rows import CLIENT_ROWS, FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowFailed, main, now
 from jetwire.cli.rows_aio import stamp, stamp_age
@@ -96,7 +97,7 @@ class Conn:
             elif line == b"PONG":
                 return None
 
-    def read_frames(self) -> Iterator[Tuple[bytes, bytes, bytes]]:
+    def read_frames(self) -> Iterator[tuple[bytes, bytes, bytes]]:
         """One read, then the MSG/HMSG frames it completed (PONGs skipped)."""
         self._fill()
         while True:
@@ -120,7 +121,7 @@ def _pub(subject: bytes, data: bytes, reply: bytes = b"") -> bytes:
     return b"PUB %s %d\r\n%s\r\n" % (subject, len(data), data)
 
 
-def row_a(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def row_a(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     c = Conn(url)
     one = _pub(b"bench.a", PAYLOAD)
     chunk = one * 4096
@@ -137,7 +138,7 @@ def row_a(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-def row_c(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> List[float]:
+def row_c(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list[float]:
     srv = Conn(url)
     srv.sendall(b"SUB bench.c 1\r\nPING\r\n")
     srv.wait_pong()
@@ -166,7 +167,7 @@ def _js_conn(url: str) -> Conn:
     return c
 
 
-def row_d(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def row_d(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     c = _js_conn(url)
     subj = ctx["subject"].encode()
     t0 = now()
@@ -180,7 +181,7 @@ def row_d(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-def row_e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def row_e(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     """Up to WINDOW publishes in flight; acks are counted in each read (every ack is one
     ``MSG`` on the reply subscription), the next batch goes out in one write."""
     c = _js_conn(url)
@@ -211,7 +212,7 @@ def row_e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
 _MSG_REPLY = re.compile(rb"MSG [^ \r\n]+ [^ \r\n]+ ([^ \r\n]+) [0-9]+\r\n")
 
 
-def _fetch(url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
+def _fetch(url: str, n: int, ctx: dict[str, Any], ack: bool) -> float:
     """Pull requests of FETCH messages, one after the other as a fetch loop does. Each
     read's whole lines are scanned with one regular expression for the messages' ack
     subjects (no frame objects); with ``ack`` their acks go out in one write per read."""
@@ -251,15 +252,15 @@ def _fetch(url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
     return dt
 
 
-def row_f(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def row_f(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return _fetch(url, n, ctx, ack=False)
 
 
-def row_f2(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def row_f2(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return _fetch(url, n, ctx, ack=True)
 
 
-def row_h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> List[float]:
+def row_h(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list[float]:
     """One thread: publish when due, then read the subscriber's socket until it came."""
     sub = Conn(url)
     sub.sendall(b"SUB bench.h 1\r\nPING\r\n")
@@ -282,13 +283,13 @@ def row_h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> List[float]:
     return lat
 
 
-def _send_all(c: Conn, frames: List[bytes]) -> None:
+def _send_all(c: Conn, frames: list[bytes]) -> None:
     c.sock.setblocking(True)
     c.sendall(b"".join(frames))
     c.sock.setblocking(False)
 
 
-def row_s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, List[float]]:
+def row_s(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> tuple[float, list[float]]:
     """One thread with ``select``: a responder socket (one queue subscription) and a
     requester socket keeping REQUESTERS requests in flight; each read's answers (or next
     requests) go out in one write. No service protocol (no stats, no discovery)."""
@@ -301,8 +302,8 @@ def row_s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, List[f
     c.wait_pong()
     srv.sock.setblocking(False)
     c.sock.setblocking(False)
-    started: Dict[int, float] = {}
-    lat: List[float] = []
+    started: dict[int, float] = {}
+    lat: list[float] = []
     sent = 0
     t0 = now()
     first = []

@@ -207,7 +207,7 @@ def main(argv: Any = None) -> int:
         # let the consumer and the watcher catch up with what was acked and put
         deadline = time.monotonic() + 60
         def acked_not_seen() -> int:
-            return sum(1 for a, b in zip(soak.acked, soak.seen) if a and not b)
+            return sum(1 for a, b in zip(soak.acked, soak.seen, strict=False) if a and not b)
 
         while time.monotonic() < deadline and soak.n_seen < soak.n_acked:
             time.sleep(0.1)

@@ -35,17 +35,17 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_tree(exclude: int) -> Dict[int, tuple]:
+def _cpu_tree(exclude: int) -> dict[int, tuple]:
     """``(CPU seconds, is a Python process)`` of this process and its descendants (not
     ``exclude``'s subtree), by pid; CPU is user + sys with reaped children."""
-    parent: Dict[int, int] = {}
-    times: Dict[int, tuple] = {}
+    parent: dict[int, int] = {}
+    times: dict[int, tuple] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -59,7 +59,7 @@ def _cpu_tree(exclude: int) -> Dict[int, tuple]:
         parent[pid] = int(fields[1])
         times[pid] = (sum(int(x) for x in fields[11:15]) / _TICK, "python" in st[: st.rindex(")")])
     me = os.getpid()
-    out: Dict[int, tuple] = {}
+    out: dict[int, tuple] = {}
     for pid, t in times.items():
         p, seen = pid, 0
         while p and p != me and p != exclude and seen < 64:
@@ -70,7 +70,7 @@ def _cpu_tree(exclude: int) -> Dict[int, tuple]:
     return out
 
 
-def _cpu_delta(before: Dict[int, tuple], after: Dict[int, tuple]) -> tuple:
+def _cpu_delta(before: dict[int, tuple], after: dict[int, tuple]) -> tuple:
     """``(all, Python processes)`` CPU seconds spent between two snapshots (a process that
     exited in between is in its parent's reaped-children time; the Python workers are
     children of a Python daemon)."""
@@ -168,7 +168,7 @@ def main(argv: Any = None) -> int:
         print(f"spark {spark.version} session ready in {time.perf_counter() - t0:.1f}s; server {url}", flush=True)
         import pyspark.sql.functions as F
 
-        readers: List[tuple] = []
+        readers: list[tuple] = []
         if "read" not in skip:
             _fill(url, "BENCH_R", n, args.size, args.storage)
             for mode in args.read_modes.split(","):
@@ -177,7 +177,7 @@ def main(argv: Any = None) -> int:
                 readers.append(("read nats-py", "jetstream_natspy", {}))
             if "null" not in skip:
                 readers.append(("read do-nothing", "jetwire_null", {"rows": str(n)}))
-        writers: List[tuple] = []
+        writers: list[tuple] = []
         if "write" not in skip:
             writers.append(("write jetwire", "jetstream"))
             if "natspy" not in skip:
@@ -193,7 +193,7 @@ def main(argv: Any = None) -> int:
 
         server_pid = srv.pid if srv is not None else 0
 
-        def read_once(fmt: str, extra: Dict[str, str]) -> tuple:
+        def read_once(fmt: str, extra: dict[str, str]) -> tuple:
             r = spark.read.format(fmt).option("servers", url).option("stream", "BENCH_R")
             for k, v in extra.items():
                 r = r.option(k, v)
@@ -231,9 +231,9 @@ def main(argv: Any = None) -> int:
             _fresh_stream(url, "BENCH_W", args.storage)
             src.limit(2000).write.format(fmt).option("servers", url).option("stream", "BENCH_W").mode("append").save()
 
-        results: Dict[str, List[float]] = {}
-        cpus: Dict[str, List[float]] = {}
-        pys: Dict[str, List[float]] = {}
+        results: dict[str, list[float]] = {}
+        cpus: dict[str, list[float]] = {}
+        pys: dict[str, list[float]] = {}
         for rnd in range(args.rounds):
             for label, fmt, extra in readers:
                 rate, cpu, py = read_once(fmt, extra)

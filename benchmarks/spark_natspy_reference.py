@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -46,7 +47,7 @@ class RefCommit(WriterCommitMessage):
     duplicates: int
 
 
-def _servers(opts: Any) -> List[str]:
+def _servers(opts: Any) -> list[str]:
     return [s.strip() for s in opts.conn["servers"].split(",") if s.strip()]
 
 
@@ -66,10 +67,10 @@ class NatsPyDataSource(DataSource):
     def schema(self) -> str:
         return READ_SCHEMA_DDL
 
-    def reader(self, schema: Any) -> "NatsPyReader":
+    def reader(self, schema: Any) -> NatsPyReader:
         return NatsPyReader(ReadOptions(self.options))
 
-    def writer(self, schema: Any, overwrite: bool) -> "NatsPyWriter":
+    def writer(self, schema: Any, overwrite: bool) -> NatsPyWriter:
         return NatsPyWriter(WriteOptions(self.options))
 
 
@@ -103,7 +104,7 @@ class NatsPyReader(DataSourceReader):
             return
         opts = self.opts
         loop = asyncio.new_event_loop()
-        nc = js = sub = None
+        nc = sub = None
         builder = BatchBuilder(opts.stream)
         try:
             import nats
@@ -118,16 +119,16 @@ class NatsPyReader(DataSourceReader):
                 s = await j.pull_subscribe(opts.subject or ">", stream=opts.stream, config=cfg)
                 return c, j, s
 
-            nc, js, sub = loop.run_until_complete(start())
+            nc, _js, sub = loop.run_until_complete(start())
             done = False
             while not done:
                 want = max(1, min(opts.fetch_batch, partition.hi - partition.lo))
                 msgs = loop.run_until_complete(sub.fetch(want, timeout=opts.fetch_timeout))
-                subjects: List[str] = []
-                seqs: List[int] = []
-                ts: List[int] = []
-                data: List[bytes] = []
-                headers: Optional[List[Any]] = None
+                subjects: list[str] = []
+                seqs: list[int] = []
+                ts: list[int] = []
+                data: list[bytes] = []
+                headers: list[Any] | None = None
                 for m in msgs:
                     md = m.metadata
                     seq = md.sequence.stream

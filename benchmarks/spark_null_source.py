@@ -10,8 +10,9 @@ benchmark puts this folder on their ``PYTHONPATH``).
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, List
+from typing import Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -44,7 +45,7 @@ class NullReader(DataSourceReader):
         base, extra = divmod(self.rows, n)
         self.sizes = [base + (1 if i < extra else 0) for i in range(n)]
 
-    def partitions(self) -> List[NullPartition]:
+    def partitions(self) -> list[NullPartition]:
         return [NullPartition(s) for s in self.sizes]
 
     def read(self, partition: NullPartition) -> Iterator[Any]:  # type: ignore[override]

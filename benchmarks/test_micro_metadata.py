@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - nats-py is an optional peer
     NatsPyMsg = None
 
 IMPLS = ["pure"] if _impl.force_pure() else ["compiled", "pure"]
-PEERS = IMPLS + ["nats-py"]
+PEERS = [*IMPLS, "nats-py"]
 ACK = "$JS.ACK.hub.ACCHASH.ORDERS.worker.1.123456.7890.1700000000123456789.42.tok"
 N = 10_000
 ACKS = [f"$JS.ACK.hub.ACCHASH.ORDERS.worker.1.{100000 + i}.{i + 1}.1700000000123456789.{N - i}.tok"

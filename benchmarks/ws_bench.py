@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Dict, List, Optional
 
 from jetwire.cli.compare import parse_rows, run, summarize
 from jetwire.cli.rows import ROWS
@@ -20,7 +19,7 @@ from jetwire.testing import NatsServer
 CLIENTS = ["jetwire", "jetwire.aio"]
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--rows", default="a,b")
     ap.add_argument("--rounds", type=int, default=3)
@@ -29,11 +28,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows = parse_rows(args.rows)
     srv = NatsServer(websocket=True)
     srv.start()
-    results: Dict[str, Dict] = {"tcp": {}, "ws": {}}
+    results: dict[str, dict] = {"tcp": {}, "ws": {}}
     try:
         for rnd in range(args.rounds):  # tcp and ws in turns, so that drift hits both
             for transport, url in (("tcp", srv.url), ("ws", srv.ws_url)):
-                def on_result(_: int, r: str, c: str, res: Dict, transport: str = transport) -> None:
+                def on_result(_: int, r: str, c: str, res: dict, transport: str = transport) -> None:
                     shown = f"FAILED {res['error']}" if "error" in res else ROWS[r].show(res)
                     print(f"round {rnd + 1} row {r} {c:12s} {transport}: {shown}", file=sys.stderr)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any, Optional
+from typing import Any
 
 import orjson
 
@@ -69,7 +69,7 @@ async def run_client(nc: Any) -> None:
                   f"average {ep.average_processing_time * 1e6:.0f} us, data {ep.data}")
 
 
-async def main(server: Optional[str], linger: float) -> None:
+async def main(server: str | None, linger: float) -> None:
     local = None
     if server is None:
         from jetwire.testing import NatsServer

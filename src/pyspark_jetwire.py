@@ -8,5 +8,5 @@ defines nothing.
 """
 try:
     from jetwire.spark import JetStreamDataSource as DefaultSource  # noqa: F401
-except Exception:  # noqa: BLE001 - must never raise, whatever goes wrong
+except Exception:
     pass

@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SCHEMAS = ROOT.parent / "shared" / "schemas" / "micro"
@@ -32,7 +32,7 @@ TYPES = {
 }
 
 
-def load_validators(folder: Path) -> Dict[str, Any]:
+def load_validators(folder: Path) -> dict[str, Any]:
     """One jsonschema validator per document type, ``$ref``s to definitions.json resolved."""
     import jsonschema
     from referencing import Registry, Resource
@@ -50,7 +50,7 @@ def load_validators(folder: Path) -> Dict[str, Any]:
     return out
 
 
-def validate(validators: Dict[str, Any], where: str, doc: Dict[str, Any]) -> List[str]:
+def validate(validators: dict[str, Any], where: str, doc: dict[str, Any]) -> list[str]:
     typ = doc.get("type")
     v = validators.get(typ)  # type: ignore[arg-type]
     if v is None:
@@ -59,7 +59,7 @@ def validate(validators: Dict[str, Any], where: str, doc: Dict[str, Any]) -> Lis
             for e in v.iter_errors(doc)]
 
 
-def services_blocking(url: str) -> List[Tuple[Any, Any]]:
+def services_blocking(url: str) -> list[tuple[Any, Any]]:
     """Blocking services: (connection, service) pairs, exercised."""
     import jetwire
 
@@ -88,7 +88,7 @@ def services_blocking(url: str) -> List[Tuple[Any, Any]]:
     return [(nc, full), (nc, bare)]
 
 
-async def services_aio(url: str) -> List[Tuple[Any, Any]]:
+async def services_aio(url: str) -> list[tuple[Any, Any]]:
     import jetwire.aio
 
     nc = await jetwire.aio.connect(url)
@@ -103,7 +103,7 @@ async def services_aio(url: str) -> List[Tuple[Any, Any]]:
     return [(nc, svc)]
 
 
-def collect(url: str, svcs: List[Tuple[Any, Any]]) -> List[Tuple[str, Dict[str, Any]]]:
+def collect(url: str, svcs: list[tuple[Any, Any]]) -> list[tuple[str, dict[str, Any]]]:
     """Every answer of every service to every monitoring subject, as (subject, document)."""
     import jetwire
 
@@ -136,7 +136,7 @@ def main(argv: Any = None) -> int:
     validators = load_validators(args.schemas)
     from jetwire.testing import NatsServer
 
-    problems: List[str] = []
+    problems: list[str] = []
     n = 0
     with NatsServer() as server:
         url = server.url

@@ -18,13 +18,12 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Dict, List, Set, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIP = re.compile(r"/(_sync|_c)/|interface_sync\.py$|rows_sync\.py$|workers_sync\.py$")
 
 # (file relative to the package's parent, attribute): why it stays
-ALLOWED: Dict[Tuple[str, str], str] = {
+ALLOWED: dict[tuple[str, str], str] = {
     # the message asks its own client for the double ack (Msg's _client is bound by the
     # compiled twin; the client's method is not part of the public API)
     ("jetwire/msg.py", "_js_double_ack"): "Msg.ack_sync -> its client's double ack",
@@ -46,8 +45,8 @@ ALLOWED: Dict[Tuple[str, str], str] = {
 }
 
 
-def _defined(tree: ast.AST) -> Set[str]:
-    names: Set[str] = set()
+def _defined(tree: ast.AST) -> set[str]:
+    names: set[str] = set()
     for n in ast.walk(tree):
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(n.name)
@@ -63,9 +62,9 @@ def _defined(tree: ast.AST) -> Set[str]:
     return names
 
 
-def reach_ins(src: Path) -> List[Tuple[str, int, str]]:
+def reach_ins(src: Path) -> list[tuple[str, int, str]]:
     """Every ``(file, line, attribute)`` reaching into another module's private name."""
-    hits: List[Tuple[str, int, str]] = []
+    hits: list[tuple[str, int, str]] = []
     base = src.resolve().parent
     for dp, _, fs in os.walk(src):
         for f in sorted(fs):
@@ -89,12 +88,12 @@ def reach_ins(src: Path) -> List[Tuple[str, int, str]]:
     return sorted(hits)
 
 
-def new_reach_ins(src: Path) -> List[Tuple[str, int, str]]:
+def new_reach_ins(src: Path) -> list[tuple[str, int, str]]:
     """The reach-ins that the allow-list does not name."""
     return [h for h in reach_ins(src) if (h[0], h[2]) not in ALLOWED]
 
 
-def main(argv: List[str]) -> int:
+def main(argv: list[str]) -> int:
     args = [a for a in argv if not a.startswith("--")]
     src = Path(args[0]) if args else ROOT / "src" / "jetwire"
     if "--list" in argv:

@@ -22,11 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+
 
 import fastjsonschema  # noqa: E402
 import orjson  # noqa: E402
@@ -38,7 +41,7 @@ from jetwire.testing import NatsServer  # noqa: E402
 API = "io.nats.jetstream.api.v1."
 
 # (type, JSON path prefix) -> why the published schema's verdict is not jetwire's
-KNOWN: Dict[Tuple[str, str], str] = {
+KNOWN: dict[tuple[str, str], str] = {
     **{(f"io.nats.jetstream.advisory.v1.{t}", "replicas"):
        "the published schema types replicas as one peer; the server sends a list of peers"
        for t in ("stream_leader_elected", "consumer_leader_elected", "stream_quorum_lost", "consumer_quorum_lost",
@@ -74,7 +77,7 @@ _RESPONSES = [
 ]
 
 
-def response_type(subject: str) -> Optional[str]:
+def response_type(subject: str) -> str | None:
     for prefix, name in _RESPONSES:
         if subject == prefix or (prefix.endswith(".") and subject.startswith(prefix)):
             return API + name
@@ -89,7 +92,7 @@ class Recorder:
     JetStream context's ``trace_cb``, events from a raw ``$JS.EVENT.>`` subscription."""
 
     def __init__(self) -> None:
-        self.docs: List[Tuple[str, Any, str]] = []
+        self.docs: list[tuple[str, Any, str]] = []
         self._last = ""
 
     def trace(self, subject: str, payload: bytes) -> None:
@@ -120,7 +123,7 @@ class Recorder:
 
 def single_server(rec: Recorder, tmp: Path) -> None:
     """Streams, consumers, messages, nak/term/ack, pause, snapshot and restore, errors."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     with NatsServer() as srv:
         nc = jetwire.connect(srv.url)
@@ -158,7 +161,7 @@ def single_server(rec: Recorder, tmp: Path) -> None:
         c.info()
         list(js.list_consumers(s))
         list(js.consumer_names(s))
-        js.pause_consumer(s, "C", datetime.now(timezone.utc) + timedelta(minutes=5))
+        js.pause_consumer(s, "C", datetime.now(UTC) + timedelta(minutes=5))
         js.resume_consumer(s, "C")
         for bad in (lambda: js.unpin_consumer(s, "G", "nope"), lambda: js.stream("MISSING"),
                     lambda: js.consumer(s, "MISSING"), lambda: js.api_request(f"CONSUMER.RESET.{s}.C", {"seq": 1})):
@@ -266,7 +269,7 @@ def micro_service(rec: Recorder) -> bool:
     return True
 
 
-def produce_corpus(tmp: Path) -> List[Tuple[str, Any, str]]:
+def produce_corpus(tmp: Path) -> list[tuple[str, Any, str]]:
     """``[(type, document, where it came from)]`` from real servers."""
     rec = Recorder()
     single_server(rec, tmp)
@@ -285,8 +288,8 @@ class Published:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.by_type: Dict[str, Path] = {}
-        self.by_url: Dict[str, Any] = {}
+        self.by_type: dict[str, Path] = {}
+        self.by_url: dict[str, Any] = {}
         for path in sorted(folder.rglob("*.json")):
             doc = json.loads(path.read_text())
             url = "https://nats.io/schemas/" + path.relative_to(folder).as_posix()
@@ -294,7 +297,7 @@ class Published:
             title = doc.get("title", "")
             if title.startswith("io.nats.") and not title.endswith(".definitions"):
                 self.by_type[title] = path
-        self._compiled: Dict[str, Callable[[Any], Any]] = {}
+        self._compiled: dict[str, Callable[[Any], Any]] = {}
 
     def _handler(self, uri: str) -> Any:
         doc = self.by_url.get(uri.split("#")[0])
@@ -302,7 +305,7 @@ class Published:
             raise KeyError(f"no published schema at {uri}")
         return doc
 
-    def validate(self, type_: str, doc: Any) -> List[str]:
+    def validate(self, type_: str, doc: Any) -> list[str]:
         check = self._compiled.get(type_)
         if check is None:
             path = self.by_type[type_]
@@ -328,7 +331,7 @@ def main() -> int:
         print(f"check_schemas: no published schemas at {args.published}", file=sys.stderr)
         return 2
     published = Published(args.published)
-    problems: List[str] = []
+    problems: list[str] = []
 
     ours = set(schemas.names())
     missing = sorted(set(published.by_type) - ours)
@@ -344,8 +347,8 @@ def main() -> int:
     if args.save_corpus:
         args.save_corpus.write_text("".join(json.dumps({"type": t, "where": w, "doc": d}) + "\n"
                                             for t, d, w in corpus))
-    counts: Dict[str, int] = {}
-    known_seen: Dict[str, int] = {}
+    counts: dict[str, int] = {}
+    known_seen: dict[str, int] = {}
     for type_, doc, where in corpus:
         counts[type_] = counts.get(type_, 0) + 1
         if type_ not in ours:

@@ -126,7 +126,7 @@ def one_case(g, mods, classes, seed):
         compare_calls("decode_headers", mods, g.mutate(raw, g.random_mutations(rnd)) if rnd.random() < 0.7 else raw, (ProtocolError,))
         return data
     toks = [rnd.choice(["", "_", "x", "S", "-1", "1", str(rnd.getrandbits(70)), "٣", "9" * 20]) for _ in range(rnd.randint(0, 13))]
-    subject = ".".join(["$JS", "ACK"] + toks)
+    subject = ".".join(["$JS", "ACK", *toks])
     compare_calls("parse_metadata_fields", mods, subject, (NotJSMessageError,))
     compare_calls("validate_subject", mods, g._rsubject(rnd) + rnd.choice(["", " ", ".", "..", "\u3000", "\x00"]), (BadSubjectError,))
     return subject

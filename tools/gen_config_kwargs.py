@@ -19,7 +19,6 @@ import enum
 import re
 import sys
 from pathlib import Path
-from typing import List, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "src" / "jetwire" / "jetstream" / "config_kwargs.py"
@@ -33,7 +32,7 @@ CONFIGS = [
 ]
 
 
-def _fields(module: str, name: str) -> Tuple[type, List[Tuple[str, str]]]:
+def _fields(module: str, name: str) -> tuple[type, list[tuple[str, str]]]:
     import importlib
 
     mod = importlib.import_module(module)
@@ -47,18 +46,18 @@ def _fields(module: str, name: str) -> Tuple[type, List[Tuple[str, str]]]:
 
 
 def _widen(annotation: str, mod: object, names: set) -> str:
-    """``annotation`` with every enum ``E`` as ``Union[E, str]`` and every nested config
-    ``C`` as ``Union[C, dict[str, Any]]``; ``names`` collects what must be imported."""
+    """``annotation`` with every enum ``E`` as ``E | str`` and every nested config
+    ``C`` as ``C | dict[str, Any]``; ``names`` collects what must be imported."""
 
-    def repl(m: "re.Match[str]") -> str:
+    def repl(m: re.Match[str]) -> str:
         word = m.group(0)
         obj = getattr(mod, word, None)
         if isinstance(obj, type) and issubclass(obj, enum.Enum):
             names.add((obj.__module__, word))
-            return f"Union[{word}, str]"
+            return f"{word} | str"
         if isinstance(obj, type) and dataclasses.is_dataclass(obj):
             names.add((obj.__module__, word))
-            return f"Union[{word}, dict[str, Any]]"
+            return f"{word} | dict[str, Any]"
         if word == "datetime":
             names.add(("datetime", word))
         return word
@@ -83,7 +82,7 @@ def render() -> str:
             "from __future__ import annotations", ""]
     if imports.pop("datetime", None):
         head.append("from datetime import datetime")
-    head += ["from typing import Any, Optional, TypedDict, Union", ""]
+    head += ["from typing import Any, TypedDict", ""]
     for module in sorted(imports):  # first-party, one name a line (the import order ruff keeps)
         head.append(f"from {module} import (")
         head += [f"    {n}," for n in sorted(imports[module], key=str.lower)]

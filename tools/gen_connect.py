@@ -17,7 +17,7 @@ import ast
 import sys
 import textwrap
 from pathlib import Path
-from typing import List, NamedTuple
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 OPTIONS = ROOT / "src" / "jetwire" / "options.py"
@@ -33,11 +33,11 @@ class Field(NamedTuple):
     doc: str
 
 
-def read_fields() -> List[Field]:
+def read_fields() -> list[Field]:
     src = OPTIONS.read_text()
     tree = ast.parse(src)
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Options")
-    out: List[Field] = []
+    out: list[Field] = []
     body = cls.body
     for i, node in enumerate(body):
         if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
@@ -56,12 +56,12 @@ def read_fields() -> List[Field]:
     return out
 
 
-def render(fields: List[Field]) -> str:
+def render(fields: list[Field]) -> str:
     opts = [f for f in fields if f.name != "servers"]
     lines = [BEGIN]
     lines.append("@_suggest_options\n")
     lines.append("async def connect(\n")
-    lines.append("    servers: Union[str, Sequence[str], None] = None,\n")
+    lines.append("    servers: str | Sequence[str] | None = None,\n")
     lines.append("    *,\n")
     for f in opts:
         lines.append(f"    {f.name}: {f.annotation} = {f.default},\n")

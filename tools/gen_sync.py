@@ -62,7 +62,7 @@ LITERALS = [
 USED: set = set()
 
 
-def _rename(m: "re.Match[str]") -> str:
+def _rename(m: re.Match[str]) -> str:
     USED.add(("name", m.group(1)))
     return NAMES[m.group(1)]
 

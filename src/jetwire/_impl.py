@@ -9,52 +9,52 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import TYPE_CHECKING, Dict, Optional
+from typing import TYPE_CHECKING
 
 from jetwire.protocol import _pure
 
 # this module's names, then every name of the implementations (_pure.__all__; a test compares
 # them): literal, so that type checkers see the names imported below as exported
 __all__ = [
+    "DEFAULT_MAX_PAYLOAD",
+    "DONE",
     "IMPLEMENTATION",
-    "speedups_enabled",
-    "implementations",
-    "force_pure",
-    "OP_INFO",
-    "OP_PING",
-    "OP_PONG",
-    "OP_OK",
     "OP_ERR",
     "OP_FRAME_ERROR",
+    "OP_INFO",
+    "OP_OK",
+    "OP_PING",
+    "OP_PONG",
     "PING",
     "PONG",
-    "DEFAULT_MAX_PAYLOAD",
+    "AckFuture",
+    "AckMux",
+    "DirectCollector",
+    "DirectRows",
+    "Lock",
     "MsgBase",
-    "Parser",
-    "decode_headers",
-    "encode_headers",
-    "parse_metadata_fields",
-    "parse_metadata",
     "MsgMetadata",
+    "Outbox",
+    "Parser",
+    "Router",
     "SequencePair",
-    "validate_subject",
-    "validate_filter",
-    "append_pub",
+    "SubState",
+    "WriteLock",
+    "ack_columns",
     "append_hpub",
+    "append_pub",
     "append_sub",
     "append_unsub",
-    "DONE",
-    "Outbox",
-    "WriteLock",
-    "SubState",
-    "Router",
-    "AckMux",
-    "AckFuture",
-    "Lock",
-    "ack_columns",
+    "decode_headers",
+    "encode_headers",
+    "force_pure",
+    "implementations",
+    "parse_metadata",
+    "parse_metadata_fields",
     "rfc3339_us",
-    "DirectRows",
-    "DirectCollector",
+    "speedups_enabled",
+    "validate_filter",
+    "validate_subject",
 ]
 
 
@@ -63,7 +63,7 @@ def force_pure() -> bool:
     return os.environ.get("JETWIRE_PURE", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def _load_compiled() -> Optional[ModuleType]:
+def _load_compiled() -> ModuleType | None:
     try:
         from jetwire import _c
     except ImportError:
@@ -82,9 +82,9 @@ def speedups_enabled() -> bool:
     return _mod is _compiled
 
 
-def implementations() -> Dict[str, ModuleType]:
+def implementations() -> dict[str, ModuleType]:
     """Every importable implementation by name: ``{"pure": ..., "compiled": ...}``."""
-    found: Dict[str, ModuleType] = {"pure": _pure}
+    found: dict[str, ModuleType] = {"pure": _pure}
     if _compiled is not None:
         found["compiled"] = _compiled
     return found

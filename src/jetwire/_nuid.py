@@ -20,7 +20,7 @@ _MAX_SEQ = _BASE**_SEQ_LEN
 class NUID:
     """Fast, unique-enough ids; not thread-locked (each holder owns one)."""
 
-    __slots__ = ("_pre", "_seq", "_inc", "__weakref__")
+    __slots__ = ("__weakref__", "_inc", "_pre", "_seq")
 
     def __init__(self) -> None:
         self._reseed()
@@ -47,7 +47,7 @@ class NUID:
         return self._pre + "".join(out)
 
 
-_all: "weakref.WeakSet[NUID]" = weakref.WeakSet()
+_all: weakref.WeakSet[NUID] = weakref.WeakSet()
 
 
 def _reseed_all() -> None:

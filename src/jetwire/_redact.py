@@ -42,7 +42,7 @@ def redact_url(url: str) -> str:
     return ",".join(out)
 
 
-def _url_sub(m: "re.Match[str]") -> str:
+def _url_sub(m: re.Match[str]) -> str:
     if m.group("colon"):
         return f"{m.group('scheme')}{m.group('user')}:{MASK}@"
     return f"{m.group('scheme')}{MASK}@"
@@ -87,5 +87,5 @@ def option_repr(name: str, value: Any) -> str:
     if name in SECRET_OPTIONS:
         return f"{name}={MASK!r}"
     if name == "ws_headers" and hasattr(value, "keys"):  # values may be credentials (Authorization)
-        return f"{name}={ {str(k): MASK for k in value.keys()}!r}"
+        return f"{name}={ {str(k): MASK for k in value}!r}"
     return f"{name}={value!r}"

@@ -18,24 +18,24 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timedelta, timezone
-from typing import Any, Optional, Union
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 __all__ = [
-    "parse_duration",
-    "go_duration_seconds",
-    "seconds_to_ns",
-    "ns_to_seconds",
-    "parse_size",
     "NanoDatetime",
-    "parse_rfc3339",
-    "format_rfc3339",
-    "parse_time_input",
     "datetime_to_ns",
+    "format_rfc3339",
+    "go_duration_seconds",
+    "ns_to_seconds",
+    "parse_duration",
+    "parse_rfc3339",
+    "parse_size",
+    "parse_time_input",
     "rfc3339_to_us",
+    "seconds_to_ns",
 ]
 
-_UTC = timezone.utc
+_UTC = UTC
 _NS = 1_000_000_000
 
 # ---------------------------------------------------------------------------------
@@ -50,7 +50,7 @@ _DUR_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s
 _GO_UNITS = frozenset(("ns", "us", "µs", "μs", "ms", "s", "m", "h"))  # what Go's time.ParseDuration knows
 
 
-def _sum_tokens(text: str, token: "re.Pattern[str]", go: bool) -> Optional[float]:
+def _sum_tokens(text: str, token: re.Pattern[str], go: bool) -> float | None:
     if not text:
         return None
     pos = 0
@@ -64,7 +64,7 @@ def _sum_tokens(text: str, token: "re.Pattern[str]", go: bool) -> Optional[float
     return total
 
 
-def go_duration_seconds(text: str) -> Optional[float]:
+def go_duration_seconds(text: str) -> float | None:
     """The seconds of a Go duration string exactly as Go parses it (``"1m30s"``,
     ``"1.5h"``, ``"500ms"``; no sign, no spaces, units ns to h), or None when ``text`` is
     not one (what the server reads, e.g. an ``@every`` schedule)."""
@@ -96,7 +96,7 @@ def parse_duration(value: Any) -> float:
     return secs
 
 
-def seconds_to_ns(v: Union[float, int, timedelta]) -> int:
+def seconds_to_ns(v: float | int | timedelta) -> int:
     """Float (or int) seconds, or a ``timedelta``, to integer nanoseconds."""
     if isinstance(v, bool):
         raise TypeError("a duration must be a number of seconds, not a bool")
@@ -220,7 +220,7 @@ def _time_fallback(s: str, naive_local: bool = False) -> datetime:
     return NanoDatetime.from_datetime(dt, ns)
 
 
-def parse_rfc3339(s: Optional[str]) -> Optional[datetime]:
+def parse_rfc3339(s: str | None) -> datetime | None:
     """An RFC 3339 time (up to 9 fractional digits, ``Z`` or an offset) to an aware
     datetime, as the server writes them (other ISO 8601 layouts are read too; naive means
     UTC). Go's zero time and ``None``/empty give ``None``; ``ValueError`` otherwise."""
@@ -279,12 +279,7 @@ def format_rfc3339(dt: datetime, digits: int = 9) -> str:
     if not isinstance(dt, datetime):
         raise TypeError(f"expected a datetime, got {type(dt).__name__}")
     ns = getattr(dt, "nanosecond", 0)
-    if dt.tzinfo is None:
-        u = dt
-    elif dt.utcoffset() == timedelta(0):
-        u = dt
-    else:
-        u = dt.astimezone(_UTC)
+    u = dt if dt.tzinfo is None or dt.utcoffset() == timedelta(0) else dt.astimezone(_UTC)
     frac = f"{u.microsecond:06d}{ns:03d}" if digits == 9 else f"{u.microsecond:06d}"[:digits]
     return f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{frac}Z"
 
@@ -308,7 +303,7 @@ def parse_time_input(value: Any, *, naive_local: bool = False) -> datetime:
     return _parse_time(s, naive_local)
 
 
-def rfc3339_to_us(s: str) -> Optional[int]:
+def rfc3339_to_us(s: str) -> int | None:
     """Microseconds since the epoch (floored) of an RFC 3339 time in any layout
     :func:`parse_rfc3339` reads, or None when it is not one (the lenient twin of the hot
     path's ``_impl.rfc3339_us``)."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 import base64
 import os
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from collections.abc import Callable
+from typing import Any
 
 from ._redact import looks_secret, shown
 from .errors import AuthorizationError
@@ -19,11 +20,11 @@ def is_creds_text(value: Any) -> bool:
     return isinstance(value, (bytes, bytearray)) and _CREDS_MARK.search(value) is not None
 
 
-def _read_text(value: Union[str, bytes]) -> str:
+def _read_text(value: str | bytes) -> str:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).decode("utf-8", "replace")
     if not looks_secret(value) and os.path.exists(value):
-        with open(value, "r", encoding="utf-8") as fh:
+        with open(value, encoding="utf-8") as fh:
             return fh.read()
     return value
 
@@ -68,7 +69,7 @@ _CREDS_BLOCK_B = re.compile(
 )
 
 
-def parse_creds(creds: Any) -> Tuple[str, bytearray]:
+def parse_creds(creds: Any) -> tuple[str, bytearray]:
     """Return (jwt, seed) from a .creds file (a path) or its text (str or bytes); wipe
     the seed once used."""
     raw = _read_bytes(creds, "credentials")
@@ -83,7 +84,7 @@ def parse_creds(creds: Any) -> Tuple[str, bytearray]:
     return blocks[0].decode(), blocks[1]
 
 
-def parse_creds_pair(jwt_file: str, seed_file: str) -> Tuple[str, bytearray]:
+def parse_creds_pair(jwt_file: str, seed_file: str) -> tuple[str, bytearray]:
     """(jwt, seed) from a JWT file and a seed file (either may be in .creds format)."""
     raw = _read_bytes(jwt_file, "JWT")
     jwt = _blocks(raw)[0].decode()
@@ -98,7 +99,7 @@ def parse_creds_pair(jwt_file: str, seed_file: str) -> Tuple[str, bytearray]:
     return jwt, seed
 
 
-def load_seed(nkey_seed: Union[str, bytes]) -> bytearray:
+def load_seed(nkey_seed: str | bytes) -> bytearray:
     """A seed given inline (``SU...``) or as a path to a file holding it."""
     text = _read_text(nkey_seed).strip()
     for line in text.splitlines():
@@ -108,7 +109,7 @@ def load_seed(nkey_seed: Union[str, bytes]) -> bytearray:
     raise AuthorizationError("no nkey seed found")
 
 
-def sign_nonce(seed: bytearray, nonce: str) -> Tuple[str, str]:
+def sign_nonce(seed: bytearray, nonce: str) -> tuple[str, str]:
     """Sign the server nonce, then wipe ``seed``; returns (signature b64url without
     padding, public key)."""
     try:
@@ -143,10 +144,10 @@ class Credentials:
     def __init__(self, opts: Any) -> None:
         self.opts = opts
 
-    def callbacks(self, info: dict) -> List[Tuple[str, Callable[..., Any], tuple]]:
+    def callbacks(self, info: dict) -> list[tuple[str, Callable[..., Any], tuple]]:
         o = self.opts
         nonce = info.get("nonce")
-        out: List[Tuple[str, Callable[..., Any], tuple]] = []
+        out: list[tuple[str, Callable[..., Any], tuple]] = []
         if o.token_cb is not None:
             out.append(("token", o.token_cb, ()))
         if o.user_cb is not None:
@@ -157,8 +158,8 @@ class Credentials:
             out.append(("sig", o.signature_cb, (nonce.encode(),)))
         return out
 
-    def connect_fields(self, info: dict, url_user: Optional[str], url_password: Optional[str],
-                       answers: Optional[Dict[str, Any]] = None) -> dict:
+    def connect_fields(self, info: dict, url_user: str | None, url_password: str | None,
+                       answers: dict[str, Any] | None = None) -> dict:
         o = self.opts
         answers = answers or {}
         out: dict = {}

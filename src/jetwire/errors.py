@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import builtins
-from typing import Any, Optional
+from typing import Any
 
 
 class NatsError(Exception):
@@ -23,7 +23,7 @@ class NoServersError(NatsError):
     """No server in the pool could be reached."""
 
 
-class TimeoutError(NatsError, builtins.TimeoutError):  # noqa: A001 - mirrors the builtin on purpose
+class TimeoutError(NatsError, builtins.TimeoutError):
     """An operation did not finish in time (also a builtin ``TimeoutError``)."""
 
 
@@ -38,7 +38,7 @@ class ProtocolError(NatsError):
     the connection goes on); ``events`` holds what was parsed before a framing error
     that ends the connection (those messages are still delivered)."""
 
-    def __init__(self, message: str = "", subject: Optional[str] = None) -> None:
+    def __init__(self, message: str = "", subject: str | None = None) -> None:
         super().__init__(message)
         self.subject = subject
         self.events: list = []
@@ -59,7 +59,7 @@ class PermissionViolationError(PermissionsError):
     ``error_cb`` gets it too. ``subject`` and ``queue`` are those the server named."""
 
     def __init__(self, message: str = "permissions violation for subscription", subject: str = "",
-                 queue: Optional[str] = None):
+                 queue: str | None = None):
         super().__init__(message)
         self.subject = subject
         self.queue = queue
@@ -119,13 +119,13 @@ class JetStreamError(NatsError):
 class APIError(JetStreamError):
     """An error answer of the JetStream API, with the server's ``code`` and ``err_code``."""
 
-    def __init__(self, code: Optional[int] = None, err_code: Optional[int] = None, description: str = "", **extra: Any):
+    def __init__(self, code: int | None = None, err_code: int | None = None, description: str = "", **extra: Any):
         self.code = code
         self.err_code = err_code
         self.description = description
         #: the API request answered so (``STREAM.INFO.ORDERS``: it names the stream, the
         #: consumer, the bucket), when known
-        self.request: Optional[str] = extra.get("request")
+        self.request: str | None = extra.get("request")
         super().__init__(self._text())
 
     def _text(self) -> str:
@@ -214,8 +214,8 @@ class AtomicBatchError(APIError):
     also chained as ``__cause__``. The err_codes of batch failures (10174-10177,
     10179, 10199, 10201) are this class too."""
 
-    def __init__(self, code: Optional[int] = None, err_code: Optional[int] = None, description: str = "",
-                 batch_id: Optional[str] = None, error: Optional[BaseException] = None, **extra: Any):
+    def __init__(self, code: int | None = None, err_code: int | None = None, description: str = "",
+                 batch_id: str | None = None, error: BaseException | None = None, **extra: Any):
         self.batch_id = batch_id
         self.error = error
         super().__init__(code, err_code, description, **extra)
@@ -300,7 +300,7 @@ class SchemaValidationError(JetStreamError, ValueError):
     (``nc.jetstream(validate=True)``); nothing was sent. ``errors``: one string per
     problem, naming the JSON path and the rule."""
 
-    def __init__(self, message: str, errors: "list[str]") -> None:
+    def __init__(self, message: str, errors: list[str]) -> None:
         super().__init__(message)
         self.errors = list(errors)
 
@@ -324,8 +324,8 @@ class ConfigDriftError(JetStreamError):
     order); ``changes``: every differing field (updatable ones too) -> ``(stored, wanted)``
     as wire values; ``kind``: ``"stream"`` or ``"consumer"``; ``name``: what was checked."""
 
-    def __init__(self, kind: str, name: str, fields: "list[str]",
-                 changes: "Optional[dict[str, tuple[Any, Any]]]" = None) -> None:
+    def __init__(self, kind: str, name: str, fields: list[str],
+                 changes: dict[str, tuple[Any, Any]] | None = None) -> None:
         self.kind = kind
         self.name = name
         self.fields = list(fields)
@@ -456,11 +456,11 @@ def payload_type_error(value: Any, name: str = "data", *also: str) -> builtins.T
     """The ``TypeError`` for a payload that is not bytes-like (one text everywhere):
     ``name`` is the argument as the public signature names it, ``also`` what else that
     argument takes (e.g. ``"str"``)."""
-    kinds = ("bytes", "bytearray", "memoryview") + also
+    kinds = ("bytes", "bytearray", "memoryview", *also)
     return builtins.TypeError(f"{name} must be {', '.join(kinds[:-1])} or {kinds[-1]}, not {type(value).__name__}")
 
 
-def api_error(error: dict, request: Optional[str] = None) -> APIError:
+def api_error(error: dict, request: str | None = None) -> APIError:
     """Build the typed error for a JetStream API ``error`` object (``request``: the API
     subject it answered, relative to the prefix, named in the message)."""
     err_code = error.get("err_code")

@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any
 
 import orjson
 
 from jetwire._units import format_rfc3339, parse_rfc3339
 from jetwire.jetstream._json import Model
-from jetwire.jetstream.event_models import *  # noqa: F401,F403
+from jetwire.jetstream.event_models import *  # noqa: F403
 from jetwire.jetstream.event_models import EVENT_TYPES, Event, _hms
 from jetwire.jetstream.event_models import __all__ as _models_all
 
@@ -48,7 +49,7 @@ class UnknownEvent:
 
     type: str = UNKNOWN
     id: str = ""
-    timestamp: Optional[datetime] = None
+    timestamp: datetime | None = None
     data: Any = field(default_factory=dict)
 
     def kind(self) -> str:
@@ -61,14 +62,14 @@ class UnknownEvent:
         return self.data
 
 
-AnyEvent = Union[Event, UnknownEvent]
+AnyEvent = Event | UnknownEvent
 
 
-def _unknown(d: Any, typ: Optional[str] = None) -> UnknownEvent:
+def _unknown(d: Any, typ: str | None = None) -> UnknownEvent:
     if not isinstance(d, dict):
         return UnknownEvent(data=d)
     t = d.get("type")
-    ts: Optional[datetime] = None
+    ts: datetime | None = None
     raw_ts = d.get("timestamp")
     if isinstance(raw_ts, str):
         try:
@@ -80,7 +81,7 @@ def _unknown(d: Any, typ: Optional[str] = None) -> UnknownEvent:
                         id=ident if isinstance(ident, str) else "", timestamp=ts, data=d)
 
 
-def parse(data: Union[bytes, bytearray, memoryview, str, Dict[str, Any]]) -> AnyEvent:
+def parse(data: bytes | bytearray | memoryview | str | dict[str, Any]) -> AnyEvent:
     """The typed event of an advisory or metric (JSON bytes/str, or a decoded dict);
     :class:`UnknownEvent` for an unknown type or a document its class cannot read.
     Only bytes that are not JSON raise (``ValueError``)."""
@@ -99,7 +100,7 @@ def parse(data: Union[bytes, bytearray, memoryview, str, Dict[str, Any]]) -> Any
         return _unknown(d, d.get("type"))
 
 
-def kinds_filter(kinds: Optional[Iterable[str]]) -> Optional[frozenset]:
+def kinds_filter(kinds: Iterable[str] | None) -> frozenset | None:
     """The set of accepted types for ``js.events(kinds=...)``: full type strings or their
     last token (``"api_audit"``); ``None`` accepts everything."""
     if kinds is None:
@@ -109,7 +110,7 @@ def kinds_filter(kinds: Optional[Iterable[str]]) -> Optional[frozenset]:
     return frozenset(kinds)
 
 
-def accepts(kinds: Optional[frozenset], typ: str) -> bool:
+def accepts(kinds: frozenset | None, typ: str) -> bool:
     return kinds is None or typ in kinds or typ.rsplit(".", 1)[-1] in kinds
 
 
@@ -133,7 +134,7 @@ def _dumps(doc: Any, indent: bool = False) -> str:
 
 def _text_value(v: Any) -> str:
     if isinstance(v, datetime):
-        return v.astimezone(timezone.utc).isoformat()
+        return v.astimezone(UTC).isoformat()
     if isinstance(v, Enum):
         return str(v.value)
     if isinstance(v, float):
@@ -143,7 +144,7 @@ def _text_value(v: Any) -> str:
     return str(v)
 
 
-def _extended_lines(obj: Any, indent: int, out: List[str]) -> None:
+def _extended_lines(obj: Any, indent: int, out: list[str]) -> None:
     pad = " " * indent
     if isinstance(obj, Model):
         items = [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name != "_extra"]
@@ -167,16 +168,16 @@ def _extended_lines(obj: Any, indent: int, out: List[str]) -> None:
             out.append(f"{pad}{k.rjust(width)}: {_text_value(v)}")
 
 
-def _schema_url(typ: str) -> Optional[str]:
+def _schema_url(typ: str) -> str | None:
     if not typ.startswith("io.nats.") or typ == UNKNOWN:
         return None
     return "https://nats.io/schemas/" + typ[len("io.nats."):].replace(".", "/") + ".json"
 
 
-def _cloudevent(event: AnyEvent) -> Dict[str, Any]:
+def _cloudevent(event: AnyEvent) -> dict[str, Any]:
     parts = event.type.split(".")
     ts = event.timestamp
-    doc: Dict[str, Any] = {
+    doc: dict[str, Any] = {
         "specversion": "1.0",
         "id": event.id or "",
         "source": f"urn:nats:{parts[2]}" if len(parts) > 3 else "urn:nats",
@@ -195,7 +196,7 @@ def _cloudevent(event: AnyEvent) -> Dict[str, Any]:
     return doc
 
 
-def render(event: AnyEvent, format: str = "text") -> str:  # noqa: A002 - the CLI's option name
+def render(event: AnyEvent, format: str = "text") -> str:
     """``event`` as text (see the module doc for the formats); ``ValueError`` for another format."""
     if format == "text":
         try:

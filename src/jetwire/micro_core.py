@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
 import orjson
 
@@ -27,7 +28,7 @@ from .errors import (
 )
 from .jetstream._json import Model, duration
 
-__all__ = ["ServicePing", "ServiceInfo", "ServiceStats", "EndpointInfo", "EndpointStats"]
+__all__ = ["EndpointInfo", "EndpointStats", "ServiceInfo", "ServicePing", "ServiceStats"]
 
 DEFAULT_QUEUE_GROUP = "q"
 API_PREFIX = "$SRV"
@@ -92,7 +93,7 @@ def check_group_name(name: Any) -> str:
     return name
 
 
-def check_queue_group(qg: Any) -> Optional[str]:
+def check_queue_group(qg: Any) -> str | None:
     """None (inherit), '' (no queue group), or a queue group name (one token-ish: no
     whitespace, no '>' or '*')."""
     if qg is None or qg == "":
@@ -102,7 +103,7 @@ def check_queue_group(qg: Any) -> Optional[str]:
     return qg
 
 
-def check_metadata(metadata: Any, what: str = "metadata") -> Dict[str, str]:
+def check_metadata(metadata: Any, what: str = "metadata") -> dict[str, str]:
     """A copy of ``metadata`` (str -> str; None gives {}): it is immutable once set."""
     if metadata is None:
         return {}
@@ -112,7 +113,7 @@ def check_metadata(metadata: Any, what: str = "metadata") -> Dict[str, str]:
     return dict(metadata)
 
 
-def resolve_queue_group(own: Optional[str], parent: Optional[str]) -> str:
+def resolve_queue_group(own: str | None, parent: str | None) -> str:
     """ADR-32 queue-group inheritance (service -> group -> endpoint): ``own`` None inherits
     ``parent``; '' means no queue group (a plain subscription, every instance gets every
     request); a parent of None falls back to the default ``"q"``."""
@@ -128,7 +129,7 @@ def join_subject(prefix: str, subject: str) -> str:
     return f"{prefix}.{subject}" if prefix else subject
 
 
-def control_subject(verb: str, name: Optional[str] = None, id: Optional[str] = None,  # noqa: A002
+def control_subject(verb: str, name: str | None = None, id: str | None = None,
                     prefix: str = API_PREFIX) -> str:
     """``$SRV.<verb>``, ``$SRV.<verb>.<name>`` or ``$SRV.<verb>.<name>.<id>``."""
     verb = verb.upper()
@@ -143,7 +144,7 @@ def control_subject(verb: str, name: Optional[str] = None, id: Optional[str] = N
     return f"{prefix}.{verb}.{name}.{id}"
 
 
-def control_subjects(verb: str, name: str, id: str) -> List[str]:  # noqa: A002
+def control_subjects(verb: str, name: str, id: str) -> list[str]:
     """The three subjects a service answers ``verb`` on: all services, its name, its id."""
     return [control_subject(verb), control_subject(verb, name), control_subject(verb, name, id)]
 
@@ -154,10 +155,10 @@ def control_subjects(verb: str, name: str, id: str) -> List[str]:  # noqa: A002
 def format_time(t: datetime) -> str:
     """RFC 3339 in UTC with microseconds, e.g. ``2026-11-25T12:30:49.123456Z`` (what nats.go
     and nats-py both read)."""
-    return format_rfc3339(t.astimezone(timezone.utc), digits=6)
+    return format_rfc3339(t.astimezone(UTC), digits=6)
 
 
-def parse_time(text: Any) -> Optional[datetime]:
+def parse_time(text: Any) -> datetime | None:
     """An RFC 3339 time as an aware datetime (``_units.parse_rfc3339``); None when
     absent or unreadable (a discovery answer is read, never refused, for its time)."""
     if not isinstance(text, str):
@@ -169,7 +170,7 @@ def parse_time(text: Any) -> Optional[datetime]:
 
 
 def now_utc() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 # ------------------------------------------------------------------------ typed documents
@@ -186,14 +187,14 @@ class EndpointInfo(Model):
     name: str
     subject: str
     queue_group: str = DEFAULT_QUEUE_GROUP
-    metadata: Dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "EndpointInfo":
+    def from_dict(cls, d: dict[str, Any]) -> EndpointInfo:
         return cls(name=d.get("name", ""), subject=d.get("subject", ""), queue_group=d.get("queue_group") or "",
                    metadata=d.get("metadata") or {})
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "subject": self.subject, "queue_group": self.queue_group,
                 "metadata": self.metadata}
 
@@ -214,14 +215,14 @@ class EndpointStats(Model):
     data: Any = None
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "EndpointStats":
+    def from_dict(cls, d: dict[str, Any]) -> EndpointStats:
         return cls(name=d.get("name", ""), subject=d.get("subject", ""), queue_group=d.get("queue_group") or "",
                    num_requests=int(d.get("num_requests") or 0), num_errors=int(d.get("num_errors") or 0),
                    last_error=d.get("last_error") or "",
                    processing_time=_seconds(d.get("processing_time")),
                    average_processing_time=_seconds(d.get("average_processing_time")), data=d.get("data"))
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "subject": self.subject, "queue_group": self.queue_group,
                 "num_requests": self.num_requests, "num_errors": self.num_errors, "last_error": self.last_error,
                 "processing_time": _nanos(self.processing_time),
@@ -237,15 +238,15 @@ class ServicePing(Model):
     name: str
     id: str
     version: str
-    metadata: Dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
     type: str = PING_RESPONSE_TYPE
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "ServicePing":
+    def from_dict(cls, d: dict[str, Any]) -> ServicePing:
         return cls(name=d.get("name", ""), id=d.get("id", ""), version=d.get("version", ""),
                    metadata=d.get("metadata") or {}, type=d.get("type", PING_RESPONSE_TYPE))
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "name": self.name, "id": self.id, "version": self.version,
                 "metadata": self.metadata}
 
@@ -260,18 +261,18 @@ class ServiceInfo(Model):
     id: str
     version: str
     description: str = ""
-    metadata: Dict[str, str] = field(default_factory=dict)
-    endpoints: List[EndpointInfo] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+    endpoints: list[EndpointInfo] = field(default_factory=list)
     type: str = INFO_RESPONSE_TYPE
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "ServiceInfo":
+    def from_dict(cls, d: dict[str, Any]) -> ServiceInfo:
         return cls(name=d.get("name", ""), id=d.get("id", ""), version=d.get("version", ""),
                    description=d.get("description") or "", metadata=d.get("metadata") or {},
                    endpoints=[EndpointInfo.from_dict(e) for e in d.get("endpoints") or ()],
                    type=d.get("type", INFO_RESPONSE_TYPE))
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "name": self.name, "id": self.id, "version": self.version,
                 "metadata": self.metadata, "description": self.description,
                 "endpoints": [e.to_dict() for e in self.endpoints]}
@@ -286,19 +287,19 @@ class ServiceStats(Model):
     name: str
     id: str
     version: str
-    started: Optional[datetime] = None
-    metadata: Dict[str, str] = field(default_factory=dict)
-    endpoints: List[EndpointStats] = field(default_factory=list)
+    started: datetime | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    endpoints: list[EndpointStats] = field(default_factory=list)
     type: str = STATS_RESPONSE_TYPE
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "ServiceStats":
+    def from_dict(cls, d: dict[str, Any]) -> ServiceStats:
         return cls(name=d.get("name", ""), id=d.get("id", ""), version=d.get("version", ""),
                    started=parse_time(d.get("started")), metadata=d.get("metadata") or {},
                    endpoints=[EndpointStats.from_dict(e) for e in d.get("endpoints") or ()],
                    type=d.get("type", STATS_RESPONSE_TYPE))
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "name": self.name, "id": self.id, "version": self.version,
                 "metadata": self.metadata, "started": format_time(self.started or now_utc()),
                 "endpoints": [e.to_dict() for e in self.endpoints]}
@@ -315,7 +316,7 @@ def _seconds(nanos: Any) -> float:
         return 0.0
 
 
-DOC_TYPES: Dict[str, Any] = {"PING": ServicePing, "INFO": ServiceInfo, "STATS": ServiceStats}
+DOC_TYPES: dict[str, Any] = {"PING": ServicePing, "INFO": ServiceInfo, "STATS": ServiceStats}
 
 
 def parse_doc(verb: str, data: bytes) -> Any:
@@ -334,10 +335,18 @@ class EndpointCore:
     the handler). Counters are changed by the one thread or task finishing a request
     (the blocking flavour holds ``lock`` while it does)."""
 
-    __slots__ = ("name", "subject", "queue_group", "metadata", "num_requests", "num_errors", "last_error",
-                 "processing_ns")
+    __slots__ = (
+        "last_error",
+        "metadata",
+        "name",
+        "num_errors",
+        "num_requests",
+        "processing_ns",
+        "queue_group",
+        "subject",
+    )
 
-    def __init__(self, name: str, subject: str, queue_group: str, metadata: Dict[str, str]) -> None:
+    def __init__(self, name: str, subject: str, queue_group: str, metadata: dict[str, str]) -> None:
         self.name = name
         self.subject = subject
         self.queue_group = queue_group
@@ -363,9 +372,9 @@ class EndpointCore:
 class ServiceCore:
     """A service's identity, endpoints and documents (no I/O)."""
 
-    def __init__(self, name: str, version: str, id: str, description: Optional[str],  # noqa: A002
-                 metadata: Optional[Dict[str, str]], queue_group: Optional[str],
-                 stats_handler: Optional[Callable[[Any], Any]]) -> None:
+    def __init__(self, name: str, version: str, id: str, description: str | None,
+                 metadata: dict[str, str] | None, queue_group: str | None,
+                 stats_handler: Callable[[Any], Any] | None) -> None:
         self.name = check_name(name)
         self.version = check_version(version)
         if description is not None and not isinstance(description, str):
@@ -376,10 +385,10 @@ class ServiceCore:
         self.stats_handler = stats_handler
         self.id = id
         self.started = now_utc()
-        self.endpoints: List[Tuple[EndpointCore, Any]] = []  # (core, the flavour's Endpoint)
+        self.endpoints: list[tuple[EndpointCore, Any]] = []  # (core, the flavour's Endpoint)
 
-    def new_endpoint(self, prefix: str, name: str, subject: Optional[str], queue_group: Optional[str],
-                     parent_queue_group: Optional[str], metadata: Optional[Dict[str, str]]) -> EndpointCore:
+    def new_endpoint(self, prefix: str, name: str, subject: str | None, queue_group: str | None,
+                     parent_queue_group: str | None, metadata: dict[str, str] | None) -> EndpointCore:
         """Check an endpoint's settings; its core with the subject and queue group it uses."""
         check_endpoint_name(name)
         if subject is not None:
@@ -430,7 +439,7 @@ def _json_default(obj: Any) -> Any:
 # ------------------------------------------------------------------------ errors on the wire
 
 
-def error_headers(code: Any, description: Any, headers: Any = None) -> Dict[str, Any]:
+def error_headers(code: Any, description: Any, headers: Any = None) -> dict[str, Any]:
     """The headers of a service error answer: ``headers`` plus ``Nats-Service-Error`` and
     ``Nats-Service-Error-Code``."""
     code = str(code)
@@ -439,7 +448,7 @@ def error_headers(code: Any, description: Any, headers: Any = None) -> Dict[str,
         raise InvalidServiceConfigError("a service error needs a code")
     if not description:
         raise InvalidServiceConfigError("a service error needs a description")
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     if headers:
         items = headers.items() if hasattr(headers, "items") else headers
         for k, v in items:
@@ -449,7 +458,7 @@ def error_headers(code: Any, description: Any, headers: Any = None) -> Dict[str,
     return out
 
 
-def error_of(msg: Any) -> Optional[ServiceError]:
+def error_of(msg: Any) -> ServiceError | None:
     """The ``ServiceError`` a reply carries in its headers, or None."""
     h = msg.headers
     if h is None:
@@ -461,7 +470,7 @@ def error_of(msg: Any) -> Optional[ServiceError]:
     return ServiceError(code or "", desc or "", data=msg.data, headers=h)
 
 
-def exception_answer(exc: BaseException) -> Tuple[str, str]:
+def exception_answer(exc: BaseException) -> tuple[str, str]:
     """(code, description) a handler's exception is answered with: a ``ServiceError``'s
     own, else 500 and the exception's text."""
     if isinstance(exc, ServiceError):

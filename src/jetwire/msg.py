@@ -5,7 +5,7 @@ Network methods delegate to the connection that delivered the message, so in
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from . import _impl
 from .errors import NatsError
@@ -39,7 +39,7 @@ class Msg(_impl.MsgBase):
         return self._conn().publish(self.reply, data, headers=headers)
 
     # -- JetStream (``metadata``, ``ack`` and ``_ack`` are MsgBase's: compiled code) ----
-    def ack_sync(self, timeout: Optional[float] = None) -> Any:
+    def ack_sync(self, timeout: float | None = None) -> Any:
         """Acknowledge and wait for the server to confirm (double ack)."""
         reply = self._ack_subject()  # checked: bound, not acked yet, a JetStream message
         client: Any = self._client
@@ -47,7 +47,7 @@ class Msg(_impl.MsgBase):
 
     double_ack = ack_sync
 
-    def nak(self, delay: Optional[float] = None) -> Any:
+    def nak(self, delay: float | None = None) -> Any:
         """Negative-acknowledge: redeliver, after ``delay`` seconds when given."""
         return self._ack(_NAK if delay is None else b'-NAK {"delay":%d}' % int(delay * 1e9), True)
 
@@ -55,6 +55,6 @@ class Msg(_impl.MsgBase):
         """Tell the server work is ongoing (resets the ack wait); may be sent many times."""
         return self._ack(_WPI, False)
 
-    def term(self, reason: Optional[str] = None) -> Any:
+    def term(self, reason: str | None = None) -> Any:
         """Stop redelivery of this message."""
         return self._ack(_TERM if not reason else _TERM + b" " + reason.encode(), True)

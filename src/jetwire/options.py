@@ -5,8 +5,9 @@ import difflib
 import os
 import random
 import ssl
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from . import _impl
@@ -23,45 +24,45 @@ class Options:
     signature in ``jetwire/aio/client.py`` is written from these fields by
     ``tools/gen_connect.py`` (``--check`` in CI)."""
 
-    servers: List[str] = field(default_factory=lambda: [DEFAULT_URL])
+    servers: list[str] = field(default_factory=lambda: [DEFAULT_URL])
     """The servers to connect to (``connect()``'s first argument)."""
-    name: Optional[str] = None
+    name: str | None = None
     """The client's name, shown by the server (monitoring ``connz``)."""
-    user: Optional[str] = None
+    user: str | None = None
     """User name (also taken from a ``nats://user:pass@host`` URL)."""
-    password: Optional[str] = None
+    password: str | None = None
     """Password for ``user``."""
-    token: Optional[str] = None
+    token: str | None = None
     """Authentication token (also taken from a ``nats://token@host`` URL)."""
-    nkey_seed: Optional[str] = None
+    nkey_seed: str | None = None
     """An nkey seed, or the path of a file holding one."""
-    creds: Union[str, bytes, os.PathLike[str], Tuple[str, str], None] = None
+    creds: str | bytes | os.PathLike[str] | tuple[str, str] | None = None
     """A ``.creds`` file's path, its text (``str`` or ``bytes``), or a (jwt file, seed file) pair."""
-    token_cb: Optional[Callable[[], Any]] = None
+    token_cb: Callable[[], Any] | None = None
     """``() -> token``, asked on every (re)connect (plain or coroutine function in ``jetwire.aio``)."""
-    user_cb: Optional[Callable[[], Any]] = None
+    user_cb: Callable[[], Any] | None = None
     """``() -> (user, password)``, asked on every (re)connect."""
-    user_jwt_cb: Optional[Callable[[], Any]] = None
+    user_jwt_cb: Callable[[], Any] | None = None
     """``() -> user JWT``, asked on every (re)connect; needs ``signature_cb``."""
-    signature_cb: Optional[Callable[[bytes], Any]] = None
+    signature_cb: Callable[[bytes], Any] | None = None
     """``(nonce) -> signature``: signs the server's nonce (the client never sees the seed)."""
-    nkey: Optional[str] = None
+    nkey: str | None = None
     """The public nkey, used with ``signature_cb`` or ``nkey_seed``."""
-    user_jwt: Optional[str] = None
+    user_jwt: str | None = None
     """A user JWT as a string; needs ``nkey_seed``."""
-    tls: Union[ssl.SSLContext, bool, None] = None
+    tls: ssl.SSLContext | bool | None = None
     """An ``ssl.SSLContext``, or True for the default context (``tls://`` URLs imply TLS)."""
-    tls_hostname: Optional[str] = None
+    tls_hostname: str | None = None
     """The name to verify the server's certificate against (default: the URL's host)."""
     tls_handshake_first: bool = False
     """Start TLS before the server's INFO (servers with ``handshake_first``)."""
-    tls_ca_file: Optional[str] = None
+    tls_ca_file: str | None = None
     """CA bundle that verifies the server's certificate."""
-    tls_cert_file: Optional[str] = None
+    tls_cert_file: str | None = None
     """Client certificate (mutual TLS)."""
-    tls_key_file: Optional[str] = None
+    tls_key_file: str | None = None
     """The client certificate's key; needs ``tls_cert_file``."""
-    tls_context_cb: Optional[Callable[[], Any]] = None
+    tls_context_cb: Callable[[], Any] | None = None
     """``() -> ssl.SSLContext``, asked on every connect (rotated certificates apply)."""
     no_echo: bool = False
     """Do not receive the messages this connection publishes."""
@@ -89,23 +90,23 @@ class Options:
     """The same for TLS connections."""
     reconnect_buffer_size: int = 8 * 1024 * 1024
     """Bytes of publishes kept while reconnecting (over it: ``ReconnectBufferFullError``)."""
-    reconnect_delay_cb: Optional[Callable[[int], Any]] = None
+    reconnect_delay_cb: Callable[[int], Any] | None = None
     """``(passes) -> seconds``: the pause before each pass over the pool (replaces the wait and jitter)."""
-    reconnect_to_server_cb: Optional[Callable[[List[str], Any], Any]] = None
+    reconnect_to_server_cb: Callable[[list[str], Any], Any] | None = None
     """``(servers, info) -> (server, delay)`` or None: picks each reconnect's server (nats.go's ReconnectToServer)."""
     ignore_auth_error_abort: bool = False
     """Keep reconnecting after the same authorization error twice (default: close)."""
     no_callbacks_after_close: bool = False
     """No callbacks (closed_cb, disconnected_cb, ...) once ``close()``/``drain()`` was called."""
-    socket_factory: Optional[Callable[..., Any]] = None
+    socket_factory: Callable[..., Any] | None = None
     """``(host, port, timeout) -> socket``: dials instead of the default (e.g. through a proxy)."""
-    ws_proxy_path: Optional[str] = None
+    ws_proxy_path: str | None = None
     """WebSocket: a path appended to each ``ws://``/``wss://`` URL's path."""
     ws_compression: bool = False
     """WebSocket: permessage-deflate when the server allows it."""
-    ws_headers: Optional[Any] = None
+    ws_headers: Any | None = None
     """WebSocket: HTTP headers of the upgrade request (name -> value or list of values)."""
-    ws_headers_cb: Optional[Callable[[], Any]] = None
+    ws_headers_cb: Callable[[], Any] | None = None
     """WebSocket: ``() -> headers``, asked on every connect (instead of ``ws_headers``)."""
     skip_subject_validation: bool = False
     """No client-side subject checks on publish and subscribe (the server still refuses what it cannot take)."""
@@ -129,21 +130,21 @@ class Options:
     """asyncio only: seconds the event loop polls for an expected reply instead of sleeping (0: off)."""
     max_control_line: int = 4096
     """Longest protocol line accepted from the server, in bytes."""
-    error_cb: Optional[Callable[..., Any]] = None
+    error_cb: Callable[..., Any] | None = None
     """``(error)``: asynchronous errors (slow consumers, refused subscriptions, ...)."""
-    disconnected_cb: Optional[Callable[..., Any]] = None
+    disconnected_cb: Callable[..., Any] | None = None
     """``()``: the connection was lost."""
-    reconnected_cb: Optional[Callable[..., Any]] = None
+    reconnected_cb: Callable[..., Any] | None = None
     """``()``: the connection is back."""
-    closed_cb: Optional[Callable[..., Any]] = None
+    closed_cb: Callable[..., Any] | None = None
     """``()``: the connection is closed for good."""
-    reconnect_error_cb: Optional[Callable[..., Any]] = None
+    reconnect_error_cb: Callable[..., Any] | None = None
     """``(error)``: a failed reconnect attempt (default: it goes to ``error_cb``)."""
-    connected_cb: Optional[Callable[..., Any]] = None
+    connected_cb: Callable[..., Any] | None = None
     """``()``: the first connection is made (also a late one, with ``retry_on_failed_connect``)."""
-    discovered_servers_cb: Optional[Callable[..., Any]] = None
+    discovered_servers_cb: Callable[..., Any] | None = None
     """``()``: the cluster announced new servers."""
-    lame_duck_mode_cb: Optional[Callable[..., Any]] = None
+    lame_duck_mode_cb: Callable[..., Any] | None = None
     """``()``: the server is entering lame duck mode (about to shut down)."""
 
     def __repr__(self) -> str:
@@ -154,7 +155,7 @@ class Options:
         return bool(self.tls) or self.tls_context_cb is not None or bool(
             self.tls_ca_file or self.tls_cert_file)
 
-    def ssl_context(self) -> Optional[ssl.SSLContext]:
+    def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context of ``tls=`` and the ``tls_*_file`` options (``tls_context_cb``
         is asked by the client itself, on every connect)."""
         if isinstance(self.tls, ssl.SSLContext):
@@ -176,7 +177,7 @@ def unexpected_keyword(func: str, key: str, valid: Iterable[str]) -> TypeError:
     return TypeError(f"{func}() got an unexpected keyword argument {key!r}{hint}")
 
 
-def make_options(servers: Union[str, Sequence[str], None], kwargs: dict) -> Options:
+def make_options(servers: str | Sequence[str] | None, kwargs: dict) -> Options:
     """Build Options from connect()'s arguments; unknown keywords raise TypeError."""
     known = Options.__dataclass_fields__
     for k in kwargs:
@@ -214,7 +215,7 @@ _WS_OWN_HEADERS = frozenset({"host", "upgrade", "connection", "sec-websocket-key
                              "transfer-encoding"})
 
 
-def ws_header_list(headers: Any) -> List[Tuple[bytes, bytes]]:
+def ws_header_list(headers: Any) -> list[tuple[bytes, bytes]]:
     """``ws_headers`` (or what ``ws_headers_cb`` returned) as the upgrade request's extra
     header lines: a mapping of name to a value or a list of values. ``TypeError`` for
     another type, ``ValueError`` for a name or value that would break the request (empty
@@ -222,7 +223,7 @@ def ws_header_list(headers: Any) -> List[Tuple[bytes, bytes]]:
     handshake sets itself (``Host``, ``Upgrade``, ``Sec-WebSocket-*``, ...)."""
     if not hasattr(headers, "items"):
         raise TypeError(f"ws_headers must be a mapping of header names to values, not {type(headers).__name__}")
-    out: List[Tuple[bytes, bytes]] = []
+    out: list[tuple[bytes, bytes]] = []
     for name, values in headers.items():
         if not isinstance(name, str) or not name or not name.isascii() or any(c in name for c in " \t\r\n\0:"):
             raise ValueError(f"bad WebSocket header name {name!r}")
@@ -280,8 +281,22 @@ def _check_auth(o: Options) -> None:
 class Server:
     """One entry of the server pool."""
 
-    __slots__ = ("url", "display", "scheme", "host", "port", "user", "password", "discovered", "reconnects",
-                 "last_attempt", "did_connect", "tls_name", "last_auth_error", "path")
+    __slots__ = (
+        "did_connect",
+        "discovered",
+        "display",
+        "host",
+        "last_attempt",
+        "last_auth_error",
+        "password",
+        "path",
+        "port",
+        "reconnects",
+        "scheme",
+        "tls_name",
+        "url",
+        "user",
+    )
 
     def __init__(self, url: str, discovered: bool = False) -> None:
         if "://" not in url:
@@ -310,8 +325,8 @@ class Server:
         self.reconnects = 0
         self.last_attempt = 0.0
         self.did_connect = False
-        self.last_auth_error: Optional[str] = None  # what the server said when it last refused us
-        self.tls_name: Optional[str] = None
+        self.last_auth_error: str | None = None  # what the server said when it last refused us
+        self.tls_name: str | None = None
 
     @property
     def is_ws(self) -> bool:
@@ -331,7 +346,7 @@ class ServerPool:
     """Ordered pool of servers; connect_urls from INFO are added as discovered."""
 
     def __init__(self, urls: Sequence[str], randomize: bool = True) -> None:
-        self.servers: List[Server] = [Server(u) for u in urls]
+        self.servers: list[Server] = [Server(u) for u in urls]
         # WebSocket and plain URLs do not mix (as nats.go): discovered URLs follow suit
         self.ws = bool(self.servers) and self.servers[0].is_ws
         if any(s.is_ws != self.ws for s in self.servers):
@@ -339,16 +354,16 @@ class ServerPool:
         self.randomize = randomize
         if randomize:
             random.shuffle(self.servers)
-        self.current: Optional[Server] = None
+        self.current: Server | None = None
 
     def __len__(self) -> int:
         return len(self.servers)
 
-    def urls(self, discovered_only: bool = False) -> List[str]:
+    def urls(self, discovered_only: bool = False) -> list[str]:
         """The servers as shown: credentials masked (``Server.display``)."""
         return [s.display for s in self.servers if s.discovered or not discovered_only]
 
-    def next_server(self, max_reconnects: int) -> Optional[Server]:
+    def next_server(self, max_reconnects: int) -> Server | None:
         """Rotate: move the current server to the back, drop it if it ran out of attempts."""
         cur = self.current
         if cur is not None and cur in self.servers:
@@ -361,7 +376,7 @@ class ServerPool:
         self.current = self.servers[0]
         return self.current
 
-    def find(self, url: str) -> Optional[Server]:
+    def find(self, url: str) -> Server | None:
         """The pool's entry for ``url``: as ``nc.servers`` shows it (``display``), or its
         URL (with or without credentials or scheme); None when it is not in the pool."""
         for s in self.servers:
@@ -376,15 +391,12 @@ class ServerPool:
                 return s
         return None
 
-    def add_discovered(self, connect_urls: Sequence[str], tls: bool) -> List[str]:
+    def add_discovered(self, connect_urls: Sequence[str], tls: bool) -> list[str]:
         """Add unknown connect_urls; returns the URLs that were new. Over WebSocket the
         server sends its websocket URLs (``ws_connect_urls``) as these."""
         known = {s.hostport for s in self.servers}
-        if self.ws:
-            scheme = "wss" if tls else "ws"
-        else:
-            scheme = "tls" if tls else "nats"
-        added: List[Server] = []
+        scheme = ("wss" if tls else "ws") if self.ws else "tls" if tls else "nats"
+        added: list[Server] = []
         for hp in connect_urls:
             try:
                 srv = Server(f"{scheme}://{hp}", discovered=True)

@@ -24,11 +24,13 @@ Validation is compiled with fastjsonschema (each schema once, on first use).
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
+from collections.abc import Callable
 from dataclasses import MISSING
 from datetime import datetime
 from enum import Enum
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 import orjson
 
@@ -39,7 +41,7 @@ from jetwire.jetstream import models as m
 from jetwire.jetstream._json import Model, _plan
 from jetwire.micro_core import EndpointInfo, EndpointStats, ServiceInfo, ServicePing, ServiceStats
 
-__all__ = ["names", "schema", "type_of", "validate", "check_request", "complete", "request_type", "UNKNOWN"]
+__all__ = ["UNKNOWN", "check_request", "complete", "names", "request_type", "schema", "type_of", "validate"]
 
 UNKNOWN = "io.nats.unknown_message"
 API = "io.nats.jetstream.api.v1."
@@ -57,7 +59,7 @@ _REPLICAS = {"minimum": 0, "maximum": 5}
 _SUBJECT = {"minLength": 1}
 
 # Constraints a type hint cannot express: model class -> field -> extra schema keywords.
-RULES: Dict[type, Dict[str, Dict[str, Any]]] = {
+RULES: dict[type, dict[str, dict[str, Any]]] = {
     m.StreamConfig: {
         "name": _NAME, "description": {"maxLength": 4096}, "subjects": {"items": _SUBJECT},
         "max_consumers": _LIMIT, "max_msgs": _LIMIT, "max_bytes": _LIMIT, "max_msgs_per_subject": _LIMIT,
@@ -95,7 +97,7 @@ RULES: Dict[type, Dict[str, Dict[str, Any]]] = {
 
 # Fields a document of the class always carries (requests: the server's schema
 # requires them; ``complete()`` fills them from the model's defaults).
-REQUIRED: Dict[type, Tuple[str, ...]] = {
+REQUIRED: dict[type, tuple[str, ...]] = {
     m.StreamConfig: ("name", "retention", "max_consumers", "max_msgs", "max_bytes", "max_age", "storage",
                      "num_replicas"),
     m.ConsumerConfig: ("ack_policy", "deliver_policy"),
@@ -117,7 +119,7 @@ REQUIRED: Dict[type, Tuple[str, ...]] = {
 }
 
 # Rules between fields: model class -> extra schema keywords of its object.
-_OBJECT_RULES: Dict[type, Dict[str, Any]] = {
+_OBJECT_RULES: dict[type, dict[str, Any]] = {
     m.ConsumerConfig: {"allOf": [
         {"if": {"properties": {"deliver_policy": {"const": "by_start_sequence"}}, "required": ["deliver_policy"]},
          "then": {"required": ["opt_start_seq"]}},
@@ -127,13 +129,13 @@ _OBJECT_RULES: Dict[type, Dict[str, Any]] = {
 }
 
 # Values an enum field accepts beyond its members' (what the models read as aliases).
-_ENUM_EXTRA: Dict[type, Tuple[str, ...]] = {m.PersistMode: ("",)}
-_ENUM_EXTRA_LENIENT: Dict[type, Tuple[str, ...]] = {m.DeliverPolicy: ("undefined",), m.PriorityPolicy: ("none",)}
+_ENUM_EXTRA: dict[type, tuple[str, ...]] = {m.PersistMode: ("",)}
+_ENUM_EXTRA_LENIENT: dict[type, tuple[str, ...]] = {m.DeliverPolicy: ("undefined",), m.PriorityPolicy: ("none",)}
 
 REQUEST, EVENT, RESPONSE = "request", "event", "response"
 
 # type name -> (model class, shape, description)
-_TYPES: Dict[str, Tuple[type, str, str]] = {
+_TYPES: dict[str, tuple[type, str, str]] = {
     API + "stream_configuration": (m.StreamConfig, REQUEST, "A stream configuration"),
     API + "consumer_configuration": (m.ConsumerConfig, REQUEST, "A consumer configuration"),
     API + "stream_create_request": (api.StreamCreateRequest, REQUEST, "$JS.API.STREAM.CREATE request"),
@@ -194,7 +196,7 @@ for _micro in (ServicePing, ServiceInfo, ServiceStats):
     _TYPES[_micro.TYPE] = (_micro, RESPONSE, f"A NATS service {_micro.TYPE.rsplit('.', 1)[-1].replace('_', ' ')}")
 
 # request subject (relative to the API prefix) -> request type
-_SUBJECT_TYPES: List[Tuple[str, int, str]] = [  # (prefix, tokens after it or -1 for any, type)
+_SUBJECT_TYPES: list[tuple[str, int, str]] = [  # (prefix, tokens after it or -1 for any, type)
     ("STREAM.CREATE.", 1, "stream_create_request"),
     ("STREAM.UPDATE.", 1, "stream_update_request"),
     ("CONSUMER.CREATE.", -1, "consumer_create_request"),
@@ -226,14 +228,14 @@ _SUBJECT_TYPES: List[Tuple[str, int, str]] = [  # (prefix, tokens after it or -1
 # building schemas from models
 
 
-def _strip_optional(tp: Any) -> Tuple[Any, bool]:
-    if get_origin(tp) is Union:
+def _strip_optional(tp: Any) -> tuple[Any, bool]:
+    if get_origin(tp) in (Union, types.UnionType):  # Optional[X] and X | None
         args = [a for a in get_args(tp) if a is not type(None)]
         return (args[0] if len(args) == 1 else Any), len(args) != len(get_args(tp))
     return tp, False
 
 
-def _enum_schema(tp: type, shape: str) -> Dict[str, Any]:
+def _enum_schema(tp: type, shape: str) -> dict[str, Any]:
     values = [e.value for e in tp]  # type: ignore[attr-defined]
     values += [v for v in _ENUM_EXTRA.get(tp, ()) if v not in values]
     if shape != REQUEST:
@@ -241,7 +243,7 @@ def _enum_schema(tp: type, shape: str) -> Dict[str, Any]:
     return {"type": "string", "enum": values}
 
 
-def _value_schema(tp: Any, kind: Optional[str], shape: str) -> Dict[str, Any]:
+def _value_schema(tp: Any, kind: str | None, shape: str) -> dict[str, Any]:
     tp, _ = _strip_optional(tp)
     origin = get_origin(tp)
     if kind == "duration":
@@ -277,14 +279,14 @@ def _value_schema(tp: Any, kind: Optional[str], shape: str) -> Dict[str, Any]:
     return {}
 
 
-def _rules_for(cls: type) -> Dict[str, Dict[str, Any]]:
-    out: Dict[str, Dict[str, Any]] = {}
+def _rules_for(cls: type) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for base in reversed(cls.__mro__):
         out.update(RULES.get(base, {}))
     return out
 
 
-def _required_for(cls: type) -> List[str]:
+def _required_for(cls: type) -> list[str]:
     if issubclass(cls, ev.Event):
         return ["type", "id", "timestamp", *cls.REQUIRED]
     for base in cls.__mro__:
@@ -293,7 +295,7 @@ def _required_for(cls: type) -> List[str]:
     return []
 
 
-def _merge(base: Dict[str, Any], extra: Dict[str, Any]) -> Dict[str, Any]:
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for k, v in extra.items():
         if k == "items" and isinstance(out.get("items"), dict):
@@ -303,12 +305,12 @@ def _merge(base: Dict[str, Any], extra: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def _model_schema(cls: type, shape: str) -> Dict[str, Any]:
+def _model_schema(cls: type, shape: str) -> dict[str, Any]:
     plan = _plan(cls)
     hints = typing.get_type_hints(cls)
     rules = _rules_for(cls)
     wire = {name: (jname, fout) for name, jname, fout, _default, _always in plan.fields}
-    props: Dict[str, Any] = {}
+    props: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name == "_extra" or f.name not in wire:
             continue
@@ -330,7 +332,7 @@ def _model_schema(cls: type, shape: str) -> Dict[str, Any]:
         props[jname] = s
     if issubclass(cls, ev.Event) and cls.TYPE:
         props["type"] = {"type": "string", "const": cls.TYPE}
-    out: Dict[str, Any] = {"type": "object", "properties": props}
+    out: dict[str, Any] = {"type": "object", "properties": props}
     required = [r for r in _required_for(cls) if r in props]
     if required:
         out["required"] = required
@@ -343,16 +345,16 @@ def _model_schema(cls: type, shape: str) -> Dict[str, Any]:
     return out
 
 
-_SCHEMAS: Dict[str, Dict[str, Any]] = {}
-_VALIDATORS: Dict[str, Callable[[Any], Any]] = {}
+_SCHEMAS: dict[str, dict[str, Any]] = {}
+_VALIDATORS: dict[str, Callable[[Any], Any]] = {}
 
 
-def names() -> List[str]:
+def names() -> list[str]:
     """Every ``io.nats.*`` type jetwire has a schema for, sorted."""
     return sorted(_TYPES)
 
 
-def schema(type: str) -> Dict[str, Any]:  # noqa: A002 - the document field's name
+def schema(type: str) -> dict[str, Any]:
     """The JSON Schema (draft-07) of ``type``, a full name such as
     ``"io.nats.jetstream.api.v1.stream_configuration"``; ``ValueError`` for an unknown type."""
     type = _resolve(type)
@@ -371,7 +373,7 @@ def schema(type: str) -> Dict[str, Any]:  # noqa: A002 - the document field's na
     return _copy(s)
 
 
-def _resolve(type: str) -> str:  # noqa: A002
+def _resolve(type: str) -> str:
     """A full type name, also from its last token when that names one type
     (``"stream_configuration"``)."""
     if type in _TYPES or not isinstance(type, str) or "." in type:
@@ -380,8 +382,8 @@ def _resolve(type: str) -> str:  # noqa: A002
     return found[0] if len(found) == 1 else type
 
 
-def _copy(s: Dict[str, Any]) -> Dict[str, Any]:
-    return typing.cast(Dict[str, Any], orjson.loads(orjson.dumps(s)))
+def _copy(s: dict[str, Any]) -> dict[str, Any]:
+    return typing.cast(dict[str, Any], orjson.loads(orjson.dumps(s)))
 
 
 def type_of(data: Any) -> str:
@@ -396,7 +398,7 @@ def type_of(data: Any) -> str:
     return t if isinstance(t, str) and t.startswith("io.nats.") else UNKNOWN
 
 
-def _validator(type: str) -> Callable[[Any], Any]:  # noqa: A002
+def _validator(type: str) -> Callable[[Any], Any]:
     v = _VALIDATORS.get(type)
     if v is None:
         type = _resolve(type)
@@ -408,7 +410,7 @@ def _validator(type: str) -> Callable[[Any], Any]:  # noqa: A002
     return v
 
 
-def validate(data: Any, type: str) -> List[str]:  # noqa: A002
+def validate(data: Any, type: str) -> list[str]:
     """Check ``data`` (a dict, JSON bytes/str, or a model instance) against the schema of
     ``type``: an empty list when it is valid, else one string per problem,
     ``"<json path>: <what> (rule <keyword>)"``. ``ValueError`` for an unknown type."""
@@ -439,10 +441,10 @@ def _error_text(exc: Any, base: str) -> str:
     return f"{path}: {msg} (rule {exc.rule})"
 
 
-_PART_VALIDATORS: Dict[str, Callable[[Any], Any]] = {}
+_PART_VALIDATORS: dict[str, Callable[[Any], Any]] = {}
 
 
-def _check_part(part: Dict[str, Any], value: Any, path: str) -> List[str]:
+def _check_part(part: dict[str, Any], value: Any, path: str) -> list[str]:
     import fastjsonschema
 
     key = orjson.dumps(part, option=orjson.OPT_SORT_KEYS).decode()
@@ -457,7 +459,7 @@ def _check_part(part: Dict[str, Any], value: Any, path: str) -> List[str]:
     return []
 
 
-def _all_errors(data: Any, s: Dict[str, Any], path: str) -> List[str]:
+def _all_errors(data: Any, s: dict[str, Any], path: str) -> list[str]:
     """Every problem of ``data`` (the slow path, once a document failed): objects are
     walked field by field, anything else checked whole."""
     any_of = s.get("anyOf")
@@ -485,7 +487,7 @@ def _all_errors(data: Any, s: Dict[str, Any], path: str) -> List[str]:
 # requests
 
 
-def request_type(subject: str) -> Optional[str]:
+def request_type(subject: str) -> str | None:
     """The request type of a JetStream API ``subject`` relative to the API prefix
     (``"STREAM.CREATE.ORDERS"`` -> ``"io.nats.jetstream.api.v1.stream_create_request"``),
     ``None`` when jetwire has no schema for it."""
@@ -500,14 +502,14 @@ def request_type(subject: str) -> Optional[str]:
     return None
 
 
-def complete(data: Dict[str, Any], type: str) -> Dict[str, Any]:  # noqa: A002
+def complete(data: dict[str, Any], type: str) -> dict[str, Any]:
     """``data`` with every required field it lacks set to its default (at the top and in
     nested objects the schema requires), so the request validates against the
     published schemas too. The caller's dict is not changed."""
-    return typing.cast(Dict[str, Any], _complete(data, _SCHEMAS.get(type) or schema(type)))
+    return typing.cast(dict[str, Any], _complete(data, _SCHEMAS.get(type) or schema(type)))
 
 
-def _complete(data: Any, s: Dict[str, Any]) -> Any:
+def _complete(data: Any, s: dict[str, Any]) -> Any:
     if not isinstance(data, dict) or s.get("type") != "object":
         return data
     props = s.get("properties", {})
@@ -526,7 +528,7 @@ def _complete(data: Any, s: Dict[str, Any]) -> Any:
     return out
 
 
-def check_request(subject: str, payload: Union[dict, bytes, None]) -> Union[dict, bytes, None]:
+def check_request(subject: str, payload: dict | bytes | None) -> dict | bytes | None:
     """The hook of ``nc.jetstream(validate=True)``: the payload of the API request to
     ``subject`` (relative to the API prefix), completed with the required fields it
     lacks; ``SchemaValidationError`` (with ``.errors``) when it does not validate.

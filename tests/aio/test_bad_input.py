@@ -189,7 +189,7 @@ async def test_core_publish_paths_refuse_payloads_that_are_not_bytes_like(nats_u
         sub = await nc.subscribe(subject)
         await nc.flush()
         sent = nc.stats["out_msgs"]
-        for bad in BAD_DATA + ["text"]:
+        for bad in [*BAD_DATA, "text"]:
             with pytest.raises(TypeError, match=data_error()):
                 await nc.publish(subject, bad)
             with pytest.raises(TypeError, match=data_error()):
@@ -207,7 +207,7 @@ async def test_core_publish_paths_refuse_payloads_that_are_not_bytes_like(nats_u
         assert (await sub.next_msg(timeout=5)).data == b"ok"  # the first message to arrive
         await nc.publish(subject, b"reply me", reply=subject)
         req = await sub.next_msg(timeout=5)
-        for bad in BAD_DATA + ["text"]:
+        for bad in [*BAD_DATA, "text"]:
             with pytest.raises(TypeError, match=data_error()):
                 await req.respond(bad)
         await req.respond(b"answer")
@@ -221,7 +221,7 @@ async def test_jetstream_publish_paths_refuse_payloads_that_are_not_bytes_like(n
     nc, errs = await connect(nats_url)
     try:
         js, name = await new_stream(nc)
-        for bad in BAD_DATA + ["text"]:
+        for bad in [*BAD_DATA, "text"]:
             with pytest.raises(TypeError, match=data_error()):
                 await js.publish(f"{name}.a", bad)
             with pytest.raises(TypeError, match=data_error()):
@@ -272,7 +272,7 @@ async def test_service_respond_refuses_payloads_that_are_not_bytes_like(nats_url
     refused: list = []
 
     async def handler(req) -> None:
-        for bad in BAD_DATA + ["text"]:
+        for bad in [*BAD_DATA, "text"]:
             try:
                 await req.respond(bad)
             except TypeError as exc:

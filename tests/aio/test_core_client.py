@@ -284,7 +284,7 @@ async def test_connection_drain_closes(nats_url):
         got = Collector(100)
         await nc.subscribe("drain.conn", cb=got)
         await nc.flush()
-        for i in range(100):
+        for _i in range(100):
             await pub.publish("drain.conn", b"x")
         await pub.flush()
         await got.wait()

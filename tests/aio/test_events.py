@@ -5,7 +5,7 @@ shape of every rendering."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 
@@ -43,9 +43,9 @@ class Seen:
         for ev in self.events:
             if pred(ev):
                 return ev
-        deadline = datetime.now(timezone.utc).timestamp() + timeout
+        deadline = datetime.now(UTC).timestamp() + timeout
         while True:
-            left = deadline - datetime.now(timezone.utc).timestamp()
+            left = deadline - datetime.now(UTC).timestamp()
             assert left > 0, f"no {what} among {[type(e).__name__ for e in self.events]}"
             try:
                 ev = await self.es.next(timeout=left)
@@ -59,7 +59,7 @@ class Seen:
 def check_common(ev) -> None:
     assert ev.id and isinstance(ev.id, str)
     assert isinstance(ev.timestamp, datetime) and ev.timestamp.tzinfo is not None
-    assert abs((datetime.now(timezone.utc) - ev.timestamp).total_seconds()) < 600
+    assert abs((datetime.now(UTC) - ev.timestamp).total_seconds()) < 600
     assert not isinstance(ev, UnknownEvent)
 
 
@@ -67,7 +67,7 @@ def check_renderings(ev) -> None:
     line = render(ev, "text")
     assert "\n" not in line
     assert re.fullmatch(r"\d\d:\d\d:\d\d \[[^\]]+\] .+", line), line
-    assert line.startswith(ev.timestamp.astimezone(timezone.utc).strftime("%H:%M:%S"))
+    assert line.startswith(ev.timestamp.astimezone(UTC).strftime("%H:%M:%S"))
     ext = render(ev, "text-extended")
     assert ext.count("\n") >= 4 and ev.id in ext.splitlines()[0]
     wire = ev.to_json_dict()
@@ -230,7 +230,7 @@ async def test_snapshot_and_restore_advisories(nats_url, tmp_path):
     seen = Seen(es)
     try:
         await js.create_stream(name=s, subjects=[f"{s}.>"])
-        for i in range(20):
+        for _i in range(20):
             await js.publish(f"{s}.x", b"y" * 100)
         await js.snapshot_stream(s, tmp_path / "bk")
         snap = await seen.find(lambda e: isinstance(e, SnapshotCreateAdvisory) and e.stream == s, "snapshot create")
@@ -248,7 +248,7 @@ async def test_snapshot_and_restore_advisories(nats_url, tmp_path):
         rd = await seen.find(lambda e: isinstance(e, RestoreCompleteAdvisory) and e.stream == s, "restore complete")
         assert rd.bytes > 0 and rd.start <= rd.end
         check_renderings(rd)
-        assert render(rd).startswith(rd.timestamp.astimezone(timezone.utc).strftime("%H:%M:%S") + " [Restore Complete] ")
+        assert render(rd).startswith(rd.timestamp.astimezone(UTC).strftime("%H:%M:%S") + " [Restore Complete] ")
     finally:
         es.stop()
         await js.delete_stream(s)

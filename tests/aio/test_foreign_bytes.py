@@ -198,7 +198,7 @@ async def test_kv_and_object_store_entries_written_by_another_client(nats_url):
         info = await obs.get_info("doc")
         # another client re-publishes the object's meta with a foreign header: still readable
         meta_subject = f"$O.{info.bucket}.M.".encode()
-        meta = await js.api_request(f"STREAM.MSG.GET.OBJ_{info.bucket}", {"last_by_subj": "$O.%s.M.>" % info.bucket})
+        meta = await js.api_request(f"STREAM.MSG.GET.OBJ_{info.bucket}", {"last_by_subj": f"$O.{info.bucket}.M.>"})
         assert meta["message"]["subject"].startswith(meta_subject.decode())
         import base64
 

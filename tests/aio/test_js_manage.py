@@ -3,7 +3,7 @@ the blocking twin is generated)."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -19,7 +19,7 @@ class Env:
         self.js_options = js_options
         self.streams: list = []
 
-    async def __aenter__(self) -> "Env":
+    async def __aenter__(self) -> Env:
         self.nc = await jetwire.connect(self.url)
         self.js = self.nc.jetstream(**self.js_options)
         return self
@@ -306,7 +306,7 @@ async def test_get_msg_api_and_direct(nats_url):
                 assert m.headers.get_all("X-Test") == ["v1", "v2"]
                 assert m.headers == {"X-Test": ["v1", "v2"], "Y": "y"}
                 assert m.time.tzinfo is not None
-                assert abs((datetime.now(timezone.utc) - m.time).total_seconds()) < 60
+                assert abs((datetime.now(UTC) - m.time).total_seconds()) < 60
                 m2 = await s.get_msg(2, direct=direct)
                 assert (m2.subject, m2.seq, m2.data, m2.headers) == (f"{p}.b", 2, b"two", None)
                 last = await s.get_last_msg_for_subject(f"{p}.a", direct=direct)
@@ -448,7 +448,7 @@ async def test_pause_and_resume_consumer(nats_url):
     async with Env(nats_url) as env:
         s = await env.stream()
         await s.create_consumer(durable_name="p")
-        until = datetime.now(timezone.utc) + timedelta(minutes=5)
+        until = datetime.now(UTC) + timedelta(minutes=5)
         r = await s.pause_consumer("p", until)
         assert r.paused is True
         assert abs((r.pause_until - until).total_seconds()) < 0.001
@@ -460,7 +460,7 @@ async def test_pause_and_resume_consumer(nats_url):
         assert r2.paused is False
         assert not r2.pause_remaining
         assert (await s.consumer("p")).cached_info().paused is False
-        r3 = await env.js.pause_consumer(s.name, "p", datetime.now(timezone.utc) + timedelta(seconds=30))
+        r3 = await env.js.pause_consumer(s.name, "p", datetime.now(UTC) + timedelta(seconds=30))
         assert r3.paused is True
         await s.resume_consumer("p")
         with pytest.raises(jetwire.ConsumerNotFoundError):

@@ -199,7 +199,7 @@ class Mgmt:
         self.trace = Trace()
         self.names: list = []
 
-    async def __aenter__(self) -> "Mgmt":
+    async def __aenter__(self) -> Mgmt:
         self.nc = await jetwire.connect(self.url)
         self.js = self.nc.jetstream(trace_cb=self.trace)
         return self

@@ -22,7 +22,7 @@ class Env:
         self.name = uniq()
         self.p = self.name.lower()
 
-    async def __aenter__(self) -> "Env":
+    async def __aenter__(self) -> Env:
         self.nc = await jetwire.connect(self.url)
         self.js = self.nc.jetstream(**self.js_options)
         if self.make_stream:

@@ -4,7 +4,7 @@ expected_last_subject_seq_subject, message schedules (ADR-51) and publish_async_
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -206,7 +206,7 @@ async def test_schedule_at_delivers_to_the_target(nats_url):
     js = nc.jetstream()
     name, s = await schedule_stream(js)
     try:
-        at = datetime.now(timezone.utc) + timedelta(seconds=1)
+        at = datetime.now(UTC) + timedelta(seconds=1)
         spec = "@at " + at.strftime("%Y-%m-%dT%H:%M:%SZ")
         t0 = time.monotonic()
         await js.publish(f"{name}.sched.one", b"later", headers={"App": "1"}, schedule=spec,
@@ -223,7 +223,7 @@ async def test_schedule_at_delivers_to_the_target(nats_url):
         assert msg.headers["Nats-Schedule-Next"] == "purge"
         assert await count_on(s, f"{name}.sched.one") == 0  # a one-off schedule is removed
         # a datetime works too (sent as @at in UTC); a time in the past fires at once
-        await js.publish(f"{name}.sched.two", b"now", schedule=datetime.now(timezone.utc) - timedelta(seconds=5),
+        await js.publish(f"{name}.sched.two", b"now", schedule=datetime.now(UTC) - timedelta(seconds=5),
                          schedule_target=f"{name}.target2")
 
         async def fired():

@@ -81,7 +81,7 @@ async def test_valid_configs_go_out_complete(nats_url):
             await js.delete_stream(name)
         await nc.close()
     assert len(sent) == len(VALID_STREAMS) + 1
-    for subject, payload in sent[:-1]:
+    for _subject, payload in sent[:-1]:
         body = orjson.loads(payload)
         for required in ("retention", "max_consumers", "max_msgs", "max_bytes", "max_age", "storage",
                          "num_replicas"):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from typing import Any, Optional
+from typing import Any
 
 UP, DOWN = "up", "down"
 
@@ -54,13 +54,13 @@ class FaultProxy:
         self.writes = {UP: 0, DOWN: 0}
         self._trickle = False
         self._latency = 0.0
-        self._drop: Optional[str] = None
-        self._cut_next: Optional[str] = None
+        self._drop: str | None = None
+        self._cut_next: str | None = None
         self._pairs: set = set()
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._server: Optional[asyncio.AbstractServer] = None
-        self._running: Optional[asyncio.Event] = None  # set: bytes flow; clear: stalled
-        self._thread: Optional[threading.Thread] = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._running: asyncio.Event | None = None  # set: bytes flow; clear: stalled
+        self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -127,12 +127,12 @@ class FaultProxy:
         """Delay every write by ``seconds`` (0: none)."""
         self._latency = seconds
 
-    def drop(self, direction: Optional[str]) -> None:
+    def drop(self, direction: str | None) -> None:
         """Discard the bytes of one direction (``"up"``, ``"down"``), or none (``None``)."""
         assert direction in (UP, DOWN, None)
         self._drop = direction
 
-    def stall(self, seconds: Optional[float] = None) -> None:
+    def stall(self, seconds: float | None = None) -> None:
         """Stop forwarding both ways, until :meth:`resume` or for ``seconds``."""
         assert self._loop is not None and self._running is not None
         self._loop.call_soon_threadsafe(self._running.clear)

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any
 
 ROWS: list = []
 COLUMNS = ("scenario", "flavour", "published", "acked", "stored", "lost", "duplicated", "retried", "recovery_s")
 
 
 def record(scenario: str, flavour: str, *, published: int, acked: int, stored: int, lost: int,
-           duplicated: int, retried: int = 0, recovery: Optional[float] = None) -> dict:
+           duplicated: int, retried: int = 0, recovery: float | None = None) -> dict:
     """One row of the table. ``retried``: publishes that failed and were sent again with
     their msg id, or deliveries the server made again (at-least-once redeliveries);
     ``recovery``: the longest time, in seconds, from the server (or network) being back
@@ -31,7 +31,7 @@ def record(scenario: str, flavour: str, *, published: int, acked: int, stored: i
 def table() -> str:
     rows = [[str(r[c]) if r[c] is not None else "-" for c in COLUMNS] for r in ROWS]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(COLUMNS)]
-    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)) + " |"  # noqa: E731
     out = [line(COLUMNS), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(r) for r in sorted(rows, key=lambda r: (r[0], r[1]))]
     return "\n".join(out)

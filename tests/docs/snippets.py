@@ -25,7 +25,7 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = "nats://127.0.0.1:4222"
@@ -43,8 +43,8 @@ class Snippet:
     path: Path
     line: int  # 1-based line of the opening fence
     code: str
-    server: Dict[str, Any] = field(default_factory=dict)
-    no_run: Optional[str] = None
+    server: dict[str, Any] = field(default_factory=dict)
+    no_run: str | None = None
     pytest: bool = False
 
     @property
@@ -52,17 +52,17 @@ class Snippet:
         return f"{self.path.relative_to(ROOT).as_posix()}:{self.line}"
 
 
-def pages() -> List[Path]:
-    return [ROOT / "README.md", ROOT / "PYPI.md"] + sorted((ROOT / "docs").rglob("*.md"))
+def pages() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "PYPI.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
-def parse(path: Path) -> List[Snippet]:
+def parse(path: Path) -> list[Snippet]:
     """The python blocks of one markdown file, with their markers."""
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines()
     page_m = _NO_RUN_PAGE.search(text)
     page_no_run = page_m.group("why") if page_m else None
-    out: List[Snippet] = []
+    out: list[Snippet] = []
     i = 0
     while i < len(lines):
         m = _FENCE.match(lines[i])
@@ -72,7 +72,7 @@ def parse(path: Path) -> List[Snippet]:
         indent, ticks, info = m.group("indent"), m.group("ticks"), m.group("info").strip()
         start = i
         i += 1
-        body: List[str] = []
+        body: list[str] = []
         while i < len(lines):
             close = lines[i]
             if close.strip() == ticks and close.startswith(indent):
@@ -83,7 +83,7 @@ def parse(path: Path) -> List[Snippet]:
         lang = info.split()[0] if info else ""
         if lang not in ("python", "py"):
             continue
-        server: Dict[str, Any] = {}
+        server: dict[str, Any] = {}
         no_run = page_no_run
         as_pytest = False
         j = start - 1
@@ -106,5 +106,5 @@ def parse(path: Path) -> List[Snippet]:
     return out
 
 
-def collect() -> List[Snippet]:
+def collect() -> list[Snippet]:
     return [s for p in pages() for s in parse(p)]

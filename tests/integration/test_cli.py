@@ -14,17 +14,17 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, List
+from typing import Any
 
 import pytest
-import rich  # noqa: E402,F401
-from click.testing import CliRunner  # noqa: E402
+import rich  # noqa: F401
+from click.testing import CliRunner
 
-import jetwire  # noqa: E402
-from jetwire import _units  # noqa: E402
-from jetwire.cli import _stats  # noqa: E402
-from jetwire.cli.main import cli  # noqa: E402
-from jetwire.events import parse, render  # noqa: E402
+import jetwire
+from jetwire import _units
+from jetwire.cli import _stats
+from jetwire.cli.main import cli
+from jetwire.events import parse, render
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +54,7 @@ def js_out(res: Any) -> Any:
     return json.loads(res.stdout)
 
 
-def jetwire_cmd(*args: Any) -> List[str]:
+def jetwire_cmd(*args: Any) -> list[str]:
     return [sys.executable, "-m", "jetwire", *[str(a) for a in args]]
 
 
@@ -100,7 +100,7 @@ def test_version_help_and_module_entry() -> None:
     ["kv", "add", "B", "--history", "100"],
     ["pub", "subj", "x", "-H", "no-colon"],
 ])
-def test_bad_arguments_fail_with_usage_error(args: List[str]) -> None:
+def test_bad_arguments_fail_with_usage_error(args: list[str]) -> None:
     res = run(*args)
     assert res.exit_code == 2, res.output
     err = stderr_of(res) or res.output
@@ -297,7 +297,7 @@ def test_object_round_trip(nats_url: str, tmp_path: Path) -> None:
 
 def _wait_line(stream: Any, marker: str, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
-    box: List[str] = []
+    box: list[str] = []
 
     def reader() -> None:
         for line in stream:
@@ -459,7 +459,7 @@ BENCH_CASES = [
 
 
 @pytest.mark.parametrize("mode,extra,flavour", BENCH_CASES, ids=[c[0] for c in BENCH_CASES])
-def test_bench_modes_account_for_every_message(nats_url: str, mode: str, extra: List[str], flavour: str) -> None:
+def test_bench_modes_account_for_every_message(nats_url: str, mode: str, extra: list[str], flavour: str) -> None:
     name = uid("B")
     n = 2000
     res = run("bench", mode, "--msgs", n, "--size", 64, "--subject", name.lower(), "--stream", name, "--bucket", name,
@@ -597,7 +597,7 @@ _NO_NATS_PY = (
 )
 
 
-def _compare_args(server: Any, *extra: Any) -> List[str]:
+def _compare_args(server: Any, *extra: Any) -> list[str]:
     return ["bench", "compare", "--rows", "a,c", "--scale", "0.002", "--rounds", "1", "--json",
             "-s", server.url, "--monitor", server.monitor_url, *[str(e) for e in extra]]
 

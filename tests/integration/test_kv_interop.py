@@ -7,7 +7,7 @@ import hashlib
 import os
 import uuid
 
-import nats  # noqa: E402 - nats-py is the interop peer of these tests (a test dependency)
+import nats
 import pytest
 
 import jetwire.aio as jetwire

@@ -8,8 +8,8 @@ import json
 import threading
 import uuid
 
-import nats  # noqa: E402 - nats-py is the interop peer of these tests (a test dependency)
-import nats.micro  # noqa: E402
+import nats
+import nats.micro
 import pytest
 from nats.micro.request import ERROR_CODE_HEADER, ERROR_HEADER
 from nats.micro.service import ServiceInfo as PyInfo

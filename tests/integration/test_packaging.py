@@ -97,7 +97,7 @@ def test_jetwire_testing_names_load_on_first_use():
     exec("from jetwire.testing import *", ns)
     assert set(server.__all__) <= set(ns)
     with pytest.raises(AttributeError):
-        jetwire.testing.no_such_name  # noqa: B018
+        jetwire.testing.no_such_name
 
 
 def test_the_package_never_imports_nats_py():

@@ -10,12 +10,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Any, List, Tuple
+from typing import Any
 
 import jetwire
 
 
-def recording_factory(calls: List[Tuple[str, bytes]]) -> Any:
+def recording_factory(calls: list[tuple[str, bytes]]) -> Any:
     class Recording(socket.socket):
         def sendall(self, data: Any, *args: Any) -> None:  # type: ignore[override]
             calls.append((threading.current_thread().name, bytes(data)))
@@ -31,7 +31,7 @@ def recording_factory(calls: List[Tuple[str, bytes]]) -> Any:
 
 
 def test_a_lone_publish_on_a_quiet_connection_is_written_by_the_caller(nats_url: str) -> None:
-    calls: List[Tuple[str, bytes]] = []
+    calls: list[tuple[str, bytes]] = []
     sub_nc = jetwire.connect(nats_url)
     nc = jetwire.connect(nats_url, socket_factory=recording_factory(calls))
     try:
@@ -52,7 +52,7 @@ def test_a_lone_publish_on_a_quiet_connection_is_written_by_the_caller(nats_url:
 
 
 def test_a_request_is_written_by_the_caller_in_one_write(nats_url: str) -> None:
-    calls: List[Tuple[str, bytes]] = []
+    calls: list[tuple[str, bytes]] = []
     srv = jetwire.connect(nats_url)
     nc = jetwire.connect(nats_url, socket_factory=recording_factory(calls))
     try:
@@ -71,7 +71,7 @@ def test_a_request_is_written_by_the_caller_in_one_write(nats_url: str) -> None:
 
 
 def test_a_stream_of_publishes_is_batched_and_every_message_arrives(nats_url: str) -> None:
-    calls: List[Tuple[str, bytes]] = []
+    calls: list[tuple[str, bytes]] = []
     n = 20_000
     got = [0]
     done = threading.Event()
@@ -103,7 +103,7 @@ def test_a_stream_of_publishes_is_batched_and_every_message_arrives(nats_url: st
 def test_the_reader_thread_never_writes(nats_url: str) -> None:
     """What a direct handler publishes (on the reader thread) goes out through the flusher:
     the reader never waits on a write."""
-    calls: List[Tuple[str, bytes]] = []
+    calls: list[tuple[str, bytes]] = []
     other = jetwire.connect(nats_url)
     nc = jetwire.connect(nats_url, socket_factory=recording_factory(calls))
     try:

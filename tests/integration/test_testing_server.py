@@ -81,7 +81,7 @@ class Raw:
     def _fill(self, deadline):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise socket.timeout("deadline passed")
+            raise TimeoutError("deadline passed")
         self.sock.settimeout(remaining)
         chunk = self.sock.recv(65536)
         if not chunk:
@@ -129,7 +129,7 @@ class Raw:
             if line.startswith(b"MSG "):
                 size = int(line.split()[-1])
                 body = self.exact(size + 2)[:-2]
-                self.send("UNSUB 1\r\n".encode())
+                self.send(b"UNSUB 1\r\n")
                 return json.loads(body)
             if line in (b"PING",):
                 self.send(b"PONG\r\n")
@@ -354,9 +354,8 @@ def test_stop_of_a_frozen_server(nats_server_factory):
 
 
 def test_context_manager():
-    with NatsServer(jetstream=False) as s:
-        with raw(s) as c:
-            assert c.connect() == b"PONG"
+    with NatsServer(jetstream=False) as s, raw(s) as c:
+        assert c.connect() == b"PONG"
     assert not s.running
 
 

@@ -19,7 +19,8 @@ import os
 import shutil
 import sys
 import uuid
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 

@@ -64,7 +64,7 @@ def test_executor_killed_mid_batch_write(cluster_spark, spark_cluster, spark_nat
             os.kill(victim, signal.SIGKILL)
             killed["victim"] = victim
             killed["at_kill"] = _count(js, stream)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             killed["error"] = exc
 
     killer = threading.Thread(target=kill_when_500_stored, daemon=True)
@@ -150,7 +150,7 @@ def _driver(cluster, tmp_path, name, **args):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1",
                PYTHONPATH=os.pathsep.join([src] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
-    log = open(tmp_path / f"{name}.log", "wb")
+    log = open(tmp_path / f"{name}.log", "wb")  # noqa: SIM115 - the child process writes it until it is killed
     import json
 
     args["conf"] = cluster.driver_conf()
@@ -212,9 +212,9 @@ def test_driver_killed_mid_stream_and_restarted(free_spark_cluster, spark_nats, 
     msgs = [js.stream(dst).get_msg(seq) for seq in range(1, n + 1)]
     src_seqs = [int(m.data.split(b":")[0]) for m in msgs]
     assert sorted(src_seqs) == list(range(1, n + 1))  # every input exactly once
-    assert all(m.data.split(b":")[1] == b"m%d" % (s - 1) for m, s in zip(msgs, src_seqs))
+    assert all(m.data.split(b":")[1] == b"m%d" % (s - 1) for m, s in zip(msgs, src_seqs, strict=False))
     per_partition = {}  # (batch, partition) -> [(row, source seq)] in stream order
-    for m, s in zip(msgs, src_seqs):
+    for m, s in zip(msgs, src_seqs, strict=False):
         _, batch, part, row = m.headers["Nats-Msg-Id"].split(":")
         per_partition.setdefault((int(batch), int(part)), []).append((int(row), s))
     for key, rows in per_partition.items():  # in order per partition, no gap

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -71,9 +71,9 @@ def test_read_whole_stream(spark, spark_nats, make_stream, fill, js, mode):
             assert r.headers is None
     # timestamps: microseconds, truncated from the server's nanoseconds
     raw = js.stream(stream).get_msg(7, direct=True)
-    expect = raw.time.astimezone(timezone.utc).replace(tzinfo=None)
+    expect = raw.time.astimezone(UTC).replace(tzinfo=None)
     assert rows[6].timestamp == expect
-    assert abs((rows[-1].timestamp - datetime.now(timezone.utc).replace(tzinfo=None)).total_seconds()) < 300
+    assert abs((rows[-1].timestamp - datetime.now(UTC).replace(tzinfo=None)).total_seconds()) < 300
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -117,7 +117,7 @@ def test_start_time_and_consumer_fallback(spark, spark_nats, make_stream, fill, 
     stream = make_stream(allow_direct=False)  # no direct get: auto reads with consumers
     fill(stream, 40)
     time.sleep(0.05)
-    cut = datetime.now(timezone.utc)
+    cut = datetime.now(UTC)
     time.sleep(0.05)
     fill(stream, 10, start=40)
     df = _read(spark, spark_nats.url, stream, startTime=cut.isoformat())

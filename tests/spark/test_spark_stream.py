@@ -3,7 +3,7 @@ checkpoint restarts, admission control and data-loss handling."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -127,7 +127,7 @@ def test_starting_offsets(spark, spark_nats, make_stream, fill, tmp_path):
     assert latest.seqs == [11, 12, 13]
 
     time.sleep(0.05)
-    cut = datetime.now(timezone.utc)
+    cut = datetime.now(UTC)
     time.sleep(0.05)
     fill(stream, 2, start=13)
     by_time = Collector()

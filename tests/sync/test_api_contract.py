@@ -16,7 +16,7 @@ import pathlib
 import socket
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -108,7 +108,7 @@ KV_ERRORS = ["KeyNotFoundError", "KeyDeletedError", "KeyExistsError", "InvalidKe
              "InvalidBucketNameError", "HistoryTooLargeError"]
 OBJ_ERRORS = ["ObjectNotFoundError", "DigestMismatchError", "BadObjectMetaError", "ObjectAlreadyExistsError",
               "LinkNotAllowedError"]
-JS_ERRORS = ["JetStreamError", "APIError"] + TYPED_API_ERRORS + CLIENT_JS_ERRORS + KV_ERRORS + OBJ_ERRORS
+JS_ERRORS = ["JetStreamError", "APIError", *TYPED_API_ERRORS, *CLIENT_JS_ERRORS, *KV_ERRORS, *OBJ_ERRORS]
 
 
 def test_exports_are_one_set_of_shared_types():
@@ -187,7 +187,7 @@ def test_models_use_json_names_float_seconds_and_keep_unknown_fields():
     assert info.config.retention is nats.RetentionPolicy.WORK_QUEUE
     assert info.state.messages == 3 and info.state.consumer_count == 2
     assert info.created.tzinfo is not None and info.state.first_ts.tzinfo is not None
-    assert info.created == datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=timezone.utc)
+    assert info.created == datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
     out = info.to_json_dict()
     assert out["future_top_level"] == [1, 2]
     assert out["config"]["some_future_knob"] == {"a": 1}
@@ -238,7 +238,7 @@ def test_parse_metadata_forms_and_errors():
     assert (v1.num_delivered, v1.num_pending) == (2, 5)
     assert v1.timestamp_ns == 1700000000123456789
     assert v1.timestamp.tzinfo is not None
-    assert v1.timestamp == datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=timezone.utc)
+    assert v1.timestamp == datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=UTC)
     assert v1.domain is None
     v2 = nats.parse_metadata("$JS.ACK.hub.ACCHASH.ORDERS.dur.2.10.7.1700000000123456789.5.rnd")
     assert v2.domain == "hub" and v2.stream == "ORDERS" and v2.sequence.stream == 10 and v2.num_pending == 5
@@ -957,7 +957,7 @@ def test_ordered_consumer_options(nats_url):
         assert [m.metadata.sequence.stream for m in msgs] == [3, 5]
         assert all(m.data == b"" and m.headers["Nats-Msg-Size"] == "2" for m in msgs)
 
-        later = datetime.now(timezone.utc)
+        later = datetime.now(UTC)
         prims.sleep(0.01)
         js.publish(f"{p}.a", b"late")
         oc2 = s.ordered_consumer(filter_subjects=f"{p}.a", deliver_policy=nats.DeliverPolicy.BY_START_TIME,
@@ -1019,7 +1019,7 @@ def test_kv_entry_fields_and_status_properties(nats_url):
         assert (e.bucket, e.key, e.value, e.revision) == (bucket, "k", b"v3", r3)
         assert e.operation is nats.KeyValueOp.PUT
         assert e.created.tzinfo is not None
-        assert abs(e.created - datetime.now(timezone.utc)) < timedelta(minutes=1)
+        assert abs(e.created - datetime.now(UTC)) < timedelta(minutes=1)
         old = kv.get("k", revision=r1)
         assert (old.value, old.revision) == (b"v1", r1)
         hist = kv.history("k")
@@ -1049,7 +1049,7 @@ def test_object_info_fields_and_status_properties(nats_url):
     obs = js.create_object_store(bucket=bucket, storage="memory")
     try:
         data = os.urandom(300)
-        before = datetime.now(timezone.utc) - timedelta(seconds=5)
+        before = datetime.now(UTC) - timedelta(seconds=5)
         info = obs.put(nats.ObjectMeta(name="thing", description="d", headers={"H": ["1", "2"]},
                                              metadata={"m": "v"}, max_chunk_size=128), data)
         for got in (info, obs.get_info("thing")):
@@ -1235,7 +1235,7 @@ def _check_signature(fn, *expected) -> None:
     names = [p.name for p in params]
     want = [e if isinstance(e, str) else e[0] for e in expected]
     assert names[:len(want)] == want, (fn, names)
-    for e, p in zip(expected, params):
+    for e, p in zip(expected, params, strict=False):
         if not isinstance(e, str):
             assert p.default == e[1], (fn, p.name, p.default)
 

@@ -190,7 +190,7 @@ def test_core_publish_paths_refuse_payloads_that_are_not_bytes_like(nats_url):
         sub = nc.subscribe(subject)
         nc.flush()
         sent = nc.stats["out_msgs"]
-        for bad in BAD_DATA + ["text"]:
+        for bad in [*BAD_DATA, "text"]:
             with pytest.raises(TypeError, match=data_error()):
                 nc.publish(subject, bad)
             with pytest.raises(TypeError, match=data_error()):
@@ -208,7 +208,7 @@ def test_core_publish_paths_refuse_payloads_that_are_not_bytes_like(nats_url):
         assert (sub.next_msg(timeout=5)).data == b"ok"  # the first message to arrive
         nc.publish(subject, b"reply me", reply=subject)
         req = sub.next_msg(timeout=5)
-        for bad in BAD_DATA + ["text"]:
+        for bad in [*BAD_DATA, "text"]:
             with pytest.raises(TypeError, match=data_error()):
                 req.respond(bad)
         req.respond(b"answer")
@@ -222,7 +222,7 @@ def test_jetstream_publish_paths_refuse_payloads_that_are_not_bytes_like(nats_ur
     nc, errs = connect(nats_url)
     try:
         js, name = new_stream(nc)
-        for bad in BAD_DATA + ["text"]:
+        for bad in [*BAD_DATA, "text"]:
             with pytest.raises(TypeError, match=data_error()):
                 js.publish(f"{name}.a", bad)
             with pytest.raises(TypeError, match=data_error()):
@@ -273,7 +273,7 @@ def test_service_respond_refuses_payloads_that_are_not_bytes_like(nats_url):
     refused: list = []
 
     def handler(req) -> None:
-        for bad in BAD_DATA + ["text"]:
+        for bad in [*BAD_DATA, "text"]:
             try:
                 req.respond(bad)
             except TypeError as exc:

@@ -285,7 +285,7 @@ def test_connection_drain_closes(nats_url):
         got = Collector(100)
         nc.subscribe("drain.conn", cb=got)
         nc.flush()
-        for i in range(100):
+        for _i in range(100):
             pub.publish("drain.conn", b"x")
         pub.flush()
         got.wait()

@@ -5,7 +5,7 @@ is generated)."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -142,7 +142,7 @@ def test_metadata_fields(nats_url):
     nc = jetwire.connect(nats_url)
     js, stream, c = make(nc, 4)
     try:
-        before = datetime.now(timezone.utc)
+        before = datetime.now(UTC)
         msgs = [m for m in c.fetch(4, max_wait=2)]
         assert len(msgs) == 4
         for i, m in enumerate(msgs):
@@ -155,8 +155,8 @@ def test_metadata_fields(nats_url):
             assert md.num_pending == 3 - i
             assert md.domain is None
             assert md.timestamp.tzinfo is not None
-            assert before - timedelta(minutes=1) < md.timestamp <= datetime.now(timezone.utc) + timedelta(seconds=5)
-            assert md.timestamp_ns // 1000 == int((md.timestamp - datetime(1970, 1, 1, tzinfo=timezone.utc))
+            assert before - timedelta(minutes=1) < md.timestamp <= datetime.now(UTC) + timedelta(seconds=5)
+            assert md.timestamp_ns // 1000 == int((md.timestamp - datetime(1970, 1, 1, tzinfo=UTC))
                                                    / timedelta(microseconds=1))
             assert m.subject == f"{stream}.s{i % 2}"
             assert m.data == b"m%d" % i

@@ -200,7 +200,7 @@ class Mgmt:
         self.trace = Trace()
         self.names: list = []
 
-    def __enter__(self) -> "Mgmt":
+    def __enter__(self) -> Mgmt:
         self.nc = jetwire.connect(self.url)
         self.js = self.nc.jetstream(trace_cb=self.trace)
         return self

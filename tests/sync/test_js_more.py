@@ -185,7 +185,7 @@ def test_get_msgs_range_pages_filters_and_errors(nats_url):
         assert all(not k.startswith("Nats-") for k in first.headers)  # the direct-get headers are gone
         assert [m.data for m in everything] == [b"%d" % (q - 1) for q in range(1, 601) if q != 3]
 
-        assert [m.seq for m in [m for m in s.get_msgs(batch=10, seq=2)]] == [2] + list(range(4, 13))
+        assert [m.seq for m in [m for m in s.get_msgs(batch=10, seq=2)]] == [2, *list(range(4, 13))]
         bs = [m for m in s.get_msgs(subject=f"{name}.b", page=7)]
         assert [m.seq for m in bs] == list(range(2, 601, 3))
         assert {m.subject for m in bs} == {f"{name}.b"}

@@ -23,7 +23,7 @@ class Env:
         self.name = uniq()
         self.p = self.name.lower()
 
-    def __enter__(self) -> "Env":
+    def __enter__(self) -> Env:
         self.nc = jetwire.connect(self.url)
         self.js = self.nc.jetstream(**self.js_options)
         if self.make_stream:

@@ -97,7 +97,7 @@ def test_complete_returns_once_every_future_timed_out(fresh_nats_server):
             js.publish_async_complete()
             elapsed = time.monotonic() - t0
             assert 0.75 <= elapsed < 0.8 + 1.0, elapsed
-            assert all(isinstance(f.exception(), jetwire.TimeoutError) for f in futs + [longer])
+            assert all(isinstance(f.exception(), jetwire.TimeoutError) for f in [*futs, longer])
             assert js.publish_async_pending() == 0
         finally:
             srv.thaw()

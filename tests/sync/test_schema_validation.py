@@ -82,7 +82,7 @@ def test_valid_configs_go_out_complete(nats_url):
             js.delete_stream(name)
         nc.close()
     assert len(sent) == len(VALID_STREAMS) + 1
-    for subject, payload in sent[:-1]:
+    for _subject, payload in sent[:-1]:
         body = orjson.loads(payload)
         for required in ("retention", "max_consumers", "max_msgs", "max_bytes", "max_age", "storage",
                          "num_replicas"):

@@ -102,7 +102,7 @@ def test_bad_credentials_never_show_the_seed_or_jwt(nats_server_factory, caplog)
     for seed in (stranger.seed, bad_seed, "not a seed at all"):
         with pytest.raises(jetwire.AuthorizationError) as info:
             jetwire.connect(nsrv.url, nkey_seed=seed, allow_reconnect=False, error_cb=errors)
-        _assert_clean(_texts(info.value), secrets + [user.seed])
+        _assert_clean(_texts(info.value), [*secrets, user.seed])
     reports = [t for e in errors.errors for t in _texts(e)]
     _assert_clean(reports, secrets)
     _assert_clean([r.getMessage() for r in caplog.records], secrets)

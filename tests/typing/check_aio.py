@@ -4,7 +4,7 @@ blocking twin, ``check_sync.py``, is generated from this file by ``tools/gen_syn
 from __future__ import annotations
 
 import asyncio  # aio-only
-from typing import Any, List, Optional, assert_type
+from typing import Any, assert_type
 
 import jetwire.aio
 from jetwire.aio import (
@@ -53,10 +53,10 @@ async def core(nc: Client) -> None:
     assert_type(msg, Msg)
     assert_type(msg.subject, str)
     assert_type(msg.data, bytes)
-    assert_type(msg.reply, Optional[str])
+    assert_type(msg.reply, str | None)
     if msg.headers is not None:
         assert_type(msg.headers, Headers)
-        value: Optional[str] = msg.headers.get("X-Id")
+        value: str | None = msg.headers.get("X-Id")
         print(value)
     async for m in sub:
         assert_type(m, Msg)
@@ -71,8 +71,8 @@ async def core(nc: Client) -> None:
     assert_type(reply, Msg)
     assert_type(nc.new_inbox(), str)
     assert_type(nc.is_connected, bool)
-    assert_type(nc.connected_url, Optional[str])
-    assert_type(nc.servers, List[str])
+    assert_type(nc.connected_url, str | None)
+    assert_type(nc.servers, list[str])
     await nc.flush()
     assert_type(await nc.rtt(), float)
     await nc.drain()
@@ -147,8 +147,8 @@ async def key_value(nc: Client) -> None:
         assert_type(entry.revision, int)
     except KeyNotFoundError:
         pass
-    assert_type(await kv.keys(), List[str])
-    assert_type(await kv.history("color"), List[KeyValueEntry])
+    assert_type(await kv.keys(), list[str])
+    assert_type(await kv.history("color"), list[KeyValueEntry])
 
 
 async def object_store(nc: Client) -> None:

@@ -4,7 +4,7 @@ basedpyright must accept it, and every ``assert_type`` must hold (see .ci/run). 
 blocking twin, ``check_sync.py``, is generated from this file by ``tools/gen_sync.py``."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, assert_type
+from typing import Any, assert_type
 
 import jetwire
 from jetwire import (
@@ -53,10 +53,10 @@ def core(nc: Client) -> None:
     assert_type(msg, Msg)
     assert_type(msg.subject, str)
     assert_type(msg.data, bytes)
-    assert_type(msg.reply, Optional[str])
+    assert_type(msg.reply, str | None)
     if msg.headers is not None:
         assert_type(msg.headers, Headers)
-        value: Optional[str] = msg.headers.get("X-Id")
+        value: str | None = msg.headers.get("X-Id")
         print(value)
     for m in sub:
         assert_type(m, Msg)
@@ -71,8 +71,8 @@ def core(nc: Client) -> None:
     assert_type(reply, Msg)
     assert_type(nc.new_inbox(), str)
     assert_type(nc.is_connected, bool)
-    assert_type(nc.connected_url, Optional[str])
-    assert_type(nc.servers, List[str])
+    assert_type(nc.connected_url, str | None)
+    assert_type(nc.servers, list[str])
     nc.flush()
     assert_type(nc.rtt(), float)
     nc.drain()
@@ -147,8 +147,8 @@ def key_value(nc: Client) -> None:
         assert_type(entry.revision, int)
     except KeyNotFoundError:
         pass
-    assert_type(kv.keys(), List[str])
-    assert_type(kv.history("color"), List[KeyValueEntry])
+    assert_type(kv.keys(), list[str])
+    assert_type(kv.history("color"), list[KeyValueEntry])
 
 
 def object_store(nc: Client) -> None:

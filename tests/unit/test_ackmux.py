@@ -19,7 +19,7 @@ PREFIX = "_INBOX.mux."
 
 def make(impl, make_ack=PubAck.plain, lock=None):
     class Mux(impl.AckMux):
-        __slots__ = ("others", "pops", "arms", "expired")
+        __slots__ = ("arms", "expired", "others", "pops")
 
         def __init__(self) -> None:
             super().__init__(PREFIX, make_ack, lock)
@@ -372,6 +372,6 @@ def test_expiry_twins_agree():
         counts = [mux.expire(base + dt) for dt in (0.2, 0.75, 1.5)]
         outcomes.append((counts, list(mux.pending), [e[3] for e in mux.expired]))
     assert all(o == outcomes[0] for o in outcomes)
-    counts, pending, expired = outcomes[0]
+    counts, pending, _expired = outcomes[0]
     assert counts == [0, 9, 6]
     assert pending == [str(i + 1) for i in range(30) if i % 3 == 2 and i + 1 != 3]  # those without a deadline

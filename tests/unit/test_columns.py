@@ -3,7 +3,7 @@
 implementations."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from jetwire.errors import NotJSMessageError
 from jetwire.protocol.headers import Headers
 
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 HYP = settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -21,14 +21,14 @@ def us_of(dt: datetime) -> int:
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("2026-11-25T12:34:56.123456789Z", datetime(2026, 11, 25, 12, 34, 56, 123456, tzinfo=timezone.utc)),
-    ("2026-11-25T12:34:56Z", datetime(2026, 11, 25, 12, 34, 56, tzinfo=timezone.utc)),
-    ("2026-11-25t12:34:56.5z", datetime(2026, 11, 25, 12, 34, 56, 500000, tzinfo=timezone.utc)),
-    ("2026-11-25T12:34:56.1+02:00", datetime(2026, 11, 25, 10, 34, 56, 100000, tzinfo=timezone.utc)),
-    ("2026-11-25T12:34:56-01:30", datetime(2026, 11, 25, 14, 4, 56, tzinfo=timezone.utc)),
+    ("2026-11-25T12:34:56.123456789Z", datetime(2026, 11, 25, 12, 34, 56, 123456, tzinfo=UTC)),
+    ("2026-11-25T12:34:56Z", datetime(2026, 11, 25, 12, 34, 56, tzinfo=UTC)),
+    ("2026-11-25t12:34:56.5z", datetime(2026, 11, 25, 12, 34, 56, 500000, tzinfo=UTC)),
+    ("2026-11-25T12:34:56.1+02:00", datetime(2026, 11, 25, 10, 34, 56, 100000, tzinfo=UTC)),
+    ("2026-11-25T12:34:56-01:30", datetime(2026, 11, 25, 14, 4, 56, tzinfo=UTC)),
     ("1970-01-01T00:00:00Z", EPOCH),
-    ("2024-02-29T23:59:59.999999999Z", datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=timezone.utc)),
-    ("1969-12-31T23:59:59.5Z", datetime(1969, 12, 31, 23, 59, 59, 500000, tzinfo=timezone.utc)),
+    ("2024-02-29T23:59:59.999999999Z", datetime(2024, 2, 29, 23, 59, 59, 999999, tzinfo=UTC)),
+    ("1969-12-31T23:59:59.5Z", datetime(1969, 12, 31, 23, 59, 59, 500000, tzinfo=UTC)),
 ])
 def test_rfc3339(impl, text, expected):
     assert impl.rfc3339_us(text) == us_of(expected)
@@ -53,7 +53,7 @@ def test_rfc3339_matches_datetime(impl, dt, ndigits, extra_ns, zone):
     text = dt.strftime("%Y-%m-%dT%H:%M:%S").rjust(19, "0") + (f".{frac}" if ndigits else "") + zone
     sign = -1 if zone[0] == "-" else 1
     offset = timedelta() if zone in "Zz" else sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
-    whole = dt.replace(microsecond=int((frac + "000000")[:6]) if ndigits else 0, tzinfo=timezone.utc) - offset
+    whole = dt.replace(microsecond=int((frac + "000000")[:6]) if ndigits else 0, tzinfo=UTC) - offset
     assert impl.rfc3339_us(text) == us_of(whole)
 
 
@@ -93,7 +93,7 @@ def test_direct_rows(impl, msg_cls):
     subjects, seqs, times, data, headers, odd = rows.columns()
     assert subjects == ["orders.new", "orders.old"] and data == [b"a", b"bb"]
     assert list(seqs) == [7, 8] and seqs.typecode == "q" and times.typecode == "q"
-    t = us_of(datetime(2026, 11, 25, 12, 34, 56, 123456, tzinfo=timezone.utc))
+    t = us_of(datetime(2026, 11, 25, 12, 34, 56, 123456, tzinfo=UTC))
     assert list(times) == [t, t] and headers is None and odd == []
 
 
@@ -173,7 +173,7 @@ def test_ack_columns_range_end(impl, msg_cls):
 def test_ack_columns_headers_and_many(impl, msg_cls):
     msgs = [pulled(msg_cls, s, 5000) for s in range(1, 3001)]
     msgs[1500] = pulled(msg_cls, 1501, 5000, headers={"K": ["a", "b"]})
-    subjects, seqs, times, data, headers, end = impl.ack_columns(msgs, 10_000)
+    _subjects, seqs, times, _data, headers, end = impl.ack_columns(msgs, 10_000)
     assert list(seqs) == list(range(1, 3001)) and not end and len(times) == 3000
     assert headers is not None and len(headers) == 3000
     assert headers[1500] == [("K", ["a", "b"])] and headers.count(None) == 2999

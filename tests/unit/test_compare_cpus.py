@@ -18,7 +18,7 @@ def test_parse_cpus_takes_tasksets_list_form() -> None:
     assert parse_cpus(None) is None and parse_cpus("") is None
     assert parse_cpus(str(first)) == {first}
     assert parse_cpus(f"{first}-{first}") == {first}
-    if ALLOWED == list(range(ALLOWED[0], ALLOWED[-1] + 1)):
+    if list(range(ALLOWED[0], ALLOWED[-1] + 1)) == ALLOWED:
         assert parse_cpus(f"{ALLOWED[0]}-{ALLOWED[-1]}") == set(ALLOWED)
     assert parse_cpus(",".join(map(str, ALLOWED))) == set(ALLOWED)
 

@@ -30,7 +30,7 @@ def test_the_signature_is_the_options_fields_with_their_defaults_and_types(conne
     rest = params[1:]
     assert [p.name for p in rest] == [f.name for f in FIELDS]
     defaults = Options()
-    for p, f in zip(rest, FIELDS):
+    for p, f in zip(rest, FIELDS, strict=False):
         assert p.kind is inspect.Parameter.KEYWORD_ONLY, p.name
         assert p.default == getattr(defaults, f.name), p.name
         assert p.annotation == f.type, p.name  # both are the annotation's text

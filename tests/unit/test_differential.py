@@ -136,14 +136,14 @@ _POOL = (
 # bytes that can never join a neighbour into a valid sequence, so the text round-trips.
 _ESCAPES = ["\udc80", "\udca9", "\udcbf", "\udcc0", "\udcfe", "\udcff"]
 _SUBJ_POOL = [c for c in _POOL if c not in ASCII_WS] + _ESCAPES
-_VALUE_POOL = [c for c in _POOL + [" ", "\t", ":", "\x0b"] if c not in "\r\n"] + _ESCAPES
+_VALUE_POOL = [c for c in [*_POOL, " ", "\t", ":", "\x0b"] if c not in "\r\n"] + _ESCAPES
 _KEY_POOL = list(key_chars) + _ESCAPES
 
 
 # text as received from another client: bytes that were not UTF-8 kept as surrogate
 # escapes (also ones that spell whitespace once sent, or stand for no byte at all)
 escaped_text = st.lists(st.sampled_from(
-    _ESCAPES + ["\udcc2", "\udca0", "\udce2", "\udc80", "\udc85", "\ud800", "a", ".", " ", "\x85", "é", "\t"]),
+    [*_ESCAPES, "�", "�", "�", "�", "�", "�", "a", ".", " ", "\x85", "é", "\t"]),
     min_size=1, max_size=8).map("".join)
 
 
@@ -463,7 +463,7 @@ ack_tokens = st.one_of(
 
 @scaled(0.25)
 @given(st.one_of(
-    st.lists(st.one_of(ack_tokens, escaped_text), min_size=0, max_size=13).map(lambda t: ".".join(["$JS", "ACK"] + t)),
+    st.lists(st.one_of(ack_tokens, escaped_text), min_size=0, max_size=13).map(lambda t: ".".join(["$JS", "ACK", *t])),
     st.text(max_size=30),
 ))
 def test_metadata_agree(all_impls, subject):
@@ -509,7 +509,7 @@ outbox_ops = st.one_of(
 
 def _run_outbox(mod, ops, threshold):
     log = []
-    ob = mod.Outbox(slow=lambda *a: log.append(("slow",) + a) or "slow", threshold=threshold,
+    ob = mod.Outbox(slow=lambda *a: log.append(("slow", *a)) or "slow", threshold=threshold,
                     on_first=lambda: log.append(("first", bytes(ob.buf))),
                     on_full=lambda: log.append(("full", bytes(ob.buf))), ret="fast")
     ob.connected = True

@@ -1,7 +1,7 @@
 """Templates and the drift comparison of ensure_stream/ensure_consumer (no server)."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -208,7 +208,7 @@ def test_consumer_updatable_differences():
     ({}, {"replay_policy": "original"}, ["replay_policy"]),
     ({}, {"deliver_policy": "by_start_sequence", "opt_start_seq": 5}, ["deliver_policy", "opt_start_seq"]),
     ({"deliver_policy": "by_start_time", "opt_start_time": "2024-01-01T00:00:00Z"},
-     {"deliver_policy": "by_start_time", "opt_start_time": datetime(2025, 1, 1, tzinfo=timezone.utc)},
+     {"deliver_policy": "by_start_time", "opt_start_time": datetime(2025, 1, 1, tzinfo=UTC)},
      ["opt_start_time"]),
     ({}, {"mem_storage": True}, ["mem_storage"]),
     ({}, {"max_waiting": 10}, ["max_waiting"]),

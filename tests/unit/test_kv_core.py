@@ -3,7 +3,7 @@ flow control, the initial-values marker), entry decoding, purge plans, digests."
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -36,7 +36,7 @@ def ack(sseq: int, cseq: int, pending: int, ts: int = 1_700_000_000_000_000_000)
 def feed(st: PushState, sseqs, pending_left) -> list:
     """Deliver messages in order; returns where the marker became due (indexes)."""
     marks = []
-    for i, (s, p) in enumerate(zip(sseqs, pending_left)):
+    for i, (s, p) in enumerate(zip(sseqs, pending_left, strict=False)):
         kind, _ = st.on_data(ack(s, st.cursor.consumer_seq + 1, p))
         assert kind == PUSH_DATA
         if st.take_marker():
@@ -194,7 +194,7 @@ def test_operations_and_entries():
     msg = Msg("$KV.b.a.b", b"val", ack(12, 3, 4, ts=1_700_000_000_123_456_789), headers=None)
     e = entry_from_delivery("b", len("$KV.b."), msg)
     assert (e.bucket, e.key, e.value, e.revision, e.delta, e.operation) == ("b", "a.b", b"val", 12, 4, KeyValueOp.PUT)
-    assert e.created == datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=timezone.utc)
+    assert e.created == datetime(2023, 11, 14, 22, 13, 20, 123456, tzinfo=UTC)
     assert raise_if_deleted(e) is e
     d = KeyValueEntry("b", "k", b"", 5, None, 0, KeyValueOp.DEL)
     with pytest.raises(KeyDeletedError) as ei:
@@ -205,7 +205,7 @@ def test_operations_and_entries():
 
 
 def test_purge_deletes_plan():
-    now = datetime(2024, 1, 1, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
     young = KeyValueEntry("b", "y", b"", 1, now - timedelta(minutes=5), 0, KeyValueOp.DEL)
     old = KeyValueEntry("b", "o", b"", 2, now - timedelta(hours=2), 0, KeyValueOp.PURGE)
     assert purge_deletes_plan([young, old], "$KV.b.", now, None) == [("$KV.b.y", 1), ("$KV.b.o", 0)]

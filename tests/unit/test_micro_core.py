@@ -1,7 +1,7 @@
 """The sans-IO part of services (ADR-32): checks, subjects, queue groups, times, documents."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 import pytest
@@ -80,7 +80,7 @@ def test_endpoint_settings_resolved_by_the_service_core():
 
 
 def test_times():
-    t = datetime(2026, 1, 2, 3, 4, 5, 60, tzinfo=timezone.utc)
+    t = datetime(2026, 1, 2, 3, 4, 5, 60, tzinfo=UTC)
     assert core.format_time(t) == "2026-01-02T03:04:05.000060Z"
     assert core.parse_time("2026-01-02T03:04:05.000060Z") == t
     # nats.go writes RFC 3339 with nanoseconds, trailing zeros trimmed

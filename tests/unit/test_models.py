@@ -4,7 +4,7 @@ from __future__ import annotations
 import base64
 import copy
 import pickle
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import orjson
 import pytest
@@ -46,7 +46,7 @@ from jetwire.jetstream.models import (
     loads_api,
 )
 
-UTC = timezone.utc
+UTC = UTC
 
 # ---------------------------------------------------------------------------------
 # fixtures: server JSON written after the shapes of the JetStream schemas

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 import pytest
@@ -44,7 +44,7 @@ from jetwire.jetstream.obj_models import (
 )
 from jetwire.jetstream.validate import validate_object_name
 
-UTC = timezone.utc
+UTC = UTC
 
 # ---------------------------------------------------------------------------------
 # KV: bucket -> stream

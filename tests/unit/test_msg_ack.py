@@ -3,7 +3,7 @@ and what goes to the connection's ``publish``. Server-side behaviour is in
 tests/aio/test_js_acks.py."""
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any
 
 import pytest
 
@@ -16,14 +16,14 @@ class Conn:
     """What a message is bound to, as far as acks go: ``publish(subject, payload)``."""
 
     def __init__(self) -> None:
-        self.sent: List[Tuple[str, bytes]] = []
+        self.sent: list[tuple[str, bytes]] = []
 
     def publish(self, subject: str, payload: bytes) -> Any:
         self.sent.append((subject, payload))
         return ("published", len(self.sent))
 
 
-def bound(msg_cls: Any, reply: Any = ACK_SUBJECT) -> Tuple[Any, Conn]:
+def bound(msg_cls: Any, reply: Any = ACK_SUBJECT) -> tuple[Any, Conn]:
     m = msg_cls("orders.1", b"x", reply=reply)
     conn = Conn()
     m._client = conn

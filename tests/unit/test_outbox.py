@@ -75,7 +75,7 @@ def test_fast_path_buffer_types(impl):
 
 
 def test_keyword_arguments(impl):
-    ob, rec = make(impl)
+    ob, _rec = make(impl)
     ob.publish(subject="k", data=b"1", reply="r", headers=None)
     ob.publish("k", reply="r")
     assert ob.buf == b"PUB k r 1\r\n1\r\nPUB k r 0\r\n\r\n"
@@ -190,7 +190,7 @@ def test_bad_subject_leaves_buffer_untouched(impl, subject, reply):
 
 
 def test_bad_buffers_raise_before_touching_buf(impl):
-    ob, rec = make(impl)
+    ob, _rec = make(impl)
     with pytest.raises(BufferError):
         ob.publish("s", memoryview(b"abcdef")[::2])
     with pytest.raises(BufferError):
@@ -206,7 +206,7 @@ def test_bad_buffers_raise_before_touching_buf(impl):
 
 
 def test_take(impl):
-    ob, rec = make(impl)
+    ob, _rec = make(impl)
     empty = ob.buf
     assert ob.take() == b"" and type(ob.take()) is bytes
     assert ob.buf is empty  # nothing to hand over: the buffer stays
@@ -467,7 +467,7 @@ def _frames(wire: bytes):
 # ------------------------------------------------------------- wired to the writers
 class FakeCore:
     def __init__(self, impl) -> None:
-        self.outbox = impl.Outbox(slow=lambda *a: ("slow",) + a)
+        self.outbox = impl.Outbox(slow=lambda *a: ("slow", *a))
         self.outbox.connected = True
 
 

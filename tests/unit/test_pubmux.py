@@ -142,7 +142,7 @@ def test_deadlines_expire_fail_with_timeout_free_the_window_and_tell_the_hook():
     t0 = time.monotonic()
     t1 = mux.add(f1, "s.x", None, b"data", 2, 0.25, 10.0)
     t2 = mux.add(f2, "s.x", None, b"data", 2, 0.25, 20.0)
-    ((delay, fire, (at,)),) = armed  # one timer, for the earliest deadline
+    ((delay, _fire, (at,)),) = armed  # one timer, for the earliest deadline
     assert 9.9 < delay <= 10.0 and at == mux.armed_at == mux.pending[t1][6] and t0 + 10 <= at
     stall, done = cf.Future(), cf.Future()
     mux.add_stall_waiter(stall, 1)
@@ -192,7 +192,7 @@ def test_fail_all_fails_pending_wakes_waiters_and_follows_the_chain():
 def test_fail_sent_fails_what_awaits_an_ack_and_the_mux_goes_on():
     mux = PubAckMux(PREFIX)
     f1, t1 = add(mux)
-    f2, t2 = add(mux)
+    f2, _t2 = add(mux)
     done = cf.Future()
     mux.add_complete_waiter(done)
     mux.fail_sent(ConnectionLostError("lost"))

@@ -2,7 +2,7 @@
 make, atomic batch headers and commit answers (ADR-50): the sans-IO parts."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -84,7 +84,7 @@ def test_bad_specs_raise_a_value_error(spec):
 
 
 def test_datetime_and_timedelta():
-    assert validate_schedule(datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)) == "@at 2030-01-02T03:04:05Z"
+    assert validate_schedule(datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)) == "@at 2030-01-02T03:04:05Z"
     assert validate_schedule(datetime(2030, 1, 2, 3, 4, 5)) == "@at 2030-01-02T03:04:05Z"  # naive: UTC
     plus2 = timezone(timedelta(hours=2))
     assert validate_schedule(datetime(2030, 1, 2, 3, 4, 5, 250000, tzinfo=plus2)) == "@at 2030-01-02T01:04:05.25Z"

@@ -3,7 +3,7 @@ the CLI's click types, the Spark options, the schedule checker and the models.""
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -19,7 +19,7 @@ from jetwire._units import (
     rfc3339_to_us,
 )
 
-UTC = timezone.utc
+UTC = UTC
 
 
 @pytest.mark.parametrize(("text", "seconds"), [

@@ -32,7 +32,7 @@ def _server(adapter: WsAdapter):
 
 
 def _accept(adapter: WsAdapter, compression: bool = False) -> WSConnection:
-    srv, req = _server(adapter)
+    srv, _req = _server(adapter)
     ext = [PerMessageDeflate()] if compression else []
     out = srv.send(AcceptConnection(extensions=ext)) + srv.send(BytesMessage(data=INFO))
     assert adapter.receive(out) == INFO  # the INFO line may come with the 101 response
@@ -47,7 +47,7 @@ def _server_gets(srv: WSConnection, data: bytes) -> list:
 
 def test_upgrade_request_has_path_host_and_compression_offer():
     a = WsAdapter("127.0.0.1:8080", "/nats/ws", compression=True)
-    srv, req = _server(a)
+    _srv, req = _server(a)
     assert req.host == "127.0.0.1:8080"
     assert req.target == "/nats/ws"
     offer = b"".join(v for k, v in req.extra_headers if k.lower() == b"sec-websocket-extensions")

@@ -1,17 +1,18 @@
 """Stub of the compiled ``jetwire._c.columns`` (twin: ``jetwire.protocol._pure.columns``)."""
 from array import array
-from typing import Any, FrozenSet, Iterable, List, Optional, Tuple
+from collections.abc import Iterable
+from typing import Any
 
-DIRECT_KEYS: FrozenSet[str]
+DIRECT_KEYS: frozenset[str]
 
-def rfc3339_us(s: str) -> Optional[int]: ...
+def rfc3339_us(s: str) -> int | None: ...
 def ack_columns(
     msgs: Iterable[Any], hi: int
-) -> Tuple[List[str], "array[int]", "array[int]", List[bytes], Optional[List[Any]], bool]: ...
+) -> tuple[list[str], array[int], array[int], list[bytes], list[Any] | None, bool]: ...
 
 class DirectRows:
     reply: str
-    error: Optional[BaseException]
+    error: BaseException | None
     def __init__(self, reply: str) -> None: ...
     def __len__(self) -> int: ...
     @property
@@ -19,10 +20,10 @@ class DirectRows:
     def add(self, m: Any) -> None: ...
     def columns(
         self,
-    ) -> Tuple[List[str], "array[int]", "array[int]", List[bytes], Optional[List[Any]], List[Tuple[int, str]]]: ...
+    ) -> tuple[list[str], array[int], array[int], list[bytes], list[Any] | None, list[tuple[int, str]]]: ...
 
 class DirectCollector:
-    target: Optional[DirectRows]
+    target: DirectRows | None
     on_status: Any
     def __init__(self, on_status: Any) -> None: ...
     def __call__(self, m: Any) -> None: ...

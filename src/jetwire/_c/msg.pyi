@@ -1,17 +1,17 @@
 """Stub of the compiled ``jetwire._c.msg`` (twin: ``jetwire.protocol._pure.msg``)."""
-from typing import Any, Dict, List, Optional, Union
+from typing import Any
 
 from jetwire.protocol.headers import Headers
 
 from .metadata import MsgMetadata
 
-_Buffer = Union[bytes, bytearray, memoryview]
+_Buffer = bytes | bytearray | memoryview
 
 class MsgBase:
     subject: str
-    reply: Optional[str]
+    reply: str | None
     data: bytes
-    headers: Optional[Headers]
+    headers: Headers | None
     sid: int
     _client: Any
     _ackd: bool
@@ -20,8 +20,8 @@ class MsgBase:
         self,
         subject: str = "",
         data: _Buffer = b"",
-        reply: Optional[str] = None,
-        headers: Union[Headers, Dict[str, Union[str, List[str]]], None] = None,
+        reply: str | None = None,
+        headers: Headers | dict[str, str | list[str]] | None = None,
         sid: int = 0,
     ) -> None: ...
     @property

@@ -1,9 +1,9 @@
 """Stub of the compiled ``jetwire._c.parser`` (twin: ``jetwire.protocol._pure.parser``)."""
-from typing import Any, List, Optional, Tuple, Type, Union
+from typing import Any
 
 from jetwire._c.msg import MsgBase
 
-_Buffer = Union[bytes, bytearray, memoryview]
+_Buffer = bytes | bytearray | memoryview
 
 OP_INFO: int
 OP_PING: int
@@ -15,16 +15,16 @@ PING: bytes
 PONG: bytes
 DEFAULT_MAX_PAYLOAD: int
 
-Event = Union[MsgBase, Tuple[int, Any]]
+Event = MsgBase | tuple[int, Any]
 
 class Parser:
     def __init__(
         self,
-        msg_cls: Optional[Type[MsgBase]] = None,
+        msg_cls: type[MsgBase] | None = None,
         max_control_line: int = 4096,
         max_payload: int = ...,
     ) -> None: ...
     @property
     def buffered(self) -> int: ...
-    def feed(self, data: _Buffer) -> List[Any]: ...
+    def feed(self, data: _Buffer) -> list[Any]: ...
     def reset(self) -> None: ...

@@ -1,11 +1,12 @@
 """Stub of the compiled ``jetwire._c.router`` (twin: ``jetwire.protocol._pure.router``)."""
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from jetwire._c.msg import MsgBase
 
 class SubState:
     _client: Any
-    _direct: Optional[Callable[[Any], None]]
+    _direct: Callable[[Any], None] | None
     _pending: Any
     _signal: Any
     _lock: Any
@@ -16,25 +17,25 @@ class SubState:
     _pbytes_limit: int
     _dropped: int
     _slow: bool
-    def _next(self) -> Optional[MsgBase]: ...
+    def _next(self) -> MsgBase | None: ...
     def _deliver(self, cb: Callable[[Any], Any], report: Callable[[BaseException], Any]) -> Any: ...
     def _discard(self) -> None: ...
 
 class Router:
     parser: Any
-    subs: Dict[int, SubState]
-    control: Optional[Callable[[Tuple[int, Any]], Any]]
-    on_max: Optional[Callable[[SubState], Any]]
-    on_slow: Optional[Callable[[SubState], Any]]
+    subs: dict[int, SubState]
+    control: Callable[[tuple[int, Any]], Any] | None
+    on_max: Callable[[SubState], Any] | None
+    on_slow: Callable[[SubState], Any] | None
     in_msgs: int
     in_bytes: int
     def __init__(
         self,
         parser: Any,
-        subs: Dict[int, SubState],
-        control: Optional[Callable[[Tuple[int, Any]], Any]] = None,
-        on_max: Optional[Callable[[SubState], Any]] = None,
-        on_slow: Optional[Callable[[SubState], Any]] = None,
+        subs: dict[int, SubState],
+        control: Callable[[tuple[int, Any]], Any] | None = None,
+        on_max: Callable[[SubState], Any] | None = None,
+        on_slow: Callable[[SubState], Any] | None = None,
     ) -> None: ...
     def feed(self, data: Any) -> None: ...
-    def route(self, events: List[Any]) -> None: ...
+    def route(self, events: list[Any]) -> None: ...

@@ -25,7 +25,8 @@ walker) are in :mod:`jetwire.jetstream.backup_core`.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import (
     APIError,
@@ -57,7 +58,7 @@ from .inbox import Inbox
 from .jsapi import ContextBase
 from .stream import stream_info_of
 
-Progress = Optional[Callable[[int, Optional[int]], Any]]
+Progress = Callable[[int, int | None], Any] | None
 
 # how long a failed restore's partial stream is retried for deletion in the background
 _CLEANUP_WINDOW = 60.0
@@ -113,7 +114,7 @@ def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int, chec
     made_dir = not os.path.isdir(dest)
     os.makedirs(dest, exist_ok=True)
     f = open(data_part, "wb")  # noqa: SIM115 - closed below, on every path
-    inbox: Optional[_Chunks] = None
+    inbox: _Chunks | None = None
     start = prims.monotonic()
     try:
         inbox = _Chunks(link)
@@ -126,7 +127,7 @@ def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int, chec
         what = f"snapshot of {name}"
         publish = link.publish_raw
         q = inbox.q
-        end: Optional[Msg] = None
+        end: Msg | None = None
         while end is None:
             inbox.wait(timeout, what)
             batch: list = []
@@ -176,7 +177,7 @@ def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int, chec
 # ------------------------------------------------------------------------- restore
 
 
-def restore_stream(js: ContextBase, src: Any, name: Optional[str], progress: Progress) -> StreamInfo:
+def restore_stream(js: ContextBase, src: Any, name: str | None, progress: Progress) -> StreamInfo:
     if name is not None:
         validate_stream_name(name)
     link = js.api.link

@@ -19,19 +19,12 @@ import random
 import ssl
 import time
 from collections import deque
+from collections.abc import Callable, Coroutine, Sequence
 from typing import (
     TYPE_CHECKING,
     Any,
-    Callable,
-    Deque,
-    Dict,
-    List,
-    Optional,
     ParamSpec,
-    Sequence,
-    Tuple,
     TypeVar,
-    Union,
 )
 
 import orjson
@@ -105,7 +98,7 @@ class _Barrier:
     """``nc.barrier(fn)``: ``fn`` runs once each of ``n`` callback subscriptions has reached
     the mark queued behind the messages it held when the barrier was set."""
 
-    __slots__ = ("fn", "n", "lock")
+    __slots__ = ("fn", "lock", "n")
 
     def __init__(self, fn: Callable[..., Any], n: int) -> None:
         self.fn = fn
@@ -182,7 +175,7 @@ class Subscription(SubscriptionBase):
     def _queue_mark(self, mark: _BarrierMark) -> bool:
         """Queue a barrier mark behind what is pending; False when the runner had ended
         already (the caller counts the mark itself; ``reach`` counts once)."""
-        pending: Deque[Any] = self._pending
+        pending: deque[Any] = self._pending
         lock = self._lock
         if lock is None:
             pending.append(mark)
@@ -218,7 +211,7 @@ class Subscription(SubscriptionBase):
     def __repr__(self) -> str:
         return f"<Subscription sid={self.sid} subject={self.subject!r} queue={self.queue!r}>"
 
-    def next_msg(self, timeout: Optional[float] = 1.0) -> Msg:
+    def next_msg(self, timeout: float | None = 1.0) -> Msg:
         """The next message; ``TimeoutError`` after ``timeout`` seconds (None waits forever)."""
         if self._cb is not None:
             raise NatsError("next_msg() is not available on a subscription with a callback")
@@ -243,7 +236,7 @@ class Subscription(SubscriptionBase):
                 raise TimeoutError("timed out waiting for a message")
             signal.wait(remaining)
 
-    def __iter__(self) -> "Subscription":
+    def __iter__(self) -> Subscription:
         return self
 
     def __next__(self) -> Msg:
@@ -257,7 +250,7 @@ class Subscription(SubscriptionBase):
             self._deliver_all()
         finally:
             self._runner_done = True  # marks queued from now on are counted by barrier()
-            marks: List[Any] = [m for m in self._pending if m.__class__ is _BarrierMark]
+            marks: list[Any] = [m for m in self._pending if m.__class__ is _BarrierMark]
             for m in marks:
                 if m.reach():
                     self._client._sched.dispatch(m.barrier.fn)
@@ -309,7 +302,7 @@ class Subscription(SubscriptionBase):
             return
         client._drop_sub(self)
 
-    def drain(self, timeout: Optional[float] = None) -> None:
+    def drain(self, timeout: float | None = None) -> None:
         """Unsubscribe, let already-received messages be handled, then close."""
         client = self._client
         if self._closed:
@@ -323,42 +316,41 @@ class Subscription(SubscriptionBase):
         except ConnectionClosedError:
             pass
         client._core.remove_sub(self, discard=False)
-        if self._task is not None:
-            if not prims.join(self._task, wait):
-                raise DrainTimeoutError("subscription drain timed out")
+        if self._task is not None and not prims.join(self._task, wait):
+            raise DrainTimeoutError("subscription drain timed out")
 
 
 class Client:
     """A connection to NATS. Make one with ``connect()``."""
 
     def __init__(self) -> None:
-        self._core: Optional[ConnectionCore] = None
+        self._core: ConnectionCore | None = None
         self._writer: Any = None
-        self._transport: Optional[Transport] = None
+        self._transport: Transport | None = None
         self._ping_timer: Any = None
         self._sched: Any = None
         self._reconnector: Any = None  # the reconnect task/thread while one runs
-        self._dialing: Optional[Transport] = None  # the transport of a handshake under way
+        self._dialing: Transport | None = None  # the transport of a handshake under way
         self._lost_lock = prims.write_lock()  # one _on_lost per transport (reader, timer, writer)
         self._close_signal = prims.Signal()
         self._handshaking = False
         self._ever_connected = False
         self._user_closed = False  # close()/drain() was called (no_callbacks_after_close)
         # PING waiters, oldest first (None for the ping timer's PINGs)
-        self._pongs: Deque[Any] = deque()
+        self._pongs: deque[Any] = deque()
         # request/reply multiplexing over one wildcard inbox subscription
-        self._resp_sub: Optional[Subscription] = None
+        self._resp_sub: Subscription | None = None
         self._resp_prefix = ""
         self._resp_prefix_len = 0
-        self._resp_map: Dict[str, Any] = {}
+        self._resp_map: dict[str, Any] = {}
         self._resp_n = 0
         self._new_waiter: Callable[[], Any] = prims.new_waiter  # bound to the loop on connect
         # what the layers above registered through the link
-        self._on_reconnect: List[Callable[[], None]] = []
-        self._on_lost_cbs: List[Callable[[BaseException], None]] = []
-        self._on_close_cbs: List[Callable[[BaseException], None]] = []
-        self._shared: Dict[str, Any] = {}
-        self._status_cbs: List[Callable[[str], Any]] = []  # add_status_listener
+        self._on_reconnect: list[Callable[[], None]] = []
+        self._on_lost_cbs: list[Callable[[BaseException], None]] = []
+        self._on_close_cbs: list[Callable[[BaseException], None]] = []
+        self._shared: dict[str, Any] = {}
+        self._status_cbs: list[Callable[[str], Any]] = []  # add_status_listener
         # force_reconnect: the next reconnect attempt goes at once (the wait is woken)
         self._skip_wait = False
         self._reconnect_wake = prims.Signal()
@@ -384,8 +376,8 @@ class Client:
         self._new_waiter = prims.future_maker()  # aio-only: no loop look-up per request
         self._new_waiter = prims.new_waiter
         core.status = CONNECTING
-        last: Optional[BaseException] = None
-        auth_err: Optional[BaseException] = None
+        last: BaseException | None = None
+        auth_err: BaseException | None = None
         for srv in list(core.pool.servers):
             srv.last_attempt = time.monotonic()
             try:
@@ -535,7 +527,7 @@ class Client:
         if events:
             self._handle_events(events)
 
-    def _handle_events(self, events: List[Any]) -> None:
+    def _handle_events(self, events: list[Any]) -> None:
         core = self._core
         assert core is not None
         opts = core.opts
@@ -591,7 +583,7 @@ class Client:
         if self._status_cbs:
             self._dispatch_status(self._status_cbs, status)
 
-    def _dispatch_status(self, cbs: List[Callable[[str], Any]], status: str) -> None:
+    def _dispatch_status(self, cbs: list[Callable[[str], Any]], status: str) -> None:
         sched = self._sched
         if sched is None or self._quiet():
             return
@@ -642,13 +634,13 @@ class Client:
             self._report_error(exc)
             self._on_lost(tr, exc)
 
-    def _lost_handler(self, tr: Transport) -> Callable[[Optional[BaseException]], None]:
-        def lost(exc: Optional[BaseException]) -> None:
+    def _lost_handler(self, tr: Transport) -> Callable[[BaseException | None], None]:
+        def lost(exc: BaseException | None) -> None:
             self._on_lost(tr, exc)
 
         return lost
 
-    def _on_lost(self, tr: Transport, exc: Optional[BaseException]) -> None:
+    def _on_lost(self, tr: Transport, exc: BaseException | None) -> None:
         """The transport died (socket error, EOF, protocol error, stale connection)."""
         core = self._core
         if core is None:
@@ -829,7 +821,7 @@ class Client:
         self._writer.send_later()
 
     # -- publishing ------------------------------------------------------------------
-    def publish(self, subject: str, data: bytes = b"", reply: Optional[str] = None,
+    def publish(self, subject: str, data: bytes = b"", reply: str | None = None,
                 headers: Any = None) -> Any:
         """Publish ``data`` to ``subject`` (optionally with a reply subject and headers).
 
@@ -850,7 +842,7 @@ class Client:
 
     _publish_slow = publish
 
-    def _publish_unchecked(self, subject: str, data: bytes = b"", reply: Optional[str] = None,
+    def _publish_unchecked(self, subject: str, data: bytes = b"", reply: str | None = None,
                            headers: Any = None) -> Any:
         """``publish`` with ``skip_subject_validation``: the outbox's fast path, and what its
         subject checks refuse queued with only the protocol's own checks."""
@@ -863,11 +855,11 @@ class Client:
         writer.kick()
         return writer.after_publish()
 
-    def _append(self, subject: str, data: bytes, reply: Optional[str], headers: Any) -> None:
+    def _append(self, subject: str, data: bytes, reply: str | None, headers: Any) -> None:
         """Check and queue one PUB/HPUB (``headers``: a mapping, or None)."""
         self._append_raw(subject, reply, None if headers is None else _encode_headers(headers), data)
 
-    def _append_raw(self, subject: str, reply: Optional[str], hdr: Optional[bytes], data: bytes) -> None:
+    def _append_raw(self, subject: str, reply: str | None, hdr: bytes | None, data: bytes) -> None:
         """Check and queue one PUB (``hdr`` None) or HPUB (``hdr``: encoded headers)."""
         core = self._core
         if core is None:
@@ -898,12 +890,12 @@ class Client:
         st = core.status
         if st == CLOSED:
             raise ConnectionClosedError("connection closed")
-        if st == RECONNECTING or st == CONNECTING:
+        if st in (RECONNECTING, CONNECTING):
             limit = core.opts.reconnect_buffer_size
             if limit < 0 or len(core.outbox.buf) + size > limit:
                 raise ReconnectBufferFullError("reconnect buffer is full")
 
-    def _try_publish(self, subject: str, reply: Optional[str], data: bytes) -> bool:
+    def _try_publish(self, subject: str, reply: str | None, data: bytes) -> bool:
         """Queue a PUB only while connected (safe from the reader and timers)."""
         core = self._core
         if core is None or core.status != CONNECTED:
@@ -919,9 +911,9 @@ class Client:
         return self.publish(msg.subject, msg.data, msg.reply, msg.headers)
 
     # -- subscribing -----------------------------------------------------------------
-    def subscribe(self, subject: str, queue: Optional[str] = None, cb: Optional[Callable[..., Any]] = None,
-                        max_msgs: int = 0, pending_msgs_limit: Optional[int] = None,
-                        pending_bytes_limit: Optional[int] = None) -> Subscription:
+    def subscribe(self, subject: str, queue: str | None = None, cb: Callable[..., Any] | None = None,
+                        max_msgs: int = 0, pending_msgs_limit: int | None = None,
+                        pending_bytes_limit: int | None = None) -> Subscription:
         """Subscribe to ``subject`` (wildcards allowed), optionally in a queue group."""
         core = self._live_core()
         opts = core.opts
@@ -938,8 +930,8 @@ class Client:
             raise ConnectionClosedError("connection is draining")
         return core
 
-    def _subscribe(self, subject: str, queue: Optional[str], cb: Optional[Callable[..., Any]], max_msgs: int,
-                   pmsgs: int, pbytes: int, direct: Optional[Callable[[Msg], None]], wake: Any) -> Subscription:
+    def _subscribe(self, subject: str, queue: str | None, cb: Callable[..., Any] | None, max_msgs: int,
+                   pmsgs: int, pbytes: int, direct: Callable[[Msg], None] | None, wake: Any) -> Subscription:
         core = self._live_core()
         core.check_filter(subject, queue)  # nothing is sent for a SUB the server would refuse
         if queue == "":
@@ -998,7 +990,7 @@ class Client:
         else:
             fut.set_result(msg)
 
-    def _start_request(self, subject: str, data: bytes, hdr: Optional[bytes]) -> Any:
+    def _start_request(self, subject: str, data: bytes, hdr: bytes | None) -> Any:
         """Queue a request and send it now: (token, the future its reply resolves)."""
         prefix = self._resp_prefix or self._resp_mux()
         self._resp_n += 1
@@ -1048,7 +1040,7 @@ class Client:
         return self._core.new_inbox()
 
     # -- flush / rtt -----------------------------------------------------------------
-    def flush(self, timeout: Optional[float] = None) -> None:
+    def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered and wait for the server to confirm (PING/PONG)."""
         core = self._core
         if core is None or core.status == CLOSED:
@@ -1073,7 +1065,7 @@ class Client:
         except TimeoutError:
             raise TimeoutError("flush timed out") from None
 
-    def _ping(self, waiter: Any, write_timeout: Optional[float] = None) -> None:
+    def _ping(self, waiter: Any, write_timeout: float | None = None) -> None:
         """Send a PING now; ``waiter`` (a future, or anything with its ``done``,
         ``set_result``, ``set_exception``) hears about its PONG. ``write_timeout``: the
         write's own bound (drain's time left; default the write deadline)."""
@@ -1091,7 +1083,7 @@ class Client:
         return time.perf_counter() - start
 
     # -- JetStream acks (used by Msg) --------------------------------------------------
-    def _js_double_ack(self, msg: Msg, reply: str, payload: bytes, timeout: Optional[float]) -> Any:
+    def _js_double_ack(self, msg: Msg, reply: str, payload: bytes, timeout: float | None) -> Any:
         """``msg.ack_sync()``: the ack goes out at call time (``reply``: its checked ack
         subject) and the result waits for the server's confirmation."""
         token, fut = self._start_request(reply, payload, None)
@@ -1159,7 +1151,7 @@ class Client:
         return _register(self._status_cbs, cb)
 
     # -- draining / closing ----------------------------------------------------------
-    def drain(self, timeout: Optional[float] = None) -> None:
+    def drain(self, timeout: float | None = None) -> None:
         """Unsubscribe everything, let pending messages be handled, flush, close."""
         core = self._core
         if core is None or core.status == CLOSED:
@@ -1186,9 +1178,8 @@ class Client:
             for sub in subs:
                 core.remove_sub(sub, discard=False)
             for sub in subs:
-                if sub._task is not None:
-                    if not prims.join(sub._task, max(0.0, deadline - time.monotonic())):
-                        raise DrainTimeoutError("drain timed out waiting for callbacks")
+                if sub._task is not None and not prims.join(sub._task, max(0.0, deadline - time.monotonic())):
+                    raise DrainTimeoutError("drain timed out waiting for callbacks")
             core.status = DRAINING_PUBS
             if self._transport is not None:
                 self._flush(max(0.001, deadline - time.monotonic()), True)
@@ -1209,7 +1200,7 @@ class Client:
         self._user_closed = True
         self._close(flush=True)
 
-    def _close(self, flush: bool, timeout: Optional[float] = None) -> None:
+    def _close(self, flush: bool, timeout: float | None = None) -> None:
         """Close: what is buffered is flushed first when ``flush`` (within ``timeout``,
         ``flush_timeout`` by default); a transport that could not be flushed is aborted,
         and a reconnect or handshake under way ends (nothing is left running)."""
@@ -1257,7 +1248,7 @@ class Client:
             self._call_cb(core.opts.closed_cb)
         self._sched.close()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -1285,22 +1276,22 @@ class Client:
         return self._core.status if self._core is not None else DISCONNECTED
 
     @property
-    def connected_url(self) -> Optional[str]:
+    def connected_url(self) -> str | None:
         core = self._core
         if core is None or core.status != CONNECTED or core.pool.current is None:
             return None
         return core.pool.current.display
 
     @property
-    def servers(self) -> List[str]:
+    def servers(self) -> list[str]:
         return self._core.pool.urls() if self._core is not None else []
 
     @property
-    def discovered_servers(self) -> List[str]:
+    def discovered_servers(self) -> list[str]:
         return self._core.pool.urls(discovered_only=True) if self._core is not None else []
 
     @property
-    def server_info(self) -> Dict[str, Any]:
+    def server_info(self) -> dict[str, Any]:
         return dict(self._core.info) if self._core is not None else {}
 
     @property
@@ -1308,15 +1299,15 @@ class Client:
         return self._core.max_payload if self._core is not None else 0
 
     @property
-    def stats(self) -> Dict[str, int]:
+    def stats(self) -> dict[str, int]:
         return self._core.stats() if self._core is not None else {}
 
     @property
-    def last_error(self) -> Optional[BaseException]:
+    def last_error(self) -> BaseException | None:
         return self._core.last_error if self._core is not None else None
 
     @property
-    def tls_info(self) -> Optional[Dict[str, Any]]:
+    def tls_info(self) -> dict[str, Any] | None:
         """The live TLS session while connected over TLS, else None: ``version``
         (``"TLSv1.3"``), ``cipher`` (its name), ``cipher_bits``, ``peer_cert`` (the
         server's certificate, decoded as ``ssl`` does; ``{}`` when it was not verified),
@@ -1328,14 +1319,14 @@ class Client:
         return tr.tls_info
 
     @property
-    def client_id(self) -> Optional[int]:
+    def client_id(self) -> int | None:
         return self._core.info.get("client_id") if self._core is not None else None
 
-    def jetstream(self, domain: Optional[str] = None, api_prefix: Optional[str] = None, timeout: float = 5.0,
-                  publish_async_max_pending: int = 4000, trace_cb: Optional[Callable[..., Any]] = None,
-                  publish_async_err_cb: Optional[Callable[..., Any]] = None,
+    def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
+                  publish_async_max_pending: int = 4000, trace_cb: Callable[..., Any] | None = None,
+                  publish_async_err_cb: Callable[..., Any] | None = None,
                   validate: bool = False, publish_async_timeout: Any = CONTEXT_TIMEOUT,
-                  publish_async_ack_cb: Optional[Callable[..., Any]] = None) -> "JetStream":
+                  publish_async_ack_cb: Callable[..., Any] | None = None) -> JetStream:
         """A JetStream context over this connection (options: see ``JetStream``;
         ``publish_async_timeout``: the default ack deadline of ``publish_async``, the
         context's ``timeout`` unless given, None for none; ``publish_async_ack_cb(ack)``:
@@ -1377,7 +1368,7 @@ class Link:
         return self._nc.new_inbox()
 
     # -- sending -----------------------------------------------------------------------
-    def publish_raw(self, subject: str, reply: Optional[str], headers: Optional[bytes], payload: bytes) -> None:
+    def publish_raw(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
         nc = self._nc
         if headers is None:
             nc.publish(subject, payload, reply)  # connected: the outbox's compiled fast path
@@ -1385,7 +1376,7 @@ class Link:
         nc._append_raw(subject, reply, headers, payload)
         nc._writer.kick()
 
-    def try_publish(self, subject: str, reply: Optional[str], payload: bytes) -> bool:
+    def try_publish(self, subject: str, reply: str | None, payload: bytes) -> bool:
         return self._nc._try_publish(subject, reply, payload)
 
     def request_nowait(self, subject: str, payload: bytes = b"") -> bool:
@@ -1414,7 +1405,7 @@ class Link:
             writer.drain()
 
     # -- receiving ---------------------------------------------------------------------
-    def subscribe_direct(self, subject: str, handler: Callable[[Msg], None], queue: Optional[str] = None,
+    def subscribe_direct(self, subject: str, handler: Callable[[Msg], None], queue: str | None = None,
                          wake: Any = None) -> Subscription:
         return self._nc._subscribe(subject, queue, None, 0, -1, -1, handler, wake)
 
@@ -1422,7 +1413,7 @@ class Link:
         self._nc._drop_sub(sub)
 
     # -- request / reply ---------------------------------------------------------------
-    def request_raw(self, subject: str, payload: bytes, headers: Optional[bytes], timeout: float) -> Msg:
+    def request_raw(self, subject: str, payload: bytes, headers: bytes | None, timeout: float) -> Msg:
         nc = self._nc
         token, fut = nc._start_request(subject, payload, headers)
         return nc._wait_reply(subject, token, fut, timeout)
@@ -1470,7 +1461,7 @@ class Link:
             self._nc._report_error(exc)
 
 
-def _register(cbs: List[Any], cb: Any) -> Callable[[], None]:
+def _register(cbs: list[Any], cb: Any) -> Callable[[], None]:
     cbs.append(cb)
 
     def remove() -> None:
@@ -1503,27 +1494,27 @@ def _suggest_options(func: Callable[_P, Client]) -> Callable[_P, Client]:
 # BEGIN connect(): generated by tools/gen_connect.py from jetwire.options.Options. Do not edit.
 @_suggest_options
 def connect(
-    servers: Union[str, Sequence[str], None] = None,
+    servers: str | Sequence[str] | None = None,
     *,
-    name: Optional[str] = None,
-    user: Optional[str] = None,
-    password: Optional[str] = None,
-    token: Optional[str] = None,
-    nkey_seed: Optional[str] = None,
-    creds: Union[str, bytes, os.PathLike[str], Tuple[str, str], None] = None,
-    token_cb: Optional[Callable[[], Any]] = None,
-    user_cb: Optional[Callable[[], Any]] = None,
-    user_jwt_cb: Optional[Callable[[], Any]] = None,
-    signature_cb: Optional[Callable[[bytes], Any]] = None,
-    nkey: Optional[str] = None,
-    user_jwt: Optional[str] = None,
-    tls: Union[ssl.SSLContext, bool, None] = None,
-    tls_hostname: Optional[str] = None,
+    name: str | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    token: str | None = None,
+    nkey_seed: str | None = None,
+    creds: str | bytes | os.PathLike[str] | tuple[str, str] | None = None,
+    token_cb: Callable[[], Any] | None = None,
+    user_cb: Callable[[], Any] | None = None,
+    user_jwt_cb: Callable[[], Any] | None = None,
+    signature_cb: Callable[[bytes], Any] | None = None,
+    nkey: str | None = None,
+    user_jwt: str | None = None,
+    tls: ssl.SSLContext | bool | None = None,
+    tls_hostname: str | None = None,
     tls_handshake_first: bool = False,
-    tls_ca_file: Optional[str] = None,
-    tls_cert_file: Optional[str] = None,
-    tls_key_file: Optional[str] = None,
-    tls_context_cb: Optional[Callable[[], Any]] = None,
+    tls_ca_file: str | None = None,
+    tls_cert_file: str | None = None,
+    tls_key_file: str | None = None,
+    tls_context_cb: Callable[[], Any] | None = None,
     no_echo: bool = False,
     verbose: bool = False,
     pedantic: bool = False,
@@ -1537,15 +1528,15 @@ def connect(
     reconnect_jitter: float = 0.1,
     reconnect_jitter_tls: float = 1.0,
     reconnect_buffer_size: int = 8 * 1024 * 1024,
-    reconnect_delay_cb: Optional[Callable[[int], Any]] = None,
-    reconnect_to_server_cb: Optional[Callable[[List[str], Any], Any]] = None,
+    reconnect_delay_cb: Callable[[int], Any] | None = None,
+    reconnect_to_server_cb: Callable[[list[str], Any], Any] | None = None,
     ignore_auth_error_abort: bool = False,
     no_callbacks_after_close: bool = False,
-    socket_factory: Optional[Callable[..., Any]] = None,
-    ws_proxy_path: Optional[str] = None,
+    socket_factory: Callable[..., Any] | None = None,
+    ws_proxy_path: str | None = None,
     ws_compression: bool = False,
-    ws_headers: Optional[Any] = None,
-    ws_headers_cb: Optional[Callable[[], Any]] = None,
+    ws_headers: Any | None = None,
+    ws_headers_cb: Callable[[], Any] | None = None,
     skip_subject_validation: bool = False,
     ignore_discovered_servers: bool = False,
     permission_err_on_subscribe: bool = False,
@@ -1557,51 +1548,48 @@ def connect(
     flush_timeout: float = 10.0,
     busy_poll: float = 200e-6,
     max_control_line: int = 4096,
-    error_cb: Optional[Callable[..., Any]] = None,
-    disconnected_cb: Optional[Callable[..., Any]] = None,
-    reconnected_cb: Optional[Callable[..., Any]] = None,
-    closed_cb: Optional[Callable[..., Any]] = None,
-    reconnect_error_cb: Optional[Callable[..., Any]] = None,
-    connected_cb: Optional[Callable[..., Any]] = None,
-    discovered_servers_cb: Optional[Callable[..., Any]] = None,
-    lame_duck_mode_cb: Optional[Callable[..., Any]] = None,
+    error_cb: Callable[..., Any] | None = None,
+    disconnected_cb: Callable[..., Any] | None = None,
+    reconnected_cb: Callable[..., Any] | None = None,
+    closed_cb: Callable[..., Any] | None = None,
+    reconnect_error_cb: Callable[..., Any] | None = None,
+    connected_cb: Callable[..., Any] | None = None,
+    discovered_servers_cb: Callable[..., Any] | None = None,
+    lame_duck_mode_cb: Callable[..., Any] | None = None,
 ) -> Client:
     """Connect to NATS and return the connected client.
 
     Args:
         servers: a URL, a comma-separated string of URLs or a list of them (default
             ``nats://127.0.0.1:4222``).
-        name (Optional[str], default None): The client's name, shown by the server (monitoring
-            ``connz``).
-        user (Optional[str], default None): User name (also taken from a ``nats://user:pass@host`` URL).
-        password (Optional[str], default None): Password for ``user``.
-        token (Optional[str], default None): Authentication token (also taken from a
-            ``nats://token@host`` URL).
-        nkey_seed (Optional[str], default None): An nkey seed, or the path of a file holding one.
-        creds (Union[str, bytes, os.PathLike[str], Tuple[str, str], None], default None): A ``.creds``
+        name (str | None, default None): The client's name, shown by the server (monitoring ``connz``).
+        user (str | None, default None): User name (also taken from a ``nats://user:pass@host`` URL).
+        password (str | None, default None): Password for ``user``.
+        token (str | None, default None): Authentication token (also taken from a ``nats://token@host``
+            URL).
+        nkey_seed (str | None, default None): An nkey seed, or the path of a file holding one.
+        creds (str | bytes | os.PathLike[str] | tuple[str, str] | None, default None): A ``.creds``
             file's path, its text (``str`` or ``bytes``), or a (jwt file, seed file) pair.
-        token_cb (Optional[Callable[[], Any]], default None): ``() -> token``, asked on every
-            (re)connect (plain or coroutine function in ``jetwire``).
-        user_cb (Optional[Callable[[], Any]], default None): ``() -> (user, password)``, asked on every
+        token_cb (Callable[[], Any] | None, default None): ``() -> token``, asked on every (re)connect
+            (plain or coroutine function in ``jetwire``).
+        user_cb (Callable[[], Any] | None, default None): ``() -> (user, password)``, asked on every
             (re)connect.
-        user_jwt_cb (Optional[Callable[[], Any]], default None): ``() -> user JWT``, asked on every
+        user_jwt_cb (Callable[[], Any] | None, default None): ``() -> user JWT``, asked on every
             (re)connect; needs ``signature_cb``.
-        signature_cb (Optional[Callable[[bytes], Any]], default None): ``(nonce) -> signature``: signs
-            the server's nonce (the client never sees the seed).
-        nkey (Optional[str], default None): The public nkey, used with ``signature_cb`` or
-            ``nkey_seed``.
-        user_jwt (Optional[str], default None): A user JWT as a string; needs ``nkey_seed``.
-        tls (Union[ssl.SSLContext, bool, None], default None): An ``ssl.SSLContext``, or True for the
-            default context (``tls://`` URLs imply TLS).
-        tls_hostname (Optional[str], default None): The name to verify the server's certificate against
+        signature_cb (Callable[[bytes], Any] | None, default None): ``(nonce) -> signature``: signs the
+            server's nonce (the client never sees the seed).
+        nkey (str | None, default None): The public nkey, used with ``signature_cb`` or ``nkey_seed``.
+        user_jwt (str | None, default None): A user JWT as a string; needs ``nkey_seed``.
+        tls (ssl.SSLContext | bool | None, default None): An ``ssl.SSLContext``, or True for the default
+            context (``tls://`` URLs imply TLS).
+        tls_hostname (str | None, default None): The name to verify the server's certificate against
             (default: the URL's host).
         tls_handshake_first (bool, default False): Start TLS before the server's INFO (servers with
             ``handshake_first``).
-        tls_ca_file (Optional[str], default None): CA bundle that verifies the server's certificate.
-        tls_cert_file (Optional[str], default None): Client certificate (mutual TLS).
-        tls_key_file (Optional[str], default None): The client certificate's key; needs
-            ``tls_cert_file``.
-        tls_context_cb (Optional[Callable[[], Any]], default None): ``() -> ssl.SSLContext``, asked on
+        tls_ca_file (str | None, default None): CA bundle that verifies the server's certificate.
+        tls_cert_file (str | None, default None): Client certificate (mutual TLS).
+        tls_key_file (str | None, default None): The client certificate's key; needs ``tls_cert_file``.
+        tls_context_cb (Callable[[], Any] | None, default None): ``() -> ssl.SSLContext``, asked on
             every connect (rotated certificates apply).
         no_echo (bool, default False): Do not receive the messages this connection publishes.
         verbose (bool, default False): Ask the server to acknowledge every protocol message (+OK).
@@ -1621,24 +1609,23 @@ def connect(
         reconnect_jitter_tls (float, default 1.0): The same for TLS connections.
         reconnect_buffer_size (int, default 8 * 1024 * 1024): Bytes of publishes kept while reconnecting
             (over it: ``ReconnectBufferFullError``).
-        reconnect_delay_cb (Optional[Callable[[int], Any]], default None): ``(passes) -> seconds``: the
+        reconnect_delay_cb (Callable[[int], Any] | None, default None): ``(passes) -> seconds``: the
             pause before each pass over the pool (replaces the wait and jitter).
-        reconnect_to_server_cb (Optional[Callable[[List[str], Any], Any]], default None): ``(servers,
-            info) -> (server, delay)`` or None: picks each reconnect's server (nats.go's
-            ReconnectToServer).
+        reconnect_to_server_cb (Callable[[list[str], Any], Any] | None, default None): ``(servers, info)
+            -> (server, delay)`` or None: picks each reconnect's server (nats.go's ReconnectToServer).
         ignore_auth_error_abort (bool, default False): Keep reconnecting after the same authorization
             error twice (default: close).
         no_callbacks_after_close (bool, default False): No callbacks (closed_cb, disconnected_cb, ...)
             once ``close()``/``drain()`` was called.
-        socket_factory (Optional[Callable[..., Any]], default None): ``(host, port, timeout) ->
-            socket``: dials instead of the default (e.g. through a proxy).
-        ws_proxy_path (Optional[str], default None): WebSocket: a path appended to each
+        socket_factory (Callable[..., Any] | None, default None): ``(host, port, timeout) -> socket``:
+            dials instead of the default (e.g. through a proxy).
+        ws_proxy_path (str | None, default None): WebSocket: a path appended to each
             ``ws://``/``wss://`` URL's path.
         ws_compression (bool, default False): WebSocket: permessage-deflate when the server allows it.
-        ws_headers (Optional[Any], default None): WebSocket: HTTP headers of the upgrade request (name
-            -> value or list of values).
-        ws_headers_cb (Optional[Callable[[], Any]], default None): WebSocket: ``() -> headers``, asked
-            on every connect (instead of ``ws_headers``).
+        ws_headers (Any | None, default None): WebSocket: HTTP headers of the upgrade request (name ->
+            value or list of values).
+        ws_headers_cb (Callable[[], Any] | None, default None): WebSocket: ``() -> headers``, asked on
+            every connect (instead of ``ws_headers``).
         skip_subject_validation (bool, default False): No client-side subject checks on publish and
             subscribe (the server still refuses what it cannot take).
         ignore_discovered_servers (bool, default False): Do not add the servers the cluster announces to
@@ -1657,20 +1644,19 @@ def connect(
         busy_poll (float, default 200e-6): asyncio only: seconds the event loop polls for an expected
             reply instead of sleeping (0: off).
         max_control_line (int, default 4096): Longest protocol line accepted from the server, in bytes.
-        error_cb (Optional[Callable[..., Any]], default None): ``(error)``: asynchronous errors (slow
+        error_cb (Callable[..., Any] | None, default None): ``(error)``: asynchronous errors (slow
             consumers, refused subscriptions, ...).
-        disconnected_cb (Optional[Callable[..., Any]], default None): ``()``: the connection was lost.
-        reconnected_cb (Optional[Callable[..., Any]], default None): ``()``: the connection is back.
-        closed_cb (Optional[Callable[..., Any]], default None): ``()``: the connection is closed for
-            good.
-        reconnect_error_cb (Optional[Callable[..., Any]], default None): ``(error)``: a failed reconnect
+        disconnected_cb (Callable[..., Any] | None, default None): ``()``: the connection was lost.
+        reconnected_cb (Callable[..., Any] | None, default None): ``()``: the connection is back.
+        closed_cb (Callable[..., Any] | None, default None): ``()``: the connection is closed for good.
+        reconnect_error_cb (Callable[..., Any] | None, default None): ``(error)``: a failed reconnect
             attempt (default: it goes to ``error_cb``).
-        connected_cb (Optional[Callable[..., Any]], default None): ``()``: the first connection is made
+        connected_cb (Callable[..., Any] | None, default None): ``()``: the first connection is made
             (also a late one, with ``retry_on_failed_connect``).
-        discovered_servers_cb (Optional[Callable[..., Any]], default None): ``()``: the cluster
-            announced new servers.
-        lame_duck_mode_cb (Optional[Callable[..., Any]], default None): ``()``: the server is entering
-            lame duck mode (about to shut down).
+        discovered_servers_cb (Callable[..., Any] | None, default None): ``()``: the cluster announced
+            new servers.
+        lame_duck_mode_cb (Callable[..., Any] | None, default None): ``()``: the server is entering lame
+            duck mode (about to shut down).
 
     A keyword that is not an option raises ``TypeError`` naming the nearest one.
     """

@@ -4,7 +4,8 @@
 :class:`EventStream` of parsed events (:func:`jetwire.events.parse`)."""
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from ..errors import SubscriptionClosedError
 from ..events import AnyEvent, accepts, kinds_filter, parse
@@ -21,18 +22,18 @@ class EventStream(Mailbox):
     JetStream ``domain``, events that name another domain are skipped. Messages that
     are not JSON are skipped and reported to the connection's ``error_cb``."""
 
-    def __init__(self, link: Any, subjects: List[str], kinds: Optional[Iterable[str]] = None,
-                 domain: Optional[str] = None) -> None:
+    def __init__(self, link: Any, subjects: list[str], kinds: Iterable[str] | None = None,
+                 domain: str | None = None) -> None:
         self._kinds = kinds_filter(kinds)
         self._domain = domain
         self._stopped = False
         super().__init__(link, subjects)
 
     @property
-    def subjects(self) -> List[str]:
+    def subjects(self) -> list[str]:
         return [s.subject for s in self.subs]
 
-    def _accept(self, msg: Msg) -> Optional[AnyEvent]:
+    def _accept(self, msg: Msg) -> AnyEvent | None:
         try:
             ev = parse(msg.data)
         except ValueError as exc:
@@ -45,7 +46,7 @@ class EventStream(Mailbox):
             return None
         return ev
 
-    def _ended(self, what: str) -> Optional[BaseException]:
+    def _ended(self, what: str) -> BaseException | None:
         if self._stopped or not all(s.is_valid for s in self.subs):
             return SubscriptionClosedError("event stream stopped")
         return None
@@ -53,7 +54,7 @@ class EventStream(Mailbox):
     def _no_message(self, what: str, timeout: float) -> str:
         return what
 
-    def next(self, timeout: Optional[float] = None) -> AnyEvent:
+    def next(self, timeout: float | None = None) -> AnyEvent:
         """The next event; ``TimeoutError`` after ``timeout`` seconds (``None``: no limit),
         ``SubscriptionClosedError`` once stopped or the connection closed."""
         q = self.q
@@ -74,7 +75,7 @@ class EventStream(Mailbox):
         self.unsubscribe()
         self.signal.set()
 
-    def __iter__(self) -> "EventStream":
+    def __iter__(self) -> EventStream:
         return self
 
     def __next__(self) -> AnyEvent:
@@ -83,7 +84,7 @@ class EventStream(Mailbox):
         except SubscriptionClosedError:
             raise StopIteration from None
 
-    def __enter__(self) -> "EventStream":
+    def __enter__(self) -> EventStream:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -6,13 +6,13 @@ restore answers, batched direct gets) and ``EventStream`` (advisories and metric
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, List, Optional
+from typing import Any
 
 from ..errors import ConnectionClosedError, ConnectionLostError, TimeoutError
 from ..msg import Msg
 from . import _prims as prims
 
-__all__ = ["Mailbox", "Inbox"]
+__all__ = ["Inbox", "Mailbox"]
 
 
 class Mailbox:
@@ -20,11 +20,11 @@ class Mailbox:
     blocking) queues each message in ``q`` and wakes the one caller of :meth:`wait`.
     :meth:`_ended` says when waiting must stop early (an exception to raise, or None)."""
 
-    __slots__ = ("_link", "q", "signal", "subs", "__weakref__")
+    __slots__ = ("__weakref__", "_link", "q", "signal", "subs")
 
-    def __init__(self, link: Any, subjects: List[str]) -> None:
+    def __init__(self, link: Any, subjects: list[str]) -> None:
         self._link = link
-        self.q: Deque[Any] = deque()
+        self.q: deque[Any] = deque()
         self.signal = prims.Signal()
         self.subs = [link.subscribe_direct(s, self._on_msg, wake=self.signal) for s in subjects]
 
@@ -32,14 +32,14 @@ class Mailbox:
         self.q.append(msg)
         self.signal.set()
 
-    def _ended(self, what: str) -> Optional[BaseException]:
+    def _ended(self, what: str) -> BaseException | None:
         """Why waiting must end now though nothing is queued (None: go on waiting)."""
         return None
 
     def _no_message(self, what: str, timeout: float) -> str:
         return f"{what}: no answer from the server in {timeout:g}s"
 
-    def wait(self, timeout: Optional[float], what: str) -> None:
+    def wait(self, timeout: float | None, what: str) -> None:
         """Return once a message is queued; ``TimeoutError`` after ``timeout`` seconds
         without one (None: no limit), or what :meth:`_ended` gives."""
         q = self.q
@@ -72,10 +72,10 @@ class Inbox(Mailbox):
     """A private inbox whose replies the reader queues for one waiting caller
     (``wait()``, ``take()``); waiting ends early when the connection is lost or closed."""
 
-    __slots__ = ("lost", "_unhook")
+    __slots__ = ("_unhook", "lost")
 
     def __init__(self, link: Any) -> None:
-        self.lost: Optional[BaseException] = None
+        self.lost: BaseException | None = None
         super().__init__(link, [link.new_inbox()])
         self._unhook = link.on_lost(self._on_lost)
 
@@ -92,7 +92,7 @@ class Inbox(Mailbox):
             self.lost = exc
         self.signal.set()
 
-    def _ended(self, what: str) -> Optional[BaseException]:
+    def _ended(self, what: str) -> BaseException | None:
         if self.lost is not None:
             return ConnectionLostError(f"{what}: connection lost ({self.lost})")
         if not self.subs[0].is_valid:

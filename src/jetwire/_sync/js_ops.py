@@ -5,7 +5,7 @@ step-downs and peer removal of jsm.go, and the event streams of advisories and m
 :class:`~jetwire.jetstream.JetStream` is made of this and the other managers."""
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from ..errors import APIError, TimeoutError
 from ..events import ADVISORY_SUBJECT, METRIC_SUBJECT
@@ -26,7 +26,7 @@ class Operations(ContextBase):
         return AccountInfo.from_json(resp)
 
     # -- cluster operations (jsm.go) ---------------------------------------------------
-    def stream_leader_stepdown(self, name: str, preferred: Optional[str] = None) -> None:
+    def stream_leader_stepdown(self, name: str, preferred: str | None = None) -> None:
         """Ask the leader of stream ``name``'s RAFT group to step down (jsm.go's
         ``Stream.LeaderStepDown``); ``preferred``: the server name that should lead next
         (else the server picks a current peer). Returns once the server acknowledged
@@ -37,7 +37,7 @@ class Operations(ContextBase):
         resp = self.api_request(f"STREAM.LEADER.STEPDOWN.{name}", stepdown_request(preferred))
         acknowledged(resp, f"stream {name!r} leader step-down")
 
-    def consumer_leader_stepdown(self, stream: str, consumer: str, preferred: Optional[str] = None) -> None:
+    def consumer_leader_stepdown(self, stream: str, consumer: str, preferred: str | None = None) -> None:
         """Ask the leader of consumer ``consumer`` of ``stream`` to step down (jsm.go's
         ``Consumer.LeaderStepDown``); as :meth:`stream_leader_stepdown`
         (``ConsumerNotFoundError`` for a missing consumer)."""
@@ -55,7 +55,7 @@ class Operations(ContextBase):
         resp = self.api_request(f"STREAM.PEER.REMOVE.{stream}", peer_remove_request(peer))
         acknowledged(resp, f"removal of peer {peer!r} from stream {stream!r}")
 
-    def meta_leader_stepdown(self, preferred: Optional[str] = None) -> None:
+    def meta_leader_stepdown(self, preferred: str | None = None) -> None:
         """Ask the JetStream meta leader to step down (jsm.go's ``MetaLeaderStandDown``);
         ``preferred``: the server that should lead next. Only users of the system
         account may: the server does not answer anyone else, which raises ``APIError``
@@ -73,7 +73,7 @@ class Operations(ContextBase):
         acknowledged(resp, "meta leader step-down")
 
     # -- advisories and metrics ------------------------------------------------------
-    def events(self, kinds: Optional[Iterable[str]] = None) -> EventStream:
+    def events(self, kinds: Iterable[str] | None = None) -> EventStream:
         """Parsed advisories and metrics (``$JS.EVENT.ADVISORY.>`` and ``$JS.EVENT.METRIC.>``)
         as an :class:`~jetwire.events.EventStream`; ``kinds``: full type strings or
         their last token (``"api_audit"``). With a ``domain``, events of other domains are

@@ -9,7 +9,8 @@ the other managers."""
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from .. import _impl
 from ..errors import (
@@ -42,7 +43,7 @@ _from_ack = PubAck.from_json_bytes
 _new_future = AckFuture  # a concurrent.futures.Future that is cheap to make and resolve
 
 
-def _ack_timeout(value: Any, name: str) -> Optional[float]:
+def _ack_timeout(value: Any, name: str) -> float | None:
     """An async-publish ack timeout: None (no deadline; also for infinity) or seconds > 0."""
     if value is None:
         return None
@@ -102,8 +103,8 @@ class Publisher(ContextBase):
     """Publishing (a part of ``JetStream``; its state is set by :meth:`_init_publishing`)."""
 
     def _init_publishing(self, publish_async_max_pending: int, publish_async_timeout: Any,
-                         publish_async_err_cb: Optional[Callable[..., Any]],
-                         publish_async_ack_cb: Optional[Callable[..., Any]]) -> None:
+                         publish_async_err_cb: Callable[..., Any] | None,
+                         publish_async_ack_cb: Callable[..., Any] | None) -> None:
         if publish_async_max_pending < 1:
             raise ValueError("publish_async_max_pending must be at least 1")
         api = self.api
@@ -112,7 +113,7 @@ class Publisher(ContextBase):
         if publish_async_timeout is CONTEXT_TIMEOUT:
             publish_async_timeout = api.timeout
         self._ack_timeout = _ack_timeout(publish_async_timeout, "publish_async_timeout")
-        self._mux: Optional[PubAckMux] = None
+        self._mux: PubAckMux | None = None
         self._publish = api.nc.publish  # the outbox's compiled fast path once connected
         # what publish_async returns: a future of the connection's loop (made without
         # looking the loop up per message; set on first use) / an AckFuture, cheap to
@@ -150,12 +151,12 @@ class Publisher(ContextBase):
         else:
             self._link.dispatch(self._err_cb, fut.msg, exc)
 
-    def publish(self, subject: str, data: bytes = b"", headers: Any = None, msg_id: Optional[str] = None,
-                      expected_stream: Optional[str] = None, expected_last_seq: Optional[int] = None,
-                      expected_last_subject_seq: Optional[int] = None, expected_last_msg_id: Optional[str] = None,
-                      timeout: Optional[float] = None, retry_attempts: int = 2, retry_wait: float = 0.25,
-                      ttl: Optional[float] = None, expected_last_subject_seq_subject: Optional[str] = None,
-                      schedule: Any = None, schedule_target: Optional[str] = None,
+    def publish(self, subject: str, data: bytes = b"", headers: Any = None, msg_id: str | None = None,
+                      expected_stream: str | None = None, expected_last_seq: int | None = None,
+                      expected_last_subject_seq: int | None = None, expected_last_msg_id: str | None = None,
+                      timeout: float | None = None, retry_attempts: int = 2, retry_wait: float = 0.25,
+                      ttl: float | None = None, expected_last_subject_seq_subject: str | None = None,
+                      schedule: Any = None, schedule_target: str | None = None,
                       schedule_ttl: Any = None) -> PubAck:
         """Publish to a stream and wait for its ack.
 
@@ -207,7 +208,7 @@ class Publisher(ContextBase):
         """``publish(msg.subject, msg.data, msg.headers, **options)``."""
         return self.publish(msg.subject, msg.data, msg.headers, **options)
 
-    def atomic_batch(self, timeout: Optional[float] = None) -> AtomicBatch:
+    def atomic_batch(self, timeout: float | None = None) -> AtomicBatch:
         """A new atomic batch (ADR-50; server 2.12+, streams with ``allow_atomic=True``):
         ``b.add(subject, data, headers=None, **options)`` for each message but the last,
         then ``b.commit(subject, data, headers=None, **options) -> BatchAck`` (awaited in
@@ -219,7 +220,7 @@ class Publisher(ContextBase):
             raise InvalidOptionError(f"timeout must be a number of seconds > 0, not {timeout!r}")
         return AtomicBatch(self.api.nc, self._link, timeout or self.api.timeout, self.api.nuid.next())
 
-    def incr(self, subject: str, delta: int = 1, timeout: Optional[float] = None) -> int:
+    def incr(self, subject: str, delta: int = 1, timeout: float | None = None) -> int:
         """Add ``delta`` (any int, negative or 0 too) to the counter stored on ``subject``
         of a stream with ``allow_msg_counter`` (server 2.12+; ``Nats-Incr`` header, no
         payload) and return its new value, from the ack. A stream without counters
@@ -293,12 +294,12 @@ class Publisher(ContextBase):
                 pass
 
     def publish_async(self, subject: str, data: bytes = b"", headers: Any = None,
-                            msg_id: Optional[str] = None, expected_stream: Optional[str] = None,
-                            expected_last_seq: Optional[int] = None,
-                            expected_last_subject_seq: Optional[int] = None,
-                            expected_last_msg_id: Optional[str] = None, timeout: Any = CONTEXT_TIMEOUT,
+                            msg_id: str | None = None, expected_stream: str | None = None,
+                            expected_last_seq: int | None = None,
+                            expected_last_subject_seq: int | None = None,
+                            expected_last_msg_id: str | None = None, timeout: Any = CONTEXT_TIMEOUT,
                             retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2,
-                            ttl: Optional[float] = None) -> Any:
+                            ttl: float | None = None) -> Any:
         """Publish without waiting for the ack; returns a future resolving to the
         ``PubAck`` (or failing with the typed error, ``NoStreamResponseError`` after the
         no-responders retries, ``ConnectionClosedError`` when the connection closes,
@@ -338,10 +339,7 @@ class Publisher(ContextBase):
             # aio: what publish returns is done, or (congested) done once the socket drains
             mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish, self._ack_timeout)
             return fut
-        if timeout is CONTEXT_TIMEOUT:
-            timeout = self._ack_timeout
-        else:
-            timeout = _ack_timeout(timeout, "timeout")
+        timeout = self._ack_timeout if timeout is CONTEXT_TIMEOUT else _ack_timeout(timeout, "timeout")
         if mux is None or mux.closed:
             mux = self._pub_mux()
         if len(mux.pending) >= self._max_pending:
@@ -374,7 +372,7 @@ class Publisher(ContextBase):
         """``publish_async(msg.subject, msg.data, msg.headers, **options)``."""
         return self.publish_async(msg.subject, msg.data, msg.headers, **options)
 
-    def _current_mux(self) -> Optional[PubAckMux]:
+    def _current_mux(self) -> PubAckMux | None:
         mux = self._mux
         if mux is None:
             mux = self._link.shared("jetstream.pubmux", _none)
@@ -385,7 +383,7 @@ class Publisher(ContextBase):
         mux = self._current_mux()
         return len(mux.pending) if mux is not None else 0
 
-    def publish_async_complete(self, timeout: Optional[float] = None) -> None:
+    def publish_async_complete(self, timeout: float | None = None) -> None:
         """Wait until every async publish has its ack or failed; ``TimeoutError`` after
         ``timeout`` seconds (None waits as long as it takes: at most until the last
         deadline of the publishes made with one)."""

@@ -7,7 +7,8 @@ is made of these and the other managers."""
 from __future__ import annotations
 
 import os
-from typing import Any, Iterator, Callable, Dict, Optional, Union, Unpack
+from collections.abc import Iterator, Callable
+from typing import Any, Unpack
 
 from ..jetstream.backup_core import SnapshotResult
 from ..jetstream.config_kwargs import KeyValueConfigFields, ObjectStoreConfigFields
@@ -23,21 +24,21 @@ from .objects import OBJ_BUCKETS, ObjectStore
 class KeyValueManager(ContextBase):
     """Key-value buckets (a part of ``JetStream``)."""
 
-    def create_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
-                               **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
+    def create_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+                               **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Create a key-value bucket from a ``KeyValueConfig`` (or a dict) and/or its
         fields (``bucket``, ``history``, ``ttl``, ...). The same bucket again with the same
         config returns it; with another config raises ``StreamNameInUseError``.
         ``InvalidBucketNameError``/``HistoryTooLargeError`` before anything is sent."""
         return KV_BUCKETS.create(self, config, fields)
 
-    def update_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
-                               **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
+    def update_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+                               **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Update a bucket's config (``BucketNotFoundError`` when it does not exist)."""
         return KV_BUCKETS.update(self, config, fields)
 
-    def create_or_update_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
-                                         **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
+    def create_or_update_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+                                         **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Create the bucket, or update it when it exists."""
         return KV_BUCKETS.create_or_update(self, config, fields)
 
@@ -63,19 +64,19 @@ class KeyValueManager(ContextBase):
 class ObjectStoreManager(ContextBase):
     """Object stores (a part of ``JetStream``)."""
 
-    def create_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
-                                  **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
+    def create_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+                                  **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Create an object store bucket from an ``ObjectStoreConfig`` (or a dict) and/or
         its fields (``InvalidBucketNameError`` before anything is sent)."""
         return OBJ_BUCKETS.create(self, config, fields)
 
-    def update_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
-                                  **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
+    def update_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+                                  **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Update an object store's config (``BucketNotFoundError`` when missing)."""
         return OBJ_BUCKETS.update(self, config, fields)
 
-    def create_or_update_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
-                                            **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
+    def create_or_update_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+                                            **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Create the object store, or update it when it exists."""
         return OBJ_BUCKETS.create_or_update(self, config, fields)
 
@@ -101,9 +102,9 @@ class ObjectStoreManager(ContextBase):
 class BackupManager(ContextBase):
     """Stream backups (a part of ``JetStream``; implemented in :mod:`.backup`)."""
 
-    def snapshot_stream(self, name: str, dest: Union[str, "os.PathLike[str]"], chunk_size: int = 128 * 1024,
+    def snapshot_stream(self, name: str, dest: str | os.PathLike[str], chunk_size: int = 128 * 1024,
                               check_msgs: bool = False,
-                              progress: Optional[Callable[[int, Optional[int]], Any]] = None) -> SnapshotResult:
+                              progress: Callable[[int, int | None], Any] | None = None) -> SnapshotResult:
         """Back stream ``name`` up into directory ``dest`` (made if missing): ``backup.json``
         (its config and state) and ``stream.tar.s2`` (the server's snapshot, consumers
         included), the layout of ``nats stream backup``. ``chunk_size`` (1 KiB..1 MiB) is
@@ -115,8 +116,8 @@ class BackupManager(ContextBase):
         ``JetStreamError`` when the server reports a failure or a chunk is missing)."""
         return backup.snapshot_stream(self, name, dest, chunk_size, check_msgs, progress)
 
-    def restore_stream(self, src: Union[str, "os.PathLike[str]"], name: Optional[str] = None,
-                             progress: Optional[Callable[[int, Optional[int]], Any]] = None) -> StreamInfo:
+    def restore_stream(self, src: str | os.PathLike[str], name: str | None = None,
+                             progress: Callable[[int, int | None], Any] | None = None) -> StreamInfo:
         """Restore the stream backed up in directory ``src`` (as ``snapshot_stream`` or
         ``nats stream backup`` wrote it), its consumers included, under ``name`` when
         given (where the server allows it), and return its info.

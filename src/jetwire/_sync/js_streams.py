@@ -5,7 +5,8 @@ style templates and declarative ``ensure_stream`` (nats.go's ``jetstream.StreamM
 :class:`~jetwire.jetstream.JetStream` is made of this and the other managers."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Dict, Optional, Union, Unpack
+from collections.abc import Iterator
+from typing import Any, Unpack
 
 from .. import _impl
 from ..errors import StreamNameInUseError, StreamNotFoundError
@@ -23,14 +24,14 @@ from .stream import Stream, stream_info_of
 class StreamManager(ContextBase):
     """Streams (a part of ``JetStream``)."""
 
-    def _checked_stream(self, cfg: StreamConfig, resp: Dict[str, Any]) -> Stream:
+    def _checked_stream(self, cfg: StreamConfig, resp: dict[str, Any]) -> Stream:
         info = stream_info_of(resp)
         got = info.config
         check_supported(cfg.allow_msg_ttl, got.allow_msg_ttl, "per-message TTLs (allow_msg_ttl: 2.11+)")
         check_supported(cfg.allow_msg_counter, got.allow_msg_counter, "counters (allow_msg_counter: 2.12+)")
         return Stream(self, info)
 
-    def create_stream(self, config: Union[StreamConfig, Dict[str, Any], None] = None,
+    def create_stream(self, config: StreamConfig | dict[str, Any] | None = None,
                             **fields: Unpack[StreamConfigFields]) -> Stream:
         """Create a stream from a ``StreamConfig`` (or a dict) and/or its fields.
         Creating a stream that exists with the same config returns it; with another
@@ -41,7 +42,7 @@ class StreamManager(ContextBase):
         resp = self.api_request(f"STREAM.CREATE.{name}", cfg.to_json_dict())
         return self._checked_stream(cfg, resp)
 
-    def update_stream(self, config: Union[StreamConfig, Dict[str, Any], None] = None,
+    def update_stream(self, config: StreamConfig | dict[str, Any] | None = None,
                             **fields: Unpack[StreamConfigFields]) -> Stream:
         """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
@@ -50,7 +51,7 @@ class StreamManager(ContextBase):
         resp = self.api_request(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
         return self._checked_stream(cfg, resp)
 
-    def create_or_update_stream(self, config: Union[StreamConfig, Dict[str, Any], None] = None,
+    def create_or_update_stream(self, config: StreamConfig | dict[str, Any] | None = None,
                                       **fields: Unpack[StreamConfigFields]) -> Stream:
         """Update the stream, or create it when it does not exist."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
@@ -65,7 +66,7 @@ class StreamManager(ContextBase):
         resp = self.api_request(f"STREAM.INFO.{name}")
         return Stream(self, stream_info_of(resp))
 
-    def stream_info(self, name: str, subjects_filter: Optional[str] = None,
+    def stream_info(self, name: str, subjects_filter: str | None = None,
                           deleted_details: bool = False) -> StreamInfo:
         """Shortcut for ``(js.stream(name)).info(...)``."""
         validate_stream_name(name)
@@ -78,13 +79,13 @@ class StreamManager(ContextBase):
         self.api_request(f"STREAM.DELETE.{name}")
         return True
 
-    def list_streams(self, subject: Optional[str] = None) -> Iterator[StreamInfo]:
+    def list_streams(self, subject: str | None = None) -> Iterator[StreamInfo]:
         """Info of every stream (only those with subjects matching ``subject`` when
         given); requested page by page while iterating."""
         for d in self.api_pages("STREAM.LIST", "streams", {"subject": subject} if subject else None):
             yield StreamInfo.from_json(d)
 
-    def stream_names(self, subject: Optional[str] = None) -> Iterator[str]:
+    def stream_names(self, subject: str | None = None) -> Iterator[str]:
         """Name of every stream (only those with subjects matching ``subject`` when
         given); requested page by page while iterating."""
         for d in self.api_pages("STREAM.NAMES", "streams", {"subject": subject} if subject else None):

@@ -13,7 +13,8 @@ Publishes and pulls on the hot path are not API requests and do not pass here.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Callable, Dict, Optional, Tuple, Union
+from collections.abc import Iterator, Callable
+from typing import Any
 
 import orjson
 
@@ -27,10 +28,10 @@ from . import _prims as prims
 
 DEFAULT_PREFIX = "$JS.API"
 
-Payload = Union[dict, bytes, None]
+Payload = dict | bytes | None
 
 
-def api_prefix(domain: Optional[str], prefix: Optional[str]) -> str:
+def api_prefix(domain: str | None, prefix: str | None) -> str:
     """The API prefix of a context made with ``domain=`` or ``api_prefix=`` (or neither)."""
     if domain is not None and prefix is not None:
         raise ValueError("give domain or api_prefix, not both")
@@ -41,7 +42,7 @@ def api_prefix(domain: Optional[str], prefix: Optional[str]) -> str:
     return DEFAULT_PREFIX
 
 
-def api_answer(data: bytes, request: Optional[str] = None) -> Dict[str, Any]:
+def api_answer(data: bytes, request: str | None = None) -> dict[str, Any]:
     """The decoded answer of an API request, or the typed error it carries (naming
     ``request``, the API subject)."""
     try:
@@ -63,8 +64,8 @@ class JSApi:
     ``timeout`` (seconds, the default of every request), ``trace_cb``, ``validate``,
     ``nuid``."""
 
-    def __init__(self, nc: Any, domain: Optional[str] = None, prefix: Optional[str] = None,
-                 timeout: float = 5.0, trace_cb: Optional[Callable[[str, bytes], Any]] = None,
+    def __init__(self, nc: Any, domain: str | None = None, prefix: str | None = None,
+                 timeout: float = 5.0, trace_cb: Callable[[str, bytes], Any] | None = None,
                  validate: bool = False) -> None:
         self.nc = nc
         self.link = nc.link
@@ -87,7 +88,7 @@ class JSApi:
         """A fresh consumer name (as nats.go generates them)."""
         return generate_consumer_name(self.nuid)
 
-    def prepare(self, subject: str, payload: Payload) -> Tuple[str, bytes]:
+    def prepare(self, subject: str, payload: Payload) -> tuple[str, bytes]:
         """The full subject and the body of an API request: every API request is made here
         (and checked against its schema here with ``validate=True``)."""
         if not isinstance(subject, str) or not subject:
@@ -116,7 +117,7 @@ class JSApi:
         _impl.validate_subject(full)
         return full, data
 
-    def request(self, subject: str, payload: Payload = None, timeout: Optional[float] = None) -> Dict[str, Any]:
+    def request(self, subject: str, payload: Payload = None, timeout: float | None = None) -> dict[str, Any]:
         """One API request (``subject`` relative to the prefix): the JSON answer, or its
         typed error (``JetStreamNotEnabledError`` when nothing answers). The body of
         ``JetStream.api_request``."""
@@ -133,7 +134,7 @@ class JSApi:
         full, data = self.prepare(subject, payload)
         self.link.request_nowait(full, data)
 
-    def request_msg(self, subject: str, data: bytes, timeout: Optional[float] = None) -> Msg:
+    def request_msg(self, subject: str, data: bytes, timeout: float | None = None) -> Msg:
         """One request over the connection's shared inbox (``subject`` in full, as
         :meth:`prepare` made it), traced through ``trace_cb``: the reply ``Msg`` (direct
         gets, whose answer is a message, not JSON)."""
@@ -169,11 +170,11 @@ class ContextBase:
         return self.api.prefix
 
     @property
-    def domain(self) -> Optional[str]:
+    def domain(self) -> str | None:
         return self.api.domain
 
-    def api_request(self, subject: str, payload: Union[dict, bytes, None] = None,
-                          timeout: Optional[float] = None) -> Dict[str, Any]:
+    def api_request(self, subject: str, payload: dict | bytes | None = None,
+                          timeout: float | None = None) -> dict[str, Any]:
         """One JetStream API request: ``subject`` is relative to the API prefix (``"STREAM.INFO.ORDERS"``;
         the domain or ``api_prefix`` is applied), ``payload`` a dict (sent as JSON), bytes or None.
         Returns the JSON answer as a dict or raises its typed error (``APIError``
@@ -185,7 +186,7 @@ class ContextBase:
         (``SchemaValidationError``, nothing sent)."""
         return self.api.request(subject, payload, timeout)
 
-    def api_pages(self, subject: str, key: str, body: Optional[Dict[str, Any]] = None) -> Iterator[Any]:
+    def api_pages(self, subject: str, key: str, body: dict[str, Any] | None = None) -> Iterator[Any]:
         """The items under ``key`` of a paged listing (``STREAM.LIST``, ``CONSUMER.NAMES.S``,
         ...), each page requested with ``body`` plus its ``offset`` as iteration gets there."""
         offset = 0

@@ -14,8 +14,9 @@ that also queue the end-of-initial-values marker, yielded as ``None``.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Iterator, List, Optional, Sequence, Union
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from ..errors import (
     APIError,
@@ -90,9 +91,9 @@ class KeyWatcher(Watcher):
     item with a timeout.
     """
 
-    def __init__(self, kv: "KeyValue", filters: Sequence[str], include_history: bool = False,
+    def __init__(self, kv: KeyValue, filters: Sequence[str], include_history: bool = False,
                  ignore_deletes: bool = False, meta_only: bool = False, updates_only: bool = False,
-                 resume_from_revision: Optional[int] = None) -> None:
+                 resume_from_revision: int | None = None) -> None:
         if resume_from_revision:
             policy, start = "by_start_sequence", int(resume_from_revision)
         elif updates_only:
@@ -110,7 +111,7 @@ class KeyWatcher(Watcher):
     def __repr__(self) -> str:
         return f"<KeyWatcher bucket={self._bucket!r} filters={self._filters!r}>"
 
-    def _item(self, msg: Any) -> Optional[KeyValueEntry]:
+    def _item(self, msg: Any) -> KeyValueEntry | None:
         entry = entry_from_delivery(self._bucket, self._prefix_len, msg)
         if self._ignore_deletes and entry.operation is not _PUT:
             return None
@@ -159,7 +160,7 @@ class KeyValue:
         return self._name
 
     # -- reading ---------------------------------------------------------------------
-    def get(self, key: str, revision: Optional[int] = None) -> KeyValueEntry:
+    def get(self, key: str, revision: int | None = None) -> KeyValueEntry:
         """The latest entry of ``key`` (or the one at ``revision``).
 
         ``KeyNotFoundError`` when there is none (also when ``revision`` belongs to
@@ -185,7 +186,7 @@ class KeyValue:
         ack = self._js.publish(self._put_pre + key, _as_value(value))
         return ack.seq
 
-    def create(self, key: str, value: bytes, ttl: Optional[float] = None) -> int:
+    def create(self, key: str, value: bytes, ttl: float | None = None) -> int:
         """Store ``value`` only if ``key`` has no value (never written, deleted or
         purged); ``KeyExistsError`` otherwise. Returns the new revision.
 
@@ -239,19 +240,19 @@ class KeyValue:
                                    description=f"bucket {self._name!r} does not allow per-key TTLs (create it "
                                                f"with limit_marker_ttl): {exc.description}")
 
-    def delete(self, key: str, last_revision: Optional[int] = None) -> bool:
+    def delete(self, key: str, last_revision: int | None = None) -> bool:
         """Add a delete marker (history stays); with ``last_revision``, only if that is
         still the latest revision (``WrongLastSequenceError`` otherwise). Returns True."""
         return self._marker(key, _DEL_HDRS, last_revision)
 
-    def purge(self, key: str, last_revision: Optional[int] = None, ttl: Optional[float] = None) -> bool:
+    def purge(self, key: str, last_revision: int | None = None, ttl: float | None = None) -> bool:
         """Add a purge marker and remove every earlier revision of ``key`` (conditional
         on ``last_revision`` like :meth:`delete`). Returns True. ``ttl`` (seconds, at
         least 1): the marker itself is removed that long after (a limit marker; the
         bucket needs ``limit_marker_ttl``, else ``MsgTTLDisabledError``)."""
         return self._marker(key, _PURGE_HDRS, last_revision, ttl)
 
-    def _marker(self, key: str, headers: dict, last_revision: Optional[int], ttl: Optional[float] = None) -> bool:
+    def _marker(self, key: str, headers: dict, last_revision: int | None, ttl: float | None = None) -> bool:
         validate_key(key)
         try:
             self._js.publish(self._put_pre + key, b"", headers=headers,
@@ -265,9 +266,9 @@ class KeyValue:
             raise WrongLastSequenceError(code=exc.code, err_code=exc.err_code, description=exc.description) from None
 
     # -- watching --------------------------------------------------------------------
-    def watch(self, keys: Union[str, Sequence[str], None], include_history: bool = False,
+    def watch(self, keys: str | Sequence[str] | None, include_history: bool = False,
                     ignore_deletes: bool = False, meta_only: bool = False, updates_only: bool = False,
-                    resume_from_revision: Optional[int] = None) -> KeyWatcher:
+                    resume_from_revision: int | None = None) -> KeyWatcher:
         """Watch ``keys`` (a key, a pattern with ``*``/``>`` or a list of them).
 
         Without options the watcher yields the latest entry of each matching key, then
@@ -281,14 +282,14 @@ class KeyValue:
                                         resume_from_revision))
 
     def watch_all(self, include_history: bool = False, ignore_deletes: bool = False, meta_only: bool = False,
-                        updates_only: bool = False, resume_from_revision: Optional[int] = None) -> KeyWatcher:
+                        updates_only: bool = False, resume_from_revision: int | None = None) -> KeyWatcher:
         """``watch(">", ...)``: every key of the bucket."""
         return self.watch(">", include_history, ignore_deletes, meta_only, updates_only, resume_from_revision)
 
-    def _initial(self, keys: Any, **options: Any) -> List[KeyValueEntry]:
+    def _initial(self, keys: Any, **options: Any) -> list[KeyValueEntry]:
         """The initial values of a watch (everything up to the ``None`` marker)."""
         w = self.watch(keys, **options)
-        out: List[KeyValueEntry] = []
+        out: list[KeyValueEntry] = []
         try:
             while True:
                 e = w.next(None)
@@ -300,14 +301,14 @@ class KeyValue:
         finally:
             w.stop()
 
-    def keys(self, *filters: Union[str, Sequence[str]]) -> List[str]:
+    def keys(self, *filters: str | Sequence[str]) -> list[str]:
         """Every key that has a value (deleted and purged keys are left out), sorted,
         optionally only those matching ``filters`` (keys or patterns). An empty bucket
         gives an empty list (nats.go raises ``ErrNoKeysFound`` there)."""
         entries = self._initial(_flatten(filters), ignore_deletes=True, meta_only=True)
         return sorted({e.key for e in entries})
 
-    def list_keys(self, *filters: Union[str, Sequence[str]]) -> Iterator[str]:
+    def list_keys(self, *filters: str | Sequence[str]) -> Iterator[str]:
         """Like :meth:`keys` but streamed (``for`` in aio), in stream order,
         without loading every key first; with a bucket written to while it runs a key
         may come twice."""
@@ -323,7 +324,7 @@ class KeyValue:
         finally:
             w.stop()
 
-    def history(self, key: str) -> List[KeyValueEntry]:
+    def history(self, key: str) -> list[KeyValueEntry]:
         """Every stored revision of ``key`` (markers included), oldest first;
         ``KeyNotFoundError`` when there is none."""
         validate_key(key)
@@ -332,13 +333,13 @@ class KeyValue:
             raise key_not_found(key)
         return entries
 
-    def purge_deletes(self, older_than: Optional[float] = 30 * 60) -> None:
+    def purge_deletes(self, older_than: float | None = 30 * 60) -> None:
         """Remove the history of deleted and purged keys. A marker younger than
         ``older_than`` seconds is kept (its older revisions go); older markers go
         too. A negative ``older_than`` removes every marker; 0/None means 30 minutes."""
         entries = self._initial(">")
         markers = [e for e in entries if e.operation is not _PUT]
-        for subject, keep in purge_deletes_plan(markers, self._pre, datetime.now(timezone.utc), older_than):
+        for subject, keep in purge_deletes_plan(markers, self._pre, datetime.now(UTC), older_than):
             self._stream.purge(subject=subject, keep=keep if keep else None)
 
     def status(self) -> KeyValueStatus:
@@ -350,8 +351,8 @@ class KeyValue:
         return KeyValueStatus(info, self._name)
 
 
-def _flatten(filters: Sequence[Any]) -> Optional[List[str]]:
-    out: List[str] = []
+def _flatten(filters: Sequence[Any]) -> list[str] | None:
+    out: list[str] = []
     for f in filters:
         if f is None:
             continue

@@ -12,11 +12,12 @@ stays flat whatever the size) and checks size and SHA-256 at EOF.
 """
 from __future__ import annotations
 
+import builtins
 import io
 import os
 from collections import deque
-from datetime import datetime, timezone
-from typing import Any, Deque, List, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 from .._nuid import NUID
 from ..errors import (
@@ -56,7 +57,7 @@ from . import _prims as prims
 from .buckets import BucketKind
 from .push_core import END, MARKER, PushCore, Watcher, next_raw, started
 
-__all__ = ["ObjectStore", "ObjectResult", "ObjectWatcher"]
+__all__ = ["ObjectResult", "ObjectStore", "ObjectWatcher"]
 
 _ROLLUP = {ROLLUP_HDR: "sub"}
 _nuid = NUID()
@@ -66,7 +67,7 @@ _GET_IDLE_TIMEOUT = 30.0
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class ObjectResult:
@@ -75,7 +76,7 @@ class ObjectResult:
     :class:`ObjectInfo`. Size and SHA-256 are checked when the end is reached:
     ``DigestMismatchError`` instead of the last ``b""``."""
 
-    def __init__(self, info: ObjectInfo, push: Optional[PushCore], timeout: Optional[float] = None) -> None:
+    def __init__(self, info: ObjectInfo, push: PushCore | None, timeout: float | None = None) -> None:
         self.info = info
         self._push = push
         self._timeout = timeout if timeout is not None else _GET_IDLE_TIMEOUT
@@ -131,9 +132,8 @@ class ObjectResult:
             return b"".join(parts)
         if n == 0:
             return b""
-        if self._pos >= len(self._buf):
-            if not self._fill():
-                return b""
+        if self._pos >= len(self._buf) and not self._fill():
+            return b""
         buf, pos = self._buf, self._pos
         if pos == 0 and n >= len(buf):
             self._buf = b""
@@ -152,7 +152,7 @@ class ObjectResult:
     def readall(self) -> bytes:
         return self.read(-1)
 
-    def __iter__(self) -> "ObjectResult":
+    def __iter__(self) -> ObjectResult:
         return self
 
     def __next__(self) -> bytes:
@@ -172,7 +172,7 @@ class ObjectResult:
             self._push.stop()
         self.closed = True
 
-    def __enter__(self) -> "ObjectResult":
+    def __enter__(self) -> ObjectResult:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -183,13 +183,13 @@ class ObjectWatcher(Watcher):
     """Iterate (``for`` in aio) for :class:`ObjectInfo` updates: the current
     objects, then ``None`` exactly once, then every change until :meth:`stop`."""
 
-    def __init__(self, store: "ObjectStore", include_history: bool = False, ignore_deletes: bool = False,
+    def __init__(self, store: ObjectStore, include_history: bool = False, ignore_deletes: bool = False,
                  updates_only: bool = False) -> None:
         policy = "new" if updates_only else ("all" if include_history else "last_per_subject")
         super().__init__(store._js, store._stream_name, [f"$O.{store._name}.M.>"], policy, initial=not updates_only)
         self._ignore_deletes = ignore_deletes
 
-    def _item(self, msg: Any) -> Optional[ObjectInfo]:
+    def _item(self, msg: Any) -> ObjectInfo | None:
         try:
             info = info_from_stored(msg.data, msg.metadata.timestamp)
         except BadObjectMetaError:
@@ -230,7 +230,7 @@ class ObjectStore:
         elif reader is not None and not callable(getattr(reader, "read", None)):
             raise payload_type_error(reader, "reader", "str", "a binary file object")
         try:
-            old: Optional[ObjectInfo] = self.get_info(meta.name, show_deleted=True)
+            old: ObjectInfo | None = self.get_info(meta.name, show_deleted=True)
         except ObjectNotFoundError:
             old = None
         nuid = _nuid.next()
@@ -238,7 +238,7 @@ class ObjectStore:
         js = self._js
         check = DigestCheck()
         chunks = 0
-        window: Deque[Any] = deque()
+        window: deque[Any] = deque()
         limit = publish_window(chunk_size)
         use_async = hasattr(js, "publish_async")
         timeout = js.api.timeout
@@ -289,7 +289,7 @@ class ObjectStore:
         """Store ``data`` encoded as UTF-8."""
         return self.put(name, data.encode("utf-8"))
 
-    def put_file(self, path: Any, name: Optional[str] = None) -> ObjectInfo:
+    def put_file(self, path: Any, name: str | None = None) -> ObjectInfo:
         """Store the file at ``path``, named ``name`` or the path as given."""
         path = os.fspath(path)
         with open(path, "rb") as f:
@@ -311,7 +311,7 @@ class ObjectStore:
             raise ObjectNotFoundError(f"object {name!r} was deleted")
         return info
 
-    def get(self, name: str, show_deleted: bool = False, timeout: Optional[float] = None) -> ObjectResult:
+    def get(self, name: str, show_deleted: bool = False, timeout: float | None = None) -> ObjectResult:
         """A readable stream of the object (links are followed). ``timeout``: seconds a
         read may wait for data (default 30)."""
         info = self.get_info(name, show_deleted)
@@ -417,7 +417,7 @@ class ObjectStore:
         validate_bucket_name(target)
         return self._put_link(name, target, None)
 
-    def _put_link(self, name: str, bucket: str, target: Optional[str]) -> ObjectInfo:
+    def _put_link(self, name: str, bucket: str, target: str | None) -> ObjectInfo:
         try:
             existing = self.get_info(name, show_deleted=True)
         except ObjectNotFoundError:
@@ -442,10 +442,10 @@ class ObjectStore:
         """Watch the bucket's objects (see :class:`ObjectWatcher`)."""
         return started(ObjectWatcher(self, include_history, ignore_deletes, updates_only))
 
-    def list(self, show_deleted: bool = False) -> List[ObjectInfo]:
+    def list(self, show_deleted: bool = False) -> builtins.list[ObjectInfo]:
         """Info of every object (deleted ones too with ``show_deleted``); ``[]`` when none."""
         w = self.watch(ignore_deletes=not show_deleted)
-        out: List[ObjectInfo] = []
+        out: list[ObjectInfo] = []
         try:
             while True:
                 info = w.next(None)

@@ -12,8 +12,9 @@ only adds the sequence check and the recreation.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any
 
 from .._nuid import NUID
 from .._units import format_rfc3339
@@ -36,7 +37,7 @@ _DELETE_TIMEOUT = 2.0
 _nuid = NUID()
 
 
-def start_ordered_consumer(js: Any, stream: str, **options: Any) -> "OrderedConsumer":
+def start_ordered_consumer(js: Any, stream: str, **options: Any) -> OrderedConsumer:
     """An ordered consumer on ``stream`` with its first consumer made (checks the
     stream exists): ``js.ordered_consumer(stream, **options)``."""
     oc = OrderedConsumer(js, stream, **options)
@@ -54,11 +55,11 @@ class OrderedConsumer(Consumer):
     ``OrderedConsumerResetError`` is raised (or reported to ``error_cb``).
     """
 
-    def __init__(self, js: Any, stream: str, filter_subjects: Union[str, Sequence[str], None] = None,
-                 deliver_policy: Any = DeliverPolicy.ALL, opt_start_seq: Optional[int] = None,
-                 opt_start_time: Optional[datetime] = None, replay_policy: Any = ReplayPolicy.INSTANT,
-                 inactive_threshold: Optional[float] = 300.0, headers_only: bool = False,
-                 max_reset_attempts: Optional[int] = None, metadata: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, js: Any, stream: str, filter_subjects: str | Sequence[str] | None = None,
+                 deliver_policy: Any = DeliverPolicy.ALL, opt_start_seq: int | None = None,
+                 opt_start_time: datetime | None = None, replay_policy: Any = ReplayPolicy.INSTANT,
+                 inactive_threshold: float | None = 300.0, headers_only: bool = False,
+                 max_reset_attempts: int | None = None, metadata: dict[str, str] | None = None) -> None:
         self._js = js
         self._link = js.api.link
         self._stream = stream
@@ -66,7 +67,7 @@ class OrderedConsumer(Consumer):
         self._prefix = _nuid.next()
         if isinstance(filter_subjects, str):
             filter_subjects = [filter_subjects]
-        self._filters: List[str] = list(filter_subjects or [])
+        self._filters: list[str] = list(filter_subjects or [])
         validate_filter_subjects(self._filters)
         self._deliver_policy = deliver_policy
         self._opt_start_seq = opt_start_seq
@@ -76,18 +77,18 @@ class OrderedConsumer(Consumer):
         self._headers_only = headers_only
         self._metadata = metadata
         self._max_resets = max_reset_attempts if max_reset_attempts and max_reset_attempts > 0 else None
-        self._current: Optional[Consumer] = None
+        self._current: Consumer | None = None
         self._name = ""
         self._info: Any = None
         self._next_subject = ""
         self._active: Any = None  # the running consume()/messages() context
-        self._batch: Optional[MessageBatch] = None  # the last fetch
+        self._batch: MessageBatch | None = None  # the last fetch
         self._need_reset = False
 
     def __repr__(self) -> str:
         return f"<OrderedConsumer stream={self._stream!r} name={self._name!r}>"
 
-    def _start(self) -> "OrderedConsumer":
+    def _start(self) -> OrderedConsumer:
         """Create the first consumer (checks the stream exists)."""
         self._create()
         return self
@@ -132,7 +133,7 @@ class OrderedConsumer(Consumer):
         except Exception:
             pass  # best effort: it is ephemeral and goes away when inactive
 
-    def _recreate(self, sleep: Optional[Callable[[float], Any]] = None) -> None:
+    def _recreate(self, sleep: Callable[[float], Any] | None = None) -> None:
         """Delete the current consumer (best effort) and create the next one, retrying with
         backoff; ``OrderedConsumerResetError`` after ``max_reset_attempts`` failures, and
         ``StreamNotFoundError`` at once when the stream is gone."""
@@ -158,7 +159,7 @@ class OrderedConsumer(Consumer):
                 raise OrderedConsumerResetError("ordered consumer stopped while resetting")
             delay = min(delay * 2, RESET_DELAY_MAX)
 
-    def _accept(self, msg: Msg) -> Optional[bool]:
+    def _accept(self, msg: Msg) -> bool | None:
         """True: next in order (the cursor moves). False: a gap. None: from an older consumer."""
         f = parse_fields(msg.reply)
         if f[3] != self._name:
@@ -189,17 +190,15 @@ class OrderedConsumer(Consumer):
         self._check_idle()
         b = self._batch
         if b is not None:
-            if abandon(b):
-                self._need_reset = True
-            elif fetch and b.error is not None:
+            if abandon(b) or (fetch and b.error is not None):
                 self._need_reset = True
             self._batch = None
         if self._current is None or self._need_reset:
             self._recreate()
 
-    def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
-                     no_wait: bool, accept: Optional[Callable[[Msg], bool]],
-                     prio: Optional[dict] = None, confirm: bool = False) -> MessageBatch:
+    def _fetch(self, batch: int, max_bytes: int, max_wait: float | None, heartbeat: float | None,
+                     no_wait: bool, accept: Callable[[Msg], bool] | None,
+                     prio: dict | None = None, confirm: bool = False) -> MessageBatch:
         # a lost consumer is recreated, not reported: the fetch is confirmed (a 503 before
         # the PONG), then pulled again from a new consumer; a lost stream raises
         self._prepare(fetch=True)
@@ -214,11 +213,11 @@ class OrderedConsumer(Consumer):
         self._batch = mb
         return mb
 
-    def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None) -> Msg:  # type: ignore[override]
+    def next(self, timeout: float = 30.0, heartbeat: float | None = None) -> Msg:  # type: ignore[override]
         """The next message in order; ``TimeoutError`` when none arrives within ``timeout``.
         A gap or a lost consumer is repaired (recreated) within the same ``timeout``."""
         deadline = prims.monotonic() + timeout
-        last: Optional[BaseException] = None
+        last: BaseException | None = None
         while True:
             remaining = deadline - prims.monotonic()
             if remaining <= 0:

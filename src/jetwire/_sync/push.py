@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Callable, Dict, Optional
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import (
     ConnectionClosedError,
@@ -42,18 +43,18 @@ _isawaitable = inspect.isawaitable
 # js.subscribe / js.subscribe_bind
 
 
-def _lookup(js: Any, stream: str, name: str) -> Optional[ConsumerInfo]:
+def _lookup(js: Any, stream: str, name: str) -> ConsumerInfo | None:
     try:
         return js.consumer_info(stream, name)
     except ConsumerNotFoundError:
         return None
 
 
-def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[Callable[[Msg], Any]] = None,
-                    durable: Optional[str] = None, stream: Optional[str] = None, config: Any = None,
+def subscribe(js: Any, subject: str, queue: str | None = None, cb: Callable[[Msg], Any] | None = None,
+                    durable: str | None = None, stream: str | None = None, config: Any = None,
                     manual_ack: bool = False, ordered_consumer: bool = False,
-                    idle_heartbeat: Optional[float] = None, flow_control: bool = False,
-                    deliver_subject: Optional[str] = None, skip_consumer_lookup: bool = False) -> "PushSubscription":
+                    idle_heartbeat: float | None = None, flow_control: bool = False,
+                    deliver_subject: str | None = None, skip_consumer_lookup: bool = False) -> PushSubscription:
     """Subscribe to ``subject`` through a push consumer (see :meth:`JetStream.subscribe`)."""
     link = js.api.link
     cfg = config_from_kwargs(ConsumerConfig, config)
@@ -89,7 +90,7 @@ def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[C
         started(ps)
         return ps
 
-    info: Optional[ConsumerInfo] = None
+    info: ConsumerInfo | None = None
     if durable and not skip_consumer_lookup:
         info = _lookup(js, stream, durable)
     if info is None:
@@ -128,8 +129,8 @@ def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[C
     return _bind(js, stream, info, subject, queue, cb, manual_ack)
 
 
-def subscribe_bind(js: Any, stream: str, consumer: str, cb: Optional[Callable[[Msg], Any]] = None,
-                         queue: Optional[str] = None, manual_ack: bool = False) -> "PushSubscription":
+def subscribe_bind(js: Any, stream: str, consumer: str, cb: Callable[[Msg], Any] | None = None,
+                         queue: str | None = None, manual_ack: bool = False) -> PushSubscription:
     """Bind to the existing push consumer ``consumer`` of ``stream``."""
     info = _lookup(js, stream, consumer)
     if info is None:
@@ -138,8 +139,8 @@ def subscribe_bind(js: Any, stream: str, consumer: str, cb: Optional[Callable[[M
     return _bind(js, stream, info, subject, queue or info.config.deliver_group, cb, manual_ack)
 
 
-def _bind(js: Any, stream: str, info: ConsumerInfo, subject: str, queue: Optional[str],
-                cb: Optional[Callable[[Msg], Any]], manual_ack: bool) -> "PushSubscription":
+def _bind(js: Any, stream: str, info: ConsumerInfo, subject: str, queue: str | None,
+                cb: Callable[[Msg], Any] | None, manual_ack: bool) -> PushSubscription:
     ccfg = info.config
     if not ccfg.deliver_subject:
         raise JetStreamError(f"consumer {info.name!r} is pull based: use consumer.fetch()/consume()")
@@ -171,8 +172,8 @@ class PushSubscription(PushCore):
 
     _report_status = True
 
-    def __init__(self, js: Any, stream: str, subject: str, queue: Optional[str], cb: Optional[Callable[[Msg], Any]],
-                 manual_ack: bool, ack_none: bool, heartbeat: float, spec: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, js: Any, stream: str, subject: str, queue: str | None, cb: Callable[[Msg], Any] | None,
+                 manual_ack: bool, ack_none: bool, heartbeat: float, spec: dict[str, Any] | None = None) -> None:
         super().__init__(js, stream, heartbeat, spec, marker=False)
         self.subject = subject
         self.queue = queue
@@ -189,7 +190,7 @@ class PushSubscription(PushCore):
             self._task = prims.spawn(self._run, name="jetwire-push")
 
     # -- user side -------------------------------------------------------------------
-    def next_msg(self, timeout: Optional[float] = 1.0) -> Msg:
+    def next_msg(self, timeout: float | None = 1.0) -> Msg:
         """The next message; ``TimeoutError`` after ``timeout`` seconds (None waits forever)."""
         if self._cb is not None:
             raise NatsError("next_msg() is not available on a subscription with a callback")
@@ -239,7 +240,7 @@ class PushSubscription(PushCore):
         self._queue.clear()
         self._delete_if_created()
 
-    def drain(self, timeout: Optional[float] = None) -> None:
+    def drain(self, timeout: float | None = None) -> None:
         """Stop receiving, let buffered messages be handled, then unsubscribe."""
         if self._closed:
             return
@@ -279,4 +280,4 @@ class PushSubscription(PushCore):
         return not self._closed
 
 
-__all__ = ["subscribe", "subscribe_bind", "PushSubscription"]
+__all__ = ["PushSubscription", "subscribe", "subscribe_bind"]

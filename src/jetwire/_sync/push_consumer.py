@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .. import _impl
 from ..errors import BadSubjectError, ConsumerDeletedError, InvalidOptionError, JetStreamError
@@ -68,7 +69,7 @@ class PushConsumer:
         self._stream = stream
         self._name = info.name
         self._info = info
-        self._ctx: Optional[PushConsumeContext] = None
+        self._ctx: PushConsumeContext | None = None
 
     @property
     def name(self) -> str:
@@ -90,7 +91,7 @@ class PushConsumer:
     def __repr__(self) -> str:
         return f"<PushConsumer stream={self._stream!r} name={self._name!r}>"
 
-    def consume(self, cb: Callable[[Msg], Any], error_cb: Optional[Callable[..., Any]] = None) -> "PushConsumeContext":
+    def consume(self, cb: Callable[[Msg], Any], error_cb: Callable[..., Any] | None = None) -> PushConsumeContext:
         """Call ``cb(msg)`` (plain or, in aio, a coroutine function) for every message
         delivered, one at a time and in order; ``cb`` acknowledges. ``error_cb(err)`` or
         ``error_cb(ctx, err)`` hears about missed heartbeats (``NoHeartbeatError``),
@@ -114,7 +115,7 @@ class PushConsumeContext(PushCore):
     """A running push ``consume()``: ``stop()``, ``drain()``, ``closed()``,
     ``is_closed``, ``delivered``."""
 
-    def __init__(self, owner: PushConsumer, cb: Callable[[Msg], Any], error_cb: Optional[Callable[..., Any]]) -> None:
+    def __init__(self, owner: PushConsumer, cb: Callable[[Msg], Any], error_cb: Callable[..., Any] | None) -> None:
         info = owner.cached_info()
         super().__init__(owner._js, owner.stream, info.config.idle_heartbeat or 0.0, None, marker=False)
         self._owner = owner
@@ -179,7 +180,7 @@ class PushConsumeContext(PushCore):
         self._halt()
         self._queue.clear()
 
-    def drain(self, timeout: Optional[float] = None) -> None:
+    def drain(self, timeout: float | None = None) -> None:
         """Stop receiving, hand what is buffered to the callback, then close (waits for
         that, at most ``timeout`` seconds)."""
         if not self._closed and not self._draining:
@@ -190,7 +191,7 @@ class PushConsumeContext(PushCore):
             self._signal.set()
         prims.join(self._task, timeout)
 
-    def closed(self, timeout: Optional[float] = None) -> bool:
+    def closed(self, timeout: float | None = None) -> bool:
         """Wait until consuming ended (stopped, drained, the consumer deleted); False if
         still running after ``timeout`` seconds."""
         return prims.join(self._task, timeout)
@@ -210,4 +211,4 @@ class PushConsumeContext(PushCore):
         return self._state.taken
 
 
-__all__ = ["PushConsumer", "PushConsumeContext", "push_config", "check_push"]
+__all__ = ["PushConsumeContext", "PushConsumer", "check_push", "push_config"]

@@ -6,7 +6,8 @@ import functools
 import inspect
 import weakref
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import TimeoutError as NatsTimeoutError
 
@@ -15,14 +16,14 @@ _ref = weakref.ref
 Future = asyncio.Future
 
 
-def new_future() -> "asyncio.Future[Any]":
+def new_future() -> asyncio.Future[Any]:
     return asyncio.get_running_loop().create_future()
 
 
 new_waiter = new_future  # a future for exactly one waiter (the blocking flavour's is lighter)
 
 
-def future_maker(cls: Any = None) -> Callable[[], "asyncio.Future[Any]"]:
+def future_maker(cls: Any = None) -> Callable[[], asyncio.Future[Any]]:
     """A function making futures (of class ``cls``, an ``asyncio.Future``, if given) of
     the running loop: ``new_future`` without looking the loop up per call (which costs a
     ``getpid`` system call). Call it from the loop the futures are for."""
@@ -43,15 +44,15 @@ class _Deadlines:
     The weak reference keeps nothing alive: a future answered and dropped costs nothing
     more."""
 
-    __slots__ = ("loop", "queues", "handle", "armed_at")
+    __slots__ = ("armed_at", "handle", "loop", "queues")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.queues: Dict[float, Deque[Tuple[float, Any]]] = {}
-        self.handle: Optional[asyncio.TimerHandle] = None
+        self.queues: dict[float, deque[tuple[float, Any]]] = {}
+        self.handle: asyncio.TimerHandle | None = None
         self.armed_at = _INF
 
-    def add(self, timeout: float, fut: "asyncio.Future[Any]") -> None:
+    def add(self, timeout: float, fut: asyncio.Future[Any]) -> None:
         q = self.queues.get(timeout)
         if q is None:
             q = self.queues[timeout] = deque()
@@ -87,7 +88,7 @@ class _Deadlines:
 _INF = float("inf")
 
 
-async def wait_future(fut: "asyncio.Future[Any]", timeout: Optional[float]) -> Any:
+async def wait_future(fut: asyncio.Future[Any], timeout: float | None) -> Any:
     """Wait for ``fut``; on timeout raise jetwire's TimeoutError (the future is failed, not cancelled)."""
     if timeout is None or fut.done():
         return await fut
@@ -104,12 +105,12 @@ class Signal:
     """A level-triggered wake-up flag for one waiter at a time (the loop of its first
     ``wait`` is kept: one loop waits on a signal)."""
 
-    __slots__ = ("_flag", "_waiter", "_loop")
+    __slots__ = ("_flag", "_loop", "_waiter")
 
     def __init__(self) -> None:
         self._flag = False
-        self._waiter: Optional[asyncio.Future[Any]] = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._waiter: asyncio.Future[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def set(self) -> None:
         if self._flag:  # up already: its waiter (if any) was woken when it went up
@@ -125,7 +126,7 @@ class Signal:
     def is_set(self) -> bool:
         return self._flag
 
-    async def wait(self, timeout: Optional[float] = None) -> bool:
+    async def wait(self, timeout: float | None = None) -> bool:
         if self._flag:
             return True
         if timeout is not None and timeout <= 0:
@@ -146,7 +147,7 @@ class Signal:
             self._waiter = None
 
 
-def _false(fut: "asyncio.Future[Any]") -> None:
+def _false(fut: asyncio.Future[Any]) -> None:
     if not fut.done():
         fut.set_result(False)
 
@@ -186,19 +187,19 @@ async def sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-def spawn(fn: Callable[..., Any], *args: Any, name: Optional[str] = None) -> "asyncio.Task[Any]":
+def spawn(fn: Callable[..., Any], *args: Any, name: str | None = None) -> asyncio.Task[Any]:
     """Run ``fn(*args)`` (a coroutine function) concurrently."""
     return asyncio.get_running_loop().create_task(fn(*args), name=name)
 
 
-async def join(task: Any, timeout: Optional[float] = None) -> bool:
+async def join(task: Any, timeout: float | None = None) -> bool:
     """Wait for a spawned task to finish; False on timeout."""
     if task is None or task is asyncio.current_task():
         return True
     try:
         await asyncio.wait_for(asyncio.shield(task), timeout)
         return True
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     except asyncio.CancelledError:
         if task.cancelled():
@@ -242,7 +243,7 @@ async def _finish(rest: _Rest) -> Any:
     return await rest
 
 
-def eager_start(coro: Any) -> Optional["asyncio.Task[Any]"]:
+def eager_start(coro: Any) -> asyncio.Task[Any] | None:
     """Run ``coro`` now, on the caller's stack, up to its first wait (as Python 3.12's eager
     tasks do): None when it finished there (what it raised is raised here), else a task
     that runs the rest. Until that first wait ``asyncio.current_task()`` is the caller's."""
@@ -273,13 +274,13 @@ def monotonic() -> float:
 class _Repeat:
     """``fn()`` every ``interval`` seconds on the loop until cancelled."""
 
-    __slots__ = ("_interval", "_fn", "_loop", "_handle")
+    __slots__ = ("_fn", "_handle", "_interval", "_loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, interval: float, fn: Callable[[], Any]) -> None:
         self._interval = interval
         self._fn = fn
         self._loop = loop
-        self._handle: Optional[asyncio.TimerHandle] = loop.call_later(interval, self._fire)
+        self._handle: asyncio.TimerHandle | None = loop.call_later(interval, self._fire)
 
     def _fire(self) -> None:
         self._handle = self._loop.call_later(self._interval, self._fire)
@@ -300,7 +301,7 @@ class Scheduler:
     the blocking flavour's timer thread (none here)."""
 
     def __init__(self, on_error: Callable[[BaseException], None],
-                 on_timer_thread: Optional[Callable[[], None]] = None) -> None:
+                 on_timer_thread: Callable[[], None] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
         self._on_error = on_error
 

@@ -6,7 +6,8 @@ import inspect
 import ssl
 import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional, Sized
+from collections.abc import Callable, Sized
+from typing import Any
 
 from .. import _impl
 from ..connection.core import tls_state
@@ -22,15 +23,15 @@ _ALPHA = 0.125  # Spinner: weight of each new reply time in the moving average
 
 class _Proto(asyncio.Protocol):
     def __init__(self) -> None:
-        self.transport: Optional[asyncio.Transport] = None
+        self.transport: asyncio.Transport | None = None
         self.head = bytearray()
-        self.head_fut: Optional[asyncio.Future[None]] = None
-        self.on_data: Optional[Callable[[bytes], None]] = None
-        self.on_lost: Optional[Callable[[Optional[BaseException]], None]] = None
+        self.head_fut: asyncio.Future[None] | None = None
+        self.on_data: Callable[[bytes], None] | None = None
+        self.on_lost: Callable[[BaseException | None], None] | None = None
         self.paused = False
-        self.resume_fut: Optional[asyncio.Future[None]] = None
+        self.resume_fut: asyncio.Future[None] | None = None
         self.lost = False
-        self.on_flow: Optional[Callable[[bool], None]] = None  # told of pause/resume_writing
+        self.on_flow: Callable[[bool], None] | None = None  # told of pause/resume_writing
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
@@ -42,11 +43,10 @@ class _Proto(asyncio.Protocol):
             return
         self.head += data
         fut = self.head_fut
-        if fut is not None and not fut.done():
-            if b"\r\n" in self.head or len(self.head) > _INFO_LIMIT:
-                fut.set_result(None)
+        if fut is not None and not fut.done() and (b"\r\n" in self.head or len(self.head) > _INFO_LIMIT):
+            fut.set_result(None)
 
-    def connection_lost(self, exc: Optional[BaseException]) -> None:
+    def connection_lost(self, exc: BaseException | None) -> None:
         self.lost = True
         fut = self.head_fut
         if fut is not None and not fut.done():
@@ -77,15 +77,15 @@ class Transport:
     timeout)`` (plain or coroutine function) dials instead of the default: it returns a
     connected socket (e.g. through a proxy)."""
 
-    def __init__(self, socket_factory: Optional[Callable[..., Any]] = None) -> None:
+    def __init__(self, socket_factory: Callable[..., Any] | None = None) -> None:
         self._socket_factory = socket_factory
         self._proto = _Proto()
-        self._tr: Optional[asyncio.Transport] = None
+        self._tr: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self.closed = False
 
-    async def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
-                   tls_first: bool, tls_hostname: Optional[str],
+    async def open(self, host: str, port: int, timeout: float, tls: ssl.SSLContext | None,
+                   tls_first: bool, tls_hostname: str | None,
                    need_tls: Callable[[bytes], bool]) -> bytes:
         """Connect and return the server's first line (INFO ...\\r\\n) plus anything after it."""
         loop = self._loop
@@ -113,13 +113,13 @@ class Transport:
             self.close()
             raise
 
-    async def _dial(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
-                    tls_hostname: Optional[str]) -> asyncio.Transport:
+    async def _dial(self, host: str, port: int, timeout: float, tls: ssl.SSLContext | None,
+                    tls_hostname: str | None) -> asyncio.Transport:
         """Open the socket (TLS at once when ``tls`` is given); what arrives goes to the
         protocol (``_proto``)."""
         loop = self._loop
         proto = self._proto
-        where: Dict[str, Any] = {"host": host, "port": port}
+        where: dict[str, Any] = {"host": host, "port": port}
         if self._socket_factory is not None:
             r = self._socket_factory(host, port, timeout)
             sock = await r if inspect.isawaitable(r) else r
@@ -133,7 +133,7 @@ class Transport:
         self._tr = tr
         return tr
 
-    def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[Optional[BaseException]], None],
+    def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[BaseException | None], None],
               rest: bytes) -> None:
         proto = self._proto
         proto.on_data = on_data
@@ -149,7 +149,7 @@ class Transport:
             raise ConnectionError("not connected")
         tr.write(data)
 
-    def drained(self) -> "asyncio.Future[None]":
+    def drained(self) -> asyncio.Future[None]:
         """A future done once writing resumes (at once when it is not paused)."""
         proto = self._proto
         fut = proto.resume_fut
@@ -185,14 +185,14 @@ class Transport:
         return self._proto.paused
 
     @property
-    def tls_info(self) -> Optional[Dict[str, Any]]:
+    def tls_info(self) -> dict[str, Any] | None:
         """The TLS session (``connection.core.tls_state``), None without TLS."""
         tr = self._tr
         if tr is None or self.closed:
             return None
         return tls_state(tr.get_extra_info("ssl_object"))
 
-    def set_flow_cb(self, cb: Optional[Callable[[bool], None]]) -> None:
+    def set_flow_cb(self, cb: Callable[[bool], None] | None) -> None:
         """``cb(True)`` when writing pauses (the transport's buffer is full), ``cb(False)`` on resume."""
         self._proto.on_flow = cb
 
@@ -226,24 +226,24 @@ class Writer:
     into a full transport takes the slow path (which waits for the drain).
     """
 
-    def __init__(self, core: Any, write_timeout: Optional[float] = None,
-                 on_stuck: Optional[Callable[[BaseException], None]] = None) -> None:
+    def __init__(self, core: Any, write_timeout: float | None = None,
+                 on_stuck: Callable[[BaseException], None] | None = None) -> None:
         self.core = core
         self.outbox = outbox = core.outbox
-        self.tr: Optional[Transport] = None
+        self.tr: Transport | None = None
         self.pending = False
         self.loop = asyncio.get_running_loop()
         self.lock = NO_LOCK
         # a transport that stays paused (the peer reads nothing) this long fails the connection
         self.write_timeout = write_timeout
         self.on_stuck = on_stuck
-        self._stuck_timer: Optional[asyncio.TimerHandle] = None
+        self._stuck_timer: asyncio.TimerHandle | None = None
         outbox.threshold = FLUSH_THRESHOLD
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
         outbox.lock = None  # one thread: nothing to guard
 
-    def set_transport(self, tr: Optional[Transport]) -> None:
+    def set_transport(self, tr: Transport | None) -> None:
         old = self.tr
         if old is not None and old is not tr:
             old.set_flow_cb(None)
@@ -266,7 +266,7 @@ class Writer:
         if paused and self.write_timeout and self.on_stuck is not None:
             self._stuck_timer = self.loop.call_later(self.write_timeout, self._stuck, self.tr)
 
-    def _stuck(self, tr: Optional[Transport]) -> None:
+    def _stuck(self, tr: Transport | None) -> None:
         self._stuck_timer = None
         if tr is not None and tr is self.tr and tr.write_paused and self.on_stuck is not None:
             from ..errors import TimeoutError as NatsTimeoutError
@@ -287,7 +287,7 @@ class Writer:
         self.pending = False
         self.flush_now()
 
-    def flush_now(self, timeout: Optional[float] = None) -> None:
+    def flush_now(self, timeout: float | None = None) -> None:
         """Write what is queued to the transport (which never blocks: ``timeout`` is for
         the blocking flavour)."""
         tr = self.tr
@@ -358,18 +358,18 @@ class Spinner:
     ALPHA = _ALPHA
     REMEMBER = 1024  # send times kept at most (requests that time out leave theirs)
 
-    __slots__ = ("budget", "cap", "outstanding", "pongs", "avg", "sent", "until", "running", "_loop")
+    __slots__ = ("_loop", "avg", "budget", "cap", "outstanding", "pongs", "running", "sent", "until")
 
-    def __init__(self, budget: float, outstanding: Dict[str, Any], pongs: Sized = ()) -> None:
+    def __init__(self, budget: float, outstanding: dict[str, Any], pongs: Sized = ()) -> None:
         self.budget = budget
         self.cap = 4 * budget  # the largest reply-time sample counted
         self.outstanding = outstanding  # token -> future of the requests awaiting replies
         self.pongs = pongs  # the PINGs awaiting their PONG (flush, rtt, the ping timer's)
         self.avg = 0.0  # moving average of reply times (0: none seen yet)
-        self.sent: Deque[float] = deque(maxlen=self.REMEMBER)  # send times, oldest first
+        self.sent: deque[float] = deque(maxlen=self.REMEMBER)  # send times, oldest first
         self.until = 0.0
         self.running = False
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def should_spin(self) -> bool:
         """Replies usually come within the budget (or none has been seen yet)."""

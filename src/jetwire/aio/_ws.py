@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import Any, Callable, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from ..connection.ws import WsAdapter
 from ..errors import ProtocolError
@@ -19,14 +20,14 @@ class WsTransport(Transport):
     masked binary frame (permessage-deflate when ``compression`` is asked and the server
     agrees)."""
 
-    def __init__(self, socket_factory: Optional[Callable[..., Any]] = None, path: str = "/",
-                 compression: bool = False, headers: Optional[List[Tuple[bytes, bytes]]] = None) -> None:
+    def __init__(self, socket_factory: Callable[..., Any] | None = None, path: str = "/",
+                 compression: bool = False, headers: list[tuple[bytes, bytes]] | None = None) -> None:
         super().__init__(socket_factory)
         self._path = path
         self._compression = compression
         self._headers = headers  # extra header lines of the upgrade request (ws_headers)
-        self._ws: Optional[WsAdapter] = None
-        self._user_on_data: Optional[Callable[[bytes], None]] = None
+        self._ws: WsAdapter | None = None
+        self._user_on_data: Callable[[bytes], None] | None = None
         self._pending = bytearray()  # NATS bytes read before start()
 
     @property
@@ -34,8 +35,8 @@ class WsTransport(Transport):
         """permessage-deflate is in use."""
         return self._ws is not None and self._ws.compressed
 
-    async def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
-                   tls_first: bool, tls_hostname: Optional[str],
+    async def open(self, host: str, port: int, timeout: float, tls: ssl.SSLContext | None,
+                   tls_first: bool, tls_hostname: str | None,
                    need_tls: Callable[[bytes], bool]) -> bytes:
         """Connect (TLS first when ``tls`` is given), upgrade to WebSocket and return the
         first NATS bytes (INFO ...\\r\\n and anything after it)."""
@@ -93,7 +94,7 @@ class WsTransport(Transport):
         if ws.peer_closed is not None:
             self._fail(ws.closed_error())
 
-    def _fail(self, exc: Optional[BaseException]) -> None:
+    def _fail(self, exc: BaseException | None) -> None:
         """The WebSocket is done (CLOSE from the server, bad framing): drop the socket;
         ``on_lost`` (or ``open``) learns why."""
         proto = self._proto
@@ -109,7 +110,7 @@ class WsTransport(Transport):
             proto.lost = True
             on_lost(exc)
 
-    def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[Optional[BaseException]], None],
+    def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[BaseException | None], None],
               rest: bytes) -> None:
         proto = self._proto
         self._user_on_data = on_data

@@ -3,7 +3,7 @@ generated from it). ``js.atomic_batch()`` makes an :class:`AtomicBatch`; the hea
 the reading of the answer are ``jetwire/jetstream/batch.py``."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from .. import _impl
 from ..errors import AtomicBatchError, NoRespondersError, NoStreamResponseError, TimeoutError
@@ -64,10 +64,10 @@ class AtomicBatch:
         if self._closed:
             raise AtomicBatchError(description="the batch was already committed or discarded", batch_id=self._id)
 
-    def add(self, subject: str, data: bytes = b"", headers: Any = None, *, msg_id: Optional[str] = None,
-            expected_stream: Optional[str] = None, expected_last_seq: Optional[int] = None,
-            expected_last_subject_seq: Optional[int] = None,
-            expected_last_subject_seq_subject: Optional[str] = None, ttl: Any = None) -> Any:
+    def add(self, subject: str, data: bytes = b"", headers: Any = None, *, msg_id: str | None = None,
+            expected_stream: str | None = None, expected_last_seq: int | None = None,
+            expected_last_subject_seq: int | None = None,
+            expected_last_subject_seq_subject: str | None = None, ttl: Any = None) -> Any:
         """Add a message to the batch: sent now, stored only by a successful commit.
         The options are :meth:`JetStream.publish`'s (checked here, before anything is
         sent). In ``jetwire.aio`` the result is an awaitable, already done unless the
@@ -80,11 +80,11 @@ class AtomicBatch:
         self._seq += 1
         return r
 
-    async def commit(self, subject: str, data: bytes = b"", headers: Any = None, *, msg_id: Optional[str] = None,
-                     expected_stream: Optional[str] = None, expected_last_seq: Optional[int] = None,
-                     expected_last_subject_seq: Optional[int] = None,
-                     expected_last_subject_seq_subject: Optional[str] = None, ttl: Any = None,
-                     timeout: Optional[float] = None) -> BatchAck:
+    async def commit(self, subject: str, data: bytes = b"", headers: Any = None, *, msg_id: str | None = None,
+                     expected_stream: str | None = None, expected_last_seq: int | None = None,
+                     expected_last_subject_seq: int | None = None,
+                     expected_last_subject_seq_subject: str | None = None, ttl: Any = None,
+                     timeout: float | None = None) -> BatchAck:
         """Send the batch's last message and commit: the ``BatchAck`` once the server
         stored the whole batch, ``AtomicBatchError`` when it stored nothing (see the
         class), ``TimeoutError`` when no answer came within ``timeout`` (default: the

@@ -10,7 +10,8 @@ what a bound stream must look like. ``kv.py`` and ``objects.py`` each define one
 """
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Callable, Generic, Mapping, Optional, Type, TypeVar
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Generic, TypeVar
 
 from ..errors import BucketNotFoundError, StreamNotFoundError
 from ..jetstream._json import config_from_kwargs
@@ -32,10 +33,10 @@ class BucketKind(Generic[H]):
     handle; ``status(info, bucket)``: its status; ``check(info, bucket)``: raises when a
     stream of the right name is no bucket of this kind."""
 
-    def __init__(self, stream_prefix: str, list_subject: str, config_cls: Type[Any],
+    def __init__(self, stream_prefix: str, list_subject: str, config_cls: type[Any],
                  stream_config: Callable[[Any, Any], Any], handle: Callable[[Any, Any, str], H],
                  status: Callable[[StreamInfo, str], Any],
-                 check: Optional[Callable[[StreamInfo, str], None]] = None) -> None:
+                 check: Callable[[StreamInfo, str], None] | None = None) -> None:
         self.stream_prefix = stream_prefix
         self.list_subject = list_subject
         self.config_cls = config_cls

@@ -15,7 +15,8 @@ import inspect
 import logging
 import time
 from collections import deque
-from typing import Any, Callable, Deque, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 from .. import _impl
 from ..errors import (
@@ -105,13 +106,31 @@ class MessageBatch:
     before it: never an empty batch that ends silently.
     """
 
-    __slots__ = ("_link", "_q", "_signal", "_sub", "_batch", "_max_bytes", "_count", "_bytes", "_done",
-                 "error", "_seen", "_deadline", "_hb", "_accept", "_owner", "_where", "_pins", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_accept",
+        "_batch",
+        "_bytes",
+        "_count",
+        "_deadline",
+        "_done",
+        "_hb",
+        "_link",
+        "_max_bytes",
+        "_owner",
+        "_pins",
+        "_q",
+        "_seen",
+        "_signal",
+        "_sub",
+        "_where",
+        "error",
+    )
 
     def __init__(self, link: Any, batch: int, max_bytes: int, timeout: float, heartbeat: float,
-                 accept: Optional[Callable[[Msg], bool]] = None, where: str = "") -> None:
+                 accept: Callable[[Msg], bool] | None = None, where: str = "") -> None:
         self._link = link
-        self._q: Deque[Msg] = deque()
+        self._q: deque[Msg] = deque()
         self._signal = prims.Signal()
         self._sub: Any = None
         self._batch = batch
@@ -119,7 +138,7 @@ class MessageBatch:
         self._count = 0
         self._bytes = 0
         self._done = False
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self._seen = 0
         now = _monotonic()
         self._deadline = now + timeout
@@ -128,10 +147,10 @@ class MessageBatch:
         # the consumer handle of a plain pull (None: ordered): after a 503 (nobody took the
         # pull) it tells a vanished consumer/stream from JetStream being away, and iteration
         # raises what is gone
-        self._owner: Optional[Consumer] = None
+        self._owner: Consumer | None = None
         self._where = where  # "consumer 'C' of stream 'S'", for error messages
         # the consumer handle keeping the pin id (pulls of a priority group), else None
-        self._pins: Optional[Consumer] = None
+        self._pins: Consumer | None = None
 
     def __repr__(self) -> str:
         return f"<MessageBatch received={self._count} done={self._done} error={self.error!r}>"
@@ -171,7 +190,7 @@ class MessageBatch:
             return
         self._signal.set()
 
-    def _finish(self, err: Optional[BaseException]) -> None:
+    def _finish(self, err: BaseException | None) -> None:
         if self._done:
             return
         if err is not None and self.error is None:
@@ -183,7 +202,7 @@ class MessageBatch:
         self._signal.set()
 
     # -- user side -------------------------------------------------------------------
-    def __aiter__(self) -> "MessageBatch":
+    def __aiter__(self) -> MessageBatch:
         return self
 
     async def __anext__(self) -> Msg:
@@ -289,7 +308,7 @@ class Consumer:
         self._next_subject = f"{js.api.prefix}.CONSUMER.MSG.NEXT.{stream}.{self._name}"
         self._where = f"consumer {self._name!r} of stream {stream!r}"
         self._pin_lock = prims.write_lock()  # the reader notes pin ids, pulls read them
-        self._pin_id: Optional[str] = None
+        self._pin_id: str | None = None
 
     @property
     def name(self) -> str:
@@ -313,12 +332,12 @@ class Consumer:
     def __repr__(self) -> str:
         return f"<Consumer stream={self._stream!r} name={self._name!r}>"
 
-    def _target(self) -> "Consumer":
+    def _target(self) -> Consumer:
         return self
 
     # -- priority groups -------------------------------------------------------------
     @property
-    def pin_id(self) -> Optional[str]:
+    def pin_id(self) -> str | None:
         """The pin id of a ``pinned_client`` priority group this handle holds (from the
         ``Nats-Pin-Id`` header of what it was delivered), sent with every pull; None
         when not pinned."""
@@ -337,16 +356,16 @@ class Consumer:
         with self._pin_lock:
             self._pin_id = None
 
-    def _priority(self, group: Optional[str], min_pending: Optional[int], min_ack_pending: Optional[int],
-                  priority: Optional[int]) -> Optional[dict]:
+    def _priority(self, group: str | None, min_pending: int | None, min_ack_pending: int | None,
+                  priority: int | None) -> dict | None:
         """The checked priority-group fields of a pull (None for a consumer without groups)."""
         return priority_fields(self.cached_info().config.priority_groups, group, min_pending, min_ack_pending,
                                priority)
 
     # -- one-off pulls ---------------------------------------------------------------
-    async def fetch(self, batch: int, max_wait: float = 30.0, heartbeat: Optional[float] = None,
-                    group: Optional[str] = None, min_pending: Optional[int] = None,
-                    min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> MessageBatch:
+    async def fetch(self, batch: int, max_wait: float = 30.0, heartbeat: float | None = None,
+                    group: str | None = None, min_pending: int | None = None,
+                    min_ack_pending: int | None = None, priority: int | None = None) -> MessageBatch:
         """Pull up to ``batch`` messages, waiting at most ``max_wait`` seconds for them.
 
         Returns at once with a :class:`MessageBatch` that yields messages as they arrive.
@@ -364,9 +383,9 @@ class Consumer:
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         return await self._fetch(batch, 0, max_wait, heartbeat, False, None, prio, True)
 
-    async def fetch_bytes(self, max_bytes: int, max_wait: float = 30.0, heartbeat: Optional[float] = None,
-                          group: Optional[str] = None, min_pending: Optional[int] = None,
-                          min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> MessageBatch:
+    async def fetch_bytes(self, max_bytes: int, max_wait: float = 30.0, heartbeat: float | None = None,
+                          group: str | None = None, min_pending: int | None = None,
+                          min_ack_pending: int | None = None, priority: int | None = None) -> MessageBatch:
         """Pull messages until about ``max_bytes`` (subject + reply + headers + data) arrived
         (priority-group options and errors as :meth:`fetch`)."""
         if max_bytes <= 0:
@@ -374,16 +393,16 @@ class Consumer:
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         return await self._fetch(BATCH_BYTES_ONLY, max_bytes, max_wait, heartbeat, False, None, prio, True)
 
-    async def fetch_no_wait(self, batch: int, group: Optional[str] = None, min_pending: Optional[int] = None,
-                            min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> MessageBatch:
+    async def fetch_no_wait(self, batch: int, group: str | None = None, min_pending: int | None = None,
+                            min_ack_pending: int | None = None, priority: int | None = None) -> MessageBatch:
         """Pull up to ``batch`` messages that are available now; an empty stream ends at once
         (priority-group options and errors as :meth:`fetch`)."""
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         return await self._fetch(batch, 0, None, None, True, None, prio, True)
 
-    async def _fetch(self, batch: int, max_bytes: int, max_wait: Optional[float], heartbeat: Optional[float],
-                     no_wait: bool, accept: Optional[Callable[[Msg], bool]],
-                     prio: Optional[dict] = None, confirm: bool = False) -> MessageBatch:
+    async def _fetch(self, batch: int, max_bytes: int, max_wait: float | None, heartbeat: float | None,
+                     no_wait: bool, accept: Callable[[Msg], bool] | None,
+                     prio: dict | None = None, confirm: bool = False) -> MessageBatch:
         if batch < 1:
             raise ValueError("batch must be at least 1")
         pin = self.pin_id if prio is not None else None
@@ -456,9 +475,9 @@ class Consumer:
             return err
         return err
 
-    async def next(self, timeout: float = 30.0, heartbeat: Optional[float] = None, group: Optional[str] = None,
-                   min_pending: Optional[int] = None, min_ack_pending: Optional[int] = None,
-                   priority: Optional[int] = None) -> Msg:
+    async def next(self, timeout: float = 30.0, heartbeat: float | None = None, group: str | None = None,
+                   min_pending: int | None = None, min_ack_pending: int | None = None,
+                   priority: int | None = None) -> Msg:
         """The next message; ``TimeoutError`` when none arrives within ``timeout`` seconds
         (priority-group options as :meth:`fetch`); ``ConsumerNotFoundError``,
         ``ConsumerDeletedError`` or ``StreamNotFoundError`` when the consumer or its
@@ -472,13 +491,13 @@ class Consumer:
         raise TimeoutError(f"no message from consumer {self._name!r} within {timeout}s")
 
     # -- continuous pulls ------------------------------------------------------------
-    async def consume(self, cb: Callable[[Msg], Any], max_messages: Optional[int] = None,
-                      max_bytes: Optional[int] = None, expires: float = 30.0,
-                      threshold_messages: Optional[int] = None, threshold_bytes: Optional[int] = None,
-                      heartbeat: Optional[float] = None, error_cb: Optional[Callable[..., Any]] = None,
-                      stop_after: Optional[int] = None, group: Optional[str] = None,
-                      min_pending: Optional[int] = None, min_ack_pending: Optional[int] = None,
-                      priority: Optional[int] = None) -> "ConsumeContext":
+    async def consume(self, cb: Callable[[Msg], Any], max_messages: int | None = None,
+                      max_bytes: int | None = None, expires: float = 30.0,
+                      threshold_messages: int | None = None, threshold_bytes: int | None = None,
+                      heartbeat: float | None = None, error_cb: Callable[..., Any] | None = None,
+                      stop_after: int | None = None, group: str | None = None,
+                      min_pending: int | None = None, min_ack_pending: int | None = None,
+                      priority: int | None = None) -> ConsumeContext:
         """Call ``cb(msg)`` for every message, pulling continuously (ADR-37).
 
         ``max_messages`` (default 500) or ``max_bytes`` (not both) bound what is asked
@@ -503,12 +522,12 @@ class Consumer:
         ctx._begin()
         return ctx
 
-    async def messages(self, max_messages: Optional[int] = None, max_bytes: Optional[int] = None,
-                       expires: float = 30.0, heartbeat: Optional[float] = None,
-                       threshold_messages: Optional[int] = None,
-                       threshold_bytes: Optional[int] = None, err_on_missing_heartbeat: bool = True,
-                       group: Optional[str] = None, min_pending: Optional[int] = None,
-                       min_ack_pending: Optional[int] = None, priority: Optional[int] = None) -> "MessagesContext":
+    async def messages(self, max_messages: int | None = None, max_bytes: int | None = None,
+                       expires: float = 30.0, heartbeat: float | None = None,
+                       threshold_messages: int | None = None,
+                       threshold_bytes: int | None = None, err_on_missing_heartbeat: bool = True,
+                       group: str | None = None, min_pending: int | None = None,
+                       min_ack_pending: int | None = None, priority: int | None = None) -> MessagesContext:
         """A continuous pull to iterate (``async for`` in aio) or call ``next()`` on.
 
         Same pull settings (priority-group options included) as :meth:`consume`.
@@ -530,11 +549,11 @@ class Consumer:
     def _ordered_flag(self) -> bool:
         return False
 
-    def _accept(self, msg: Msg) -> Optional[bool]:
+    def _accept(self, msg: Msg) -> bool | None:
         """Whether ``msg`` is the next in order (None: not a data message; False: a gap)."""
         return True
 
-    async def _recreate(self, sleep: Optional[Callable[[float], Any]] = None) -> None:
+    async def _recreate(self, sleep: Callable[[float], Any] | None = None) -> None:
         """Replace the consumer by a new one (after a gap, a lost consumer, a reconnect)."""
         raise NotImplementedError
 
@@ -542,7 +561,7 @@ class Consumer:
         """A consume()/messages() context of this consumer finished."""
 
 
-def abandon(batch: "MessageBatch") -> bool:
+def abandon(batch: MessageBatch) -> bool:
     """Stop ``batch`` when it is still running (its messages are dropped); whether it was."""
     if batch._done:
         return False
@@ -560,7 +579,7 @@ class _Pulling:
     _report_warnings = True
     _hb_errors = True  # missed heartbeats are reported (messages(err_on_missing_heartbeat=False): not)
 
-    def __init__(self, owner: Any, opts: ConsumeOptions, prio: Optional[dict] = None) -> None:
+    def __init__(self, owner: Any, opts: ConsumeOptions, prio: dict | None = None) -> None:
         self._owner = owner
         self._ordered = owner if owner._ordered_flag() else None
         self._link = owner._js.api.link
@@ -568,8 +587,8 @@ class _Pulling:
         self._st = PullState(opts)
         self._st.priority = prio
         # the consumer handle keeping the pin id (pulls of a priority group), else None
-        self._pins: Optional[Consumer] = owner._target() if prio is not None else None
-        self._q: Deque[Msg] = deque()
+        self._pins: Consumer | None = owner._target() if prio is not None else None
+        self._q: deque[Msg] = deque()
         self._signal = prims.Signal()
         self._seen = 0
         self._sub: Any = None
@@ -580,11 +599,11 @@ class _Pulling:
         self._finished = False
         self._reconnected = False
         self._need_reset = False  # ordered: recreate the consumer; others: check it after a 503
-        self._no_responders: Optional[BaseException] = None
-        self._terminal: Optional[BaseException] = None
-        self._errors: List[BaseException] = []
+        self._no_responders: BaseException | None = None
+        self._terminal: BaseException | None = None
+        self._errors: list[BaseException] = []
         self._hb = HeartbeatMonitor(opts.heartbeat, _monotonic())
-        self._listener: Optional[Callable[[], None]] = None
+        self._listener: Callable[[], None] | None = None
 
     # -- setup -----------------------------------------------------------------------
     def _begin(self) -> None:
@@ -643,7 +662,7 @@ class _Pulling:
             st.pending_msgs -= batch
             st.pending_bytes -= nbytes
 
-    def _process(self, msg: Msg) -> Optional[Msg]:
+    def _process(self, msg: Msg) -> Msg | None:
         """Account for one entry of the deque; the message for the user, or None."""
         h = msg.headers
         if h is None or msg.data or h.status is None:
@@ -670,12 +689,12 @@ class _Pulling:
     def _on_status(self, h: Any) -> None:
         kind = classify_status(h.status, h.description)
         st = self._st
-        if kind == S_END or kind == S_PENDING:
+        if kind in (S_END, S_PENDING):
             n, b = parse_pending(h)
             st.on_status_pending(n, b)
             self._pull()
             return
-        if kind == S_HEARTBEAT or kind == S_FLOW_CONTROL:
+        if kind in (S_HEARTBEAT, S_FLOW_CONTROL):
             return
         err = status_error(h.status, h.description, self._owner._target()._where)
         if err is None:
@@ -695,7 +714,7 @@ class _Pulling:
                 return
             self._terminal = err
             return
-        if kind == S_RESET or kind == S_PIN_RESET:  # (423: the reader forgot the pin id)
+        if kind in (S_RESET, S_PIN_RESET):  # (423: the reader forgot the pin id)
             st.clear_pending()
             self._warn(err)
             self._pull()
@@ -739,7 +758,7 @@ class _Pulling:
                     self._errors.append(err)
                 self._pull()
 
-    async def _idle(self, limit: Optional[float]) -> None:
+    async def _idle(self, limit: float | None) -> None:
         """Wait for messages or events (at most ``limit`` seconds), then check timers."""
         signal = self._signal
         signal.clear()
@@ -837,7 +856,7 @@ class ConsumeContext(_Pulling):
     """A running ``consume()``: ``stop()``, ``drain()``, ``closed()``."""
 
     def __init__(self, owner: Any, opts: ConsumeOptions, cb: Callable[[Msg], Any],
-                 error_cb: Optional[Callable[..., Any]], prio: Optional[dict] = None) -> None:
+                 error_cb: Callable[..., Any] | None, prio: dict | None = None) -> None:
         if cb is None:
             raise ValueError("consume() needs a callback")
         super().__init__(owner, opts, prio)
@@ -921,7 +940,7 @@ class ConsumeContext(_Pulling):
         finally:
             self._finish()
 
-    async def drain(self, timeout: Optional[float] = None) -> None:
+    async def drain(self, timeout: float | None = None) -> None:
         """Stop pulling, hand out what is buffered, then close (waits for that)."""
         if not self._stopped and not self._draining:
             self._draining = True
@@ -929,7 +948,7 @@ class ConsumeContext(_Pulling):
             self._signal.set()
         await prims.join(self._task, timeout)
 
-    async def closed(self, timeout: Optional[float] = None) -> bool:
+    async def closed(self, timeout: float | None = None) -> bool:
         """Wait until consuming ended (stopped, drained, ``stop_after``, terminal error);
         False if still running after ``timeout`` seconds."""
         return await prims.join(self._task, timeout)
@@ -947,7 +966,7 @@ class MessagesContext(_Pulling):
     def __repr__(self) -> str:
         return f"<MessagesContext consumer={self._owner._target()._name!r} delivered={self._st.delivered}>"
 
-    async def next(self, timeout: Optional[float] = None) -> Msg:
+    async def next(self, timeout: float | None = None) -> Msg:
         """The next message (waiting up to ``timeout`` seconds, None = forever).
 
         Raises ``TimeoutError``, ``NoHeartbeatError`` (the pull was re-issued; calling
@@ -988,7 +1007,7 @@ class MessagesContext(_Pulling):
                     raise TimeoutError("no message within the timeout")
             await self._idle(remaining)
 
-    def __aiter__(self) -> "MessagesContext":
+    def __aiter__(self) -> MessagesContext:
         return self
 
     async def __anext__(self) -> Msg:

@@ -15,7 +15,8 @@ Management goes through :meth:`JetStream.api_request`, one ``$JS.API`` request p
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from ..jetstream.pubmux import CONTEXT_TIMEOUT
 from .js_consumers import ConsumerManager
@@ -72,12 +73,12 @@ class JetStream(StreamManager, ConsumerManager, Publisher, KeyValueManager, Obje
     ``fut.msg``) so it can be published again.
     """
 
-    def __init__(self, nc: Any, domain: Optional[str] = None, api_prefix: Optional[str] = None,
+    def __init__(self, nc: Any, domain: str | None = None, api_prefix: str | None = None,
                  timeout: float = 5.0, publish_async_max_pending: int = 4000,
-                 trace_cb: Optional[Callable[[str, bytes], Any]] = None,
-                 publish_async_err_cb: Optional[Callable[..., Any]] = None, validate: bool = False,
+                 trace_cb: Callable[[str, bytes], Any] | None = None,
+                 publish_async_err_cb: Callable[..., Any] | None = None, validate: bool = False,
                  publish_async_timeout: Any = CONTEXT_TIMEOUT,
-                 publish_async_ack_cb: Optional[Callable[..., Any]] = None) -> None:
+                 publish_async_ack_cb: Callable[..., Any] | None = None) -> None:
         self._nc = nc
         # internal (no compatibility promise): the API requests of this context, which
         # the handles it makes use openly

@@ -6,8 +6,9 @@ and ``PushConsumer``). :class:`~jetwire.aio.jetstream.JetStream` is made of this
 other managers."""
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
-from typing import Any, AsyncIterator, Callable, Dict, Mapping, Optional, Union, Unpack
+from typing import Any, Unpack
 
 from ..errors import ConsumerExistsError, ConsumerNotFoundError, JetStreamError, TimeoutError
 from ..jetstream._json import config_from_kwargs
@@ -42,7 +43,7 @@ from .push import PushSubscription, subscribe, subscribe_bind
 from .push_consumer import PushConsumer, check_push, push_config
 
 
-def _clean(resp: Dict[str, Any]) -> Dict[str, Any]:
+def _clean(resp: dict[str, Any]) -> dict[str, Any]:
     resp.pop("type", None)
     return resp
 
@@ -50,21 +51,21 @@ def _clean(resp: Dict[str, Any]) -> Dict[str, Any]:
 class ConsumerManager(ContextBase):
     """Consumers (a part of ``JetStream``)."""
 
-    async def create_consumer(self, stream: str, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
-                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
+    async def create_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Create a consumer on ``stream`` from a ``ConsumerConfig`` (or a dict) and/or its
         fields. Without ``name``/``durable_name`` it is ephemeral. Creating it again with
         the same config returns it; with another config raises ``ConsumerExistsError``.
         ``ack_policy`` defaults to ``AckPolicy.EXPLICIT``."""
         return await self._upsert_consumer(stream, config, fields, "create")
 
-    async def update_consumer(self, stream: str, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
-                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
+    async def update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Update a consumer (``ConsumerDoesNotExistError`` when it does not exist)."""
         return await self._upsert_consumer(stream, config, fields, "update")
 
-    async def create_or_update_consumer(self, stream: str, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
-                                        **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
+    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                                        **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Create the consumer, or update it when it exists."""
         return await self._upsert_consumer(stream, config, fields, "")
 
@@ -129,7 +130,7 @@ class ConsumerManager(ContextBase):
         """Resume a paused consumer."""
         return await self._pause(stream, name, None)
 
-    async def _pause(self, stream: str, name: str, until: Optional[datetime]) -> ConsumerPauseResponse:
+    async def _pause(self, stream: str, name: str, until: datetime | None) -> ConsumerPauseResponse:
         validate_stream_name(stream)
         validate_consumer_name(name)
         resp = await self.api_request(f"CONSUMER.PAUSE.{stream}.{name}", pause_request(until))
@@ -146,7 +147,7 @@ class ConsumerManager(ContextBase):
             raise ValueError("group is required")
         await self.api_request(f"CONSUMER.UNPIN.{stream}.{consumer}", {"group": group})
 
-    async def reset_consumer(self, stream: str, consumer: str, seq: Optional[int] = None) -> ConsumerInfo:
+    async def reset_consumer(self, stream: str, consumer: str, seq: int | None = None) -> ConsumerInfo:
         """Reset a consumer's delivery state (nats.go's ``ResetConsumer`` /
         ``ResetConsumerToSequence``, server 2.14+): without ``seq`` it delivers again from
         its ack floor + 1 (what was delivered but not acknowledged comes again); with
@@ -220,7 +221,7 @@ class ConsumerManager(ContextBase):
         return await start_ordered_consumer(self, stream, **options)
 
     # -- push consumers (nats.go legacy style; implemented in push.py) ---------------
-    async def subscribe(self, subject: str, queue: Optional[str] = None, cb: Optional[Callable[..., Any]] = None,
+    async def subscribe(self, subject: str, queue: str | None = None, cb: Callable[..., Any] | None = None,
                         **options: Any) -> PushSubscription:
         """Subscribe to ``subject`` through a push consumer: ``durable=``, ``stream=``,
         ``config=``, ``manual_ack=``, ``ordered_consumer=``, ``idle_heartbeat=``,
@@ -230,14 +231,14 @@ class ConsumerManager(ContextBase):
         ``PushSubscription``."""
         return await subscribe(self, subject, queue, cb, **options)
 
-    async def subscribe_bind(self, stream: str, consumer: str, cb: Optional[Callable[..., Any]] = None,
+    async def subscribe_bind(self, stream: str, consumer: str, cb: Callable[..., Any] | None = None,
                              **options: Any) -> PushSubscription:
         """Bind to an existing push consumer (``queue=``, ``manual_ack=``)."""
         return await subscribe_bind(self, stream, consumer, cb, **options)
 
     # -- push consumers on the new API (nats.go jetstream.PushConsumer) ---------------
-    async def create_push_consumer(self, stream: str, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
-                                   **fields: Unpack[ConsumerConfigFields]) -> "PushConsumer":
+    async def create_push_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+                                   **fields: Unpack[ConsumerConfigFields]) -> PushConsumer:
         """Create a push consumer on ``stream`` (nats.go's ``CreatePushConsumer``): a
         ``ConsumerConfig`` (or a dict) and/or its fields, ``deliver_subject`` required
         (``InvalidOptionError`` without one, nothing sent); ``deliver_group``,

@@ -6,7 +6,8 @@ is made of these and the other managers."""
 from __future__ import annotations
 
 import os
-from typing import Any, AsyncIterator, Callable, Dict, Optional, Union, Unpack
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Unpack
 
 from ..jetstream.backup_core import SnapshotResult
 from ..jetstream.config_kwargs import KeyValueConfigFields, ObjectStoreConfigFields
@@ -22,21 +23,21 @@ from .objects import OBJ_BUCKETS, ObjectStore
 class KeyValueManager(ContextBase):
     """Key-value buckets (a part of ``JetStream``)."""
 
-    async def create_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
-                               **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
+    async def create_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+                               **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Create a key-value bucket from a ``KeyValueConfig`` (or a dict) and/or its
         fields (``bucket``, ``history``, ``ttl``, ...). The same bucket again with the same
         config returns it; with another config raises ``StreamNameInUseError``.
         ``InvalidBucketNameError``/``HistoryTooLargeError`` before anything is sent."""
         return await KV_BUCKETS.create(self, config, fields)
 
-    async def update_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
-                               **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
+    async def update_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+                               **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Update a bucket's config (``BucketNotFoundError`` when it does not exist)."""
         return await KV_BUCKETS.update(self, config, fields)
 
-    async def create_or_update_key_value(self, config: Union[KeyValueConfig, Dict[str, Any], None] = None,
-                                         **fields: Unpack[KeyValueConfigFields]) -> "KeyValue":
+    async def create_or_update_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+                                         **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Create the bucket, or update it when it exists."""
         return await KV_BUCKETS.create_or_update(self, config, fields)
 
@@ -62,19 +63,19 @@ class KeyValueManager(ContextBase):
 class ObjectStoreManager(ContextBase):
     """Object stores (a part of ``JetStream``)."""
 
-    async def create_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
-                                  **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
+    async def create_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+                                  **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Create an object store bucket from an ``ObjectStoreConfig`` (or a dict) and/or
         its fields (``InvalidBucketNameError`` before anything is sent)."""
         return await OBJ_BUCKETS.create(self, config, fields)
 
-    async def update_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
-                                  **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
+    async def update_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+                                  **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Update an object store's config (``BucketNotFoundError`` when missing)."""
         return await OBJ_BUCKETS.update(self, config, fields)
 
-    async def create_or_update_object_store(self, config: Union[ObjectStoreConfig, Dict[str, Any], None] = None,
-                                            **fields: Unpack[ObjectStoreConfigFields]) -> "ObjectStore":
+    async def create_or_update_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+                                            **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Create the object store, or update it when it exists."""
         return await OBJ_BUCKETS.create_or_update(self, config, fields)
 
@@ -100,9 +101,9 @@ class ObjectStoreManager(ContextBase):
 class BackupManager(ContextBase):
     """Stream backups (a part of ``JetStream``; implemented in :mod:`.backup`)."""
 
-    async def snapshot_stream(self, name: str, dest: Union[str, "os.PathLike[str]"], chunk_size: int = 128 * 1024,
+    async def snapshot_stream(self, name: str, dest: str | os.PathLike[str], chunk_size: int = 128 * 1024,
                               check_msgs: bool = False,
-                              progress: Optional[Callable[[int, Optional[int]], Any]] = None) -> SnapshotResult:
+                              progress: Callable[[int, int | None], Any] | None = None) -> SnapshotResult:
         """Back stream ``name`` up into directory ``dest`` (made if missing): ``backup.json``
         (its config and state) and ``stream.tar.s2`` (the server's snapshot, consumers
         included), the layout of ``nats stream backup``. ``chunk_size`` (1 KiB..1 MiB) is
@@ -114,8 +115,8 @@ class BackupManager(ContextBase):
         ``JetStreamError`` when the server reports a failure or a chunk is missing)."""
         return await backup.snapshot_stream(self, name, dest, chunk_size, check_msgs, progress)
 
-    async def restore_stream(self, src: Union[str, "os.PathLike[str]"], name: Optional[str] = None,
-                             progress: Optional[Callable[[int, Optional[int]], Any]] = None) -> StreamInfo:
+    async def restore_stream(self, src: str | os.PathLike[str], name: str | None = None,
+                             progress: Callable[[int, int | None], Any] | None = None) -> StreamInfo:
         """Restore the stream backed up in directory ``src`` (as ``snapshot_stream`` or
         ``nats stream backup`` wrote it), its consumers included, under ``name`` when
         given (where the server allows it), and return its info.

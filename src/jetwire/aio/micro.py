@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from inspect import isawaitable  # aio-only
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any
 
 import orjson
 
@@ -29,9 +30,27 @@ from ..errors import InvalidServiceConfigError, NatsError, ServiceError, payload
 from ..micro_core import EndpointInfo, EndpointStats, ServiceInfo, ServicePing, ServiceStats
 from . import _prims as prims
 
-__all__ = ["add_service", "Service", "Group", "Endpoint", "Request", "ServiceError", "ServiceInfo", "ServiceStats",
-           "ServicePing", "EndpointInfo", "EndpointStats", "ping", "info", "stats", "request",
-           "DEFAULT_QUEUE_GROUP", "ERROR_HEADER", "ERROR_CODE_HEADER", "DEFAULT_CONCURRENCY"]
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "DEFAULT_QUEUE_GROUP",
+    "ERROR_CODE_HEADER",
+    "ERROR_HEADER",
+    "Endpoint",
+    "EndpointInfo",
+    "EndpointStats",
+    "Group",
+    "Request",
+    "Service",
+    "ServiceError",
+    "ServiceInfo",
+    "ServicePing",
+    "ServiceStats",
+    "add_service",
+    "info",
+    "ping",
+    "request",
+    "stats",
+]
 
 DEFAULT_QUEUE_GROUP = core.DEFAULT_QUEUE_GROUP
 ERROR_HEADER = core.ERROR_HEADER
@@ -49,12 +68,12 @@ class Request:
     return an awaitable that is done, or done once a congested socket drains: awaiting it
     is optional)."""
 
-    __slots__ = ("msg", "_nc", "_error", "_responded", "_ep", "_t0")
+    __slots__ = ("_ep", "_error", "_nc", "_responded", "_t0", "msg")
 
-    def __init__(self, msg: Any, nc: Any, ep: Optional["Endpoint"] = None) -> None:
+    def __init__(self, msg: Any, nc: Any, ep: Endpoint | None = None) -> None:
         self.msg = msg
         self._nc = nc
-        self._error: Optional[str] = None
+        self._error: str | None = None
         self._responded = False
         self._ep = ep
         self._t0 = _now_ns()
@@ -73,7 +92,7 @@ class Request:
         return self.msg.subject
 
     @property
-    def reply(self) -> Optional[str]:
+    def reply(self) -> str | None:
         return self.msg.reply
 
     def respond(self, data: bytes = b"", headers: Any = None) -> Any:
@@ -124,8 +143,8 @@ class _Workers:
         # taken from C by ``with`` (no Python frame: it is on every request); re-entrant, so
         # a stats_handler may read an endpoint's counters while the service reads them all
         self._lock = threading.RLock()
-        self._backlog: Deque[Any] = deque()
-        self._idle: List[Any] = []  # the signals of idle workers
+        self._backlog: deque[Any] = deque()
+        self._idle: list[Any] = []  # the signals of idle workers
         self._workers = 0
         self._waking = 0  # woken or started, not yet taking work
         self._busy = 0  # items being handled
@@ -219,7 +238,7 @@ class _Workers:
         elif not self._busy and not self._backlog:  # aio-only
             self._quiet.set()  # aio-only
 
-    async def join(self, timeout: Optional[float]) -> bool:
+    async def join(self, timeout: float | None) -> bool:
         """Wait until nothing waits or is being handled; False on timeout."""
         return await self._quiet.wait(timeout)
 
@@ -244,7 +263,7 @@ class Endpoint:
     ``stats_handler`` is given. A request is counted as its answer is sent (its time up to
     then), so whoever received the answer finds it in the stats."""
 
-    def __init__(self, svc: "Service", ep: core.EndpointCore, handler: Callable[[Request], Any],
+    def __init__(self, svc: Service, ep: core.EndpointCore, handler: Callable[[Request], Any],
                  concurrency: int) -> None:
         self._svc = svc
         self._core = ep
@@ -344,18 +363,18 @@ class Endpoint:
 class _EndpointAdder:
     """``add_endpoint`` and ``add_group`` of a service or a group."""
 
-    _svc: "Service"
+    _svc: Service
     _prefix: str
-    _queue_group: Optional[str]
+    _queue_group: str | None
 
-    async def add_endpoint(self, name: str, handler: Callable[[Request], Any], subject: Optional[str] = None,
-                           queue_group: Optional[str] = None, metadata: Optional[Dict[str, str]] = None) -> Endpoint:
+    async def add_endpoint(self, name: str, handler: Callable[[Request], Any], subject: str | None = None,
+                           queue_group: str | None = None, metadata: dict[str, str] | None = None) -> Endpoint:
         """Add an endpoint listening on ``<prefix>.<subject or name>``. ``queue_group``:
         None inherits the group's or service's (default ``"q"``); ``""`` means none (every
         instance gets every request)."""
         return await self._svc._add(self._prefix, name, handler, subject, queue_group, self._queue_group, metadata)
 
-    def add_group(self, name: str, queue_group: Optional[str] = None) -> "Group":
+    def add_group(self, name: str, queue_group: str | None = None) -> Group:
         """A group of endpoints under ``<prefix>.<name>`` (its queue group: None inherits,
         ``""`` none)."""
         core.check_group_name(name)
@@ -367,7 +386,7 @@ class _EndpointAdder:
 class Group(_EndpointAdder):
     """Endpoints under a common subject prefix (``add_endpoint``, nested ``add_group``)."""
 
-    def __init__(self, svc: "Service", prefix: str, queue_group: Optional[str]) -> None:
+    def __init__(self, svc: Service, prefix: str, queue_group: str | None) -> None:
         self._svc = svc
         self._prefix = prefix
         self._queue_group = queue_group
@@ -377,7 +396,7 @@ class Group(_EndpointAdder):
         return self._prefix
 
     @property
-    def queue_group(self) -> Optional[str]:
+    def queue_group(self) -> str | None:
         return self._queue_group
 
     def __repr__(self) -> str:
@@ -388,8 +407,8 @@ class Service(_EndpointAdder):
     """A running service (made by :func:`add_service`): ``add_endpoint``, ``add_group``,
     ``info()``, ``stats()``, ``reset()``, ``stop()``, ``stopped``, ``id``."""
 
-    def __init__(self, nc: Any, sc: core.ServiceCore, error_cb: Optional[Callable[..., Any]],
-                 done_cb: Optional[Callable[..., Any]], concurrency: int) -> None:
+    def __init__(self, nc: Any, sc: core.ServiceCore, error_cb: Callable[..., Any] | None,
+                 done_cb: Callable[..., Any] | None, concurrency: int) -> None:
         self._nc = nc
         self._link = nc.link
         self._core = sc
@@ -399,12 +418,12 @@ class Service(_EndpointAdder):
         self._error_cb = error_cb
         self._done_cb = done_cb
         self._concurrency = concurrency
-        self._endpoints: List[Endpoint] = []
-        self._verb_subs: List[Any] = []
+        self._endpoints: list[Endpoint] = []
+        self._verb_subs: list[Any] = []
         self._verbs = _Workers(self._answer, 1, f"jetwire-micro-{sc.name}", self._link)
         self._stopped = False
         self._stopping = False
-        self._remove_close_cb: Optional[Callable[[], None]] = None
+        self._remove_close_cb: Callable[[], None] | None = None
 
     # -- identity ------------------------------------------------------------------------
     @property
@@ -424,11 +443,11 @@ class Service(_EndpointAdder):
         return self._core.description
 
     @property
-    def metadata(self) -> Dict[str, str]:
+    def metadata(self) -> dict[str, str]:
         return dict(self._core.metadata)
 
     @property
-    def endpoints(self) -> List[Endpoint]:
+    def endpoints(self) -> list[Endpoint]:
         return list(self._endpoints)
 
     @property
@@ -437,9 +456,9 @@ class Service(_EndpointAdder):
         return self._stopped
 
     # -- endpoints -----------------------------------------------------------------------
-    async def _add(self, prefix: str, name: str, handler: Callable[[Request], Any], subject: Optional[str],
-                   queue_group: Optional[str], parent_qg: Optional[str],
-                   metadata: Optional[Dict[str, str]]) -> Endpoint:
+    async def _add(self, prefix: str, name: str, handler: Callable[[Request], Any], subject: str | None,
+                   queue_group: str | None, parent_qg: str | None,
+                   metadata: dict[str, str] | None) -> Endpoint:
         if not callable(handler):
             raise InvalidServiceConfigError("an endpoint needs a callable handler")
         ep = self._core.new_endpoint(prefix, name, subject, queue_group, parent_qg, metadata)
@@ -503,14 +522,14 @@ class Service(_EndpointAdder):
             self._core.reset()
 
     # -- stopping ------------------------------------------------------------------------
-    async def stop(self, timeout: Optional[float] = None) -> None:
+    async def stop(self, timeout: float | None = None) -> None:
         """Drain the endpoints (no new requests are taken, those already received are
         answered), stop answering discovery, then call ``done_cb(service)``."""
         if self._stopped or self._stopping:
             return
         self._stopping = True
         wait = DRAIN_TIMEOUT if timeout is None else timeout
-        first: Optional[BaseException] = None
+        first: BaseException | None = None
         try:
             for e in self._endpoints:
                 if e._sub is not None and e._sub.is_valid and not self._nc.is_closed:
@@ -555,7 +574,7 @@ class Service(_EndpointAdder):
             except Exception as exc:
                 self._link.report_error(exc)
 
-    async def __aenter__(self) -> "Service":
+    async def __aenter__(self) -> Service:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -570,7 +589,7 @@ class _Locks:
 
     __slots__ = ("_locks",)
 
-    def __init__(self, locks: List[Any]) -> None:
+    def __init__(self, locks: list[Any]) -> None:
         self._locks = locks
 
     def __enter__(self) -> None:
@@ -582,12 +601,12 @@ class _Locks:
             lk.release()
 
 
-async def add_service(nc: Any, name: str, version: str, description: Optional[str] = None,
-                      metadata: Optional[Dict[str, str]] = None, queue_group: Optional[str] = DEFAULT_QUEUE_GROUP,
-                      stats_handler: Optional[Callable[[Endpoint], Any]] = None,
-                      error_cb: Optional[Callable[[BaseException], Any]] = None,
-                      done_cb: Optional[Callable[["Service"], Any]] = None,
-                      concurrency: Optional[int] = None) -> Service:
+async def add_service(nc: Any, name: str, version: str, description: str | None = None,
+                      metadata: dict[str, str] | None = None, queue_group: str | None = DEFAULT_QUEUE_GROUP,
+                      stats_handler: Callable[[Endpoint], Any] | None = None,
+                      error_cb: Callable[[BaseException], Any] | None = None,
+                      done_cb: Callable[[Service], Any] | None = None,
+                      concurrency: int | None = None) -> Service:
     """Start a service on connection ``nc``: it answers ``$SRV.PING|INFO|STATS`` (for all
     services, its name, its id) at once; add endpoints with ``add_endpoint``/``add_group``.
 
@@ -617,14 +636,14 @@ async def add_service(nc: Any, name: str, version: str, description: Optional[st
 # ============================================================================ discovery client
 
 
-async def _discover(nc: Any, verb: str, name: Optional[str], id: Optional[str],  # noqa: A002
-                    timeout: float, max_results: Optional[int]) -> List[Any]:
+async def _discover(nc: Any, verb: str, name: str | None, id: str | None,
+                    timeout: float, max_results: int | None) -> list[Any]:
     subject = core.control_subject(verb, name, id)
     if max_results is not None and max_results < 1:
         raise ValueError("max_results must be >= 1")
     link = nc.link
     inbox = link.new_inbox()
-    got: List[bytes] = []
+    got: list[bytes] = []
     lock = prims.write_lock()
     done = prims.Signal()
 
@@ -657,21 +676,21 @@ async def _discover(nc: Any, verb: str, name: Optional[str], id: Optional[str], 
     return out
 
 
-async def ping(nc: Any, name: Optional[str] = None, id: Optional[str] = None,  # noqa: A002
-               timeout: float = 1.0, max_results: Optional[int] = None) -> List[ServicePing]:
+async def ping(nc: Any, name: str | None = None, id: str | None = None,
+               timeout: float = 1.0, max_results: int | None = None) -> list[ServicePing]:
     """Every service (of ``name``; the instance ``id``) answering ``$SRV.PING`` within
     ``timeout`` seconds (or the first ``max_results``)."""
     return await _discover(nc, "PING", name, id, timeout, max_results)
 
 
-async def info(nc: Any, name: Optional[str] = None, id: Optional[str] = None,  # noqa: A002
-               timeout: float = 1.0, max_results: Optional[int] = None) -> List[ServiceInfo]:
+async def info(nc: Any, name: str | None = None, id: str | None = None,
+               timeout: float = 1.0, max_results: int | None = None) -> list[ServiceInfo]:
     """``ServiceInfo`` of every service answering ``$SRV.INFO`` within ``timeout``."""
     return await _discover(nc, "INFO", name, id, timeout, max_results)
 
 
-async def stats(nc: Any, name: Optional[str] = None, id: Optional[str] = None,  # noqa: A002
-                timeout: float = 1.0, max_results: Optional[int] = None) -> List[ServiceStats]:
+async def stats(nc: Any, name: str | None = None, id: str | None = None,
+                timeout: float = 1.0, max_results: int | None = None) -> list[ServiceStats]:
     """``ServiceStats`` of every service answering ``$SRV.STATS`` within ``timeout``."""
     return await _discover(nc, "STATS", name, id, timeout, max_results)
 

@@ -11,11 +11,12 @@ stays flat whatever the size) and checks size and SHA-256 at EOF.
 """
 from __future__ import annotations
 
+import builtins
 import io
 import os
 from collections import deque
-from datetime import datetime, timezone
-from typing import Any, Deque, List, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 from .._nuid import NUID
 from ..errors import (
@@ -55,7 +56,7 @@ from . import _prims as prims
 from .buckets import BucketKind
 from .push_core import END, MARKER, PushCore, Watcher, next_raw, started
 
-__all__ = ["ObjectStore", "ObjectResult", "ObjectWatcher"]
+__all__ = ["ObjectResult", "ObjectStore", "ObjectWatcher"]
 
 _ROLLUP = {ROLLUP_HDR: "sub"}
 _nuid = NUID()
@@ -65,7 +66,7 @@ _GET_IDLE_TIMEOUT = 30.0
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class ObjectResult:
@@ -74,7 +75,7 @@ class ObjectResult:
     :class:`ObjectInfo`. Size and SHA-256 are checked when the end is reached:
     ``DigestMismatchError`` instead of the last ``b""``."""
 
-    def __init__(self, info: ObjectInfo, push: Optional[PushCore], timeout: Optional[float] = None) -> None:
+    def __init__(self, info: ObjectInfo, push: PushCore | None, timeout: float | None = None) -> None:
         self.info = info
         self._push = push
         self._timeout = timeout if timeout is not None else _GET_IDLE_TIMEOUT
@@ -130,9 +131,8 @@ class ObjectResult:
             return b"".join(parts)
         if n == 0:
             return b""
-        if self._pos >= len(self._buf):
-            if not await self._fill():
-                return b""
+        if self._pos >= len(self._buf) and not await self._fill():
+            return b""
         buf, pos = self._buf, self._pos
         if pos == 0 and n >= len(buf):
             self._buf = b""
@@ -151,7 +151,7 @@ class ObjectResult:
     async def readall(self) -> bytes:
         return await self.read(-1)
 
-    def __aiter__(self) -> "ObjectResult":
+    def __aiter__(self) -> ObjectResult:
         return self
 
     async def __anext__(self) -> bytes:
@@ -171,7 +171,7 @@ class ObjectResult:
             self._push.stop()
         self.closed = True
 
-    async def __aenter__(self) -> "ObjectResult":
+    async def __aenter__(self) -> ObjectResult:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -182,13 +182,13 @@ class ObjectWatcher(Watcher):
     """Iterate (``async for`` in aio) for :class:`ObjectInfo` updates: the current
     objects, then ``None`` exactly once, then every change until :meth:`stop`."""
 
-    def __init__(self, store: "ObjectStore", include_history: bool = False, ignore_deletes: bool = False,
+    def __init__(self, store: ObjectStore, include_history: bool = False, ignore_deletes: bool = False,
                  updates_only: bool = False) -> None:
         policy = "new" if updates_only else ("all" if include_history else "last_per_subject")
         super().__init__(store._js, store._stream_name, [f"$O.{store._name}.M.>"], policy, initial=not updates_only)
         self._ignore_deletes = ignore_deletes
 
-    def _item(self, msg: Any) -> Optional[ObjectInfo]:
+    def _item(self, msg: Any) -> ObjectInfo | None:
         try:
             info = info_from_stored(msg.data, msg.metadata.timestamp)
         except BadObjectMetaError:
@@ -229,7 +229,7 @@ class ObjectStore:
         elif reader is not None and not callable(getattr(reader, "read", None)):
             raise payload_type_error(reader, "reader", "str", "a binary file object")
         try:
-            old: Optional[ObjectInfo] = await self.get_info(meta.name, show_deleted=True)
+            old: ObjectInfo | None = await self.get_info(meta.name, show_deleted=True)
         except ObjectNotFoundError:
             old = None
         nuid = _nuid.next()
@@ -237,7 +237,7 @@ class ObjectStore:
         js = self._js
         check = DigestCheck()
         chunks = 0
-        window: Deque[Any] = deque()
+        window: deque[Any] = deque()
         limit = publish_window(chunk_size)
         use_async = hasattr(js, "publish_async")
         timeout = js.api.timeout
@@ -288,7 +288,7 @@ class ObjectStore:
         """Store ``data`` encoded as UTF-8."""
         return await self.put(name, data.encode("utf-8"))
 
-    async def put_file(self, path: Any, name: Optional[str] = None) -> ObjectInfo:
+    async def put_file(self, path: Any, name: str | None = None) -> ObjectInfo:
         """Store the file at ``path``, named ``name`` or the path as given."""
         path = os.fspath(path)
         with open(path, "rb") as f:
@@ -310,7 +310,7 @@ class ObjectStore:
             raise ObjectNotFoundError(f"object {name!r} was deleted")
         return info
 
-    async def get(self, name: str, show_deleted: bool = False, timeout: Optional[float] = None) -> ObjectResult:
+    async def get(self, name: str, show_deleted: bool = False, timeout: float | None = None) -> ObjectResult:
         """A readable stream of the object (links are followed). ``timeout``: seconds a
         read may wait for data (default 30)."""
         info = await self.get_info(name, show_deleted)
@@ -416,7 +416,7 @@ class ObjectStore:
         validate_bucket_name(target)
         return await self._put_link(name, target, None)
 
-    async def _put_link(self, name: str, bucket: str, target: Optional[str]) -> ObjectInfo:
+    async def _put_link(self, name: str, bucket: str, target: str | None) -> ObjectInfo:
         try:
             existing = await self.get_info(name, show_deleted=True)
         except ObjectNotFoundError:
@@ -441,10 +441,10 @@ class ObjectStore:
         """Watch the bucket's objects (see :class:`ObjectWatcher`)."""
         return await started(ObjectWatcher(self, include_history, ignore_deletes, updates_only))
 
-    async def list(self, show_deleted: bool = False) -> List[ObjectInfo]:
+    async def list(self, show_deleted: bool = False) -> builtins.list[ObjectInfo]:
         """Info of every object (deleted ones too with ``show_deleted``); ``[]`` when none."""
         w = await self.watch(ignore_deletes=not show_deleted)
-        out: List[ObjectInfo] = []
+        out: list[ObjectInfo] = []
         try:
             while True:
                 info = await w.next(None)

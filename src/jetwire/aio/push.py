@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, Callable, Dict, Optional
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import (
     ConnectionClosedError,
@@ -41,18 +42,18 @@ _isawaitable = inspect.isawaitable
 # js.subscribe / js.subscribe_bind
 
 
-async def _lookup(js: Any, stream: str, name: str) -> Optional[ConsumerInfo]:
+async def _lookup(js: Any, stream: str, name: str) -> ConsumerInfo | None:
     try:
         return await js.consumer_info(stream, name)
     except ConsumerNotFoundError:
         return None
 
 
-async def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Optional[Callable[[Msg], Any]] = None,
-                    durable: Optional[str] = None, stream: Optional[str] = None, config: Any = None,
+async def subscribe(js: Any, subject: str, queue: str | None = None, cb: Callable[[Msg], Any] | None = None,
+                    durable: str | None = None, stream: str | None = None, config: Any = None,
                     manual_ack: bool = False, ordered_consumer: bool = False,
-                    idle_heartbeat: Optional[float] = None, flow_control: bool = False,
-                    deliver_subject: Optional[str] = None, skip_consumer_lookup: bool = False) -> "PushSubscription":
+                    idle_heartbeat: float | None = None, flow_control: bool = False,
+                    deliver_subject: str | None = None, skip_consumer_lookup: bool = False) -> PushSubscription:
     """Subscribe to ``subject`` through a push consumer (see :meth:`JetStream.subscribe`)."""
     link = js.api.link
     cfg = config_from_kwargs(ConsumerConfig, config)
@@ -88,7 +89,7 @@ async def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Opti
         await started(ps)
         return ps
 
-    info: Optional[ConsumerInfo] = None
+    info: ConsumerInfo | None = None
     if durable and not skip_consumer_lookup:
         info = await _lookup(js, stream, durable)
     if info is None:
@@ -127,8 +128,8 @@ async def subscribe(js: Any, subject: str, queue: Optional[str] = None, cb: Opti
     return await _bind(js, stream, info, subject, queue, cb, manual_ack)
 
 
-async def subscribe_bind(js: Any, stream: str, consumer: str, cb: Optional[Callable[[Msg], Any]] = None,
-                         queue: Optional[str] = None, manual_ack: bool = False) -> "PushSubscription":
+async def subscribe_bind(js: Any, stream: str, consumer: str, cb: Callable[[Msg], Any] | None = None,
+                         queue: str | None = None, manual_ack: bool = False) -> PushSubscription:
     """Bind to the existing push consumer ``consumer`` of ``stream``."""
     info = await _lookup(js, stream, consumer)
     if info is None:
@@ -137,8 +138,8 @@ async def subscribe_bind(js: Any, stream: str, consumer: str, cb: Optional[Calla
     return await _bind(js, stream, info, subject, queue or info.config.deliver_group, cb, manual_ack)
 
 
-async def _bind(js: Any, stream: str, info: ConsumerInfo, subject: str, queue: Optional[str],
-                cb: Optional[Callable[[Msg], Any]], manual_ack: bool) -> "PushSubscription":
+async def _bind(js: Any, stream: str, info: ConsumerInfo, subject: str, queue: str | None,
+                cb: Callable[[Msg], Any] | None, manual_ack: bool) -> PushSubscription:
     ccfg = info.config
     if not ccfg.deliver_subject:
         raise JetStreamError(f"consumer {info.name!r} is pull based: use consumer.fetch()/consume()")
@@ -170,8 +171,8 @@ class PushSubscription(PushCore):
 
     _report_status = True
 
-    def __init__(self, js: Any, stream: str, subject: str, queue: Optional[str], cb: Optional[Callable[[Msg], Any]],
-                 manual_ack: bool, ack_none: bool, heartbeat: float, spec: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(self, js: Any, stream: str, subject: str, queue: str | None, cb: Callable[[Msg], Any] | None,
+                 manual_ack: bool, ack_none: bool, heartbeat: float, spec: dict[str, Any] | None = None) -> None:
         super().__init__(js, stream, heartbeat, spec, marker=False)
         self.subject = subject
         self.queue = queue
@@ -188,7 +189,7 @@ class PushSubscription(PushCore):
             self._task = prims.spawn(self._run, name="jetwire-push")
 
     # -- user side -------------------------------------------------------------------
-    async def next_msg(self, timeout: Optional[float] = 1.0) -> Msg:
+    async def next_msg(self, timeout: float | None = 1.0) -> Msg:
         """The next message; ``TimeoutError`` after ``timeout`` seconds (None waits forever)."""
         if self._cb is not None:
             raise NatsError("next_msg() is not available on a subscription with a callback")
@@ -240,7 +241,7 @@ class PushSubscription(PushCore):
         self._queue.clear()
         await self._delete_if_created()
 
-    async def drain(self, timeout: Optional[float] = None) -> None:
+    async def drain(self, timeout: float | None = None) -> None:
         """Stop receiving, let buffered messages be handled, then unsubscribe."""
         if self._closed:
             return
@@ -280,4 +281,4 @@ class PushSubscription(PushCore):
         return not self._closed
 
 
-__all__ = ["subscribe", "subscribe_bind", "PushSubscription"]
+__all__ = ["PushSubscription", "subscribe", "subscribe_bind"]

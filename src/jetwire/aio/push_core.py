@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from ..errors import (
     JetStreamError,
@@ -57,26 +58,26 @@ P = TypeVar("P", bound="PushCore")
 # the machinery
 
 
-async def started(pc: "P") -> "P":
+async def started(pc: P) -> P:
     """``pc`` (a :class:`PushCore` made with a ``spec``) with its first consumer
     made: how kv.py and objects.py start their watchers and readers."""
     await pc._start()
     return pc
 
 
-async def next_raw(pc: "PushCore", timeout: Optional[float] = None) -> Any:
+async def next_raw(pc: PushCore, timeout: float | None = None) -> Any:
     """The next delivery of ``pc``: a ``Msg``, ``MARKER`` or ``END`` (see
     :meth:`PushCore._next_raw`)."""
     return await pc._next_raw(timeout)
 
 
-def listen(pc: "PushCore", deliver_subject: str, queue: Optional[str]) -> None:
+def listen(pc: PushCore, deliver_subject: str, queue: str | None) -> None:
     """Subscribe ``pc``'s deliver subject (a plain consumer made or bound by
     ``push.subscribe``), before its consumer exists, so nothing is missed."""
     pc._listen(deliver_subject, queue, pc._on_msg)
 
 
-def halt(pc: "PushCore") -> None:
+def halt(pc: PushCore) -> None:
     """Stop ``pc`` without deleting its consumer (``push.subscribe`` when making the
     consumer failed)."""
     pc._halt()
@@ -102,19 +103,19 @@ class PushCore:
     _report_status = False  # report status messages other than 100 to the error callback
 
     def __init__(self, js: Any, stream: str, heartbeat: float = DEFAULT_PUSH_HEARTBEAT,
-                 spec: Optional[Dict[str, Any]] = None, initial: bool = True, marker: bool = True) -> None:
+                 spec: dict[str, Any] | None = None, initial: bool = True, marker: bool = True) -> None:
         self._js = js
         self._link = js.api.link
         self._stream = stream
         self._heartbeat = heartbeat
         self._spec = spec
         self._state = PushState(initial, ordered=spec is not None, marker=marker)
-        self._queue: Deque[Any] = deque()
+        self._queue: deque[Any] = deque()
         self._signal = prims.Signal()
         self._lock = prims.write_lock()
         self._closed = False
         self._draining = False
-        self._error: Optional[BaseException] = None
+        self._error: BaseException | None = None
         self._sub: Any = None
         self._serial = 0
         self._consumer = ""
@@ -122,13 +123,13 @@ class PushCore:
         self._resetting = False
         self._seen = 0  # everything received (heartbeats included): the activity count
         self._timer: Any = None
-        self._unlisten: Optional[Callable[[], None]] = None
-        self._monitor: Optional[HeartbeatMonitor] = None
+        self._unlisten: Callable[[], None] | None = None
+        self._monitor: HeartbeatMonitor | None = None
         if self._state.take_marker():  # no initial values: the marker comes first
             self._queue.append(MARKER)
 
     # -- life ------------------------------------------------------------------------
-    def _listen(self, deliver_subject: str, queue: Optional[str], handler: Callable[[Msg], None]) -> None:
+    def _listen(self, deliver_subject: str, queue: str | None, handler: Callable[[Msg], None]) -> None:
         """Subscribe the deliver subject (before the consumer exists, so nothing is missed)."""
         # closing the subscription (or the connection) wakes the reader
         self._sub = self._link.subscribe_direct(deliver_subject, handler, queue, wake=self._signal)
@@ -242,7 +243,7 @@ class PushCore:
         elif kind == PUSH_GAP:
             self._request_reset()
 
-    def _on_status(self, h: Any, reply: Optional[str]) -> None:
+    def _on_status(self, h: Any, reply: str | None) -> None:
         link = self._link
         state = self._state
         answer = None
@@ -339,7 +340,7 @@ class PushCore:
         self.stop()
 
     # -- for the reader ----------------------------------------------------------------
-    async def _next_raw(self, timeout: Optional[float] = None) -> Any:
+    async def _next_raw(self, timeout: float | None = None) -> Any:
         """The next message, ``MARKER`` or ``END``; ``TimeoutError`` after ``timeout``
         seconds without one (None waits as long as it takes). Taking a message may
         answer a flow-control request that waited for it."""
@@ -384,7 +385,7 @@ class Watcher(PushCore):
     then live updates until :meth:`stop`."""
 
     def __init__(self, js: Any, stream: str, filters: Sequence[str], deliver_policy: str,
-                 opt_start_seq: Optional[int] = None, headers_only: bool = False, initial: bool = True,
+                 opt_start_seq: int | None = None, headers_only: bool = False, initial: bool = True,
                  heartbeat: float = DEFAULT_PUSH_HEARTBEAT) -> None:
         self._filters = list(filters)
         super().__init__(js, stream, heartbeat, {"filter_subjects": self._filters, "deliver_policy": deliver_policy,
@@ -396,7 +397,7 @@ class Watcher(PushCore):
         """What a delivery yields; None skips it."""
         raise NotImplementedError
 
-    async def next(self, timeout: Optional[float] = None) -> Any:
+    async def next(self, timeout: float | None = None) -> Any:
         """The next item (or the ``None`` marker); ``TimeoutError`` after ``timeout``
         seconds; ``StopAsyncIteration`` (``StopIteration`` blocking) once stopped."""
         while True:

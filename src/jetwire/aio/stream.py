@@ -1,8 +1,9 @@
 """A handle on one stream (asyncio source; ``jetwire/_sync/stream.py`` is generated from it)."""
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
-from typing import Any, AsyncIterator, Dict, Optional, Sequence, Union, Unpack
+from typing import Any, Unpack
 
 from .. import _impl
 from ..errors import APIError, NoRespondersError
@@ -18,7 +19,7 @@ _PAGE_KEYS = ("type", "total", "offset", "limit")
 _validate_filter = _impl.validate_filter  # subjects with wildcards (whole tokens)
 
 
-def stream_info_of(resp: Dict[str, Any]) -> StreamInfo:
+def stream_info_of(resp: dict[str, Any]) -> StreamInfo:
     """The ``StreamInfo`` of an API answer (its paging fields dropped)."""
     for k in _PAGE_KEYS:
         resp.pop(k, None)
@@ -48,19 +49,19 @@ class Stream:
         """The info from the last lookup (no request)."""
         return self._info
 
-    async def info(self, subjects_filter: Optional[str] = None, deleted_details: bool = False) -> StreamInfo:
+    async def info(self, subjects_filter: str | None = None, deleted_details: bool = False) -> StreamInfo:
         """Fresh stream info. ``subjects_filter`` (e.g. ``">"``) fills
         ``state.subjects`` with per-subject counts, fetched page by page and merged;
         ``deleted_details`` fills ``state.deleted`` with the deleted sequences."""
         js = self._js
         subject = f"STREAM.INFO.{self._name}"
-        req: Dict[str, Any] = {}
+        req: dict[str, Any] = {}
         if subjects_filter:
             req["subjects_filter"] = subjects_filter
         if deleted_details:
             req["deleted_details"] = True
-        merged: Optional[Dict[str, int]] = None
-        info: Optional[StreamInfo] = None
+        merged: dict[str, int] | None = None
+        info: StreamInfo | None = None
         offset = 0
         while True:
             if offset:
@@ -85,8 +86,8 @@ class Stream:
         self._info = info
         return info
 
-    async def purge(self, subject: Optional[str] = None, sequence: Optional[int] = None,
-                    keep: Optional[int] = None) -> int:
+    async def purge(self, subject: str | None = None, sequence: int | None = None,
+                    keep: int | None = None) -> int:
         """Remove messages: all, those on ``subject`` (wildcards allowed), those below
         ``sequence``, or all but the last ``keep``. Returns the number purged."""
         req = purge_request(subject, sequence, keep)
@@ -94,7 +95,7 @@ class Stream:
         return int(resp.get("purged", 0))
 
     # -- messages --------------------------------------------------------------------
-    async def get_msg(self, seq: int, direct: bool = False, next_by_subject: Optional[str] = None) -> RawStreamMsg:
+    async def get_msg(self, seq: int, direct: bool = False, next_by_subject: str | None = None) -> RawStreamMsg:
         """The message stored at ``seq`` (``MsgNotFoundError`` when there is none).
         With ``next_by_subject`` (a subject, wildcards allowed): the first message at
         or after ``seq`` stored on a matching subject (nats.go's ``DirectGetNext`` /
@@ -115,7 +116,7 @@ class Stream:
             raise ValueError("subject is required")
         return await self._get({"last_by_subj": subject}, subject, direct)
 
-    async def _get(self, req: Dict[str, Any], last_subject: Optional[str], direct: bool) -> RawStreamMsg:
+    async def _get(self, req: dict[str, Any], last_subject: str | None, direct: bool) -> RawStreamMsg:
         js = self._js
         if direct or self._info.config.allow_direct:
             api = js.api
@@ -132,10 +133,10 @@ class Stream:
         resp = await js.api_request(f"STREAM.MSG.GET.{self._name}", req)
         return RawStreamMsg.from_json(resp)
 
-    async def get_msgs(self, batch: Optional[int] = None, seq: Optional[int] = None,
-                       start_time: Optional[datetime] = None, subject: Optional[str] = None,
-                       max_bytes: Optional[int] = None, multi_last: Optional[Sequence[str]] = None,
-                       up_to_seq: Optional[int] = None, up_to_time: Optional[datetime] = None,
+    async def get_msgs(self, batch: int | None = None, seq: int | None = None,
+                       start_time: datetime | None = None, subject: str | None = None,
+                       max_bytes: int | None = None, multi_last: Sequence[str] | None = None,
+                       up_to_seq: int | None = None, up_to_time: datetime | None = None,
                        page: int = 256) -> AsyncIterator[RawStreamMsg]:
         """Many messages by batched direct get (ADR-31; server 2.11+, a stream with
         ``allow_direct``), ``page`` per request, in stream order, no consumer made.
@@ -190,22 +191,22 @@ class Stream:
         return True
 
     # -- consumers -------------------------------------------------------------------
-    async def create_consumer(self, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
-                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
+    async def create_consumer(self, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Create a consumer (see ``JetStream.create_consumer``)."""
         return await self._js.create_consumer(self._name, config, **fields)
 
-    async def update_consumer(self, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
-                              **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
+    async def update_consumer(self, config: ConsumerConfig | dict[str, Any] | None = None,
+                              **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Update an existing consumer (``ConsumerDoesNotExistError`` when missing)."""
         return await self._js.update_consumer(self._name, config, **fields)
 
-    async def create_or_update_consumer(self, config: Union[ConsumerConfig, Dict[str, Any], None] = None,
-                                        **fields: Unpack[ConsumerConfigFields]) -> "Consumer":
+    async def create_or_update_consumer(self, config: ConsumerConfig | dict[str, Any] | None = None,
+                                        **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Create the consumer, or update it when it exists."""
         return await self._js.create_or_update_consumer(self._name, config, **fields)
 
-    async def consumer(self, name: str) -> "Consumer":
+    async def consumer(self, name: str) -> Consumer:
         """Look the consumer up (``ConsumerNotFoundError`` when missing)."""
         return await self._js.consumer(self._name, name)
 
@@ -232,19 +233,19 @@ class Stream:
     async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
         return await self._js.resume_consumer(self._name, name)
 
-    async def create_consumer_from_default(self, template: Any, **overrides: Any) -> "Consumer":
+    async def create_consumer_from_default(self, template: Any, **overrides: Any) -> Consumer:
         """Create a consumer from a template (see ``JetStream.create_consumer_from_default``)."""
         return await self._js.create_consumer_from_default(self._name, template, **overrides)
 
     async def load_or_create_consumer(self, name: str, template: Any = DEFAULT_CONSUMER,
-                                      **overrides: Any) -> "Consumer":
+                                      **overrides: Any) -> Consumer:
         """Load consumer ``name``, or create it from a template (see ``JetStream.load_or_create_consumer``)."""
         return await self._js.load_or_create_consumer(self._name, name, template, **overrides)
 
-    async def ensure_consumer(self, name: str, template: Any = DEFAULT_CONSUMER, **overrides: Any) -> "Consumer":
+    async def ensure_consumer(self, name: str, template: Any = DEFAULT_CONSUMER, **overrides: Any) -> Consumer:
         """Create, update or check consumer ``name`` (see ``JetStream.ensure_consumer``)."""
         return await self._js.ensure_consumer(self._name, name, template, **overrides)
 
-    async def ordered_consumer(self, **options: Any) -> "OrderedConsumer":
+    async def ordered_consumer(self, **options: Any) -> OrderedConsumer:
         """An ordered consumer on this stream (see ``JetStream.ordered_consumer``)."""
         return await self._js.ordered_consumer(self._name, **options)

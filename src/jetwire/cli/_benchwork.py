@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import Any, Callable, Dict
+from collections.abc import Callable
+from typing import Any
 
 from ._conn import connect_kwargs
 
@@ -27,7 +28,7 @@ STEP = 1024  # messages between progress updates in tight loops
 class Worker:
     """What a worker knows: its spec (a dict) plus the shared signalling objects."""
 
-    def __init__(self, spec: Dict[str, Any], counters: Any, queue: Any, start_ev: Any, stop_ev: Any) -> None:
+    def __init__(self, spec: dict[str, Any], counters: Any, queue: Any, start_ev: Any, stop_ev: Any) -> None:
         self.spec = spec
         self.idx: int = spec["idx"]
         self.n: int = spec.get("n", 0)
@@ -46,7 +47,7 @@ class Worker:
         self.external: bool = spec.get("external", False)
 
     # -- plumbing ----------------------------------------------------------------
-    def connect_kw(self, **extra: Any) -> Dict[str, Any]:
+    def connect_kw(self, **extra: Any) -> dict[str, Any]:
         kw = connect_kwargs(self.spec.get("conn") or {})
         kw["name"] = f"jetwire-bench-{self.spec['role']}-{self.idx + 1}"
         kw.update(extra)
@@ -65,7 +66,7 @@ class Worker:
     def waiter(self, reached: Callable[[], bool], count: Callable[[], int]) -> Callable[[], Any]:
         """A step function for waiting until ``reached()``; returns True (reached),
         False (gave up: the producers are done and nothing arrived for ``grace`` s) or None."""
-        state: Dict[str, Any] = {"last": count(), "changed": now(), "stop_seen": None}
+        state: dict[str, Any] = {"last": count(), "changed": now(), "stop_seen": None}
 
         def step() -> Any:
             if reached():
@@ -86,7 +87,7 @@ class Worker:
 
         return step
 
-    def result(self, msgs: int, start: float, end: float, **extra: Any) -> Dict[str, Any]:
+    def result(self, msgs: int, start: float, end: float, **extra: Any) -> dict[str, Any]:
         out = {"idx": self.spec["gidx"], "msgs": msgs, "bytes": msgs * self.size, "start": start, "end": end,
                "bad": 0}
         out.update(extra)
@@ -97,7 +98,7 @@ def _ack_mode(w: Worker) -> str:
     return str(w.spec.get("acks", "none"))
 
 
-def worker_main(spec: Dict[str, Any], counters: Any, queue: Any, start_ev: Any, stop_ev: Any) -> None:
+def worker_main(spec: dict[str, Any], counters: Any, queue: Any, start_ev: Any, stop_ev: Any) -> None:
     """Entry point of a worker process (``multiprocessing`` target)."""
     w = Worker(spec, counters, queue, start_ev, stop_ev)
     try:

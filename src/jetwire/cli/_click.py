@@ -5,10 +5,11 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from enum import Enum
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any
 
 import click
 
@@ -30,10 +31,7 @@ class CliError(click.ClickException):
 
 def one_line(exc: BaseException) -> str:
     """A single-line description of an exception for ``error: ...``."""
-    if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], str):
-        msg = exc.args[0]
-    else:
-        msg = str(exc)
+    msg = exc.args[0] if isinstance(exc, KeyError) and exc.args and isinstance(exc.args[0], str) else str(exc)
     msg = " ".join(redact_text(msg).split())  # no password, token, seed or JWT on the terminal
     if not msg:
         msg = type(exc).__name__
@@ -54,13 +52,13 @@ class JetwireGroup(click.Group):
             raise
         except KeyboardInterrupt:
             click.echo("", err=True)
-            raise SystemExit(130)
+            raise SystemExit(130) from None
         except BrokenPipeError:
             try:
                 sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the final flush
             except OSError:
                 pass
-            raise SystemExit(0)
+            raise SystemExit(0) from None
         except Exception as exc:
             if os.environ.get("JETWIRE_DEBUG"):
                 traceback.print_exc()
@@ -127,7 +125,7 @@ DURATION = DurationType()
 
 def split_list(values: Any) -> list:
     """``--subjects a,b --subjects c`` -> ``["a", "b", "c"]``."""
-    out: List[str] = []
+    out: list[str] = []
     for v in values or ():
         out.extend(p.strip() for p in str(v).split(",") if p.strip())
     return out
@@ -188,7 +186,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def connected(conn: Dict[str, Any], **extra: Any) -> Iterator[Any]:
+def connected(conn: dict[str, Any], **extra: Any) -> Iterator[Any]:
     """A blocking jetwire connection for one command."""
     import jetwire
 
@@ -219,7 +217,7 @@ def console(stderr: bool = False) -> Any:
                    highlight=False, soft_wrap=not tty, force_terminal=None if tty else False)
 
 
-def table(*cols: str, title: Optional[str] = None, **kw: Any) -> Any:
+def table(*cols: str, title: str | None = None, **kw: Any) -> Any:
     """A rich table whose cells show exactly the text they are given: values, subjects,
     descriptions and metadata from the server are never read as rich markup (``[x]``
     stays). Styled cells are passed as ``rich.text.Text``."""
@@ -267,7 +265,7 @@ def echo_json(obj: Any, compact: bool = False) -> None:
     click.echo(text)
 
 
-def text_or_repr(data: bytes, limit: Optional[int] = None) -> str:
+def text_or_repr(data: bytes, limit: int | None = None) -> str:
     """Message data for humans: UTF-8 text, else a short hex/bytes preview."""
     if limit is not None and len(data) > limit:
         data = data[:limit]
@@ -280,20 +278,20 @@ def text_or_repr(data: bytes, limit: Optional[int] = None) -> str:
         return repr(data) + tail
 
 
-def headers_dict(h: Any) -> Dict[str, list]:
+def headers_dict(h: Any) -> dict[str, list]:
     if not h:
         return {}
-    out: Dict[str, list] = {}
+    out: dict[str, list] = {}
     for k in h:
         out[k] = list(h.get_all(k)) if hasattr(h, "get_all") else [h[k]]
     return out
 
 
-def parse_headers(values: Any) -> Optional[Dict[str, list]]:
+def parse_headers(values: Any) -> dict[str, list] | None:
     """``-H K:V`` (repeatable) -> headers dict, or None."""
     if not values:
         return None
-    out: Dict[str, list] = {}
+    out: dict[str, list] = {}
     for v in values:
         if ":" not in v:
             raise click.BadParameter(f"header {v!r} is not KEY:VALUE", param_hint="'-H/--header'")
@@ -302,7 +300,7 @@ def parse_headers(values: Any) -> Optional[Dict[str, list]]:
     return out
 
 
-def read_body(body: Optional[str]) -> bytes:
+def read_body(body: str | None) -> bytes:
     """A message body argument: text, ``-`` for stdin, or absent (empty)."""
     if body is None:
         return b""

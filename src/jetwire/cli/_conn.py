@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 import os
-from datetime import datetime, timezone
-from typing import Any, Dict, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 from .._redact import redact_url as redact_url  # re-exported: the CLI's one redaction helper
 
@@ -17,15 +17,15 @@ DEFAULT_URL = "nats://127.0.0.1:4222"
 CONN_KEYS = ("server", "user", "password", "token", "creds", "nkey", "tls_ca", "tls_cert", "tls_key")
 
 
-def server_url(value: Optional[str]) -> str:
+def server_url(value: str | None) -> str:
     """``--server`` value, else ``$NATS_URL``, else ``nats://127.0.0.1:4222``."""
     return value or os.environ.get("NATS_URL") or DEFAULT_URL
 
 
-def connect_kwargs(conn: Dict[str, Any]) -> Dict[str, Any]:
+def connect_kwargs(conn: dict[str, Any]) -> dict[str, Any]:
     """``jetwire.connect`` keyword arguments from a dict of CLI connection settings
     (``server`` excluded); the TLS files are passed on (``connect()`` builds the context)."""
-    kw: Dict[str, Any] = {}
+    kw: dict[str, Any] = {}
     if conn.get("user"):
         kw["user"] = conn["user"]
     if conn.get("password"):
@@ -65,7 +65,7 @@ def human_bytes(n: float) -> str:
 # ------------------------------------------------------------------------- durations
 # (parsing: jetwire._units.parse_duration)
 
-def human_duration(seconds: Optional[float]) -> str:
+def human_duration(seconds: float | None) -> str:
     if seconds is None or seconds == 0:
         return "-"
     if seconds < 0:
@@ -73,7 +73,7 @@ def human_duration(seconds: Optional[float]) -> str:
     if seconds < 1:
         return f"{seconds * 1000:.0f}ms"
     parts = []
-    rest = int(round(seconds))
+    rest = round(seconds)
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if rest >= size:
             q, rest = divmod(rest, size)
@@ -81,17 +81,17 @@ def human_duration(seconds: Optional[float]) -> str:
     return "".join(parts[:2]) or "0s"
 
 
-def human_time(dt: Optional[datetime]) -> str:
+def human_time(dt: datetime | None) -> str:
     if dt is None:
         return "-"
     local = dt.astimezone()
     return local.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def ago(dt: Optional[datetime]) -> str:
+def ago(dt: datetime | None) -> str:
     if dt is None:
         return "never"
-    delta = (datetime.now(timezone.utc) - dt).total_seconds()
+    delta = (datetime.now(UTC) - dt).total_seconds()
     return human_duration(max(0.0, delta)) + " ago" if delta >= 0.5 else "just now"
 
 

@@ -5,7 +5,8 @@ texts, config files and message output. Everything goes through the blocking jet
 from __future__ import annotations
 
 import base64
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import click
 
@@ -42,7 +43,7 @@ def echo_list(items: Sequence[Any], as_json: bool, to_json: Callable[[Any], Any]
     console().print(t)
 
 
-def kv_table(rows: List[tuple], title: Optional[str] = None) -> Any:
+def kv_table(rows: list[tuple], title: str | None = None) -> Any:
     t = table(title=title, show_header=False, box=None, pad_edge=False)
     t.add_column(justify="right", style="bold")
     t.add_column()
@@ -65,7 +66,7 @@ def confirm(force: bool, what: str) -> None:
         click.confirm(f"Really {what}?", abort=True, err=True)
 
 
-def limit_text(v: Optional[int], fmt: Any = comma) -> str:
+def limit_text(v: int | None, fmt: Any = comma) -> str:
     if v is None or v < 0:
         return "unlimited"
     return fmt(v)
@@ -81,7 +82,7 @@ def js_of(nc: Any) -> Any:
 
 
 
-def load_config(path: Optional[str], cls: Any) -> Any:
+def load_config(path: str | None, cls: Any) -> Any:
     if not path:
         return None
     with open(path, "rb") as f:
@@ -91,8 +92,8 @@ def load_config(path: Optional[str], cls: Any) -> Any:
             raise CliError(f"{path}: not a JSON configuration ({exc})") from None
 
 
-def msg_json(m: Any) -> Dict[str, Any]:
-    d: Dict[str, Any] = {"subject": m.subject}
+def msg_json(m: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"subject": m.subject}
     if m.reply:
         d["reply"] = m.reply
     h = headers_dict(m.headers)

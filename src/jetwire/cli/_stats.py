@@ -4,7 +4,8 @@ spread (min / avg / max / stddev) and latency percentiles."""
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 MB = 1024 * 1024
 
@@ -19,7 +20,7 @@ def percentile(sorted_values: Sequence[float], p: float) -> float:
     return sorted_values[min(k, len(sorted_values)) - 1]
 
 
-def spread(values: Sequence[float]) -> Dict[str, float]:
+def spread(values: Sequence[float]) -> dict[str, float]:
     """min / avg / max / (population) stddev, as ``nats bench`` prints per-client rates."""
     if not values:
         return {"min": 0.0, "avg": 0.0, "max": 0.0, "stddev": 0.0}
@@ -28,7 +29,7 @@ def spread(values: Sequence[float]) -> Dict[str, float]:
     return {"min": min(values), "avg": avg, "max": max(values), "stddev": math.sqrt(var)}
 
 
-def client_stats(res: Dict[str, Any]) -> Dict[str, Any]:
+def client_stats(res: dict[str, Any]) -> dict[str, Any]:
     """Per-client figures from one worker's result (``msgs, bytes, start, end``)."""
     dt = max(res["end"] - res["start"], 1e-9) if res.get("msgs") else 0.0
     msgs = res.get("msgs", 0)
@@ -43,17 +44,14 @@ def client_stats(res: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def group_stats(results: List[Dict[str, Any]]) -> Dict[str, Any]:
+def group_stats(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Aggregate the workers of one group (publishers, subscribers, ...)."""
     clients = [client_stats(r) for r in sorted(results, key=lambda r: r["idx"])]
     active = [r for r in results if r.get("msgs")]
     msgs = sum(r.get("msgs", 0) for r in results)
     nbytes = sum(r.get("bytes", 0) for r in results)
-    if active:
-        dt = max(max(r["end"] for r in active) - min(r["start"] for r in active), 1e-9)
-    else:
-        dt = 0.0
-    out: Dict[str, Any] = {
+    dt = max(max(r["end"] for r in active) - min(r["start"] for r in active), 1e-09) if active else 0.0
+    out: dict[str, Any] = {
         "msgs": msgs,
         "bytes": nbytes,
         "seconds": dt,
@@ -62,7 +60,7 @@ def group_stats(results: List[Dict[str, Any]]) -> Dict[str, Any]:
         "clients": clients,
         "spread": spread([c["msgs_per_sec"] for c in clients]),
     }
-    lat: List[float] = []
+    lat: list[float] = []
     for r in results:
         lat.extend(r.get("latencies") or ())
     if lat:
@@ -70,7 +68,7 @@ def group_stats(results: List[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
-def latency_stats(latencies: Sequence[float]) -> Dict[str, float]:
+def latency_stats(latencies: Sequence[float]) -> dict[str, float]:
     """Percentiles of round-trip times (seconds in), microseconds out."""
     s = sorted(latencies)
     return {
@@ -85,14 +83,14 @@ def latency_stats(latencies: Sequence[float]) -> Dict[str, float]:
     }
 
 
-def split_evenly(total: int, parts: int) -> List[int]:
+def split_evenly(total: int, parts: int) -> list[int]:
     """``total`` messages over ``parts`` clients, the remainder going to the first ones."""
     parts = max(1, parts)
     q, r = divmod(total, parts)
     return [q + (1 if i < r else 0) for i in range(parts)]
 
 
-def median(values: Sequence[float]) -> Optional[float]:
+def median(values: Sequence[float]) -> float | None:
     v = sorted(values)
     if not v:
         return None

@@ -7,8 +7,9 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 import click
 
@@ -34,7 +35,7 @@ class _Bar:
 
     def __init__(self, enabled: bool, description: str) -> None:
         self.prog: Any = None
-        self.progress: Callable[[int, Optional[int]], None] = _nothing
+        self.progress: Callable[[int, int | None], None] = _nothing
         if not enabled:
             return
         from rich.progress import (
@@ -51,14 +52,14 @@ class _Bar:
                                     transient=True)
         task = prog.add_task(description, total=None)
 
-        def progress(done: int, total: Optional[int]) -> None:
+        def progress(done: int, total: int | None) -> None:
             if total is not None:
                 done = min(done, total)  # a snapshot counts uncompressed bytes: close to the total
             prog.update(task, completed=done, total=total)
 
         self.progress = progress
 
-    def __enter__(self) -> Callable[[int, Optional[int]], None]:
+    def __enter__(self) -> Callable[[int, int | None], None]:
         if self.prog is not None:
             self.prog.__enter__()
         return self.progress
@@ -68,11 +69,11 @@ class _Bar:
             self.prog.__exit__(*exc)
 
 
-def _nothing(done: int, total: Optional[int]) -> None:
+def _nothing(done: int, total: int | None) -> None:
     return None
 
 
-def _show_bar(flag: Optional[bool]) -> bool:
+def _show_bar(flag: bool | None) -> bool:
     return sys.stderr.isatty() if flag is None else flag
 
 
@@ -89,12 +90,12 @@ def _backup_one(js: Any, bar: bool, name: str, dest: str, chunk_size: int, check
                f"in {_took(took)} ({_rate(res.bytes, took)})")
 
 
-def _restore_one(js: Any, bar: bool, src: str, name: Optional[str]) -> None:
+def _restore_one(js: Any, bar: bool, src: str, name: str | None) -> None:
     t0 = time.monotonic()
     sent = [0]
 
     with _Bar(bar, name or os.path.basename(os.path.normpath(src))) as progress:
-        def track(done: int, total: Optional[int]) -> None:
+        def track(done: int, total: int | None) -> None:
             sent[0] = done
             progress(done, total)
 
@@ -107,7 +108,7 @@ def _restore_one(js: Any, bar: bool, src: str, name: Optional[str]) -> None:
                f"({_rate(size, took)})")
 
 
-def _each(items: List[Tuple[str, Callable[[], None]]], what: str) -> None:
+def _each(items: list[tuple[str, Callable[[], None]]], what: str) -> None:
     """Run every job; report the failures at the end (exit status 1 when any failed)."""
     failed = []
     for label, job in items:
@@ -136,8 +137,8 @@ timeout_option = click.option("--timeout", type=float, default=10.0, show_defaul
 @progress_option
 @timeout_option
 @connection_options
-def stream_backup(args: Tuple[str, ...], all_streams: bool, chunk_size: int, check: bool,
-                  show_progress: Optional[bool], timeout: float, conn: Dict[str, Any]) -> None:
+def stream_backup(args: tuple[str, ...], all_streams: bool, chunk_size: int, check: bool,
+                  show_progress: bool | None, timeout: float, conn: dict[str, Any]) -> None:
     """Back a stream up into DIR (backup.json and stream.tar.s2, like `nats stream backup`)."""
     if all_streams and len(args) != 1:
         raise click.UsageError("with --all give only DIR")
@@ -162,8 +163,8 @@ def stream_backup(args: Tuple[str, ...], all_streams: bool, chunk_size: int, che
 @progress_option
 @timeout_option
 @connection_options
-def stream_restore(directory: str, name: Optional[str], all_streams: bool, show_progress: Optional[bool],
-                   timeout: float, conn: Dict[str, Any]) -> None:
+def stream_restore(directory: str, name: str | None, all_streams: bool, show_progress: bool | None,
+                   timeout: float, conn: dict[str, Any]) -> None:
     """Restore a stream (and its consumers) from a backup in DIR."""
     if all_streams and name:
         raise click.UsageError("--name restores one stream: not with --all")

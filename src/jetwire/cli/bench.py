@@ -23,7 +23,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import click
 
@@ -32,7 +32,7 @@ from ._conn import comma, connect_kwargs, human_bytes, redact_url, server_url
 from ._stats import group_stats, split_evenly
 
 # mode -> (help, latency?)
-MODES: Dict[str, Tuple[str, bool]] = {
+MODES: dict[str, tuple[str, bool]] = {
     "pub": ("Core NATS publishers (--pub N) on --subject; the server's counters account for every message.", False),
     "sub": ("Core NATS subscribers (--sub N), each expecting all --msgs messages. Without --server a "
             "publisher is started too; with --server run `jetwire bench pub` elsewhere.", False),
@@ -59,12 +59,12 @@ MODES: Dict[str, Tuple[str, bool]] = {
 class Group:
     name: str  # shown: "pub", "sub", "req", "rep", "fetch", ...
     role: str
-    counts: List[int]  # per worker: messages it sends / requests it makes
+    counts: list[int]  # per worker: messages it sends / requests it makes
     measured: bool = True
     producer: bool = False  # when every producer is done, consumers may give up after --grace
     fanout: bool = True  # each worker expects `expected` messages (else the group shares `expected`)
     expected: int = 0
-    extra: Dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def workers(self) -> int:
@@ -87,8 +87,8 @@ _DONE_VERB = {"pub": "published and flushed", "req": "requests answered", "jspub
 # =========================================================================== runner
 
 
-def run_groups(groups: List[Group], flavour: str, base: Dict[str, Any], show_progress: bool,
-               wait_external: bool = False, on_started: Any = None) -> Dict[str, List[Dict[str, Any]]]:
+def run_groups(groups: list[Group], flavour: str, base: dict[str, Any], show_progress: bool,
+               wait_external: bool = False, on_started: Any = None) -> dict[str, list[dict[str, Any]]]:
     """Start one process per worker, wait until all are ready, start them together,
     show progress, and return each group's worker results (errors raise BenchFailed)."""
 
@@ -99,8 +99,8 @@ def run_groups(groups: List[Group], flavour: str, base: Dict[str, Any], show_pro
     counters = ctx.Array("q", nworkers, lock=False)
     q = ctx.Queue()
     start_ev, stop_ev = ctx.Event(), ctx.Event()
-    procs: List[Any] = []
-    owner: List[Tuple[Group, int]] = []
+    procs: list[Any] = []
+    owner: list[tuple[Group, int]] = []
     idx = 0
     for g in groups:
         lo = idx
@@ -117,8 +117,8 @@ def run_groups(groups: List[Group], flavour: str, base: Dict[str, Any], show_pro
                                      name=f"jetwire-bench-{g.name}-{i + 1}", daemon=True))
             owner.append((g, i))
             idx += 1
-    results: Dict[str, List[Dict[str, Any]]] = {g.name: [] for g in groups}
-    errors: List[str] = []
+    results: dict[str, list[dict[str, Any]]] = {g.name: [] for g in groups}
+    errors: list[str] = []
     reported: set = set()
     try:
         for p in procs:
@@ -186,12 +186,12 @@ def _mp_context() -> Any:
     return _CTX
 
 
-def _label(owner: Tuple[Group, int]) -> str:
+def _label(owner: tuple[Group, int]) -> str:
     g, i = owner
     return f"{g.name} #{i + 1}"
 
 
-def _await_ready(procs: List[Any], q: Any, owner: List[Tuple[Group, int]], errors: List[str], reported: set,
+def _await_ready(procs: list[Any], q: Any, owner: list[tuple[Group, int]], errors: list[str], reported: set,
                  timeout: float) -> None:
     ready: set = set()
     deadline = time.monotonic() + timeout
@@ -201,9 +201,9 @@ def _await_ready(procs: List[Any], q: Any, owner: List[Tuple[Group, int]], error
         except queue_mod.Empty:
             for j, p in enumerate(procs):
                 if j not in ready and not p.is_alive():
-                    raise BenchFailed(f"{_label(owner[j])}: worker exited with status {p.exitcode} before it was ready")
+                    raise BenchFailed(f"{_label(owner[j])}: worker exited with status {p.exitcode} before it was ready") from None
             if time.monotonic() > deadline:
-                raise BenchFailed(f"only {len(ready)} of {len(procs)} clients were ready within {timeout:.0f}s")
+                raise BenchFailed(f"only {len(ready)} of {len(procs)} clients were ready within {timeout:.0f}s") from None
             continue
         if kind == "ready":
             ready.add(i)
@@ -214,15 +214,15 @@ def _await_ready(procs: List[Any], q: Any, owner: List[Tuple[Group, int]], error
 class _Progress:
     """Live rich progress bars (stderr), one per measured group, fed from the counters."""
 
-    def __init__(self, groups: List[Group], counters: Any, enabled: bool) -> None:
+    def __init__(self, groups: list[Group], counters: Any, enabled: bool) -> None:
         self.groups = groups
         self.counters = counters
         self.enabled = enabled
         self.prog: Any = None
-        self.tasks: List[Tuple[Any, int, int]] = []
+        self.tasks: list[tuple[Any, int, int]] = []
         self.t0 = time.monotonic()
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if not self.enabled:
             return self
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -258,15 +258,15 @@ class _Progress:
 class Bench:
     """One ``jetwire bench <mode>`` run: set-up, groups, accounting."""
 
-    def __init__(self, mode: str, opts: Dict[str, Any], url: str, monitor: Optional[str], embedded: bool) -> None:
+    def __init__(self, mode: str, opts: dict[str, Any], url: str, monitor: str | None, embedded: bool) -> None:
         self.mode = mode
         self.o = opts
         self.url = url
         self.monitor = monitor
         self.embedded = embedded
         self.conn = {k: v for k, v in opts["conn"].items() if k != "server"}
-        self.checks: List[Tuple[bool, str]] = []
-        self.state: Dict[str, Any] = {}
+        self.checks: list[tuple[bool, str]] = []
+        self.state: dict[str, Any] = {}
         self.wait_external = False
 
     # -- helpers -------------------------------------------------------------------
@@ -326,7 +326,7 @@ class Bench:
         return before + 1
 
     # -- set-up + groups per mode ---------------------------------------------------
-    def plan(self) -> List[Group]:
+    def plan(self) -> list[Group]:
         o, m = self.o, self.mode
         msgs, npub, nsub = o["msgs"], o["pub"], o["sub"]
         pubs = split_evenly(msgs, npub)
@@ -431,7 +431,7 @@ class Bench:
             self.state["in_msgs"] = _varz(self.monitor)["in_msgs"]
 
     # -- accounting -----------------------------------------------------------------
-    def account(self, res: Dict[str, List[Dict[str, Any]]], groups: List[Group]) -> None:
+    def account(self, res: dict[str, list[dict[str, Any]]], groups: list[Group]) -> None:
         o, m, msgs = self.o, self.mode, self.o["msgs"]
         for g in groups:
             rs = res.get(g.name, [])
@@ -493,7 +493,7 @@ class Bench:
             self.check(ack_ok, f"consumer {ci.name}: {comma(ci.num_ack_pending)} deliveries not acknowledged")
 
 
-def _varz(monitor: str) -> Dict[str, Any]:
+def _varz(monitor: str) -> dict[str, Any]:
     import urllib.request
 
     with urllib.request.urlopen(monitor.rstrip("/") + "/varz", timeout=5) as r:
@@ -503,9 +503,9 @@ def _varz(monitor: str) -> Dict[str, Any]:
 # =========================================================================== output
 
 
-def build_report(b: Bench, groups: List[Group], res: Dict[str, List[Dict[str, Any]]], flavour: str) -> Dict[str, Any]:
+def build_report(b: Bench, groups: list[Group], res: dict[str, list[dict[str, Any]]], flavour: str) -> dict[str, Any]:
     o = b.o
-    rep: Dict[str, Any] = {
+    rep: dict[str, Any] = {
         "mode": b.mode,
         "flavour": flavour,
         "server": redact_url(b.url),
@@ -548,7 +548,7 @@ def _fmt_rate(v: float) -> str:
     return f"{v:,.0f}"
 
 
-def print_report(rep: Dict[str, Any]) -> None:
+def print_report(rep: dict[str, Any]) -> None:
     from rich.table import Table
 
     con = console()
@@ -600,7 +600,7 @@ def print_report(rep: Dict[str, Any]) -> None:
         con.print(f"  {mark}  {c['check']}")
 
 
-def write_csv(rep: Dict[str, Any], path: str) -> None:
+def write_csv(rep: dict[str, Any], path: str) -> None:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["mode", "flavour", "group", "client", "msgs", "bytes", "seconds", "msgs_per_sec", "mb_per_sec",
@@ -628,7 +628,7 @@ def _need_matplotlib() -> None:
         raise CliError("--histogram needs matplotlib: pip install 'jetwire[plot]'") from None
 
 
-def write_histogram(rep: Dict[str, Any], latencies: Dict[str, List[float]], path: str) -> None:
+def write_histogram(rep: dict[str, Any], latencies: dict[str, list[float]], path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -709,7 +709,7 @@ def bench() -> None:
     """
 
 
-def run_bench(mode: str, kw: Dict[str, Any]) -> Dict[str, Any]:
+def run_bench(mode: str, kw: dict[str, Any]) -> dict[str, Any]:
     """Run one bench mode (``kw``: the command's options); returns the report."""
     latency_mode = MODES[mode][1]
     if kw.get("histogram"):
@@ -805,8 +805,8 @@ for _mode in MODES:
 @click.option("--client-cpus", default=None, metavar="LIST",
               help="Run each client process on these CPUs only (taskset's list form: 0, 0,1).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], peers: Optional[str],
-                server: Optional[str], monitor: Optional[str], server_cpus: Optional[str], client_cpus: Optional[str],
+def compare_cmd(rows: str, rounds: int, scale: float, clients: str | None, peers: str | None,
+                server: str | None, monitor: str | None, server_cpus: str | None, client_cpus: str | None,
                 as_json: bool) -> None:
     """Run the benchmark rows for jetwire (both flavours), nats.go and nats-py, each in
     its own process, in turns, on one fresh server; print medians and ratios.
@@ -851,7 +851,7 @@ def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], pe
         if status is not None:
             status.update(f"round {rnd + 1}/{rounds}  row {r}  {c}")
 
-    def on_result(rnd: int, r: str, c: str, res: Dict[str, Any]) -> None:
+    def on_result(rnd: int, r: str, c: str, res: dict[str, Any]) -> None:
         if quiet:
             return
         if "error" in res:
@@ -876,12 +876,12 @@ def compare_cmd(rows: str, rounds: int, scale: float, clients: Optional[str], pe
         raise CliError("some rows failed (see above)")
 
 
-def failed_clients(summary: Dict[str, Any]) -> List[str]:
+def failed_clients(summary: dict[str, Any]) -> list[str]:
     """``row/client`` of every failed run in a compare summary."""
     return [f"{r}/{c}" for r, row in summary["rows"].items() for c, v in row["clients"].items() if v["failed"]]
 
 
-def print_compare(summary: Dict[str, Any], clients: List[str]) -> None:
+def print_compare(summary: dict[str, Any], clients: list[str]) -> None:
     from rich.table import Table
 
     from .rows import ROWS

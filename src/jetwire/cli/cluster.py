@@ -5,7 +5,8 @@ group's leader).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Dict, Optional
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -16,11 +17,11 @@ from ._shared import js_of, json_option
 # ============================================================================== cluster
 
 
-def leader_of(info: Any) -> Optional[str]:
+def leader_of(info: Any) -> str | None:
     return info.cluster.leader if info.cluster is not None else None
 
 
-def new_leader(leader_fn: Callable[[], Optional[str]], old: Optional[str], wait: float) -> Optional[str]:
+def new_leader(leader_fn: Callable[[], str | None], old: str | None, wait: float) -> str | None:
     """The leader ``leader_fn()`` names once it is another than ``old`` (None when none is
     elected within ``wait`` seconds; the info requests fail while there is no leader)."""
     import jetwire
@@ -38,7 +39,7 @@ def new_leader(leader_fn: Callable[[], Optional[str]], old: Optional[str], wait:
         time.sleep(0.1)
 
 
-def stepped_down(what: str, old: Optional[str], new: Optional[str], wait: float, as_json: bool,
+def stepped_down(what: str, old: str | None, new: str | None, wait: float, as_json: bool,
                   **ids: Any) -> None:
     if as_json:
         echo_json({**ids, "previous_leader": old, "leader": new})
@@ -56,7 +57,7 @@ wait_option = click.option("--wait", type=DURATION, default="10s", show_default=
 
 
 
-def _meta_leader(nc: Any) -> Optional[str]:
+def _meta_leader(nc: Any) -> str | None:
     """The meta group's leader as ``$SYS.REQ.SERVER.PING.JSZ`` reports it (system account)."""
     import orjson
 
@@ -75,7 +76,7 @@ def server_cluster() -> None:
 @wait_option
 @json_option
 @connection_options
-def server_cluster_step_down(preferred: Optional[str], wait: float, as_json: bool, conn: Dict[str, Any]) -> None:
+def server_cluster_step_down(preferred: str | None, wait: float, as_json: bool, conn: dict[str, Any]) -> None:
     """Make the JetStream meta leader step down; prints the new leader."""
     with connected(conn) as nc:
         try:

@@ -30,7 +30,8 @@ import json
 import os
 import subprocess
 import sys
-from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ._stats import median
 from .rows import ROW_ORDER, ROWS, supported
@@ -43,7 +44,7 @@ PEER_FILES = {"nats.go": "natsgo_rows.py", "nats-py": PEER_FILE, "raw": "raw_row
 REFERENCE = "nats.go"  # the peer the targets of BENCHMARKS.md are ratios against
 
 
-def default_peers() -> Optional[str]:
+def default_peers() -> str | None:
     """``$JETWIRE_BENCH_PEERS``, else the ``benchmarks/`` folder of the source checkout
     this package runs from (an editable install), else None (an installed wheel)."""
     env = os.environ.get("JETWIRE_BENCH_PEERS")
@@ -54,7 +55,7 @@ def default_peers() -> Optional[str]:
     return cand if os.path.isfile(os.path.join(cand, PEER_FILE)) else None
 
 
-def find_peers(peers: Optional[str] = None, client: str = "nats-py") -> Tuple[Optional[str], str]:
+def find_peers(peers: str | None = None, client: str = "nats-py") -> tuple[str | None, str]:
     """``(folder, "")`` when the rows of peer ``client`` can run: ``peers`` (or
     :func:`default_peers`) holds its row file and what it needs is installed (nats-py;
     ``go`` and nats.go, whose program is built here once); else ``(None, why not)``."""
@@ -91,7 +92,7 @@ def unavailable_line(why: str, client: str = "nats-py") -> str:
     return f"{client} rows unavailable: {why}; running the other clients' rows"
 
 
-def parse_rows(text: str) -> List[str]:
+def parse_rows(text: str) -> list[str]:
     rows = [r.strip().lower() for r in text.split(",") if r.strip()]
     if not rows or rows == ["all"]:
         return list(ROW_ORDER)
@@ -101,7 +102,7 @@ def parse_rows(text: str) -> List[str]:
     return rows
 
 
-def parse_clients(text: Optional[str]) -> List[str]:
+def parse_clients(text: str | None) -> list[str]:
     clients = [c.strip() for c in (text or ",".join(CLIENTS)).split(",") if c.strip()]
     unknown = [c for c in clients if c not in CLIENTS]
     if unknown:
@@ -109,13 +110,13 @@ def parse_clients(text: Optional[str]) -> List[str]:
     return clients
 
 
-def parse_cpus(text: Optional[str]) -> Optional[Set[int]]:
+def parse_cpus(text: str | None) -> set[int] | None:
     """``"0,1"``, ``"2-15"`` or ``"0,4-7"`` (taskset's list form) to a set of CPU numbers;
     None or ``""`` gives None (no pinning). Raises ``ValueError`` for anything else, and
     for CPUs this process may not run on."""
     if not text:
         return None
-    cpus: Set[int] = set()
+    cpus: set[int] = set()
     for part in text.split(","):
         part = part.strip()
         lo, sep, hi = part.partition("-")
@@ -133,7 +134,7 @@ def parse_cpus(text: Optional[str]) -> Optional[Set[int]]:
 
 
 @contextlib.contextmanager
-def pinned(cpus: Optional[Set[int]]) -> Iterator[None]:
+def pinned(cpus: set[int] | None) -> Iterator[None]:
     """Run the block (and every process it starts, with all their threads) on ``cpus``
     only; the previous affinity comes back afterwards. None: no change."""
     if not cpus:
@@ -148,7 +149,7 @@ def pinned(cpus: Optional[Set[int]]) -> Iterator[None]:
 
 
 def run_worker(row: str, client: str, url: str, monitor: str, scale: float, timeout: float = 600,
-               peers: Optional[str] = None, cpus: Optional[Set[int]] = None) -> Dict[str, Any]:
+               peers: str | None = None, cpus: set[int] | None = None) -> dict[str, Any]:
     """One row for one client in a fresh process; ``{"error": ...}`` when it failed
     (``peers``: the folder of the peers' rows, see :func:`find_peers`; ``cpus``: the
     CPUs the process, and whatever it starts, runs on)."""
@@ -177,14 +178,14 @@ def run_worker(row: str, client: str, url: str, monitor: str, scale: float, time
         return {"error": f"unreadable output: {out.stdout.strip()[-200:]!r}"}
 
 
-Results = Dict[str, Dict[str, List[Dict[str, Any]]]]
+Results = dict[str, dict[str, list[dict[str, Any]]]]
 
 
-def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0, server: Optional[str] = None,
-        monitor: Optional[str] = None,
-        on_result: Optional[Callable[[int, str, str, Dict[str, Any]], None]] = None,
-        on_start: Optional[Callable[[int, str, str], None]] = None, peers: Optional[str] = None,
-        server_cpus: Optional[Set[int]] = None, client_cpus: Optional[Set[int]] = None) -> Results:
+def run(rows: list[str], clients: list[str], rounds: int = 3, scale: float = 1.0, server: str | None = None,
+        monitor: str | None = None,
+        on_result: Callable[[int, str, str, dict[str, Any]], None] | None = None,
+        on_start: Callable[[int, str, str], None] | None = None, peers: str | None = None,
+        server_cpus: set[int] | None = None, client_cpus: set[int] | None = None) -> Results:
     """Run every (row, client) ``rounds`` times, in turns, on one server.
 
     Without ``server`` one fresh embedded nats-server (JetStream, file storage) is
@@ -222,7 +223,7 @@ def run(rows: List[str], clients: List[str], rounds: int = 3, scale: float = 1.0
     return results
 
 
-def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
+def summarize(results: Results, scale: float = 1.0) -> dict[str, Any]:
     """Medians per (row, client), ratios against nats-py and nats.go (and g against f),
     failures.
 
@@ -231,10 +232,10 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
     "failed": bool}`` (``ratios``: against nats-py; ``ratios_go``: against nats.go;
     ``ratios_raw``: against the raw-socket limit)
     """
-    out: Dict[str, Any] = {"rows": {}, "failed": False}
+    out: dict[str, Any] = {"rows": {}, "failed": False}
     for r, per_client in results.items():
         spec = ROWS[r]
-        row_out: Dict[str, Any] = {"title": spec.title, "short": spec.short, "kind": spec.kind,
+        row_out: dict[str, Any] = {"title": spec.title, "short": spec.short, "kind": spec.kind,
                                    "target": spec.target, "clients": {}, "ratios": {}, "ratios_go": {},
                                    "ratios_raw": {}}
         for c, runs in per_client.items():
@@ -265,25 +266,25 @@ def summarize(results: Results, scale: float = 1.0) -> Dict[str, Any]:
     return out
 
 
-def pinning(server_cpus: Optional[Set[int]], client_cpus: Optional[Set[int]]) -> Dict[str, Any]:
+def pinning(server_cpus: set[int] | None, client_cpus: set[int] | None) -> dict[str, Any]:
     """What a summary records of the CPUs used: ``server_cpus``/``client_cpus`` (sorted
     lists, None when not pinned)."""
     return {"server_cpus": sorted(server_cpus) if server_cpus else None,
             "client_cpus": sorted(client_cpus) if client_cpus else None}
 
 
-def pinning_line(summary: Dict[str, Any]) -> Optional[str]:
+def pinning_line(summary: dict[str, Any]) -> str | None:
     """One line saying where the server and the clients ran, or None when nothing was pinned."""
     srv, cli = summary.get("server_cpus"), summary.get("client_cpus")
     if not srv and not cli:
         return None
-    def on(cpus: Optional[List[int]]) -> str:
+    def on(cpus: list[int] | None) -> str:
         return f"on CPU {','.join(map(str, cpus))}" if cpus else "on any CPU"
 
     return f"pinned: server {on(srv)}, each client {on(cli)}"
 
 
-def format_summary(summary: Dict[str, Any], rounds: int) -> str:
+def format_summary(summary: dict[str, Any], rounds: int) -> str:
     """Plain-text report (``benchmarks/compare.py``; the CLI draws a rich table instead)."""
     lines = [f"medians over {rounds} round(s); ratio = how many times better than nats.go (go), "
              "nats-py (py) and the raw-socket limit (raw) (rates: jetwire/peer; latency: peer / jetwire, "
@@ -317,7 +318,7 @@ def format_summary(summary: Dict[str, Any], rounds: int) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Optional[List[str]] = None, peers: Optional[str] = None) -> int:
+def main(argv: list[str] | None = None, peers: str | None = None) -> int:
     """``benchmarks/compare.py`` command line (argparse, plain text); ``peers``: the
     default of ``--peers`` (the script passes its own folder)."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -362,7 +363,7 @@ def main(argv: Optional[List[str]] = None, peers: Optional[str] = None) -> int:
         else:
             folder = found
 
-    def on_result(rnd: int, r: str, c: str, res: Dict[str, Any]) -> None:
+    def on_result(rnd: int, r: str, c: str, res: dict[str, Any]) -> None:
         if "error" in res:
             print(f"round {rnd + 1} row {r} {c}: FAILED {res['error']}", file=sys.stderr)
         else:

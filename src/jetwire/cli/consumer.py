@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import sys
 import time
-from datetime import datetime, timezone
-from typing import Any, Dict, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 import click
 
@@ -52,7 +52,7 @@ def consumer() -> None:
 @click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
 @json_option
 @connection_options
-def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: dict[str, Any]) -> None:
     """List a stream's consumers."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -106,7 +106,7 @@ def _print_consumer_info(i: Any) -> None:
 @click.argument("name")
 @json_option
 @connection_options
-def consumer_info(stream_name: str, name: str, as_json: bool, conn: Dict[str, Any]) -> None:
+def consumer_info(stream_name: str, name: str, as_json: bool, conn: dict[str, Any]) -> None:
     """Show a consumer's configuration and state."""
     with connected(conn) as nc:
         info = js_of(nc).consumer(stream_name, name).info()
@@ -116,7 +116,7 @@ def consumer_info(stream_name: str, name: str, as_json: bool, conn: Dict[str, An
         _print_consumer_info(info)
 
 
-def _deliver(value: str) -> Dict[str, Any]:
+def _deliver(value: str) -> dict[str, Any]:
     v = value.strip().lower()
     if v in ("all", "last", "new", "last_per_subject", "last-per-subject"):
         return {"deliver_policy": v.replace("-", "_")}
@@ -133,7 +133,7 @@ def _deliver(value: str) -> Dict[str, Any]:
     except ValueError:
         raise click.BadParameter(f"{value!r}: use all, last, new, last_per_subject, a sequence or an ISO time",
                                  param_hint="'--deliver'") from None
-    return {"deliver_policy": "by_start_time", "opt_start_time": dt.astimezone(timezone.utc)}
+    return {"deliver_policy": "by_start_time", "opt_start_time": dt.astimezone(UTC)}
 
 
 @consumer.command("add")
@@ -155,16 +155,16 @@ def _deliver(value: str) -> Dict[str, Any]:
               help="A JSON consumer configuration; options given here override it.")
 @json_option
 @connection_options
-def consumer_add(stream_name: str, name: str, filters: Any, ack: Optional[str], deliver: Optional[str],
-                 replay: Optional[str], ack_wait: Optional[float], max_deliver: Optional[int],
-                 max_ack_pending: Optional[int], max_waiting: Optional[int], inactive_threshold: Optional[float],
-                 description: Optional[str], headers_only: Optional[bool], ephemeral: bool,
-                 config_file: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+def consumer_add(stream_name: str, name: str, filters: Any, ack: str | None, deliver: str | None,
+                 replay: str | None, ack_wait: float | None, max_deliver: int | None,
+                 max_ack_pending: int | None, max_waiting: int | None, inactive_threshold: float | None,
+                 description: str | None, headers_only: bool | None, ephemeral: bool,
+                 config_file: str | None, as_json: bool, conn: dict[str, Any]) -> None:
     """Create a pull consumer (durable unless --ephemeral)."""
     from ..jetstream.models import ConsumerConfig
 
     base = load_config(config_file, ConsumerConfig)
-    fields: Dict[str, Any] = {}
+    fields: dict[str, Any] = {}
     if ephemeral:
         fields["name"] = name
     else:
@@ -197,7 +197,7 @@ def consumer_add(stream_name: str, name: str, filters: Any, ack: Optional[str], 
 @click.argument("name")
 @force_option
 @connection_options
-def consumer_rm(stream_name: str, name: str, force: bool, conn: Dict[str, Any]) -> None:
+def consumer_rm(stream_name: str, name: str, force: bool, conn: dict[str, Any]) -> None:
     """Delete a consumer."""
     confirm(force, f"delete consumer {stream_name} > {name}")
     with connected(conn) as nc:
@@ -217,7 +217,7 @@ def consumer_rm(stream_name: str, name: str, force: bool, conn: Dict[str, Any]) 
 @json_option
 @connection_options
 def consumer_next(stream_name: str, name: str, count: int, no_ack: bool, timeout: float, raw: bool, as_json: bool,
-                  conn: Dict[str, Any]) -> None:
+                  conn: dict[str, Any]) -> None:
     """Fetch and print (and acknowledge) the next messages of a pull consumer."""
     got = 0
     with connected(conn) as nc:
@@ -252,14 +252,14 @@ def _show_js_msg(m: Any, raw: bool, as_json: bool) -> None:
     else:
         md = _metadata(m)
         where = f" stream seq {md['stream_seq']} consumer seq {md['consumer_seq']}" if md else ""
-        click.echo(f"[{human_time(datetime.now(timezone.utc))}] subj: {m.subject} /{where} / bytes: {len(m.data)}")
+        click.echo(f"[{human_time(datetime.now(UTC))}] subj: {m.subject} /{where} / bytes: {len(m.data)}")
         show_headers(m)
         click.echo(text_or_repr(m.data))
         click.echo("")
     sys.stdout.flush()
 
 
-def _metadata(m: Any) -> Optional[Dict[str, Any]]:
+def _metadata(m: Any) -> dict[str, Any] | None:
     try:
         md = m.metadata
     except Exception:
@@ -287,8 +287,8 @@ def consumer_cluster() -> None:
 @wait_option
 @json_option
 @connection_options
-def consumer_cluster_step_down(stream_name: str, name: str, preferred: Optional[str], wait: float, as_json: bool,
-                               conn: Dict[str, Any]) -> None:
+def consumer_cluster_step_down(stream_name: str, name: str, preferred: str | None, wait: float, as_json: bool,
+                               conn: dict[str, Any]) -> None:
     """Make the leader of a consumer step down; prints the new leader."""
     with connected(conn) as nc:
         js = js_of(nc)

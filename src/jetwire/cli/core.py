@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 import sys
 import time
-from typing import Any, Callable, Dict, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 
@@ -28,8 +29,8 @@ header_option = click.option("-H", "--header", "headers", multiple=True, metavar
 @click.option("--sleep", type=DURATION, default=None, help="Pause between messages.")
 @click.option("-q", "--quiet", is_flag=True)
 @connection_options
-def pub(subject: str, body: Optional[str], headers: Any, count: int, reply: Optional[str], sleep: Optional[float],
-        quiet: bool, conn: Dict[str, Any]) -> None:
+def pub(subject: str, body: str | None, headers: Any, count: int, reply: str | None, sleep: float | None,
+        quiet: bool, conn: dict[str, Any]) -> None:
     """Publish BODY ('-': standard input) to SUBJECT. '{count}' in BODY is replaced by the message number."""
     hdrs = parse_headers(headers)
     raw = read_body(body)
@@ -53,13 +54,13 @@ def pub(subject: str, body: Optional[str], headers: Any, count: int, reply: Opti
 @click.option("--raw", is_flag=True, help="Only the message data, one a line.")
 @json_option
 @connection_options
-def sub(subject: str, queue: Optional[str], count: Optional[int], timeout: Optional[float], raw: bool, as_json: bool,
-        conn: Dict[str, Any]) -> None:
+def sub(subject: str, queue: str | None, count: int | None, timeout: float | None, raw: bool, as_json: bool,
+        conn: dict[str, Any]) -> None:
     """Print messages arriving on SUBJECT."""
     n = 0
     try:
         with connected(conn) as nc:
-            for m in _incoming(nc, subject, queue, timeout, "Subscribing on", "message", lambda: f"{n} received"):
+            for m in _incoming(nc, subject, queue, timeout, "Subscribing on", "message", lambda: f"{n} received"):  # noqa: B023 - reads the live count
                 n += 1
                 if as_json:
                     echo_json(msg_json(m), compact=True)
@@ -77,7 +78,7 @@ def sub(subject: str, queue: Optional[str], count: Optional[int], timeout: Optio
         interrupted(f"{n} received")
 
 
-def _incoming(nc: Any, subject: str, queue: Optional[str], timeout: Optional[float], banner: str, noun: str,
+def _incoming(nc: Any, subject: str, queue: str | None, timeout: float | None, banner: str, noun: str,
               done: Callable[[], str]) -> Iterator[Any]:
     """The messages arriving on ``subject`` (queue group ``queue``), once ``banner`` has
     told the user the subscription is live; ``CliError`` when none comes for ``timeout``
@@ -103,8 +104,8 @@ def _incoming(nc: Any, subject: str, queue: Optional[str], timeout: Optional[flo
 @click.option("--raw", is_flag=True, help="Only the reply data.")
 @json_option
 @connection_options
-def req(subject: str, body: Optional[str], headers: Any, timeout: float, raw: bool, as_json: bool,
-        conn: Dict[str, Any]) -> None:
+def req(subject: str, body: str | None, headers: Any, timeout: float, raw: bool, as_json: bool,
+        conn: dict[str, Any]) -> None:
     """Send a request and print the reply."""
     hdrs = parse_headers(headers)
     data = read_body(body)
@@ -137,8 +138,8 @@ _FIELD = re.compile(rb"\{(count|request|subject)\}")
 @header_option
 @click.option("-q", "--quiet", is_flag=True, help="Do not print each request.")
 @connection_options
-def reply(subject: str, template: Optional[str], queue: Optional[str], echo: bool, count: Optional[int],
-          timeout: Optional[float], headers: Any, quiet: bool, conn: Dict[str, Any]) -> None:
+def reply(subject: str, template: str | None, queue: str | None, echo: bool, count: int | None,
+          timeout: float | None, headers: Any, quiet: bool, conn: dict[str, Any]) -> None:
     """Answer requests on SUBJECT with TEMPLATE ('-': standard input; '{count}': the
     request's number, '{request}': its data, '{subject}': its subject), or with --echo."""
     if echo == (template is not None):
@@ -149,7 +150,7 @@ def reply(subject: str, template: Optional[str], queue: Optional[str], echo: boo
     try:
         with connected(conn) as nc:
             for m in _incoming(nc, subject, queue, timeout, "Answering requests on", "request",
-                               lambda: f"{n} answered"):
+                               lambda: f"{n} answered"):  # noqa: B023 - reads the live count
                 if not m.reply:
                     continue  # a plain publish: nothing to answer
                 n += 1
@@ -158,7 +159,7 @@ def reply(subject: str, template: Optional[str], queue: Optional[str], echo: boo
                 else:
                     fields = {b"count": str(n).encode(), b"request": m.data,
                               b"subject": m.subject.encode("utf-8", "surrogateescape")}
-                    m.respond(_FIELD.sub(lambda f: fields[f.group(1)], raw), headers=hdrs)
+                    m.respond(_FIELD.sub(lambda f: fields[f.group(1)], raw), headers=hdrs)  # noqa: B023 - used at once
                 if not quiet:
                     click.echo(f"[#{n}] Answered a request on {m.subject!r}")
                     sys.stdout.flush()

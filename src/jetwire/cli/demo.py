@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any
 
 import click
 
@@ -24,7 +24,7 @@ TOUR = [
 ]
 
 
-def _bench_kwargs(server_url: str, msgs: int, size: int, batch: int = 500, aio: bool = False) -> Dict[str, Any]:
+def _bench_kwargs(server_url: str, msgs: int, size: int, batch: int = 500, aio: bool = False) -> dict[str, Any]:
     return {
         "conn": {"server": server_url}, "msgs": msgs, "size": size, "npub": 1, "nsub": 1, "subject": "demo.bench",
         "stream": "DEMO", "consumer": "demo", "bucket": "demo", "storage": "file", "replicas": 1, "purge": False,
@@ -45,7 +45,7 @@ def demo(scale: float, no_compare: bool, rows: str) -> None:
 
     con = console()
     t0 = time.monotonic()
-    failures: List[str] = []
+    failures: list[str] = []
     with NatsServer() as srv:
         con.rule(f"[bold]jetwire demo[/bold]: embedded nats-server at {srv.url}")
         for mode, p in TOUR:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, Optional
+from typing import Any
 
 import click
 
@@ -24,8 +24,8 @@ from ._shared import interrupted, json_option
 @click.option("--domain", default=None, help="JetStream domain: skip events of other domains.")
 @json_option
 @connection_options
-def events(count: Optional[int], timeout: Optional[float], fmt: str, kinds: tuple, domain: Optional[str],
-           as_json: bool, conn: Dict[str, Any]) -> None:
+def events(count: int | None, timeout: float | None, fmt: str, kinds: tuple, domain: str | None,
+           as_json: bool, conn: dict[str, Any]) -> None:
     """Show JetStream advisories and metrics ($JS.EVENT.ADVISORY.> and $JS.EVENT.METRIC.>),
     rendered by jetwire.events; json and cloudevents print one document a line
     (--json is --format json)."""
@@ -37,21 +37,20 @@ def events(count: Optional[int], timeout: Optional[float], fmt: str, kinds: tupl
     if as_json:
         fmt = "json"
     n = 0
-    with connected(conn) as nc:
-        with nc.jetstream(domain=domain).events(kinds=kinds or None) as stream:
-            try:
-                click.echo(f"Listening for advisories and metrics on {', '.join(stream.subjects)}", err=True)
-                sys.stderr.flush()
-                while count is None or n < count:
-                    try:
-                        ev = stream.next(timeout=timeout)
-                    except jetwire.TimeoutError:
-                        raise CliError(f"timeout: no event within {human_duration(timeout)} ({n} received)") from None
-                    n += 1
-                    out = render(ev, fmt)
-                    if fmt in ("json", "cloudevents"):  # one document a line
-                        out = orjson.dumps(orjson.loads(out)).decode()
-                    click.echo(out)
-                    sys.stdout.flush()
-            except KeyboardInterrupt:
-                interrupted(f"{n} received")
+    with connected(conn) as nc, nc.jetstream(domain=domain).events(kinds=kinds or None) as stream:
+        try:
+            click.echo(f"Listening for advisories and metrics on {', '.join(stream.subjects)}", err=True)
+            sys.stderr.flush()
+            while count is None or n < count:
+                try:
+                    ev = stream.next(timeout=timeout)
+                except jetwire.TimeoutError:
+                    raise CliError(f"timeout: no event within {human_duration(timeout)} ({n} received)") from None
+                n += 1
+                out = render(ev, fmt)
+                if fmt in ("json", "cloudevents"):  # one document a line
+                    out = orjson.dumps(orjson.loads(out)).decode()
+                click.echo(out)
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            interrupted(f"{n} received")

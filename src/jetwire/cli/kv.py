@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import sys
-from typing import Any, Dict, Optional
+from typing import Any
 
 import click
 
@@ -37,7 +37,7 @@ def _kv_status_row(s: Any) -> list:
             human_duration(s.ttl) if s.ttl else "-", comma(s.values), human_bytes(s.bytes)]
 
 
-def _kv_status_json(s: Any) -> Dict[str, Any]:
+def _kv_status_json(s: Any) -> dict[str, Any]:
     return {"bucket": s.bucket, "description": s.description, "values": s.values, "history": s.history,
             "ttl": s.ttl, "bytes": s.bytes, "storage": enum_text(s.storage), "replicas": s.replicas,
             "compressed": s.is_compressed, "stream_info": s.stream_info.to_json_dict()}
@@ -47,7 +47,7 @@ def _kv_status_json(s: Any) -> Dict[str, Any]:
 @click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
 @json_option
 @connection_options
-def kv_ls(names: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+def kv_ls(names: bool, as_json: bool, conn: dict[str, Any]) -> None:
     """List key-value buckets."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -81,11 +81,11 @@ def _print_kv_status(s: Any) -> None:
 @click.option("--compress", is_flag=True, help="S2 compression.")
 @json_option
 @connection_options
-def kv_add(bucket: str, history: int, ttl: Optional[float], storage: str, replicas: int,
-           max_value_size: Optional[int], max_bytes: Optional[int], description: Optional[str], compress: bool,
-           as_json: bool, conn: Dict[str, Any]) -> None:
+def kv_add(bucket: str, history: int, ttl: float | None, storage: str, replicas: int,
+           max_value_size: int | None, max_bytes: int | None, description: str | None, compress: bool,
+           as_json: bool, conn: dict[str, Any]) -> None:
     """Create a key-value bucket."""
-    fields: Dict[str, Any] = {"bucket": bucket, "history": history, "storage": storage, "replicas": replicas}
+    fields: dict[str, Any] = {"bucket": bucket, "history": history, "storage": storage, "replicas": replicas}
     for k, v in (("ttl", ttl), ("max_value_size", max_value_size), ("max_bytes", max_bytes),
                  ("description", description)):
         if v is not None:
@@ -104,7 +104,7 @@ def kv_add(bucket: str, history: int, ttl: Optional[float], storage: str, replic
 @click.argument("bucket")
 @json_option
 @connection_options
-def kv_info(bucket: str, as_json: bool, conn: Dict[str, Any]) -> None:
+def kv_info(bucket: str, as_json: bool, conn: dict[str, Any]) -> None:
     """Show a bucket's status."""
     with connected(conn) as nc:
         s = js_of(nc).key_value(bucket).status()
@@ -114,8 +114,8 @@ def kv_info(bucket: str, as_json: bool, conn: Dict[str, Any]) -> None:
         _print_kv_status(s)
 
 
-def _entry_json(e: Any) -> Dict[str, Any]:
-    d: Dict[str, Any] = {"bucket": e.bucket, "key": e.key, "revision": e.revision,
+def _entry_json(e: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"bucket": e.bucket, "key": e.key, "revision": e.revision,
                          "created": e.created.isoformat() if e.created else None, "delta": e.delta,
                          "operation": enum_text(e.operation)}
     try:
@@ -132,7 +132,7 @@ def _entry_json(e: Any) -> Dict[str, Any]:
 @click.option("--raw", is_flag=True, help="Only the value.")
 @json_option
 @connection_options
-def kv_get(bucket: str, key: str, revision: Optional[int], raw: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+def kv_get(bucket: str, key: str, revision: int | None, raw: bool, as_json: bool, conn: dict[str, Any]) -> None:
     """Show a key's value."""
     with connected(conn) as nc:
         e = js_of(nc).key_value(bucket).get(key, revision=revision)
@@ -152,7 +152,7 @@ def kv_get(bucket: str, key: str, revision: Optional[int], raw: bool, as_json: b
 @click.argument("value", required=False)
 @json_option
 @connection_options
-def kv_put(bucket: str, key: str, value: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+def kv_put(bucket: str, key: str, value: str | None, as_json: bool, conn: dict[str, Any]) -> None:
     """Store VALUE under KEY (VALUE '-' or absent: read standard input)."""
     data = read_body("-" if value is None else value)
     with connected(conn) as nc:
@@ -169,7 +169,7 @@ def kv_put(bucket: str, key: str, value: Optional[str], as_json: bool, conn: Dic
 @click.option("--purge", is_flag=True, help="Remove the key's history too.")
 @force_option
 @connection_options
-def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: Dict[str, Any]) -> None:
+def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: dict[str, Any]) -> None:
     """Delete (or purge) a key."""
     confirm(force, f"{'purge' if purge else 'delete'} key {bucket} > {key}")
     with connected(conn) as nc:
@@ -183,7 +183,7 @@ def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: Dict[str, Any]
 @click.argument("key")
 @json_option
 @connection_options
-def kv_history(bucket: str, key: str, as_json: bool, conn: Dict[str, Any]) -> None:
+def kv_history(bucket: str, key: str, as_json: bool, conn: dict[str, Any]) -> None:
     """Show every stored revision of a key."""
     with connected(conn) as nc:
         entries = js_of(nc).key_value(bucket).history(key)
@@ -205,8 +205,8 @@ def kv_history(bucket: str, key: str, as_json: bool, conn: Dict[str, Any]) -> No
 @click.option("--history", "include_history", is_flag=True, help="Every stored revision first.")
 @json_option
 @connection_options
-def kv_watch(bucket: str, key: str, count: Optional[int], updates_only: bool, include_history: bool, as_json: bool,
-             conn: Dict[str, Any]) -> None:
+def kv_watch(bucket: str, key: str, count: int | None, updates_only: bool, include_history: bool, as_json: bool,
+             conn: dict[str, Any]) -> None:
     """Print changes to a bucket (KEY may be a pattern; default: every key)."""
     seen = 0
     with connected(conn) as nc:
@@ -233,7 +233,7 @@ def kv_watch(bucket: str, key: str, count: Optional[int], updates_only: bool, in
 @click.argument("bucket")
 @force_option
 @connection_options
-def kv_rm(bucket: str, force: bool, conn: Dict[str, Any]) -> None:
+def kv_rm(bucket: str, force: bool, conn: dict[str, Any]) -> None:
     """Delete a bucket and everything in it."""
     confirm(force, f"delete bucket {bucket}")
     with connected(conn) as nc:

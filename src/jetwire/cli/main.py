@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import click
 
@@ -32,7 +32,7 @@ def _print_version(ctx: click.Context, param: Any, value: bool) -> None:
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
 @connection_options
-def cli(conn: Dict[str, Any]) -> None:
+def cli(conn: dict[str, Any]) -> None:
     """jetwire: a fast NATS and JetStream client for Python, from the command line.
 
     Connection options (--server, auth, TLS) may be given here or after any command;
@@ -79,7 +79,7 @@ def _register() -> None:
 _register()
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
     try:
         cli.main(args=argv, prog_name="jetwire", standalone_mode=True)

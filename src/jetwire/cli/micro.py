@@ -7,7 +7,7 @@ services sent them (durations in nanoseconds).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import click
 
@@ -24,8 +24,8 @@ def micro() -> None:
     """Services (the NATS service API, ADR-32): ls, info, stats."""
 
 
-def _gather(verb: str, conn: Dict[str, Any], name: Optional[str], id: Optional[str],  # noqa: A002
-            timeout: float) -> List[Any]:
+def _gather(verb: str, conn: dict[str, Any], name: str | None, id: str | None,
+            timeout: float) -> list[Any]:
     import jetwire.micro as m
 
     with connected(conn) as nc:
@@ -34,13 +34,13 @@ def _gather(verb: str, conn: Dict[str, Any], name: Optional[str], id: Optional[s
     return sorted(found, key=lambda d: (d.name, d.id))
 
 
-def _none_found(name: Optional[str], id: Optional[str]) -> str:  # noqa: A002
+def _none_found(name: str | None, id: str | None) -> str:
     if id:
         return f"no instance {id} of service {name!r} answered"
     return f"no service {name!r} answered" if name else "No services found"
 
 
-def _meta(md: Optional[Dict[str, str]]) -> str:
+def _meta(md: dict[str, str] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted((md or {}).items())) or "-"
 
 
@@ -49,7 +49,7 @@ def _meta(md: Optional[Dict[str, str]]) -> str:
 @timeout_option
 @json_option
 @connection_options
-def micro_ls(name: Optional[str], timeout: float, as_json: bool, conn: Dict[str, Any]) -> None:
+def micro_ls(name: str | None, timeout: float, as_json: bool, conn: dict[str, Any]) -> None:
     """List the services that answer (all of them, or those called NAME)."""
     infos = _gather("INFO", conn, name, None, timeout)
     if as_json:
@@ -70,8 +70,8 @@ def micro_ls(name: Optional[str], timeout: float, as_json: bool, conn: Dict[str,
 @timeout_option
 @json_option
 @connection_options
-def micro_info(name: str, id: Optional[str], timeout: float, as_json: bool,  # noqa: A002
-               conn: Dict[str, Any]) -> None:
+def micro_info(name: str, id: str | None, timeout: float, as_json: bool,
+               conn: dict[str, Any]) -> None:
     """Show every instance of service NAME (or instance ID) and its endpoints."""
     infos = _gather("INFO", conn, name, id, timeout)
     if as_json:
@@ -95,8 +95,8 @@ def micro_info(name: str, id: Optional[str], timeout: float, as_json: bool,  # n
 @timeout_option
 @json_option
 @connection_options
-def micro_stats(name: str, id: Optional[str], timeout: float, as_json: bool,  # noqa: A002
-                conn: Dict[str, Any]) -> None:
+def micro_stats(name: str, id: str | None, timeout: float, as_json: bool,
+                conn: dict[str, Any]) -> None:
     """Show the request statistics of every endpoint of service NAME (or instance ID)."""
     stats = _gather("STATS", conn, name, id, timeout)
     if as_json:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional
+from typing import Any
 
 import click
 
@@ -30,12 +30,12 @@ def object_() -> None:
     """Object stores: ls, add, put, get, info, rm."""
 
 
-def _obj_status_json(s: Any) -> Dict[str, Any]:
+def _obj_status_json(s: Any) -> dict[str, Any]:
     return {"bucket": s.bucket, "description": s.description, "size": s.size, "ttl": s.ttl, "sealed": s.sealed,
             "storage": enum_text(s.storage), "replicas": s.replicas, "stream_info": s.stream_info.to_json_dict()}
 
 
-def _obj_info_json(i: Any) -> Dict[str, Any]:
+def _obj_info_json(i: Any) -> dict[str, Any]:
     d = i.to_json_dict() if hasattr(i, "to_json_dict") else {}
     d.update({"name": i.name, "bucket": i.bucket, "size": i.size, "chunks": i.chunks, "digest": i.digest,
               "mtime": i.mtime.isoformat() if i.mtime else None, "deleted": i.deleted})
@@ -68,10 +68,10 @@ def _print_obj_info(i: Any) -> None:
 @click.option("--description", default=None)
 @json_option
 @connection_options
-def object_add(bucket: str, ttl: Optional[float], storage: str, replicas: int, max_bytes: Optional[int],
-               description: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+def object_add(bucket: str, ttl: float | None, storage: str, replicas: int, max_bytes: int | None,
+               description: str | None, as_json: bool, conn: dict[str, Any]) -> None:
     """Create an object store bucket."""
-    fields: Dict[str, Any] = {"bucket": bucket, "storage": storage, "replicas": replicas}
+    fields: dict[str, Any] = {"bucket": bucket, "storage": storage, "replicas": replicas}
     for k, v in (("ttl", ttl), ("max_bytes", max_bytes), ("description", description)):
         if v is not None:
             fields[k] = v
@@ -88,7 +88,7 @@ def object_add(bucket: str, ttl: Optional[float], storage: str, replicas: int, m
 @click.option("--deleted", "show_deleted", is_flag=True, help="Include deleted objects.")
 @json_option
 @connection_options
-def object_ls(bucket: Optional[str], show_deleted: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+def object_ls(bucket: str | None, show_deleted: bool, as_json: bool, conn: dict[str, Any]) -> None:
     """List object store buckets, or the objects in BUCKET."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -113,8 +113,8 @@ def object_ls(bucket: Optional[str], show_deleted: bool, as_json: bool, conn: Di
 @click.option("--description", default=None)
 @json_option
 @connection_options
-def object_put(bucket: str, file: str, name: Optional[str], description: Optional[str], as_json: bool,
-               conn: Dict[str, Any]) -> None:
+def object_put(bucket: str, file: str, name: str | None, description: str | None, as_json: bool,
+               conn: dict[str, Any]) -> None:
     """Store FILE ('-': standard input) in BUCKET."""
     from ..jetstream.obj_models import ObjectMeta
 
@@ -143,7 +143,7 @@ def object_put(bucket: str, file: str, name: Optional[str], description: Optiona
               help="Where to write it ('-': standard output; default: the object's base name here).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 @connection_options
-def object_get(bucket: str, name: str, output: Optional[str], force: bool, conn: Dict[str, Any]) -> None:
+def object_get(bucket: str, name: str, output: str | None, force: bool, conn: dict[str, Any]) -> None:
     """Fetch an object (its SHA-256 digest is checked)."""
     target = output or os.path.basename(name.rstrip("/")) or name
     if target != "-" and os.path.exists(target) and not force:
@@ -164,7 +164,7 @@ def object_get(bucket: str, name: str, output: Optional[str], force: bool, conn:
 @click.argument("name", required=False)
 @json_option
 @connection_options
-def object_info(bucket: str, name: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+def object_info(bucket: str, name: str | None, as_json: bool, conn: dict[str, Any]) -> None:
     """Show a bucket's status, or an object's metadata."""
     with connected(conn) as nc:
         store = js_of(nc).object_store(bucket)
@@ -181,7 +181,7 @@ def object_info(bucket: str, name: Optional[str], as_json: bool, conn: Dict[str,
 @click.argument("name", required=False)
 @force_option
 @connection_options
-def object_rm(bucket: str, name: Optional[str], force: bool, conn: Dict[str, Any]) -> None:
+def object_rm(bucket: str, name: str | None, force: bool, conn: dict[str, Any]) -> None:
     """Delete an object, or (without NAME) the whole bucket."""
     confirm(force, f"delete {'object ' + bucket + ' > ' + name if name else 'object store ' + bucket}")
     with connected(conn) as nc:

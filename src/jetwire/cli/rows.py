@@ -25,14 +25,15 @@ import os
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any
 
 now = time.perf_counter
 cpu_now = time.process_time
 
 
-def varz(monitor: str) -> Dict[str, Any]:
+def varz(monitor: str) -> dict[str, Any]:
     with urllib.request.urlopen(monitor.rstrip("/") + "/varz", timeout=5) as r:
         return json.loads(r.read())
 
@@ -59,7 +60,7 @@ class Row:
         if not self.key:
             self.key = "rate" if self.kind == "rate" else "p50_us"
 
-    def show(self, res: Dict[str, Any]) -> str:
+    def show(self, res: dict[str, Any]) -> str:
         if self.kind == "rate":
             text = f"{res['rate']:>12,.0f} msg/s"
             if "cpu_rate" in res:
@@ -76,10 +77,10 @@ class Row:
             text += f"   cpu {res['cpu_us']:.2f} us/msg"
         return text
 
-    def value(self, res: Dict[str, Any]) -> float:
+    def value(self, res: dict[str, Any]) -> float:
         return res["rate"] if self.kind in ("rate", "service") else res[self.key]
 
-    def ratio(self, res: Dict[str, Any], base: Dict[str, Any]) -> float:
+    def ratio(self, res: dict[str, Any], base: dict[str, Any]) -> float:
         """How many times better ``res`` is than ``base`` (>1 is better; a service row by
         its request rate, its p50 reported beside as :meth:`p50_ratio`)."""
         if self.kind == "rate":
@@ -89,14 +90,14 @@ class Row:
             return res["rate"] / base["rate"]
         return base[self.key] / res[self.key]
 
-    def p50_ratio(self, res: Dict[str, Any], base: Dict[str, Any]) -> Optional[float]:
+    def p50_ratio(self, res: dict[str, Any], base: dict[str, Any]) -> float | None:
         """A service row's p50 as a fraction of ``base``'s (<1 is better); None otherwise."""
         if self.kind != "service":
             return None
         return res["p50_us"] / base["p50_us"]
 
 
-ROWS: Dict[str, Row] = {
+ROWS: dict[str, Row] = {
     "a": Row("500k publish of 16 B, then a round trip (server counts them)", "rate", 500_000,
              ">= 1.0x nats.go", short="publish 16 B + round trip"),
     "b": Row("200k 16 B messages, publisher -> subscriber callback on two connections", "rate", 200_000,
@@ -138,7 +139,7 @@ def ack_subjects(n: int) -> list:
     return [f"$JS.ACK.BENCH_M.worker.1.{i + 1}.{i + 1}.{ts + i * 1000}.{n - i - 1}" for i in range(n)]
 
 
-def _pure_metadata_rate(n: int) -> Tuple[float, float]:
+def _pure_metadata_rate(n: int) -> tuple[float, float]:
     """Row m through jetwire's pure twin in this process (the compiled one's yardstick):
     ``(rate by wall time, rate by CPU time)``."""
     from .. import _impl
@@ -164,7 +165,7 @@ def _pure_metadata_rate(n: int) -> Tuple[float, float]:
 # functions of a client object. jetwire's is rows_aio.Client (rows_sync.Client); the
 # peer's (nats-py) lives in the checkout's benchmarks/ folder, not in the package, and
 # runs the same functions through this module's harness (benchmarks/natspy_rows.py).
-CLIENT_ROWS: Dict[str, list] = {
+CLIENT_ROWS: dict[str, list] = {
     "jetwire": ROW_ORDER,
     "jetwire.aio": ROW_ORDER,
     "nats-py": [r for r in ROW_ORDER if r != "g"],  # nats-py has no continuous-pull API: no row g
@@ -174,7 +175,7 @@ CLIENT_ROWS: Dict[str, list] = {
 }
 
 
-def implementations(client: str) -> Tuple[Dict[str, Callable[..., Any]], Any]:
+def implementations(client: str) -> tuple[dict[str, Callable[..., Any]], Any]:
     """The row functions of a jetwire flavour and the client object they run with."""
     if client == "jetwire":
         from . import rows_sync
@@ -187,7 +188,7 @@ def implementations(client: str) -> Tuple[Dict[str, Callable[..., Any]], Any]:
     raise KeyError(f"{client} rows are not part of jetwire (see benchmarks/)")
 
 
-def peer_implementations(peer: Any) -> Tuple[Dict[str, Callable[..., Any]], Any]:
+def peer_implementations(peer: Any) -> tuple[dict[str, Callable[..., Any]], Any]:
     """The row functions for a peer client object: its own ``rows`` (a program in another
     language, run for the timed part) or the same asyncio functions jetwire.aio runs,
     with the rows the peer supports."""
@@ -205,11 +206,11 @@ def supported(row: str, client: str) -> bool:
 # (blocking jetwire API, outside the timed part)
 
 
-def _js_setup(url: str, row: str, n: int) -> Dict[str, Any]:
+def _js_setup(url: str, row: str, n: int) -> dict[str, Any]:
     import jetwire
 
     tag = f"{row.upper()}_{os.getpid()}"
-    ctx: Dict[str, Any] = {"stream": f"BENCH_{tag}", "subject": f"bench.{row}.{os.getpid()}", "n": n}
+    ctx: dict[str, Any] = {"stream": f"BENCH_{tag}", "subject": f"bench.{row}.{os.getpid()}", "n": n}
     nc = jetwire.connect(url)
     try:
         js = nc.jetstream(timeout=10)
@@ -229,7 +230,7 @@ def _js_setup(url: str, row: str, n: int) -> Dict[str, Any]:
     return ctx
 
 
-def _fill(nc: Any, js: Any, ctx: Dict[str, Any], n: int) -> None:
+def _fill(nc: Any, js: Any, ctx: dict[str, Any], n: int) -> None:
     """Store ``n`` messages: acknowledged async publishes (nothing is silently dropped)."""
     js2 = nc.jetstream(timeout=30, publish_async_max_pending=4000)
     subj = ctx["subject"]
@@ -241,7 +242,7 @@ def _fill(nc: Any, js: Any, ctx: Dict[str, Any], n: int) -> None:
         raise RowFailed(f"could not store the row's messages: {st.messages} of {n}")
 
 
-def _js_check(url: str, row: str, ctx: Dict[str, Any]) -> None:
+def _js_check(url: str, row: str, ctx: dict[str, Any]) -> None:
     """Every message accounted for, or :class:`RowFailed`; then remove the stream."""
     import jetwire
 
@@ -290,14 +291,14 @@ def _run(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1.0,
-            peer: Any = None) -> Dict[str, Any]:
+            peer: Any = None) -> dict[str, Any]:
     """Run one row for one client in this process; the measurement as a dict
     (``peer``: the client object when it is not a jetwire flavour, see rows_aio.Client)."""
     spec = ROWS[row]
     n = max(1, int(spec.count * scale))
     impls, cl = peer_implementations(peer) if peer is not None else implementations(client)
     fn = functools.partial(impls[row], cl)
-    ctx: Dict[str, Any] = {}
+    ctx: dict[str, Any] = {}
     if spec.js:
         ctx = _js_setup(url, row, n)
     if row == "a":
@@ -355,7 +356,7 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
     return _with_cpu(out, cpu, n, ctx)
 
 
-def _with_cpu(res: Dict[str, Any], cpu: float, n: int, ctx: Dict[str, Any]) -> Dict[str, Any]:
+def _with_cpu(res: dict[str, Any], cpu: float, n: int, ctx: dict[str, Any]) -> dict[str, Any]:
     """Add the client's CPU time per message (``time.process_time`` of this process over
     the row, set-up of the client included; a peer that runs another process reports its
     own in ``ctx["cpu"]``)."""
@@ -364,7 +365,7 @@ def _with_cpu(res: Dict[str, Any], cpu: float, n: int, ctx: Dict[str, Any]) -> D
     return res
 
 
-def main(argv: Optional[list] = None, peer: Any = None) -> int:
+def main(argv: list | None = None, peer: Any = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 3:
         print(__doc__, file=sys.stderr)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import struct
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 import jetwire.aio
 from jetwire.aio import _prims as prims
@@ -39,7 +39,7 @@ class Client:
         """A connection (``publisher``: one that publishes as fast as it can)."""
         return await jetwire.aio.connect(url)
 
-    def tally(self, n: int) -> Tuple[Any, Any, List[int]]:
+    def tally(self, n: int) -> tuple[Any, Any, list[int]]:
         """``(cb, done, count)``: a message callback counting deliveries in ``count[0]``
         that sets ``done`` at the ``n``-th."""
         done = Signal()
@@ -52,12 +52,12 @@ class Client:
 
         return cb, done, count
 
-    def stamps(self, n: int) -> Tuple[Any, Any, List[int], List[float]]:
+    def stamps(self, n: int) -> tuple[Any, Any, list[int], list[float]]:
         """``(cb, done, count, lat)``: like :meth:`tally`, and the callback appends to
         ``lat`` how long ago (seconds) the message was published (:func:`stamp`)."""
         done = Signal()
         count = [0]
-        lat: List[float] = []
+        lat: list[float] = []
 
         def cb(msg: Any) -> None:
             lat.append(stamp_age(msg.data))
@@ -93,7 +93,7 @@ class Client:
         await svc.add_endpoint("echo", echo, subject=subject)
         return svc
 
-    def js_msgs(self, subjects: List[str]) -> List[Any]:
+    def js_msgs(self, subjects: list[str]) -> list[Any]:
         """Messages as a pull delivers them (reply: an ack subject), metadata not yet read."""
         return [Msg("bench.m", b"", reply=s) for s in subjects]
 
@@ -129,7 +129,7 @@ async def wait_count(done: Any, count: list) -> bool:
     return True
 
 
-async def a(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+async def a(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     nc = await cl.connect(url, publisher=True)
     pub = nc.publish
     t0 = now()
@@ -141,7 +141,7 @@ async def a(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-async def b(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+async def b(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     sub_nc = await cl.connect(url)
     pub_nc = await cl.connect(url, publisher=True)
     cb, done, count = cl.tally(n)
@@ -162,7 +162,7 @@ async def b(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-async def c(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
+async def c(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list:
     srv = await cl.connect(url)
 
     async def handler(m: Any) -> None:
@@ -181,7 +181,7 @@ async def c(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
     return lat
 
 
-async def d(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+async def d(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     nc = await cl.connect(url)
     js = nc.jetstream()
     pub, subj = js.publish, ctx["subject"]
@@ -193,7 +193,7 @@ async def d(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-async def e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+async def e(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     nc = await cl.connect(url, publisher=True)
     js = nc.jetstream(publish_async_max_pending=WINDOW)
     pub, subj = js.publish_async, ctx["subject"]
@@ -206,7 +206,7 @@ async def e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-async def _fetch(cl: Any, url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
+async def _fetch(cl: Any, url: str, n: int, ctx: dict[str, Any], ack: bool) -> float:
     nc = await cl.connect(url)
     js = nc.jetstream()
     cons = await cl.pull_consumer(js, ctx["stream"], ctx["consumer"])
@@ -226,15 +226,15 @@ async def _fetch(cl: Any, url: str, n: int, ctx: Dict[str, Any], ack: bool) -> f
     return dt
 
 
-async def f(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+async def f(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return await _fetch(cl, url, n, ctx, ack=False)
 
 
-async def f2(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+async def f2(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return await _fetch(cl, url, n, ctx, ack=True)
 
 
-async def g(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+async def g(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     """Continuous pull (jetwire's ``consume()``; nats-py has no such API), asking for
     FETCH messages at a time as row f's fetches do (consume's default is 500)."""
     nc = await cl.connect(url)
@@ -253,7 +253,7 @@ async def g(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-async def h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
+async def h(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list:
     """One-way latency at a steady RATE: each payload carries its publish time, the
     subscriber's callback (another connection) notes how long ago that was.
 
@@ -286,7 +286,7 @@ async def h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
     return lat
 
 
-async def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list]:
+async def s(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> tuple[float, list]:
     """An echo service on one connection, REQUESTERS requesters on another, each sending
     its share of ``n`` requests one after the other: (seconds, every request's latency)."""
     srv = await cl.connect(url)
@@ -294,9 +294,9 @@ async def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list
     subject = f"bench.s.{os.getpid()}"
     svc = await cl.echo_service(srv, name, subject)
     nc = await cl.connect(url)
-    lats: List[List[float]] = [[] for _ in range(REQUESTERS)]
+    lats: list[list[float]] = [[] for _ in range(REQUESTERS)]
 
-    async def requester(lat: List[float], k: int) -> None:
+    async def requester(lat: list[float], k: int) -> None:
         req = nc.request
         for _ in range(k):
             t0 = now()
@@ -314,7 +314,7 @@ async def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list
     return dt, [x for lat in lats for x in lat]
 
 
-async def m(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+async def m(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     """``msg.metadata`` of n fresh messages in batches of FETCH, as pulls deliver them (no
     server; making the messages is not timed). Also noted in ``ctx``: the CPU seconds of
     that (``cpu_seconds``: steadier than wall time on a busy machine) and the wall seconds

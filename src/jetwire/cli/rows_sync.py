@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import struct
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 import jetwire
 from jetwire._sync import _prims as prims
@@ -40,7 +40,7 @@ class Client:
         """A connection (``publisher``: one that publishes as fast as it can)."""
         return jetwire.connect(url)
 
-    def tally(self, n: int) -> Tuple[Any, Any, List[int]]:
+    def tally(self, n: int) -> tuple[Any, Any, list[int]]:
         """``(cb, done, count)``: a message callback counting deliveries in ``count[0]``
         that sets ``done`` at the ``n``-th."""
         done = Signal()
@@ -53,12 +53,12 @@ class Client:
 
         return cb, done, count
 
-    def stamps(self, n: int) -> Tuple[Any, Any, List[int], List[float]]:
+    def stamps(self, n: int) -> tuple[Any, Any, list[int], list[float]]:
         """``(cb, done, count, lat)``: like :meth:`tally`, and the callback appends to
         ``lat`` how long ago (seconds) the message was published (:func:`stamp`)."""
         done = Signal()
         count = [0]
-        lat: List[float] = []
+        lat: list[float] = []
 
         def cb(msg: Any) -> None:
             lat.append(stamp_age(msg.data))
@@ -94,7 +94,7 @@ class Client:
         svc.add_endpoint("echo", echo, subject=subject)
         return svc
 
-    def js_msgs(self, subjects: List[str]) -> List[Any]:
+    def js_msgs(self, subjects: list[str]) -> list[Any]:
         """Messages as a pull delivers them (reply: an ack subject), metadata not yet read."""
         return [Msg("bench.m", b"", reply=s) for s in subjects]
 
@@ -129,7 +129,7 @@ def wait_count(done: Any, count: list) -> bool:
     return True
 
 
-def a(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def a(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     nc = cl.connect(url, publisher=True)
     pub = nc.publish
     t0 = now()
@@ -141,7 +141,7 @@ def a(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-def b(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def b(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     sub_nc = cl.connect(url)
     pub_nc = cl.connect(url, publisher=True)
     cb, done, count = cl.tally(n)
@@ -160,7 +160,7 @@ def b(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-def c(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
+def c(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list:
     srv = cl.connect(url)
 
     def handler(m: Any) -> None:
@@ -179,7 +179,7 @@ def c(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
     return lat
 
 
-def d(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def d(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     nc = cl.connect(url)
     js = nc.jetstream()
     pub, subj = js.publish, ctx["subject"]
@@ -191,7 +191,7 @@ def d(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-def e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def e(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     nc = cl.connect(url, publisher=True)
     js = nc.jetstream(publish_async_max_pending=WINDOW)
     pub, subj = js.publish_async, ctx["subject"]
@@ -204,7 +204,7 @@ def e(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-def _fetch(cl: Any, url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
+def _fetch(cl: Any, url: str, n: int, ctx: dict[str, Any], ack: bool) -> float:
     nc = cl.connect(url)
     js = nc.jetstream()
     cons = cl.pull_consumer(js, ctx["stream"], ctx["consumer"])
@@ -224,15 +224,15 @@ def _fetch(cl: Any, url: str, n: int, ctx: Dict[str, Any], ack: bool) -> float:
     return dt
 
 
-def f(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def f(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return _fetch(cl, url, n, ctx, ack=False)
 
 
-def f2(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def f2(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return _fetch(cl, url, n, ctx, ack=True)
 
 
-def g(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def g(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     """Continuous pull (jetwire's ``consume()``; nats-py has no such API), asking for
     FETCH messages at a time as row f's fetches do (consume's default is 500)."""
     nc = cl.connect(url)
@@ -251,7 +251,7 @@ def g(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
     return dt
 
 
-def h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
+def h(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list:
     """One-way latency at a steady RATE: each payload carries its publish time, the
     subscriber's callback (another connection) notes how long ago that was.
 
@@ -283,7 +283,7 @@ def h(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> list:
     return lat
 
 
-def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list]:
+def s(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> tuple[float, list]:
     """An echo service on one connection, REQUESTERS requesters on another, each sending
     its share of ``n`` requests one after the other: (seconds, every request's latency)."""
     srv = cl.connect(url)
@@ -291,9 +291,9 @@ def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list]:
     subject = f"bench.s.{os.getpid()}"
     svc = cl.echo_service(srv, name, subject)
     nc = cl.connect(url)
-    lats: List[List[float]] = [[] for _ in range(REQUESTERS)]
+    lats: list[list[float]] = [[] for _ in range(REQUESTERS)]
 
-    def requester(lat: List[float], k: int) -> None:
+    def requester(lat: list[float], k: int) -> None:
         req = nc.request
         for _ in range(k):
             t0 = now()
@@ -311,7 +311,7 @@ def s(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> Tuple[float, list]:
     return dt, [x for lat in lats for x in lat]
 
 
-def m(cl: Any, url: str, n: int, ctx: Dict[str, Any]) -> float:
+def m(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     """``msg.metadata`` of n fresh messages in batches of FETCH, as pulls deliver them (no
     server; making the messages is not timed). Also noted in ``ctx``: the CPU seconds of
     that (``cpu_seconds``: steadier than wall time on a busy machine) and the wall seconds

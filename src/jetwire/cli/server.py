@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -21,7 +21,7 @@ from ._click import CliError, JetwireGroup
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Extra nats-server configuration appended to the generated file.")
 @click.option("--debug", is_flag=True, help="Debug logging in the server's log.")
-def server(port: int, http_port: int, store_dir: Optional[str], jetstream: bool, config_file: Optional[str],
+def server(port: int, http_port: int, store_dir: str | None, jetstream: bool, config_file: str | None,
            debug: bool) -> None:
     """Run an embedded nats-server (JetStream on by default) until interrupted.
 

@@ -4,7 +4,7 @@ peer-remove), modelled on the nats CLI; tables for humans, ``--json`` for script
 from __future__ import annotations
 
 import base64
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import click
 
@@ -59,7 +59,7 @@ def _stream_row(info: Any) -> list:
 @click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
 @json_option
 @connection_options
-def stream_ls(subject: Optional[str], names: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+def stream_ls(subject: str | None, names: bool, as_json: bool, conn: dict[str, Any]) -> None:
     """List streams."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -114,7 +114,7 @@ def _print_stream_info(info: Any) -> None:
 @click.argument("name")
 @json_option
 @connection_options
-def stream_info(name: str, as_json: bool, conn: Dict[str, Any]) -> None:
+def stream_info(name: str, as_json: bool, conn: dict[str, Any]) -> None:
     """Show a stream's configuration and state."""
     with connected(conn) as nc:
         info = js_of(nc).stream(name).info()
@@ -160,8 +160,8 @@ _CFG_MAP = {
 }
 
 
-def _stream_fields(kw: Dict[str, Any]) -> Dict[str, Any]:
-    fields: Dict[str, Any] = {}
+def _stream_fields(kw: dict[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
     subjects = split_list(kw.pop("subjects", ()))
     if subjects:
         fields["subjects"] = subjects
@@ -179,7 +179,7 @@ def _stream_fields(kw: Dict[str, Any]) -> Dict[str, Any]:
 @stream_config_options
 @json_option
 @connection_options
-def stream_add(name: str, as_json: bool, conn: Dict[str, Any], config_file: Optional[str], **kw: Any) -> None:
+def stream_add(name: str, as_json: bool, conn: dict[str, Any], config_file: str | None, **kw: Any) -> None:
     """Create a stream (subjects default to the stream's name)."""
     from ..jetstream.models import StreamConfig
 
@@ -201,7 +201,7 @@ def stream_add(name: str, as_json: bool, conn: Dict[str, Any], config_file: Opti
 @stream_config_options
 @json_option
 @connection_options
-def stream_edit(name: str, as_json: bool, conn: Dict[str, Any], config_file: Optional[str], **kw: Any) -> None:
+def stream_edit(name: str, as_json: bool, conn: dict[str, Any], config_file: str | None, **kw: Any) -> None:
     """Change a stream's configuration (only the options given)."""
     from ..jetstream.models import StreamConfig
 
@@ -225,7 +225,7 @@ def stream_edit(name: str, as_json: bool, conn: Dict[str, Any], config_file: Opt
 @click.argument("name")
 @force_option
 @connection_options
-def stream_rm(name: str, force: bool, conn: Dict[str, Any]) -> None:
+def stream_rm(name: str, force: bool, conn: dict[str, Any]) -> None:
     """Delete a stream and all its messages."""
     confirm(force, f"delete stream {name}")
     with connected(conn) as nc:
@@ -241,8 +241,8 @@ def stream_rm(name: str, force: bool, conn: Dict[str, Any]) -> None:
 @force_option
 @json_option
 @connection_options
-def stream_purge(name: str, subject: Optional[str], seq: Optional[int], keep: Optional[int], force: bool,
-                 as_json: bool, conn: Dict[str, Any]) -> None:
+def stream_purge(name: str, subject: str | None, seq: int | None, keep: int | None, force: bool,
+                 as_json: bool, conn: dict[str, Any]) -> None:
     """Remove messages from a stream."""
     if seq is not None and keep is not None:
         raise click.UsageError("--seq and --keep exclude each other")
@@ -258,7 +258,7 @@ def stream_purge(name: str, subject: Optional[str], seq: Optional[int], keep: Op
         click.echo(f"Purged {n} from {name}; {comma(info.state.messages)} left")
 
 
-def _raw_msg_json(m: Any) -> Dict[str, Any]:
+def _raw_msg_json(m: Any) -> dict[str, Any]:
     d = {"subject": m.subject, "seq": m.seq, "time": m.time.isoformat() if m.time else None,
          "headers": headers_dict(m.headers) or None}
     try:
@@ -276,8 +276,8 @@ def _raw_msg_json(m: Any) -> Dict[str, Any]:
 @click.option("--raw", is_flag=True, help="Only the message data.")
 @json_option
 @connection_options
-def stream_get(name: str, seq: Optional[int], last_for: Optional[str], direct: bool, raw: bool, as_json: bool,
-               conn: Dict[str, Any]) -> None:
+def stream_get(name: str, seq: int | None, last_for: str | None, direct: bool, raw: bool, as_json: bool,
+               conn: dict[str, Any]) -> None:
     """Show a stored message by sequence (or the last one for a subject)."""
     if (seq is None) == (last_for is None):
         raise click.UsageError("give a sequence or --last-for SUBJECT")
@@ -305,7 +305,7 @@ _BATCH_KEYS = {"subject", "data", "data_b64", "headers", "msg_id", "expected_str
                "expected_last_subject_seq", "expected_last_subject_seq_subject", "ttl"}
 
 
-def _read_batch(path: str) -> List[Dict[str, Any]]:
+def _read_batch(path: str) -> list[dict[str, Any]]:
     """The messages of ``stream publish --batch FILE`` ('-': standard input): JSON lines
     (or one JSON array) of ``{"subject": ..., "data": "text" | "data_b64": "...",
     "headers": {"K": "v" | ["v1", "v2"]}, "msg_id": ..., "expected_...": ..., "ttl": ...}``;
@@ -339,7 +339,7 @@ def _read_batch(path: str) -> List[Dict[str, Any]]:
     if not items:
         raise CliError(f"{path}: no messages")
     out = []
-    for item, at in zip(items, where):
+    for item, at in zip(items, where, strict=False):
         if not isinstance(item, dict):
             raise CliError(f"{at}: not a JSON object")
         unknown = sorted(set(item) - _BATCH_KEYS)
@@ -378,8 +378,8 @@ def _read_batch(path: str) -> List[Dict[str, Any]]:
                    "batch: all stored or none (streams with allow_atomic).")
 @json_option
 @connection_options
-def stream_publish(subject: Optional[str], body: Optional[str], headers: Any, msg_id: Optional[str],
-                   batch_file: Optional[str], as_json: bool, conn: Dict[str, Any]) -> None:
+def stream_publish(subject: str | None, body: str | None, headers: Any, msg_id: str | None,
+                   batch_file: str | None, as_json: bool, conn: dict[str, Any]) -> None:
     """Publish BODY ('-': standard input) to SUBJECT and wait for the stream's ack, or an
     atomic batch with --batch FILE (the last message commits it)."""
     if batch_file is None:
@@ -432,8 +432,8 @@ def stream_cluster() -> None:
 @wait_option
 @json_option
 @connection_options
-def stream_cluster_step_down(name: str, preferred: Optional[str], wait: float, as_json: bool,
-                             conn: Dict[str, Any]) -> None:
+def stream_cluster_step_down(name: str, preferred: str | None, wait: float, as_json: bool,
+                             conn: dict[str, Any]) -> None:
     """Make the leader of a stream step down; prints the new leader."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -450,7 +450,7 @@ def stream_cluster_step_down(name: str, preferred: Optional[str], wait: float, a
 @force_option
 @json_option
 @connection_options
-def stream_cluster_peer_remove(name: str, peer: str, force: bool, as_json: bool, conn: Dict[str, Any]) -> None:
+def stream_cluster_peer_remove(name: str, peer: str, force: bool, as_json: bool, conn: dict[str, Any]) -> None:
     """Remove server PEER from the replicas of a stream (a new one is placed if it can be)."""
     confirm(force, f"remove peer {peer} from stream {name}")
     with connected(conn) as nc:

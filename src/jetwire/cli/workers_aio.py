@@ -7,7 +7,7 @@ plumbing (``Worker``) and the process entry point.
 from __future__ import annotations
 
 import asyncio  # aio-only
-from typing import Any, Dict, List
+from typing import Any
 
 import jetwire.aio
 from jetwire.aio import _prims as prims
@@ -37,7 +37,7 @@ async def _connect(w: Worker, **extra: Any) -> Any:
     return await jetwire.aio.connect(w.spec["url"], **w.connect_kw(**extra))
 
 
-async def pub(w: Worker) -> Dict[str, Any]:
+async def pub(w: Worker) -> dict[str, Any]:
     nc = await _connect(w)
     pub, subj, payload, n, counters, idx = nc.publish, w.subject, w.payload, w.n, w.counters, w.idx
     w.ready()
@@ -57,7 +57,7 @@ async def pub(w: Worker) -> Dict[str, Any]:
     return w.result(n, t0, t1)
 
 
-def tally(w: Worker, st: List[Any]) -> Any:
+def tally(w: Worker, st: list[Any]) -> Any:
     """A callback counting deliveries in ``st`` (count, first, last, wrong sizes) and
     publishing progress; it returns the count."""
     size, counters, idx = w.size, w.counters, w.idx
@@ -78,9 +78,9 @@ def tally(w: Worker, st: List[Any]) -> Any:
     return count
 
 
-async def sub(w: Worker) -> Dict[str, Any]:
+async def sub(w: Worker) -> dict[str, Any]:
     exp, counters, idx = w.expected, w.counters, w.idx
-    st: List[Any] = [0, 0.0, 0.0, 0]
+    st: list[Any] = [0, 0.0, 0.0, 0]
     cb = tally(w, st)
     nc = await _connect(w, pending_msgs_limit=max(65536, exp + 1), pending_bytes_limit=-1)
     await nc.subscribe(w.subject, queue=w.spec.get("queue"), cb=cb)
@@ -96,10 +96,10 @@ async def sub(w: Worker) -> Dict[str, Any]:
     return w.result(st[0], st[1], st[2], bad=st[3])
 
 
-async def req(w: Worker) -> Dict[str, Any]:
+async def req(w: Worker) -> dict[str, Any]:
     nc = await _connect(w)
     req, subj, payload, n, counters, idx, timeout = nc.request, w.subject, w.payload, w.n, w.counters, w.idx, w.timeout
-    lat: List[float] = []
+    lat: list[float] = []
     add = lat.append
     bad = 0
     w.ready()
@@ -119,9 +119,9 @@ async def req(w: Worker) -> Dict[str, Any]:
     return w.result(n, t0, t1, latencies=lat, bad=bad)
 
 
-async def rep(w: Worker) -> Dict[str, Any]:
+async def rep(w: Worker) -> dict[str, Any]:
     counters, idx = w.counters, w.idx
-    st: List[Any] = [0, 0.0, 0.0]
+    st: list[Any] = [0, 0.0, 0.0]
 
     def cb(m: Any) -> Any:
         c = st[0] + 1
@@ -150,12 +150,12 @@ async def rep(w: Worker) -> Dict[str, Any]:
     return w.result(st[0], st[1], st[2])
 
 
-async def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> Dict[str, Any]:
+async def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> dict[str, Any]:
     """The timed part of a role making ``w.n`` calls one after the other, each waiting for
     its answer: ``await op(i)``, its latency recorded; ``check(answer)`` False counts as
     bad. Closes ``nc`` afterwards."""
     n, counters, idx = w.n, w.counters, w.idx
-    lat: List[float] = []
+    lat: list[float] = []
     add = lat.append
     bad = 0
     w.ready()
@@ -175,18 +175,18 @@ async def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> Dict[str
     return w.result(n, t0, t1, latencies=lat, bad=bad)
 
 
-async def jspub(w: Worker) -> Dict[str, Any]:
+async def jspub(w: Worker) -> dict[str, Any]:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     pub, subj, payload = js.publish, w.subject, w.payload
     return await sequential(w, nc, lambda i: pub(subj, payload))
 
 
-async def jspubasync(w: Worker) -> Dict[str, Any]:
+async def jspubasync(w: Worker) -> dict[str, Any]:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout, publish_async_max_pending=w.spec["window"])
     pub, subj, payload, n, counters, idx = js.publish_async, w.subject, w.payload, w.n, w.counters, w.idx
-    futs: List[Any] = []
+    futs: list[Any] = []
     add = futs.append
     w.ready()
     await start(w)
@@ -214,7 +214,7 @@ async def jspubasync(w: Worker) -> Dict[str, Any]:
     return w.result(n, t0, t1, bad=bad)
 
 
-async def jsfetch(w: Worker) -> Dict[str, Any]:
+async def jsfetch(w: Worker) -> dict[str, Any]:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     c = await js.consumer(w.spec["stream"], w.spec["consumer"])
@@ -254,13 +254,13 @@ async def jsfetch(w: Worker) -> Dict[str, Any]:
     return w.result(got, t0, last, bad=bad)
 
 
-async def jsconsume(w: Worker) -> Dict[str, Any]:
+async def jsconsume(w: Worker) -> dict[str, Any]:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     counters, idx = w.counters, w.idx
     acks = _ack_mode(w)
-    st: List[Any] = [0, 0.0, 0.0, 0]
-    last: List[Any] = [None]
+    st: list[Any] = [0, 0.0, 0.0, 0]
+    last: list[Any] = [None]
     count = tally(w, st)
 
     async def acking(m: Any) -> None:
@@ -295,7 +295,7 @@ async def jsconsume(w: Worker) -> Dict[str, Any]:
     return w.result(st[0], st[1] or t0, st[2] or t0, bad=st[3])
 
 
-async def kvput(w: Worker) -> Dict[str, Any]:
+async def kvput(w: Worker) -> dict[str, Any]:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = await js.key_value(w.spec["bucket"])
@@ -304,7 +304,7 @@ async def kvput(w: Worker) -> Dict[str, Any]:
     return await sequential(w, nc, lambda i: put(f"{prefix}.{i}", payload))
 
 
-async def kvget(w: Worker) -> Dict[str, Any]:
+async def kvget(w: Worker) -> dict[str, Any]:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = await js.key_value(w.spec["bucket"])

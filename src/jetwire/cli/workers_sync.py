@@ -7,7 +7,7 @@ plumbing (``Worker``) and the process entry point.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any
 
 import jetwire
 from jetwire._sync import _prims as prims
@@ -36,7 +36,7 @@ def _connect(w: Worker, **extra: Any) -> Any:
     return jetwire.connect(w.spec["url"], **w.connect_kw(**extra))
 
 
-def pub(w: Worker) -> Dict[str, Any]:
+def pub(w: Worker) -> dict[str, Any]:
     nc = _connect(w)
     pub, subj, payload, n, counters, idx = nc.publish, w.subject, w.payload, w.n, w.counters, w.idx
     w.ready()
@@ -55,7 +55,7 @@ def pub(w: Worker) -> Dict[str, Any]:
     return w.result(n, t0, t1)
 
 
-def tally(w: Worker, st: List[Any]) -> Any:
+def tally(w: Worker, st: list[Any]) -> Any:
     """A callback counting deliveries in ``st`` (count, first, last, wrong sizes) and
     publishing progress; it returns the count."""
     size, counters, idx = w.size, w.counters, w.idx
@@ -76,9 +76,9 @@ def tally(w: Worker, st: List[Any]) -> Any:
     return count
 
 
-def sub(w: Worker) -> Dict[str, Any]:
+def sub(w: Worker) -> dict[str, Any]:
     exp, counters, idx = w.expected, w.counters, w.idx
-    st: List[Any] = [0, 0.0, 0.0, 0]
+    st: list[Any] = [0, 0.0, 0.0, 0]
     cb = tally(w, st)
     nc = _connect(w, pending_msgs_limit=max(65536, exp + 1), pending_bytes_limit=-1)
     nc.subscribe(w.subject, queue=w.spec.get("queue"), cb=cb)
@@ -94,10 +94,10 @@ def sub(w: Worker) -> Dict[str, Any]:
     return w.result(st[0], st[1], st[2], bad=st[3])
 
 
-def req(w: Worker) -> Dict[str, Any]:
+def req(w: Worker) -> dict[str, Any]:
     nc = _connect(w)
     req, subj, payload, n, counters, idx, timeout = nc.request, w.subject, w.payload, w.n, w.counters, w.idx, w.timeout
-    lat: List[float] = []
+    lat: list[float] = []
     add = lat.append
     bad = 0
     w.ready()
@@ -117,9 +117,9 @@ def req(w: Worker) -> Dict[str, Any]:
     return w.result(n, t0, t1, latencies=lat, bad=bad)
 
 
-def rep(w: Worker) -> Dict[str, Any]:
+def rep(w: Worker) -> dict[str, Any]:
     counters, idx = w.counters, w.idx
-    st: List[Any] = [0, 0.0, 0.0]
+    st: list[Any] = [0, 0.0, 0.0]
 
     def cb(m: Any) -> Any:
         c = st[0] + 1
@@ -148,12 +148,12 @@ def rep(w: Worker) -> Dict[str, Any]:
     return w.result(st[0], st[1], st[2])
 
 
-def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> Dict[str, Any]:
+def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> dict[str, Any]:
     """The timed part of a role making ``w.n`` calls one after the other, each waiting for
     its answer: ``op(i)``, its latency recorded; ``check(answer)`` False counts as
     bad. Closes ``nc`` afterwards."""
     n, counters, idx = w.n, w.counters, w.idx
-    lat: List[float] = []
+    lat: list[float] = []
     add = lat.append
     bad = 0
     w.ready()
@@ -173,18 +173,18 @@ def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> Dict[str, Any]
     return w.result(n, t0, t1, latencies=lat, bad=bad)
 
 
-def jspub(w: Worker) -> Dict[str, Any]:
+def jspub(w: Worker) -> dict[str, Any]:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     pub, subj, payload = js.publish, w.subject, w.payload
     return sequential(w, nc, lambda i: pub(subj, payload))
 
 
-def jspubasync(w: Worker) -> Dict[str, Any]:
+def jspubasync(w: Worker) -> dict[str, Any]:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout, publish_async_max_pending=w.spec["window"])
     pub, subj, payload, n, counters, idx = js.publish_async, w.subject, w.payload, w.n, w.counters, w.idx
-    futs: List[Any] = []
+    futs: list[Any] = []
     add = futs.append
     w.ready()
     start(w)
@@ -212,7 +212,7 @@ def jspubasync(w: Worker) -> Dict[str, Any]:
     return w.result(n, t0, t1, bad=bad)
 
 
-def jsfetch(w: Worker) -> Dict[str, Any]:
+def jsfetch(w: Worker) -> dict[str, Any]:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     c = js.consumer(w.spec["stream"], w.spec["consumer"])
@@ -252,13 +252,13 @@ def jsfetch(w: Worker) -> Dict[str, Any]:
     return w.result(got, t0, last, bad=bad)
 
 
-def jsconsume(w: Worker) -> Dict[str, Any]:
+def jsconsume(w: Worker) -> dict[str, Any]:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     counters, idx = w.counters, w.idx
     acks = _ack_mode(w)
-    st: List[Any] = [0, 0.0, 0.0, 0]
-    last: List[Any] = [None]
+    st: list[Any] = [0, 0.0, 0.0, 0]
+    last: list[Any] = [None]
     count = tally(w, st)
 
     def acking(m: Any) -> None:
@@ -293,7 +293,7 @@ def jsconsume(w: Worker) -> Dict[str, Any]:
     return w.result(st[0], st[1] or t0, st[2] or t0, bad=st[3])
 
 
-def kvput(w: Worker) -> Dict[str, Any]:
+def kvput(w: Worker) -> dict[str, Any]:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = js.key_value(w.spec["bucket"])
@@ -302,7 +302,7 @@ def kvput(w: Worker) -> Dict[str, Any]:
     return sequential(w, nc, lambda i: put(f"{prefix}.{i}", payload))
 
 
-def kvget(w: Worker) -> Dict[str, Any]:
+def kvget(w: Worker) -> dict[str, Any]:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = js.key_value(w.spec["bucket"])

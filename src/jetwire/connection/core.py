@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 
@@ -83,7 +84,7 @@ def lax_wire(text: Any, what: str = "subject") -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def tls_state(ssl_object: Any) -> Optional[Dict[str, Any]]:
+def tls_state(ssl_object: Any) -> dict[str, Any] | None:
     """The live TLS session of a connection as ``nc.tls_info`` shows it (None without
     TLS): ``version`` (``"TLSv1.3"``), ``cipher`` (its name), ``cipher_bits``,
     ``peer_cert`` (the server's certificate as ``ssl.SSLSocket.getpeercert()`` decodes
@@ -124,9 +125,9 @@ class PongReceived(Event):
 class InfoReceived(Event):
     """An asynchronous INFO: ``discovered`` URLs new to the pool, ``lame_duck`` mode."""
 
-    __slots__ = ("info", "discovered", "lame_duck")
+    __slots__ = ("discovered", "info", "lame_duck")
 
-    def __init__(self, info: Dict[str, Any], discovered: List[str], lame_duck: bool) -> None:
+    def __init__(self, info: dict[str, Any], discovered: list[str], lame_duck: bool) -> None:
         self.info = info
         self.discovered = discovered
         self.lame_duck = lame_duck
@@ -154,7 +155,7 @@ class SubscriptionError(Event):
 
 _PING_RECEIVED = PingReceived()
 _PONG_RECEIVED = PongReceived()
-_NO_EVENTS: List[Event] = []
+_NO_EVENTS: list[Event] = []
 
 
 class SubscriptionBase(_impl.SubState):
@@ -167,19 +168,31 @@ class SubscriptionBase(_impl.SubState):
     (its ``Subscription`` subclass) and registers them with :meth:`ConnectionCore.add_sub`.
     """
 
-    __slots__ = ("sid", "subject", "queue", "_cb", "_closed", "_task", "_draining", "_status", "_status_cbs",
-                 "_perm_err", "_runner_done", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_cb",
+        "_closed",
+        "_draining",
+        "_perm_err",
+        "_runner_done",
+        "_status",
+        "_status_cbs",
+        "_task",
+        "queue",
+        "sid",
+        "subject",
+    )
 
-    def __init__(self, owner: Any, sid: int, subject: str, queue: Optional[str],
-                 cb: Optional[Callable[..., Any]], signal: Any, pending_msgs_limit: int,
+    def __init__(self, owner: Any, sid: int, subject: str, queue: str | None,
+                 cb: Callable[..., Any] | None, signal: Any, pending_msgs_limit: int,
                  pending_bytes_limit: int) -> None:
         self._client = owner  # what messages handed out are bound to (msg.respond, acks)
         self.sid = sid
         self.subject = subject
         self.queue = queue
         self._cb = cb
-        self._direct: Optional[Callable[[Msg], None]] = None
-        self._pending: Deque[Msg] = deque()
+        self._direct: Callable[[Msg], None] | None = None
+        self._pending: deque[Msg] = deque()
         self._pending_bytes = 0
         self._pmsgs_limit = pending_msgs_limit if pending_msgs_limit > 0 else _NO_LIMIT
         self._pbytes_limit = pending_bytes_limit if pending_bytes_limit > 0 else _NO_LIMIT
@@ -192,8 +205,8 @@ class SubscriptionBase(_impl.SubState):
         self._task: Any = None
         self._draining = False
         self._status = SUB_ACTIVE
-        self._status_cbs: Optional[List[Callable[[str], Any]]] = None  # add_status_listener
-        self._perm_err: Optional[BaseException] = None  # the server refused it (permission_err_on_subscribe)
+        self._status_cbs: list[Callable[[str], Any]] | None = None  # add_status_listener
+        self._perm_err: BaseException | None = None  # the server refused it (permission_err_on_subscribe)
         self._runner_done = False  # the callback runner (task/thread) has ended
 
     @property
@@ -218,12 +231,12 @@ class SubscriptionBase(_impl.SubState):
         return self._status
 
     @property
-    def pending_limits(self) -> Tuple[int, int]:
+    def pending_limits(self) -> tuple[int, int]:
         """(messages, bytes) this subscription may hold before it drops (-1: no limit)."""
         return (-1 if self._pmsgs_limit >= _NO_LIMIT else int(self._pmsgs_limit),
                 -1 if self._pbytes_limit >= _NO_LIMIT else int(self._pbytes_limit))
 
-    def set_pending_limits(self, msgs: int, bytes: int) -> None:  # noqa: A002 - nats.go's names
+    def set_pending_limits(self, msgs: int, bytes: int) -> None:
         """Change how many messages and bytes may wait before new ones are dropped (a
         negative value: no limit; 0 is refused, as nats.go). Messages already held stay."""
         for what, v in (("msgs", msgs), ("bytes", bytes)):
@@ -236,7 +249,7 @@ class SubscriptionBase(_impl.SubState):
         self._pmsgs_limit = msgs if msgs > 0 else _NO_LIMIT
         self._pbytes_limit = bytes if bytes > 0 else _NO_LIMIT
 
-    def _take(self) -> Optional[Msg]:
+    def _take(self) -> Msg | None:
         """Pop the next pending message (or None)."""
         msg = self._next()
         if msg is not None and self._slow:
@@ -261,20 +274,20 @@ class ConnectionCore:
         self.opts = opts
         self.parser = _impl.Parser(Msg, opts.max_control_line)
         self.outbox = _impl.Outbox(max_payload=1024 * 1024)
-        self.subs: Dict[int, SubscriptionBase] = {}
+        self.subs: dict[int, SubscriptionBase] = {}
         self.router = _impl.Router(self.parser, self.subs, self._control, self._auto_unsub_done,
                                    self._slow_consumer)
-        self._events: List[Event] = []
+        self._events: list[Event] = []
         self._next_sid = 0
         self.pings_out = 0
         self.pool = ServerPool(opts.servers, randomize=not opts.dont_randomize)
         self.creds = Credentials(opts)
-        self.info: Dict[str, Any] = {}
+        self.info: dict[str, Any] = {}
         self.headers_ok = True
         self._status = DISCONNECTED
-        self.on_status: Optional[Callable[[str], None]] = None  # the driver hears of each change
+        self.on_status: Callable[[str], None] | None = None  # the driver hears of each change
         self.reconnects = 0
-        self.last_error: Optional[BaseException] = None
+        self.last_error: BaseException | None = None
         self._nuid = NUID()
 
     # -- state kept in the outbox -------------------------------------------------------
@@ -298,7 +311,7 @@ class ConnectionCore:
     def max_payload(self, value: int) -> None:
         self.outbox.max_payload = min(int(value), 1 << 62)
 
-    def stats(self) -> Dict[str, int]:
+    def stats(self) -> dict[str, int]:
         router = self.router
         outbox = self.outbox
         return {
@@ -339,14 +352,14 @@ class ConnectionCore:
             sub._mark_closed()
 
     # -- handshake -------------------------------------------------------------------
-    def process_info(self, info: Dict[str, Any], initial: bool) -> Optional[InfoReceived]:
+    def process_info(self, info: dict[str, Any], initial: bool) -> InfoReceived | None:
         """Take an INFO; for an asynchronous one (not ``initial``) the event to act on."""
         self.info = info
         self.max_payload = int(info.get("max_payload", self.max_payload))
         self.headers_ok = bool(info.get("headers", False))
         # over WebSocket the server's websocket URLs (it sends them as connect_urls)
         urls = (self.pool.ws and info.get("ws_connect_urls")) or info.get("connect_urls") or []
-        added: List[str] = []
+        added: list[str] = []
         if urls and not self.opts.ignore_discovered_servers:
             added = self.pool.add_discovered(urls, tls=bool(info.get("tls_required")))
         ldm = bool(info.get("ldm"))
@@ -354,12 +367,12 @@ class ConnectionCore:
             return None
         return InfoReceived(info, added, ldm)
 
-    def connect_line(self, url_user: Optional[str], url_password: Optional[str],
-                     answers: Optional[Dict[str, Any]] = None) -> bytes:
+    def connect_line(self, url_user: str | None, url_password: str | None,
+                     answers: dict[str, Any] | None = None) -> bytes:
         """The CONNECT line (``answers``: what the auth callbacks returned, see
         ``Credentials.callbacks``)."""
         o = self.opts
-        fields: Dict[str, Any] = {
+        fields: dict[str, Any] = {
             "verbose": o.verbose,
             "pedantic": o.pedantic,
             "lang": LANG,
@@ -376,7 +389,7 @@ class ConnectionCore:
         fields.update(self.creds.connect_fields(self.info, url_user, url_password, answers))
         return b"CONNECT " + orjson.dumps(fields) + b"\r\n"
 
-    def check_filter(self, subject: str, queue: Optional[str]) -> None:
+    def check_filter(self, subject: str, queue: str | None) -> None:
         """Raise ``BadSubjectError`` for what cannot be subscribed to: the encoder's
         ``validate_filter``, or with ``skip_subject_validation`` :func:`lax_wire`'s checks."""
         if not self.opts.skip_subject_validation:
@@ -386,7 +399,7 @@ class ConnectionCore:
         if queue:
             lax_wire(queue, "queue")
 
-    def append_sub(self, buf: bytearray, subject: str, queue: Optional[str], sid: int) -> None:
+    def append_sub(self, buf: bytearray, subject: str, queue: str | None, sid: int) -> None:
         """Append a SUB: the encoder's (checked as a filter), or with
         ``skip_subject_validation`` one checked only by :func:`lax_wire`."""
         if not self.opts.skip_subject_validation:
@@ -398,7 +411,7 @@ class ConnectionCore:
         else:
             buf += b"SUB %s %d\r\n" % (s, sid)
 
-    def append_pub_lax(self, subject: str, reply: Optional[str], hdr: Any, data: Any) -> None:
+    def append_pub_lax(self, subject: str, reply: str | None, hdr: Any, data: Any) -> None:
         """``skip_subject_validation``: append a PUB/HPUB (``hdr``: encoded headers or
         None) whose subject and reply are checked only by :func:`lax_wire`, counted as
         the outbox counts (the caller holds the writer's lock)."""
@@ -433,7 +446,7 @@ class ConnectionCore:
         return bytes(buf)
 
     # -- receiving -------------------------------------------------------------------
-    def receive_data(self, data: Any) -> List[Event]:
+    def receive_data(self, data: Any) -> list[Event]:
         """Parse ``data``, route every message to its subscription, and return the
         connection-level events of this read (usually none).
 
@@ -499,7 +512,7 @@ class ConnectionCore:
         return ServerError(err, fatal=True)
 
     # -- pings -----------------------------------------------------------------------
-    def ping_tick(self) -> Optional[BaseException]:
+    def ping_tick(self) -> BaseException | None:
         """Called every ping_interval while connected: count a PING to send (None), or
         the stale-connection error once too many went unanswered."""
         self.pings_out += 1

@@ -18,7 +18,8 @@ or wait.
 from __future__ import annotations
 
 import ssl
-from typing import Any, Callable, Dict, Optional, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -48,7 +49,7 @@ class DirectSub(Protocol):
     @property
     def is_valid(self) -> bool: ...
 
-    def drain(self, timeout: Optional[float] = None) -> None:
+    def drain(self, timeout: float | None = None) -> None:
         """Stop taking new messages (UNSUB sent), let the handler see what the server sent
         before that (a PING/PONG round trip), then close."""
 
@@ -83,14 +84,14 @@ class Link(Protocol):
         """A unique subject under the connection's inbox prefix."""
 
     # -- sending -----------------------------------------------------------------------
-    def publish_raw(self, subject: str, reply: Optional[str], headers: Optional[bytes], payload: bytes) -> None:
+    def publish_raw(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
         """Queue one PUB (``headers`` None) or HPUB (``headers``: an encoded header block).
 
         While reconnecting the message waits in the reconnect buffer. Raises
         ``ConnectionClosedError``, ``ReconnectBufferFullError`` or ``MaxPayloadError``
         (nothing queued then). Never blocks; safe from the reader."""
 
-    def try_publish(self, subject: str, reply: Optional[str], payload: bytes) -> bool:
+    def try_publish(self, subject: str, reply: str | None, payload: bytes) -> bool:
         """Queue a PUB only while connected (pull requests, flow-control answers): False,
         and nothing queued, otherwise. Never blocks; safe from the reader."""
 
@@ -118,8 +119,8 @@ class Link(Protocol):
         the blocking flavour, whose writes block)."""
 
     # -- receiving ---------------------------------------------------------------------
-    def subscribe_direct(self, subject: str, handler: Callable[[Any], None], queue: Optional[str] = None,
-                         wake: Optional[WakeSignal] = None) -> DirectSub:
+    def subscribe_direct(self, subject: str, handler: Callable[[Any], None], queue: str | None = None,
+                         wake: WakeSignal | None = None) -> DirectSub:
         """Subscribe ``subject``; ``handler(msg)`` is called from the reader for every
         message (no queue, no pending limits). ``wake`` is set when the subscription is
         closed (by ``unsubscribe`` or the connection closing). Re-subscribed on reconnect."""
@@ -128,7 +129,7 @@ class Link(Protocol):
         """Stop ``sub`` at once (UNSUB queued). Never blocks; safe from the reader."""
 
     # -- request / reply ---------------------------------------------------------------
-    def request_raw(self, subject: str, payload: bytes, headers: Optional[bytes],
+    def request_raw(self, subject: str, payload: bytes, headers: bytes | None,
                           timeout: float) -> Any:
         """One request over the connection's shared inbox: the reply ``Msg``;
         ``NoRespondersError`` or ``TimeoutError``."""
@@ -175,13 +176,13 @@ class TransportAPI(Protocol):
 
     closed: bool
 
-    def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
-                   tls_first: bool, tls_hostname: Optional[str],
+    def open(self, host: str, port: int, timeout: float, tls: ssl.SSLContext | None,
+                   tls_first: bool, tls_hostname: str | None,
                    need_tls: Callable[[bytes], bool]) -> bytes:
         """Connect (TLS as asked or as the server requires) and return the first bytes read
         (the INFO line and anything after it)."""
 
-    def start(self, on_data: Callable[[Any], None], on_lost: Callable[[Optional[BaseException]], None],
+    def start(self, on_data: Callable[[Any], None], on_lost: Callable[[BaseException | None], None],
               rest: bytes) -> None:
         """Start reading: ``on_data(bytes)`` for every read, ``on_lost(exc)`` once at the end."""
 
@@ -193,7 +194,7 @@ class TransportAPI(Protocol):
     def write_paused(self) -> bool: ...
 
     @property
-    def tls_info(self) -> Optional[Dict[str, Any]]:
+    def tls_info(self) -> dict[str, Any] | None:
         """The live TLS session (``version``, ``cipher``, ``peer_cert``, ...), None without TLS."""
 
     def close(self) -> None: ...
@@ -212,7 +213,7 @@ class WriterAPI(Protocol):
     def kick(self) -> None:
         """Bytes were queued: send them soon (end of turn / flusher), or now when many."""
 
-    def flush_now(self, timeout: Optional[float] = None) -> None:
+    def flush_now(self, timeout: float | None = None) -> None:
         """Send what is queued now; blocking: waits for another writer within the write
         deadline (or ``timeout``), and a wait or write that runs it out fails the connection."""
 
@@ -263,11 +264,11 @@ class PrimsAPI(Protocol):
 
     def new_waiter(self) -> Any: ...
 
-    def wait_future(self, fut: Any, timeout: Optional[float]) -> Any: ...
+    def wait_future(self, fut: Any, timeout: float | None) -> Any: ...
 
-    def Signal(self) -> WakeSignal: ...  # noqa: N802 - a class in the modules
+    def Signal(self) -> WakeSignal: ...
 
-    def Scheduler(self, on_error: Callable[[BaseException], None]) -> SchedulerAPI: ...  # noqa: N802
+    def Scheduler(self, on_error: Callable[[BaseException], None]) -> SchedulerAPI: ...
 
     def write_lock(self) -> Any: ...
 
@@ -276,9 +277,9 @@ class PrimsAPI(Protocol):
 
     def sleep(self, seconds: float) -> None: ...
 
-    def spawn(self, fn: Callable[..., Any], *args: Any, name: Optional[str] = None) -> Any: ...
+    def spawn(self, fn: Callable[..., Any], *args: Any, name: str | None = None) -> Any: ...
 
-    def join(self, task: Any, timeout: Optional[float] = None) -> bool: ...
+    def join(self, task: Any, timeout: float | None = None) -> bool: ...
 
     def call(self, cb: Callable[..., Any], *args: Any) -> Any: ...
 

@@ -10,7 +10,7 @@ takeover either way) and uses it only when the server accepts.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import Connection
@@ -36,7 +36,7 @@ WS_SCHEMES = ("ws", "wss")
 _HEAD_LIMIT = 64 * 1024
 
 
-def ws_path(url_path: str, proxy_path: Optional[str]) -> str:
+def ws_path(url_path: str, proxy_path: str | None) -> str:
     """The request target: the URL's path with ``proxy_path`` appended (nats.go's
     ``ProxyPath``; a leading ``/`` is added when missing), ``/`` when both are empty."""
     path = url_path or ""
@@ -56,21 +56,31 @@ class WsAdapter:
     the NATS stream. Not thread-safe: the blocking transport serialises ``encode``.
     """
 
-    __slots__ = ("host", "path", "compression", "headers", "_ws", "_conn", "_control", "_head_bytes",
-                 "peer_closed", "compressed")
+    __slots__ = (
+        "_conn",
+        "_control",
+        "_head_bytes",
+        "_ws",
+        "compressed",
+        "compression",
+        "headers",
+        "host",
+        "path",
+        "peer_closed",
+    )
 
     def __init__(self, host: str, path: str = "/", compression: bool = False,
-                 headers: Optional[List[Tuple[bytes, bytes]]] = None) -> None:
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
         self.host = host  # the Host header: "host:port"
         self.path = path or "/"
         self.compression = compression
         self.headers = headers or []  # extra header lines of the upgrade request (ws_headers)
         self._ws = WSConnection(ConnectionType.CLIENT)
-        self._conn: Optional[Connection] = None
+        self._conn: Connection | None = None
         self._control = bytearray()
         self._head_bytes = 0
         #: the server's CLOSE frame (code, reason), once received
-        self.peer_closed: Optional[tuple] = None
+        self.peer_closed: tuple | None = None
         #: permessage-deflate was agreed
         self.compressed = False
 
@@ -81,7 +91,7 @@ class WsAdapter:
 
     def request(self) -> bytes:
         """The HTTP Upgrade request."""
-        extensions: List[Extension] = []
+        extensions: list[Extension] = []
         if self.compression:
             extensions.append(PerMessageDeflate(client_no_context_takeover=True,
                                                 server_no_context_takeover=True))
@@ -177,7 +187,7 @@ class WsAdapter:
         except LocalProtocolError:
             return b""
 
-    def closed_error(self) -> Optional[BaseException]:
+    def closed_error(self) -> BaseException | None:
         """What the server's CLOSE frame said, as the reason the connection was lost."""
         if self.peer_closed is None:
             return None

@@ -39,11 +39,13 @@ import base64
 import copy
 import dataclasses
 import difflib
+import types
 import typing
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any, Callable, ClassVar, Optional, Union, get_args, get_origin
+from typing import Any, ClassVar, Union, get_args, get_origin
 
 import orjson
 
@@ -52,11 +54,11 @@ from .._units import format_rfc3339, ns_to_seconds, parse_rfc3339, seconds_to_ns
 
 __all__ = [
     "Model",
-    "duration",
-    "jfield",
     "config_from_kwargs",
+    "duration",
     "enum_value",
     "headers_to_json",
+    "jfield",
 ]
 
 _NS = 1_000_000_000
@@ -76,8 +78,8 @@ def _dur_coerce(v: Any) -> Any:
 # field declarations
 
 
-def jfield(default: Any = MISSING, *, default_factory: Any = MISSING, kind: Optional[str] = None,
-           json: Optional[str] = None, always: bool = False, skip: bool = False,
+def jfield(default: Any = MISSING, *, default_factory: Any = MISSING, kind: str | None = None,
+           json: str | None = None, always: bool = False, skip: bool = False,
            negative_none: bool = False, **kw: Any) -> Any:
     """A dataclass field with converter metadata.
 
@@ -140,7 +142,7 @@ def _hdrs_in(v: Any) -> Any:
     return _impl.decode_headers(raw)
 
 
-def _hdrs_out(v: Any) -> Optional[str]:
+def _hdrs_out(v: Any) -> str | None:
     if not v:
         return None
     from jetwire import _impl
@@ -178,7 +180,7 @@ def headers_to_json(h: Any) -> dict:
 
 
 def _strip_optional(tp: Any) -> Any:
-    if get_origin(tp) is Union:
+    if get_origin(tp) in (Union, types.UnionType):  # Optional[X] and X | None
         args = [a for a in get_args(tp) if a is not type(None)]
         if len(args) == 1:
             return args[0]
@@ -190,12 +192,12 @@ def _strip_optional(tp: Any) -> Any:
     return tp
 
 
-def _converters(tp: Any, kind: Optional[str], negative_none: bool) -> tuple:
+def _converters(tp: Any, kind: str | None, negative_none: bool) -> tuple:
     """(from_wire, to_wire, coerce) for one field; ``None`` entries mean identity."""
     tp = _strip_optional(tp)
     origin = get_origin(tp)
     if kind == "duration":
-        if origin in (list, typing.List) or tp is list:
+        if origin is list or tp is list:
             return (lambda v: [x / _NS for x in v],
                     lambda v: [seconds_to_ns(x) for x in v],
                     lambda v: [_dur_coerce(x) for x in v])
@@ -270,7 +272,7 @@ def _model_coercer(tp: type) -> Callable[[Any], Any]:
 
 
 class _Plan:
-    __slots__ = ("fields", "by_json", "defaults", "factories", "omit_defaults", "coercers", "names")
+    __slots__ = ("by_json", "coercers", "defaults", "factories", "fields", "names", "omit_defaults")
 
     def __init__(self, cls: type):
         hints = typing.get_type_hints(cls)
@@ -315,7 +317,7 @@ def _plan(cls: type) -> _Plan:
     p = cls.__dict__.get("_jw_plan")
     if p is None:
         p = _Plan(cls)
-        setattr(cls, "_jw_plan", p)
+        cls._jw_plan = p  # type: ignore[attr-defined]
     return p
 
 

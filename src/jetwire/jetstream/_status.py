@@ -1,7 +1,8 @@
 """What the statuses of key-value and object store buckets share. No I/O."""
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Optional
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from jetwire.jetstream.models import StoreCompression, StreamInfo
 
@@ -10,11 +11,11 @@ class BucketStatus:
     """Status of a bucket, read from its stream's :class:`StreamInfo`. Subclasses name
     how a bucket is found from its stream's name (``_bucket_from_stream``)."""
 
-    __slots__ = ("_info", "_bucket")
+    __slots__ = ("_bucket", "_info")
 
     _bucket_from_stream: ClassVar[Callable[[str], str]]
 
-    def __init__(self, info: StreamInfo, bucket: Optional[str] = None):
+    def __init__(self, info: StreamInfo, bucket: str | None = None):
         self._info = info
         self._bucket = bucket if bucket is not None else type(self)._bucket_from_stream(info.config.name or "")
 
@@ -23,7 +24,7 @@ class BucketStatus:
         return self._bucket
 
     @property
-    def description(self) -> Optional[str]:
+    def description(self) -> str | None:
         return self._info.config.description
 
     @property

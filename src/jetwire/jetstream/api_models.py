@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar, Optional
+from typing import ClassVar
 
 from jetwire.jetstream._json import Model, duration, jfield
 from jetwire.jetstream.models import (
@@ -25,15 +25,43 @@ from jetwire.jetstream.models import (
 )
 
 __all__ = [
-    "StreamCreateRequest", "ConsumerCreateRequest", "IterableRequest", "StreamNamesRequest", "StreamListRequest",
-    "StreamInfoRequest", "StreamPurgeRequest", "StreamMsgGetRequest", "StreamMsgDeleteRequest",
-    "ConsumerPauseRequest", "ConsumerUnpinRequest", "ConsumerGetNextRequest", "StreamSnapshotRequest",
-    "StreamRestoreRequest", "StreamRemovePeerRequest", "LeaderStepdownRequest", "MetaServerRemoveRequest",
-    "StoredMessage", "SuccessResponse", "StreamPurgeResponse", "StreamNamesResponse", "StreamListResponse",
-    "ConsumerNamesResponse", "ConsumerListResponse", "StreamMsgGetResponse", "ConsumerPauseResponseBody",
-    "StreamSnapshotResponse", "StreamRestoreResponse", "StreamInfoResponse", "ConsumerInfoResponse",
-    "AccountInfoResponse", "PubAckResponse", "EmptyResponse", "EmptyRequest", "ConsumerResetRequest",
-    "ConsumerResetResponse", "AccountPurgeResponse",
+    "AccountInfoResponse",
+    "AccountPurgeResponse",
+    "ConsumerCreateRequest",
+    "ConsumerGetNextRequest",
+    "ConsumerInfoResponse",
+    "ConsumerListResponse",
+    "ConsumerNamesResponse",
+    "ConsumerPauseRequest",
+    "ConsumerPauseResponseBody",
+    "ConsumerResetRequest",
+    "ConsumerResetResponse",
+    "ConsumerUnpinRequest",
+    "EmptyRequest",
+    "EmptyResponse",
+    "IterableRequest",
+    "LeaderStepdownRequest",
+    "MetaServerRemoveRequest",
+    "PubAckResponse",
+    "StoredMessage",
+    "StreamCreateRequest",
+    "StreamInfoRequest",
+    "StreamInfoResponse",
+    "StreamListRequest",
+    "StreamListResponse",
+    "StreamMsgDeleteRequest",
+    "StreamMsgGetRequest",
+    "StreamMsgGetResponse",
+    "StreamNamesRequest",
+    "StreamNamesResponse",
+    "StreamPurgeRequest",
+    "StreamPurgeResponse",
+    "StreamRemovePeerRequest",
+    "StreamRestoreRequest",
+    "StreamRestoreResponse",
+    "StreamSnapshotRequest",
+    "StreamSnapshotResponse",
+    "SuccessResponse",
 ]
 
 
@@ -56,7 +84,7 @@ class ConsumerCreateRequest(Model):
     _omit_defaults: ClassVar[bool] = True
     stream_name: str = jfield("", always=True)
     config: ConsumerConfig = field(default_factory=ConsumerConfig)
-    action: Optional[str] = None
+    action: str | None = None
     pedantic: bool = False
 
 
@@ -68,40 +96,40 @@ class IterableRequest(Model):
 
 @dataclass
 class StreamNamesRequest(IterableRequest):
-    subject: Optional[str] = None
+    subject: str | None = None
 
 
 @dataclass
 class StreamListRequest(IterableRequest):
-    subject: Optional[str] = None
+    subject: str | None = None
 
 
 @dataclass
 class StreamInfoRequest(IterableRequest):
     deleted_details: bool = False
-    subjects_filter: Optional[str] = None
+    subjects_filter: str | None = None
 
 
 @dataclass
 class StreamPurgeRequest(Model):
     _omit_defaults: ClassVar[bool] = True
-    filter: Optional[str] = None
-    seq: Optional[int] = None
-    keep: Optional[int] = None
+    filter: str | None = None
+    seq: int | None = None
+    keep: int | None = None
 
 
 @dataclass
 class StreamMsgGetRequest(Model):
     _omit_defaults: ClassVar[bool] = True
-    seq: Optional[int] = None
-    last_by_subj: Optional[str] = None
-    next_by_subj: Optional[str] = None
-    batch: Optional[int] = None
-    max_bytes: Optional[int] = None
-    start_time: Optional[datetime] = None
-    multi_last: Optional[list[str]] = None
-    up_to_seq: Optional[int] = None
-    up_to_time: Optional[datetime] = None
+    seq: int | None = None
+    last_by_subj: str | None = None
+    next_by_subj: str | None = None
+    batch: int | None = None
+    max_bytes: int | None = None
+    start_time: datetime | None = None
+    multi_last: list[str] | None = None
+    up_to_seq: int | None = None
+    up_to_time: datetime | None = None
 
 
 @dataclass
@@ -114,7 +142,7 @@ class StreamMsgDeleteRequest(Model):
 @dataclass
 class ConsumerPauseRequest(Model):
     _omit_defaults: ClassVar[bool] = True
-    pause_until: Optional[datetime] = None
+    pause_until: datetime | None = None
 
 
 @dataclass
@@ -128,16 +156,16 @@ class ConsumerGetNextRequest(Model):
     """A pull request (``CONSUMER.MSG.NEXT``); durations in seconds."""
 
     _omit_defaults: ClassVar[bool] = True
-    expires: Optional[float] = duration()
-    batch: Optional[int] = None
-    max_bytes: Optional[int] = None
+    expires: float | None = duration()
+    batch: int | None = None
+    max_bytes: int | None = None
     no_wait: bool = False
-    idle_heartbeat: Optional[float] = duration()
-    group: Optional[str] = None
-    id: Optional[str] = None
-    min_pending: Optional[int] = None
-    min_ack_pending: Optional[int] = None
-    priority: Optional[int] = None
+    idle_heartbeat: float | None = duration()
+    group: str | None = None
+    id: str | None = None
+    min_pending: int | None = None
+    min_ack_pending: int | None = None
+    priority: int | None = None
 
 
 @dataclass
@@ -145,7 +173,7 @@ class StreamSnapshotRequest(Model):
     _omit_defaults: ClassVar[bool] = True
     deliver_subject: str = jfield("", always=True)
     no_consumers: bool = False
-    chunk_size: Optional[int] = None
+    chunk_size: int | None = None
     jsck: bool = False
 
 
@@ -167,7 +195,7 @@ class LeaderStepdownRequest(Model):
     """A leader stepdown (stream, consumer or meta): where the new leader may go."""
 
     _omit_defaults: ClassVar[bool] = True
-    placement: Optional[Placement] = None
+    placement: Placement | None = None
 
 
 @dataclass
@@ -182,14 +210,14 @@ class ConsumerResetRequest(Model):
     """``CONSUMER.RESET`` (2.14+): the stream sequence to reset the consumer to."""
 
     _omit_defaults: ClassVar[bool] = True
-    seq: Optional[int] = None
+    seq: int | None = None
 
 
 @dataclass
 class MetaServerRemoveRequest(Model):
     _omit_defaults: ClassVar[bool] = True
-    peer: Optional[str] = None
-    peer_id: Optional[str] = None
+    peer: str | None = None
+    peer_id: str | None = None
 
 
 # ---------------------------------------------------------------------------------
@@ -198,8 +226,8 @@ class MetaServerRemoveRequest(Model):
 
 @dataclass
 class _Response(Model):
-    type: Optional[str] = None
-    error: Optional[APIErrorInfo] = None
+    type: str | None = None
+    error: APIErrorInfo | None = None
 
 
 @dataclass
@@ -226,24 +254,24 @@ class _IterableResponse(_Response):
 
 @dataclass
 class StreamNamesResponse(_IterableResponse):
-    streams: Optional[list[str]] = None
+    streams: list[str] | None = None
 
 
 @dataclass
 class StreamListResponse(_IterableResponse):
-    streams: Optional[list[StreamInfo]] = None
-    missing: Optional[list[str]] = None
+    streams: list[StreamInfo] | None = None
+    missing: list[str] | None = None
 
 
 @dataclass
 class ConsumerNamesResponse(_IterableResponse):
-    consumers: Optional[list[str]] = None
+    consumers: list[str] | None = None
 
 
 @dataclass
 class ConsumerListResponse(_IterableResponse):
-    consumers: Optional[list[ConsumerInfo]] = None
-    missing: Optional[list[str]] = None
+    consumers: list[ConsumerInfo] | None = None
+    missing: list[str] | None = None
 
 
 @dataclass
@@ -252,27 +280,27 @@ class StoredMessage(Model):
 
     subject: str = ""
     seq: int = 0
-    hdrs: Optional[str] = None
-    data: Optional[str] = None
-    time: Optional[datetime] = None
+    hdrs: str | None = None
+    data: str | None = None
+    time: datetime | None = None
 
 
 @dataclass
 class StreamMsgGetResponse(_Response):
-    message: Optional[StoredMessage] = None
+    message: StoredMessage | None = None
 
 
 @dataclass
 class ConsumerPauseResponseBody(_Response):
     paused: bool = False
-    pause_until: Optional[datetime] = None
-    pause_remaining: Optional[float] = duration()
+    pause_until: datetime | None = None
+    pause_remaining: float | None = duration()
 
 
 @dataclass
 class StreamSnapshotResponse(_Response):
-    config: Optional[StreamConfig] = None
-    state: Optional[StreamState] = None
+    config: StreamConfig | None = None
+    state: StreamState | None = None
 
 
 @dataclass
@@ -307,4 +335,4 @@ class AccountPurgeResponse(_Response):
 
 @dataclass
 class PubAckResponse(PubAck):
-    error: Optional[APIErrorInfo] = None
+    error: APIErrorInfo | None = None

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Dict, Optional, Tuple
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -60,7 +60,7 @@ class SnapshotResult:
 # ------------------------------------------------------------------------- layout
 
 
-def backup_paths(directory: Any) -> Tuple[str, str]:
+def backup_paths(directory: Any) -> tuple[str, str]:
     """``(backup.json, stream.tar.s2)`` in ``directory``."""
     d = os.fspath(directory)
     return os.path.join(d, BACKUP_JSON), os.path.join(d, DATA_FILE)
@@ -74,22 +74,22 @@ def check_chunk_size(chunk_size: Any) -> int:
     return chunk_size
 
 
-def snapshot_request(deliver_subject: str, chunk_size: int, check_msgs: bool) -> Dict[str, Any]:
+def snapshot_request(deliver_subject: str, chunk_size: int, check_msgs: bool) -> dict[str, Any]:
     """The ``STREAM.SNAPSHOT`` request: consumers included, ``jsck`` when asked."""
-    req: Dict[str, Any] = {"deliver_subject": deliver_subject, "chunk_size": chunk_size, "no_consumers": False}
+    req: dict[str, Any] = {"deliver_subject": deliver_subject, "chunk_size": chunk_size, "no_consumers": False}
     if check_msgs:
         req["jsck"] = True
     return req
 
 
-def backup_json(resp: Dict[str, Any]) -> bytes:
+def backup_json(resp: dict[str, Any]) -> bytes:
     """``backup.json``: the snapshot answer's ``config`` and ``state``, as the server wrote
     them (unknown fields kept), indented like ``nats stream backup`` writes it."""
     meta = {"config": resp.get("config") or {}, "state": resp.get("state") or {}}
     return orjson.dumps(meta, option=orjson.OPT_INDENT_2)
 
 
-def read_backup_json(data: bytes, where: str) -> Dict[str, Any]:
+def read_backup_json(data: bytes, where: str) -> dict[str, Any]:
     """The ``config`` and ``state`` of a ``backup.json``; ``JetStreamError`` naming the
     problem when it is not one."""
     try:
@@ -104,7 +104,7 @@ def read_backup_json(data: bytes, where: str) -> Dict[str, Any]:
     return meta
 
 
-def restore_request(meta: Dict[str, Any], name: Optional[str]) -> Tuple[str, Dict[str, Any]]:
+def restore_request(meta: dict[str, Any], name: str | None) -> tuple[str, dict[str, Any]]:
     """``(stream name, STREAM.RESTORE request)``: the backed-up config and state, under
     ``name`` when given."""
     config = dict(meta["config"])
@@ -117,7 +117,7 @@ def restore_request(meta: Dict[str, Any], name: Optional[str]) -> Tuple[str, Dic
 # ------------------------------------------------------------------------- snapshot
 
 
-def parse_ack_reply(reply: str) -> Tuple[int, int]:
+def parse_ack_reply(reply: str) -> tuple[int, int]:
     """``(size, index)`` from a chunk's ack subject, ``(-1, -1)`` when it has another form."""
     head, _, index = reply.rpartition(".")
     _, _, size = head.rpartition(".")
@@ -132,7 +132,7 @@ class SnapshotChunks:
     the next (its index in the ack subject), as long as announced, and the stream ends
     with the 204 marker."""
 
-    __slots__ = ("stream", "chunks", "bytes", "frames", "last_seen")
+    __slots__ = ("bytes", "chunks", "frames", "last_seen", "stream")
 
     def __init__(self, stream: str) -> None:
         self.stream = stream
@@ -141,7 +141,7 @@ class SnapshotChunks:
         self.frames = S2Frames()
         self.last_seen = False  # a chunk without an ack subject: the last one
 
-    def chunk(self, data: Any, reply: Optional[str]) -> None:
+    def chunk(self, data: Any, reply: str | None) -> None:
         """Account for one chunk (raise ``JetStreamError`` when one is missing or short)."""
         n = len(data)
         if self.last_seen:
@@ -164,7 +164,7 @@ class SnapshotChunks:
         except ValueError as exc:
             raise JetStreamError(f"snapshot of {self.stream}: {exc}") from None
 
-    def end(self, status: Optional[str], description: str) -> None:
+    def end(self, status: str | None, description: str) -> None:
         """The empty end message: raise unless it says the snapshot is complete."""
         if status not in (None, "", "204"):
             raise JetStreamError(f"snapshot of {self.stream} failed: {status} {description}".rstrip())
@@ -181,7 +181,7 @@ class SnapshotChunks:
 # ------------------------------------------------------------------------- restore
 
 
-def chunk_answer_error(data: bytes) -> Optional[JetStreamError]:
+def chunk_answer_error(data: bytes) -> JetStreamError | None:
     """The error in the answer to a restore chunk (empty: the chunk was taken)."""
     if not data:
         return None
@@ -194,7 +194,7 @@ def chunk_answer_error(data: bytes) -> Optional[JetStreamError]:
     return None
 
 
-def final_answer(data: bytes) -> Dict[str, Any]:
+def final_answer(data: bytes) -> dict[str, Any]:
     """The stream-create answer that ends a restore (raises its typed error)."""
     try:
         resp = orjson.loads(data)
@@ -208,7 +208,7 @@ def final_answer(data: bytes) -> Dict[str, Any]:
     return resp
 
 
-def restored_problem(meta_state: Dict[str, Any], state: Any) -> Optional[str]:
+def restored_problem(meta_state: dict[str, Any], state: Any) -> str | None:
     """Why a restored stream does not match its backup (None when it does): a stream
     ending before the backed-up last sequence lost its tail (a truncated archive)."""
     want = meta_state.get("last_seq") or 0
@@ -261,7 +261,7 @@ class S2Frames:
     stops inside a frame (truncated). Nothing is decompressed (the server checks the
     CRCs)."""
 
-    __slots__ = ("pos", "uncompressed", "_hdr", "_type", "_len", "_left", "_raw", "_head", "_want", "_started")
+    __slots__ = ("_hdr", "_head", "_left", "_len", "_raw", "_started", "_type", "_want", "pos", "uncompressed")
 
     def __init__(self) -> None:
         self.pos = 0  # bytes walked

@@ -13,7 +13,7 @@ on the commit, checks every expectation under the stream's lock and stores all o
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import orjson
 
@@ -22,16 +22,16 @@ from ..protocol.headers import Headers
 from .manage import publish_headers
 from .models import BatchAck
 
-__all__ = ["BATCH_ID_HDR", "BATCH_SEQ_HDR", "BATCH_COMMIT_HDR", "batch_headers", "batch_ack", "batch_failed"]
+__all__ = ["BATCH_COMMIT_HDR", "BATCH_ID_HDR", "BATCH_SEQ_HDR", "batch_ack", "batch_failed", "batch_headers"]
 
 BATCH_ID_HDR = "Nats-Batch-Id"
 BATCH_SEQ_HDR = "Nats-Batch-Sequence"
 BATCH_COMMIT_HDR = "Nats-Batch-Commit"
 
 
-def batch_headers(headers: Any, batch_id: str, seq: int, commit: bool, msg_id: Optional[str],
-                  expected_stream: Optional[str], expected_last_seq: Optional[int],
-                  expected_last_subject_seq: Optional[int], expected_last_subject_seq_subject: Optional[str],
+def batch_headers(headers: Any, batch_id: str, seq: int, commit: bool, msg_id: str | None,
+                  expected_stream: str | None, expected_last_seq: int | None,
+                  expected_last_subject_seq: int | None, expected_last_subject_seq_subject: str | None,
                   ttl: Any) -> Headers:
     """The headers of message ``seq`` of batch ``batch_id``: the user's ``headers`` (never
     modified), the publish options (as :func:`~jetwire.jetstream.manage.publish_headers`

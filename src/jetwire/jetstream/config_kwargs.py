@@ -4,7 +4,7 @@ tools/gen_config_kwargs.py from the config dataclasses. Do not edit.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Optional, TypedDict, Union
+from typing import Any, TypedDict
 
 from jetwire.jetstream.models import (
     AckPolicy,
@@ -27,117 +27,117 @@ from jetwire.jetstream.models import (
 class StreamConfigFields(TypedDict, total=False):
     """The keyword fields of ``StreamConfig`` (every one optional)."""
 
-    name: Optional[str]
-    description: Optional[str]
-    subjects: Optional[list[str]]
-    retention: Union[RetentionPolicy, str]
+    name: str | None
+    description: str | None
+    subjects: list[str] | None
+    retention: RetentionPolicy | str
     max_consumers: int
     max_msgs: int
     max_bytes: int
-    discard: Union[DiscardPolicy, str]
+    discard: DiscardPolicy | str
     discard_new_per_subject: bool
     max_age: float
     max_msgs_per_subject: int
     max_msg_size: int
-    storage: Union[StorageType, str]
+    storage: StorageType | str
     num_replicas: int
     no_ack: bool
-    template_owner: Optional[str]
-    duplicate_window: Optional[float]
-    placement: Optional[Union[Placement, dict[str, Any]]]
-    mirror: Optional[Union[StreamSource, dict[str, Any]]]
-    sources: Optional[list[Union[StreamSource, dict[str, Any]]]]
+    template_owner: str | None
+    duplicate_window: float | None
+    placement: Placement | dict[str, Any] | None
+    mirror: StreamSource | dict[str, Any] | None
+    sources: list[StreamSource | dict[str, Any]] | None
     sealed: bool
     deny_delete: bool
     deny_purge: bool
     allow_rollup_hdrs: bool
     allow_direct: bool
     mirror_direct: bool
-    republish: Optional[Union[RePublish, dict[str, Any]]]
-    subject_transform: Optional[Union[SubjectTransformConfig, dict[str, Any]]]
-    compression: Union[StoreCompression, str]
-    first_seq: Optional[int]
-    metadata: Optional[dict[str, str]]
-    consumer_limits: Optional[Union[StreamConsumerLimits, dict[str, Any]]]
+    republish: RePublish | dict[str, Any] | None
+    subject_transform: SubjectTransformConfig | dict[str, Any] | None
+    compression: StoreCompression | str
+    first_seq: int | None
+    metadata: dict[str, str] | None
+    consumer_limits: StreamConsumerLimits | dict[str, Any] | None
     allow_msg_ttl: bool
-    subject_delete_marker_ttl: Optional[float]
+    subject_delete_marker_ttl: float | None
     allow_msg_counter: bool
     allow_atomic: bool
     allow_msg_schedules: bool
-    persist_mode: Optional[Union[PersistMode, str]]
+    persist_mode: PersistMode | str | None
     allow_batched: bool
 
 
 class ConsumerConfigFields(TypedDict, total=False):
     """The keyword fields of ``ConsumerConfig`` (every one optional)."""
 
-    name: Optional[str]
-    durable_name: Optional[str]
-    description: Optional[str]
-    deliver_policy: Union[DeliverPolicy, str]
-    opt_start_seq: Optional[int]
-    opt_start_time: Optional[datetime]
-    ack_policy: Union[AckPolicy, str]
-    ack_wait: Optional[float]
-    max_deliver: Optional[int]
-    backoff: Optional[list[float]]
-    filter_subject: Optional[str]
-    filter_subjects: Optional[list[str]]
-    replay_policy: Union[ReplayPolicy, str]
-    rate_limit_bps: Optional[int]
-    sample_freq: Optional[str]
-    max_waiting: Optional[int]
-    max_ack_pending: Optional[int]
+    name: str | None
+    durable_name: str | None
+    description: str | None
+    deliver_policy: DeliverPolicy | str
+    opt_start_seq: int | None
+    opt_start_time: datetime | None
+    ack_policy: AckPolicy | str
+    ack_wait: float | None
+    max_deliver: int | None
+    backoff: list[float] | None
+    filter_subject: str | None
+    filter_subjects: list[str] | None
+    replay_policy: ReplayPolicy | str
+    rate_limit_bps: int | None
+    sample_freq: str | None
+    max_waiting: int | None
+    max_ack_pending: int | None
     flow_control: bool
-    idle_heartbeat: Optional[float]
+    idle_heartbeat: float | None
     headers_only: bool
-    max_batch: Optional[int]
-    max_expires: Optional[float]
-    max_bytes: Optional[int]
-    inactive_threshold: Optional[float]
-    num_replicas: Optional[int]
+    max_batch: int | None
+    max_expires: float | None
+    max_bytes: int | None
+    inactive_threshold: float | None
+    num_replicas: int | None
     mem_storage: bool
-    metadata: Optional[dict[str, str]]
-    deliver_subject: Optional[str]
-    deliver_group: Optional[str]
-    pause_until: Optional[datetime]
-    priority_policy: Optional[Union[PriorityPolicy, str]]
-    priority_groups: Optional[list[str]]
-    priority_timeout: Optional[float]
+    metadata: dict[str, str] | None
+    deliver_subject: str | None
+    deliver_group: str | None
+    pause_until: datetime | None
+    priority_policy: PriorityPolicy | str | None
+    priority_groups: list[str] | None
+    priority_timeout: float | None
 
 
 class KeyValueConfigFields(TypedDict, total=False):
     """The keyword fields of ``KeyValueConfig`` (every one optional)."""
 
-    bucket: Optional[str]
-    description: Optional[str]
+    bucket: str | None
+    description: str | None
     max_value_size: int
     history: int
-    ttl: Optional[float]
+    ttl: float | None
     max_bytes: int
-    storage: Union[StorageType, str]
+    storage: StorageType | str
     replicas: int
-    placement: Optional[Union[Placement, dict[str, Any]]]
-    republish: Optional[Union[RePublish, dict[str, Any]]]
-    mirror: Optional[Union[StreamSource, dict[str, Any]]]
-    sources: Optional[list[Union[StreamSource, dict[str, Any]]]]
+    placement: Placement | dict[str, Any] | None
+    republish: RePublish | dict[str, Any] | None
+    mirror: StreamSource | dict[str, Any] | None
+    sources: list[StreamSource | dict[str, Any]] | None
     compression: bool
-    limit_marker_ttl: Optional[float]
-    metadata: Optional[dict[str, str]]
+    limit_marker_ttl: float | None
+    metadata: dict[str, str] | None
 
 
 class ObjectStoreConfigFields(TypedDict, total=False):
     """The keyword fields of ``ObjectStoreConfig`` (every one optional)."""
 
-    bucket: Optional[str]
-    description: Optional[str]
-    ttl: Optional[float]
+    bucket: str | None
+    description: str | None
+    ttl: float | None
     max_bytes: int
-    storage: Union[StorageType, str]
+    storage: StorageType | str
     replicas: int
-    placement: Optional[Union[Placement, dict[str, Any]]]
+    placement: Placement | dict[str, Any] | None
     compression: bool
-    metadata: Optional[dict[str, str]]
+    metadata: dict[str, str] | None
 
 
 __all__ = ["StreamConfigFields", "ConsumerConfigFields", "KeyValueConfigFields", "ObjectStoreConfigFields"]

@@ -21,8 +21,9 @@ flavours; no I/O happens here.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Union
+from typing import Any
 
 from ..errors import ConfigDriftError
 from ._json import config_from_kwargs
@@ -38,18 +39,18 @@ from .models import (
 from .validate import validate_consumer_name, validate_stream_name
 
 __all__ = [
+    "DEFAULT_CONSUMER",
     "DEFAULT_STREAM",
     "DEFAULT_WORK_QUEUE",
-    "DEFAULT_CONSUMER",
     "SAMPLED_DEFAULT_CONSUMER",
     "Drift",
-    "stream_config",
-    "consumer_config",
-    "named_consumer_config",
-    "stream_drift",
-    "consumer_drift",
-    "update_config",
     "check_drift",
+    "consumer_config",
+    "consumer_drift",
+    "named_consumer_config",
+    "stream_config",
+    "stream_drift",
+    "update_config",
 ]
 
 _YEAR = 365 * 24 * 3600.0
@@ -85,7 +86,7 @@ SAMPLED_DEFAULT_CONSUMER = ConsumerConfig(
 # configs from templates
 
 
-def stream_config(name: str, template: Any, overrides: Dict[str, Any]) -> StreamConfig:
+def stream_config(name: str, template: Any, overrides: dict[str, Any]) -> StreamConfig:
     """A copy of ``template`` (a ``StreamConfig`` or a dict of its fields) with
     ``overrides`` applied and ``name`` set. ``TypeError`` for an unknown field."""
     if template is None:
@@ -95,7 +96,7 @@ def stream_config(name: str, template: Any, overrides: Dict[str, Any]) -> Stream
     return cfg
 
 
-def consumer_config(template: Any, overrides: Dict[str, Any]) -> ConsumerConfig:
+def consumer_config(template: Any, overrides: dict[str, Any]) -> ConsumerConfig:
     """A copy of ``template`` (a ``ConsumerConfig`` or a dict of its fields) with
     ``overrides`` applied. ``TypeError`` for an unknown field."""
     if template is None:
@@ -108,7 +109,7 @@ def consumer_config(template: Any, overrides: Dict[str, Any]) -> ConsumerConfig:
     return cfg
 
 
-def named_consumer_config(name: str, template: Any, overrides: Dict[str, Any]) -> ConsumerConfig:
+def named_consumer_config(name: str, template: Any, overrides: dict[str, Any]) -> ConsumerConfig:
     """:func:`consumer_config` for the consumer called ``name``: durable
     (``durable_name=name``) unless the config names it itself (``name`` or
     ``durable_name``, which must then be ``name``: ``ValueError`` otherwise)."""
@@ -132,15 +133,15 @@ class Drift:
     field to ``(stored, wanted)`` (config values), ``fixed`` lists the differing fields
     the server cannot update (in the config's field order)."""
 
-    changes: Dict[str, Tuple[Any, Any]] = field(default_factory=dict)
-    fixed: List[str] = field(default_factory=list)
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    fixed: list[str] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
         return not self.changes
 
     @property
-    def fields(self) -> List[str]:
+    def fields(self) -> list[str]:
         """Every differing field, in the config's field order."""
         return list(self.changes)
 
@@ -172,8 +173,8 @@ def _pull_push(stored: Any, wanted: Any) -> bool:
 class _Kind:
     """What the server fills in and refuses to update, for one config type."""
 
-    def __init__(self, kind: str, cls: type, filled: FrozenSet[str], fixed: Dict[str, _Rule],
-                 normalize_wanted: Optional[Callable[[dict], None]] = None) -> None:
+    def __init__(self, kind: str, cls: type, filled: frozenset[str], fixed: dict[str, _Rule],
+                 normalize_wanted: Callable[[dict], None] | None = None) -> None:
         self.kind = kind
         self.cls: Any = cls
         self.filled = filled
@@ -295,8 +296,8 @@ def check_drift(kind: str, name: str, drift: Drift) -> bool:
     return not drift.equal
 
 
-def update_config(wanted: Union[StreamConfig, ConsumerConfig],
-                  stored: Union[StreamConfig, ConsumerConfig]) -> Any:
+def update_config(wanted: StreamConfig | ConsumerConfig,
+                  stored: StreamConfig | ConsumerConfig) -> Any:
     """The config to send to update ``stored`` to ``wanted``: a copy of ``wanted`` that
     keeps the stored values of the fields ``wanted`` leaves to the server, and the
     stored fields this client does not know."""

@@ -10,22 +10,46 @@ classes, and :mod:`jetwire.events` parses and renders them. No I/O here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, ClassVar, Dict, Optional
+from datetime import UTC, datetime
+from typing import Any, ClassVar
 
 from jetwire.jetstream._json import Model, duration, jfield
 from jetwire.jetstream.models import PeerInfo, StreamState
 
 __all__ = [
-    "Event", "ClientInfo", "ServerInfo", "MsgBytes", "DataStats",
-    "APIAuditAdvisory", "APILimitReachedAdvisory", "ConsumerActionAdvisory", "ConsumerGroupPinnedAdvisory",
-    "ConsumerGroupUnpinnedAdvisory", "ConsumerLeaderElectedAdvisory", "ConsumerPauseAdvisory",
-    "ConsumerQuorumLostAdvisory", "DomainLeaderElectedAdvisory", "MaxDeliverAdvisory", "NakAdvisory",
-    "RestoreCompleteAdvisory", "RestoreCreateAdvisory", "ServerOutOfSpaceAdvisory", "ServerRemovedAdvisory",
-    "SnapshotCompleteAdvisory", "SnapshotCreateAdvisory", "StreamActionAdvisory", "StreamBatchAbandonedAdvisory",
-    "StreamLeaderElectedAdvisory", "StreamQuorumLostAdvisory", "TerminatedAdvisory", "ConsumerAckMetric",
-    "AccountConnectionsAdvisory", "ClientConnectAdvisory", "ClientDisconnectAdvisory", "ServiceLatencyMetric",
     "EVENT_TYPES",
+    "APIAuditAdvisory",
+    "APILimitReachedAdvisory",
+    "AccountConnectionsAdvisory",
+    "ClientConnectAdvisory",
+    "ClientDisconnectAdvisory",
+    "ClientInfo",
+    "ConsumerAckMetric",
+    "ConsumerActionAdvisory",
+    "ConsumerGroupPinnedAdvisory",
+    "ConsumerGroupUnpinnedAdvisory",
+    "ConsumerLeaderElectedAdvisory",
+    "ConsumerPauseAdvisory",
+    "ConsumerQuorumLostAdvisory",
+    "DataStats",
+    "DomainLeaderElectedAdvisory",
+    "Event",
+    "MaxDeliverAdvisory",
+    "MsgBytes",
+    "NakAdvisory",
+    "RestoreCompleteAdvisory",
+    "RestoreCreateAdvisory",
+    "ServerInfo",
+    "ServerOutOfSpaceAdvisory",
+    "ServerRemovedAdvisory",
+    "ServiceLatencyMetric",
+    "SnapshotCompleteAdvisory",
+    "SnapshotCreateAdvisory",
+    "StreamActionAdvisory",
+    "StreamBatchAbandonedAdvisory",
+    "StreamLeaderElectedAdvisory",
+    "StreamQuorumLostAdvisory",
+    "TerminatedAdvisory",
 ]
 
 JS_ADVISORY = "io.nats.jetstream.advisory.v1."
@@ -34,9 +58,9 @@ SERVER_ADVISORY = "io.nats.server.advisory.v1."
 SERVER_METRIC = "io.nats.server.metric.v1."
 
 
-def _hms(t: Optional[datetime]) -> str:
+def _hms(t: datetime | None) -> str:
     """``HH:MM:SS`` in UTC (``--:--:--`` for no time)."""
-    return "--:--:--" if t is None else t.astimezone(timezone.utc).strftime("%H:%M:%S")
+    return "--:--:--" if t is None else t.astimezone(UTC).strftime("%H:%M:%S")
 
 
 def _peers(replicas: Any) -> int:
@@ -51,28 +75,28 @@ def _peers(replicas: Any) -> int:
 class ClientInfo(Model):
     """The client behind an event (``client_info_v1``); ``rtt`` in seconds."""
 
-    start: Optional[datetime] = None
-    stop: Optional[datetime] = None
-    host: Optional[str] = None
-    id: Optional[int] = None
+    start: datetime | None = None
+    stop: datetime | None = None
+    host: str | None = None
+    id: int | None = None
     acc: str = ""
-    svc: Optional[str] = None
-    user: Optional[str] = None
-    name: Optional[str] = None
-    lang: Optional[str] = None
-    ver: Optional[str] = None
-    rtt: Optional[float] = duration()
-    server: Optional[str] = None
-    cluster: Optional[str] = None
-    alts: Optional[list[str]] = None
-    jwt: Optional[str] = None
-    issuer_key: Optional[str] = None
-    name_tag: Optional[str] = None
-    tags: Optional[list[str]] = None
-    kind: Optional[str] = None
-    client_type: Optional[str] = None
-    client_id: Optional[str] = None
-    nonce: Optional[str] = None
+    svc: str | None = None
+    user: str | None = None
+    name: str | None = None
+    lang: str | None = None
+    ver: str | None = None
+    rtt: float | None = duration()
+    server: str | None = None
+    cluster: str | None = None
+    alts: list[str] | None = None
+    jwt: str | None = None
+    issuer_key: str | None = None
+    name_tag: str | None = None
+    tags: list[str] | None = None
+    kind: str | None = None
+    client_type: str | None = None
+    client_id: str | None = None
+    nonce: str | None = None
 
 
 @dataclass
@@ -82,16 +106,16 @@ class ServerInfo(Model):
     name: str = ""
     host: str = ""
     id: str = ""
-    cluster: Optional[str] = None
-    domain: Optional[str] = None
+    cluster: str | None = None
+    domain: str | None = None
     ver: str = ""
-    tags: Optional[list[str]] = None
-    metadata: Optional[Dict[str, str]] = None
+    tags: list[str] | None = None
+    metadata: dict[str, str] | None = None
     seq: int = 0
     jetstream: bool = False
-    time: Optional[datetime] = None
-    flags: Optional[int] = None
-    feature_flags: Optional[Dict[str, bool]] = None
+    time: datetime | None = None
+    flags: int | None = None
+    feature_flags: dict[str, bool] | None = None
 
 
 @dataclass
@@ -104,9 +128,9 @@ class MsgBytes(Model):
 class DataStats(Model):
     msgs: int = 0
     bytes: int = 0
-    gateways: Optional[MsgBytes] = None
-    routes: Optional[MsgBytes] = None
-    leafs: Optional[MsgBytes] = None
+    gateways: MsgBytes | None = None
+    routes: MsgBytes | None = None
+    leafs: MsgBytes | None = None
 
 
 # ---------------------------------------------------------------------------------
@@ -122,7 +146,7 @@ class Event(Model):
     REQUIRED: ClassVar[tuple[str, ...]] = ()  # wire fields every such event carries (besides type/id/timestamp)
     type: str = ""
     id: str = ""
-    timestamp: Optional[datetime] = None
+    timestamp: datetime | None = None
 
     def kind(self) -> str:
         """The bracketed label of the one-line rendering (e.g. ``"Stream Create"``)."""
@@ -143,11 +167,11 @@ class APIAuditAdvisory(Event):
     KIND: ClassVar[str] = "JS API"
     REQUIRED: ClassVar[tuple[str, ...]] = ("server", "client", "subject", "response")
     server: str = ""
-    client: Optional[ClientInfo] = None
+    client: ClientInfo | None = None
     subject: str = ""
-    request: Optional[str] = None
+    request: str | None = None
     response: str = ""
-    domain: Optional[str] = None
+    domain: str | None = None
 
     def summary(self) -> str:
         c = self.client
@@ -165,7 +189,7 @@ class APILimitReachedAdvisory(Event):
     KIND: ClassVar[str] = "JS API Limit"
     REQUIRED: ClassVar[tuple[str, ...]] = ("server", "dropped")
     server: str = ""
-    domain: Optional[str] = None
+    domain: str | None = None
     dropped: int = 0
 
     def summary(self) -> str:
@@ -179,8 +203,8 @@ class StreamActionAdvisory(Event):
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "action")
     stream: str = ""
     action: str = ""
-    template: Optional[str] = None
-    domain: Optional[str] = None
+    template: str | None = None
+    domain: str | None = None
 
     def kind(self) -> str:
         return f"Stream {self.action.title()}"
@@ -196,7 +220,7 @@ class ConsumerActionAdvisory(Event):
     stream: str = ""
     consumer: str = ""
     action: str = ""
-    domain: Optional[str] = None
+    domain: str | None = None
 
     def kind(self) -> str:
         return f"Consumer {self.action.title()}"
@@ -210,10 +234,10 @@ class _Delivery(Event):
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "consumer", "stream_seq", "deliveries")
     stream: str = ""
     consumer: str = ""
-    consumer_seq: Optional[int] = None
+    consumer_seq: int | None = None
     stream_seq: int = 0
     deliveries: int = 0
-    domain: Optional[str] = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return f"{self.stream} ({self.stream_seq}) > {self.consumer}: {self.deliveries} deliveries"
@@ -242,7 +266,7 @@ class TerminatedAdvisory(_Delivery):
     TYPE: ClassVar[str] = JS_ADVISORY + "terminated"
     KIND: ClassVar[str] = "JS Delivery Terminated"
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "consumer", "consumer_seq", "stream_seq", "deliveries")
-    reason: Optional[str] = None
+    reason: str | None = None
 
     def summary(self) -> str:
         return super().summary() + (f": {self.reason}" if self.reason else "")
@@ -256,9 +280,9 @@ class SnapshotCreateAdvisory(Event):
     stream: str = ""
     blocks: int = 0
     block_size: int = 0
-    state: Optional[StreamState] = None
-    client: Optional[ClientInfo] = None
-    domain: Optional[str] = None
+    state: StreamState | None = None
+    client: ClientInfo | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return f"{self.stream} {self.blocks:,} blocks of {self.block_size:,} bytes"
@@ -270,10 +294,10 @@ class SnapshotCompleteAdvisory(Event):
     KIND: ClassVar[str] = "Snapshot Complete"
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "start", "end", "client")
     stream: str = ""
-    start: Optional[datetime] = None
-    end: Optional[datetime] = None
-    client: Optional[ClientInfo] = None
-    domain: Optional[str] = None
+    start: datetime | None = None
+    end: datetime | None = None
+    client: ClientInfo | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return f"{self.stream} started {_hms(self.start)} ended {_hms(self.end)}"
@@ -285,8 +309,8 @@ class RestoreCreateAdvisory(Event):
     KIND: ClassVar[str] = "Restore Create"
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "client")
     stream: str = ""
-    client: Optional[ClientInfo] = None
-    domain: Optional[str] = None
+    client: ClientInfo | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return self.stream
@@ -298,11 +322,11 @@ class RestoreCompleteAdvisory(Event):
     KIND: ClassVar[str] = "Restore Complete"
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "start", "end", "bytes", "client")
     stream: str = ""
-    start: Optional[datetime] = None
-    end: Optional[datetime] = None
+    start: datetime | None = None
+    end: datetime | None = None
     bytes: int = 0
-    client: Optional[ClientInfo] = None
-    domain: Optional[str] = None
+    client: ClientInfo | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return f"{self.stream} restored {self.bytes:,} bytes started {_hms(self.start)} ended {_hms(self.end)}"
@@ -315,8 +339,8 @@ class StreamLeaderElectedAdvisory(Event):
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "leader", "replicas")
     stream: str = ""
     leader: str = ""
-    replicas: Optional[list[PeerInfo]] = None
-    domain: Optional[str] = None
+    replicas: list[PeerInfo] | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return f"Stream {self.stream} elected {self.leader} of {_peers(self.replicas)} peers"
@@ -328,8 +352,8 @@ class StreamQuorumLostAdvisory(Event):
     KIND: ClassVar[str] = "RAFT"
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "replicas")
     stream: str = ""
-    replicas: Optional[list[PeerInfo]] = None
-    domain: Optional[str] = None
+    replicas: list[PeerInfo] | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return f"Stream {self.stream} lost quorum of {_peers(self.replicas)} peers"
@@ -343,8 +367,8 @@ class ConsumerLeaderElectedAdvisory(Event):
     stream: str = ""
     consumer: str = ""
     leader: str = ""
-    replicas: Optional[list[PeerInfo]] = None
-    domain: Optional[str] = None
+    replicas: list[PeerInfo] | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return f"Consumer {self.stream} > {self.consumer} elected {self.leader} of {_peers(self.replicas)} peers"
@@ -357,8 +381,8 @@ class ConsumerQuorumLostAdvisory(Event):
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "consumer", "replicas")
     stream: str = ""
     consumer: str = ""
-    replicas: Optional[list[PeerInfo]] = None
-    domain: Optional[str] = None
+    replicas: list[PeerInfo] | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return f"Consumer {self.stream} > {self.consumer} lost quorum of {_peers(self.replicas)} peers"
@@ -370,9 +394,9 @@ class DomainLeaderElectedAdvisory(Event):
     KIND: ClassVar[str] = "RAFT"
     REQUIRED: ClassVar[tuple[str, ...]] = ("leader", "replicas", "cluster")
     leader: str = ""
-    replicas: Optional[list[PeerInfo]] = None
+    replicas: list[PeerInfo] | None = None
     cluster: str = ""
-    domain: Optional[str] = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return f"Domain leader elected {self.leader} in cluster {self.cluster} leader of {_peers(self.replicas)} peers"
@@ -383,11 +407,11 @@ class ServerOutOfSpaceAdvisory(Event):
     TYPE: ClassVar[str] = JS_ADVISORY + "server_out_of_space"
     KIND: ClassVar[str] = "Out of Space"
     REQUIRED: ClassVar[tuple[str, ...]] = ("server", "server_id")
-    stream: Optional[str] = None
+    stream: str | None = None
     server: str = ""
     server_id: str = ""
-    cluster: Optional[str] = None
-    domain: Optional[str] = None
+    cluster: str | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         where = f" in cluster {self.cluster}" if self.cluster else ""
@@ -402,7 +426,7 @@ class ServerRemovedAdvisory(Event):
     server: str = ""
     server_id: str = ""
     cluster: str = ""
-    domain: Optional[str] = None
+    domain: str | None = None
 
     def summary(self) -> str:
         where = f" in cluster {self.cluster}" if self.cluster else ""
@@ -417,8 +441,8 @@ class ConsumerPauseAdvisory(Event):
     stream: str = ""
     consumer: str = ""
     paused: bool = False
-    pause_until: Optional[datetime] = None
-    domain: Optional[str] = None
+    pause_until: datetime | None = None
+    domain: str | None = None
 
     def summary(self) -> str:
         until = f" until {self.pause_until.isoformat()}" if self.paused and self.pause_until else ""
@@ -430,10 +454,10 @@ class ConsumerGroupPinnedAdvisory(Event):
     TYPE: ClassVar[str] = JS_ADVISORY + "consumer_group_pinned"
     KIND: ClassVar[str] = "PINNED"
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "consumer", "group", "pinned_id")
-    account: Optional[str] = None
+    account: str | None = None
     stream: str = ""
     consumer: str = ""
-    domain: Optional[str] = None
+    domain: str | None = None
     group: str = ""
     pinned_id: str = ""
 
@@ -446,10 +470,10 @@ class ConsumerGroupUnpinnedAdvisory(Event):
     TYPE: ClassVar[str] = JS_ADVISORY + "consumer_group_unpinned"
     KIND: ClassVar[str] = "UNPINNED"
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "consumer", "group", "reason")
-    account: Optional[str] = None
+    account: str | None = None
     stream: str = ""
     consumer: str = ""
-    domain: Optional[str] = None
+    domain: str | None = None
     group: str = ""
     reason: str = ""
 
@@ -462,9 +486,9 @@ class StreamBatchAbandonedAdvisory(Event):
     TYPE: ClassVar[str] = JS_ADVISORY + "stream_batch_abandoned"
     KIND: ClassVar[str] = "Batch Abandoned"
     REQUIRED: ClassVar[tuple[str, ...]] = ("stream", "batch", "reason")
-    account: Optional[str] = None
+    account: str | None = None
     stream: str = ""
-    domain: Optional[str] = None
+    domain: str | None = None
     batch: str = ""
     reason: str = ""
 
@@ -491,7 +515,7 @@ class ConsumerAckMetric(Event):
     stream_seq: int = 0
     ack_time: float = duration(0.0)
     deliveries: int = 0
-    domain: Optional[str] = None
+    domain: str | None = None
 
     def summary(self) -> str:
         return (f"{self.stream} ({self.stream_seq}) > {self.consumer} ({self.consumer_seq}): "
@@ -507,8 +531,8 @@ class ClientConnectAdvisory(Event):
     TYPE: ClassVar[str] = SERVER_ADVISORY + "client_connect"
     KIND: ClassVar[str] = "Connection"
     REQUIRED: ClassVar[tuple[str, ...]] = ("server", "client")
-    server: Optional[ServerInfo] = None
-    client: Optional[ClientInfo] = None
+    server: ServerInfo | None = None
+    client: ClientInfo | None = None
 
     def summary(self) -> str:
         c = self.client or ClientInfo()
@@ -521,10 +545,10 @@ class ClientDisconnectAdvisory(Event):
     TYPE: ClassVar[str] = SERVER_ADVISORY + "client_disconnect"
     KIND: ClassVar[str] = "Disconnection"
     REQUIRED: ClassVar[tuple[str, ...]] = ("server", "client", "sent", "received", "reason")
-    server: Optional[ServerInfo] = None
-    client: Optional[ClientInfo] = None
-    sent: Optional[DataStats] = None
-    received: Optional[DataStats] = None
+    server: ServerInfo | None = None
+    client: ClientInfo | None = None
+    sent: DataStats | None = None
+    received: DataStats | None = None
     reason: str = ""
 
     def summary(self) -> str:
@@ -538,16 +562,16 @@ class AccountConnectionsAdvisory(Event):
     TYPE: ClassVar[str] = SERVER_ADVISORY + "account_connections"
     KIND: ClassVar[str] = "Account"
     REQUIRED: ClassVar[tuple[str, ...]] = ("server", "acc", "conns", "leafnodes", "total_conns")
-    server: Optional[ServerInfo] = None
+    server: ServerInfo | None = None
     acc: str = ""
-    name: Optional[str] = None
+    name: str | None = None
     conns: int = 0
     leafnodes: int = 0
     total_conns: int = 0
-    num_subscriptions: Optional[int] = None
-    sent: Optional[DataStats] = None
-    received: Optional[DataStats] = None
-    slow_consumers: Optional[int] = None
+    num_subscriptions: int | None = None
+    sent: DataStats | None = None
+    received: DataStats | None = None
+    slow_consumers: int | None = None
 
     def summary(self) -> str:
         server = self.server.name if self.server else ""
@@ -562,12 +586,12 @@ class ServiceLatencyMetric(Event):
     TYPE: ClassVar[str] = SERVER_METRIC + "service_latency"
     KIND: ClassVar[str] = "Svc Latency"
     REQUIRED: ClassVar[tuple[str, ...]] = ("status", "start", "service", "system", "total")
-    requestor: Optional[ClientInfo] = None
-    responder: Optional[ClientInfo] = None
-    header: Optional[Dict[str, Any]] = jfield(None, kind="headers")
+    requestor: ClientInfo | None = None
+    responder: ClientInfo | None = None
+    header: dict[str, Any] | None = jfield(None, kind="headers")
     status: int = 0
-    error: Optional[str] = None
-    start: Optional[datetime] = None
+    error: str | None = None
+    start: datetime | None = None
     service: float = duration(0.0)
     system: float = duration(0.0)
     total: float = duration(0.0)
@@ -577,7 +601,7 @@ class ServiceLatencyMetric(Event):
         return f"{err}system {self.system * 1000:.3f}ms service {self.service * 1000:.3f}ms total {self.total * 1000:.3f}ms"
 
 
-EVENT_TYPES: Dict[str, type[Event]] = {
+EVENT_TYPES: dict[str, type[Event]] = {
     cls.TYPE: cls for cls in (
         APIAuditAdvisory, APILimitReachedAdvisory, StreamActionAdvisory, ConsumerActionAdvisory, MaxDeliverAdvisory,
         NakAdvisory, TerminatedAdvisory, SnapshotCreateAdvisory, SnapshotCompleteAdvisory, RestoreCreateAdvisory,

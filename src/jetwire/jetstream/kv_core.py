@@ -10,8 +10,9 @@ on the one push-consumer machinery (``jetwire/aio/push.py`` over
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from .. import _impl
 from ..errors import KeyDeletedError, KeyNotFoundError
@@ -21,19 +22,19 @@ from .validate import validate_key_filter
 __all__ = [
     "MARKER_REASON_HDR",
     "ROLLUP_HDR",
-    "kv_operation",
-    "entry_from_raw",
     "entry_from_delivery",
-    "raise_if_deleted",
+    "entry_from_raw",
     "kv_filter_subjects",
+    "kv_operation",
     "purge_deletes_plan",
+    "raise_if_deleted",
 ]
 
 MARKER_REASON_HDR = "Nats-Marker-Reason"  # server-placed markers (limit markers, ADR-48)
 ROLLUP_HDR = "Nats-Rollup"
 
 _parse_fields = _impl.parse_metadata_fields
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _PUT = KeyValueOp.PUT
 _DEL = KeyValueOp.DEL
 _PURGE = KeyValueOp.PURGE
@@ -71,7 +72,7 @@ def raise_if_deleted(entry: KeyValueEntry) -> KeyValueEntry:
     return entry
 
 
-def key_not_found(key: str, revision: Optional[int] = None) -> KeyNotFoundError:
+def key_not_found(key: str, revision: int | None = None) -> KeyNotFoundError:
     if revision is None:
         return KeyNotFoundError(f"key {key!r} not found")
     return KeyNotFoundError(f"key {key!r} has no revision {revision}")
@@ -86,7 +87,7 @@ def entry_from_delivery(bucket: str, prefix_len: int, msg: Any) -> KeyValueEntry
                          _EPOCH + timedelta(microseconds=ts_ns // 1000), f[8], kv_operation(msg.headers))
 
 
-def kv_filter_subjects(prefix: str, keys: Union[str, Sequence[str], None]) -> List[str]:
+def kv_filter_subjects(prefix: str, keys: str | Sequence[str] | None) -> list[str]:
     """Consumer filter subjects of a watch on ``keys`` (a key, a pattern with ``*``/``>``
     or a list of them; None or empty: every key). Raises ``InvalidKeyError``."""
     if keys is None:
@@ -101,7 +102,7 @@ def kv_filter_subjects(prefix: str, keys: Union[str, Sequence[str], None]) -> Li
 
 
 def purge_deletes_plan(markers: Iterable[KeyValueEntry], prefix: str, now: datetime,
-                       older_than: Optional[float]) -> List[Tuple[str, int]]:
+                       older_than: float | None) -> list[tuple[str, int]]:
     """``(subject, keep)`` purges of ``purge_deletes``: markers younger than
     ``older_than`` seconds keep their last message (the marker itself); older ones (or
     all, when ``older_than`` is negative) are purged completely. 0/None: 30 minutes."""

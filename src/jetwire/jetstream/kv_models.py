@@ -4,8 +4,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
-from typing import ClassVar, Optional
+from enum import StrEnum
+from typing import ClassVar
 
 from jetwire.errors import HistoryTooLargeError
 from jetwire.jetstream._json import Model, duration
@@ -22,7 +22,7 @@ from jetwire.jetstream.models import (
 )
 from jetwire.jetstream.validate import validate_bucket_name
 
-__all__ = ["KeyValueOp", "KeyValueConfig", "KeyValueEntry", "KeyValueStatus"]
+__all__ = ["KeyValueConfig", "KeyValueEntry", "KeyValueOp", "KeyValueStatus"]
 
 KV_MAX_HISTORY = 64
 KV_STREAM_PREFIX = "KV_"
@@ -46,7 +46,7 @@ def kv_bucket_from_stream(stream: str) -> str:
     return stream[len(KV_STREAM_PREFIX):] if stream.startswith(KV_STREAM_PREFIX) else stream
 
 
-class KeyValueOp(str, Enum):
+class KeyValueOp(StrEnum):
     """The operation of a KV entry, as in the ``KV-Operation`` header."""
 
     PUT = "PUT"
@@ -68,21 +68,21 @@ class KeyValueConfig(Model):
     """
 
     _omit_defaults: ClassVar[bool] = True
-    bucket: Optional[str] = None
-    description: Optional[str] = None
+    bucket: str | None = None
+    description: str | None = None
     max_value_size: int = -1
     history: int = 1
-    ttl: Optional[float] = duration()
+    ttl: float | None = duration()
     max_bytes: int = -1
     storage: StorageType = StorageType.FILE
     replicas: int = 1
-    placement: Optional[Placement] = None
-    republish: Optional[RePublish] = None
-    mirror: Optional[StreamSource] = None
-    sources: Optional[list[StreamSource]] = None
+    placement: Placement | None = None
+    republish: RePublish | None = None
+    mirror: StreamSource | None = None
+    sources: list[StreamSource] | None = None
     compression: bool = False
-    limit_marker_ttl: Optional[float] = duration()
-    metadata: Optional[dict[str, str]] = None
+    limit_marker_ttl: float | None = duration()
+    metadata: dict[str, str] | None = None
 
 
 def kv_stream_config(cfg: KeyValueConfig) -> StreamConfig:
@@ -162,7 +162,7 @@ class KeyValueEntry:
     key: str
     value: bytes
     revision: int
-    created: Optional[datetime]
+    created: datetime | None
     delta: int = 0
     operation: KeyValueOp = KeyValueOp.PUT
 

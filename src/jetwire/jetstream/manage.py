@@ -3,9 +3,10 @@ request bodies, API subjects, JetStream publish headers, direct-get message deco
 the consumer pause answer. No I/O happens here."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Dict, Iterable, Optional, Union
+from typing import Any
 
 from .. import _impl
 from .._nuid import NUID
@@ -17,26 +18,26 @@ from .models import ConsumerConfig, RawStreamMsg
 from .schedule import schedule_headers
 
 __all__ = [
-    "ConsumerPauseResponse",
-    "MSG_ID_HDR",
-    "EXPECTED_STREAM_HDR",
+    "EXPECTED_LAST_MSG_ID_HDR",
     "EXPECTED_LAST_SEQ_HDR",
     "EXPECTED_LAST_SUBJ_SEQ_HDR",
     "EXPECTED_LAST_SUBJ_SEQ_SUBJ_HDR",
-    "EXPECTED_LAST_MSG_ID_HDR",
-    "publish_headers",
-    "MSG_TTL_HDR",
+    "EXPECTED_STREAM_HDR",
+    "MSG_ID_HDR",
     "MSG_INCR_HDR",
-    "ttl_header_value",
-    "incr_headers",
-    "validate_filter_subjects",
-    "consumer_create_subject",
-    "consumer_create_request",
-    "generate_consumer_name",
-    "direct_msg",
+    "MSG_TTL_HDR",
     "BatchGet",
-    "purge_request",
+    "ConsumerPauseResponse",
+    "consumer_create_request",
+    "consumer_create_subject",
+    "direct_msg",
+    "generate_consumer_name",
+    "incr_headers",
     "pause_request",
+    "publish_headers",
+    "purge_request",
+    "ttl_header_value",
+    "validate_filter_subjects",
 ]
 
 MSG_ID_HDR = "Nats-Msg-Id"
@@ -62,8 +63,8 @@ class ConsumerPauseResponse(Model):
     until when (aware datetime, ``None`` when resumed) and the seconds remaining."""
 
     paused: bool = False
-    pause_until: Optional[datetime] = None
-    pause_remaining: Optional[float] = duration()
+    pause_until: datetime | None = None
+    pause_remaining: float | None = duration()
 
 
 def _uint(v: Any, what: str) -> str:
@@ -92,18 +93,18 @@ def ttl_header_value(ttl: Any, name: str = "ttl") -> str:
     return f"{int(ttl)}s"
 
 
-def incr_headers(delta: Any) -> Dict[str, str]:
+def incr_headers(delta: Any) -> dict[str, str]:
     """The headers of a counter increment (``Nats-Incr``: a signed decimal integer)."""
     if isinstance(delta, bool) or not isinstance(delta, int):
         raise TypeError(f"delta must be an int, not {type(delta).__name__}")
     return {MSG_INCR_HDR: f"{delta:+d}"}
 
 
-def publish_headers(headers: Any, msg_id: Optional[str], expected_stream: Optional[str],
-                    expected_last_seq: Optional[int], expected_last_subject_seq: Optional[int],
-                    expected_last_msg_id: Optional[str], ttl: Any = None, *,
-                    expected_last_subject_seq_subject: Optional[str] = None, schedule: Any = None,
-                    schedule_target: Optional[str] = None, schedule_ttl: Any = None) -> Any:
+def publish_headers(headers: Any, msg_id: str | None, expected_stream: str | None,
+                    expected_last_seq: int | None, expected_last_subject_seq: int | None,
+                    expected_last_msg_id: str | None, ttl: Any = None, *,
+                    expected_last_subject_seq_subject: str | None = None, schedule: Any = None,
+                    schedule_target: str | None = None, schedule_ttl: Any = None) -> Any:
     """The headers of a JetStream publish: the user's ``headers`` (``Headers`` or a dict,
     never modified) plus the ``Nats-*`` expectation headers, the ``Nats-TTL`` of ``ttl``
     (see :func:`ttl_header_value`) and the ``Nats-Schedule*`` headers of ``schedule``
@@ -155,12 +156,12 @@ def publish_headers(headers: Any, msg_id: Optional[str], expected_stream: Option
     return h
 
 
-def generate_consumer_name(nuid: Optional[NUID] = None) -> str:
+def generate_consumer_name(nuid: NUID | None = None) -> str:
     """A random name for an ephemeral consumer (unique per NUID)."""
     return (nuid or NUID()).next()
 
 
-def validate_filter_subjects(subjects: Iterable[Optional[str]]) -> None:
+def validate_filter_subjects(subjects: Iterable[str | None]) -> None:
     """Raise ``BadSubjectError`` unless every subject given can be subscribed to:
     consumer filters and stream subjects (wildcards only as whole tokens, ``>`` only
     last), checked before the request is sent. What is not a subject at all (None, "",
@@ -173,7 +174,7 @@ def validate_filter_subjects(subjects: Iterable[Optional[str]]) -> None:
             _impl.validate_filter(subject)
 
 
-def consumer_create_subject(stream: str, name: str, cfg: Union[ConsumerConfig, Dict[str, Any]]) -> str:
+def consumer_create_subject(stream: str, name: str, cfg: ConsumerConfig | dict[str, Any]) -> str:
     """``CONSUMER.CREATE.<stream>.<name>[.<filter>]`` (server 2.9+): the filter subject
     goes into the API subject when the config (a ``ConsumerConfig`` or its wire dict)
     has exactly one, in ``filter_subject`` (as nats.go does; the server checks that it
@@ -195,7 +196,7 @@ def consumer_create_request(stream: str, cfg: ConsumerConfig, action: str) -> di
     return req
 
 
-def purge_request(subject: Optional[str], sequence: Optional[int], keep: Optional[int]) -> dict:
+def purge_request(subject: str | None, sequence: int | None, keep: int | None) -> dict:
     if sequence is not None and keep is not None:
         raise ValueError("purge: give sequence or keep, not both")
     req: dict = {}
@@ -210,7 +211,7 @@ def purge_request(subject: Optional[str], sequence: Optional[int], keep: Optiona
     return req
 
 
-def pause_request(until: Optional[datetime]) -> dict:
+def pause_request(until: datetime | None) -> dict:
     if until is None:
         return {}
     if not isinstance(until, datetime):
@@ -257,7 +258,7 @@ _PENDING_HDR = "Nats-Num-Pending"
 _LAST_SEQ_HDR = "Nats-Last-Sequence"
 
 
-def _opt_uint(v: Any, what: str, minimum: int = 0) -> Optional[int]:
+def _opt_uint(v: Any, what: str, minimum: int = 0) -> int | None:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
@@ -278,13 +279,28 @@ class BatchGet:
     order. Both page ``page`` messages at a time; ``max_bytes`` caps one page (the
     server's count) and ends the iteration at the first page it cut short."""
 
-    __slots__ = ("remaining", "next_seq", "start_time", "subject", "max_bytes", "multi_last",
-                 "up_to_seq", "up_to_time", "page", "done", "past_end", "_first", "_asked", "_got", "_pages")
+    __slots__ = (
+        "_asked",
+        "_first",
+        "_got",
+        "_pages",
+        "done",
+        "max_bytes",
+        "multi_last",
+        "next_seq",
+        "page",
+        "past_end",
+        "remaining",
+        "start_time",
+        "subject",
+        "up_to_seq",
+        "up_to_time",
+    )
 
-    def __init__(self, batch: Optional[int] = None, seq: Optional[int] = None,
-                 start_time: Optional[datetime] = None, subject: Optional[str] = None,
-                 max_bytes: Optional[int] = None, multi_last: Any = None, up_to_seq: Optional[int] = None,
-                 up_to_time: Optional[datetime] = None, page: int = 256) -> None:
+    def __init__(self, batch: int | None = None, seq: int | None = None,
+                 start_time: datetime | None = None, subject: str | None = None,
+                 max_bytes: int | None = None, multi_last: Any = None, up_to_seq: int | None = None,
+                 up_to_time: datetime | None = None, page: int = 256) -> None:
         self.remaining = _opt_uint(batch, "batch", 1)
         self.max_bytes = _opt_uint(max_bytes, "max_bytes", 1)
         self.page = _opt_uint(page, "page", 1) or 1
@@ -302,7 +318,7 @@ class BatchGet:
                 raise ValueError("up_to_seq and up_to_time go with multi_last")
             if subject is not None and (not isinstance(subject, str) or not subject):
                 raise ValueError(f"subject must be a non-empty subject, not {subject!r}")
-            self.multi_last: Optional[list] = None
+            self.multi_last: list | None = None
         else:
             if isinstance(multi_last, str) or not multi_last:
                 raise ValueError("multi_last must be a non-empty list of subjects")
@@ -338,12 +354,12 @@ class BatchGet:
         self._pages = 0
         return True
 
-    def next_request(self) -> Optional[Dict[str, Any]]:
+    def next_request(self) -> dict[str, Any] | None:
         """The body of the next page's request; None once the iteration is over."""
         if self.done:
             return None
         n = self.page if self.remaining is None else min(self.page, self.remaining)
-        req: Dict[str, Any] = {"batch": n}
+        req: dict[str, Any] = {"batch": n}
         first = self._first
         if self.multi_last is not None:
             req["multi_last"] = self.multi_last
@@ -370,7 +386,7 @@ class BatchGet:
         self._pages += 1
         return req
 
-    def on_msg(self, msg: Any) -> Optional[RawStreamMsg]:
+    def on_msg(self, msg: Any) -> RawStreamMsg | None:
         """One reply of the current page: the stored message, or None when the page
         is over (``done`` tells whether another follows). Error statuses raise."""
         h = msg.headers

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
-from typing import Any, ClassVar, Optional, Union
+from enum import StrEnum
+from typing import Any, ClassVar
 
 import orjson
 
@@ -24,13 +24,43 @@ from jetwire.errors import api_error
 from jetwire.jetstream._json import Model, config_from_kwargs, duration, jfield  # noqa: F401
 
 __all__ = [
-    "AckPolicy", "DeliverPolicy", "ReplayPolicy", "RetentionPolicy", "DiscardPolicy", "StorageType",
-    "StoreCompression", "PriorityPolicy", "PersistMode",
-    "Placement", "SubjectTransformConfig", "RePublish", "ExternalStream", "StreamConsumerSource", "StreamSource",
-    "StreamConsumerLimits", "ConsumerLimits", "StreamConfig", "LostStreamData", "StreamState", "PeerInfo",
-    "ClusterInfo", "APIErrorInfo", "StreamSourceInfo", "StreamAlternate", "StreamInfo", "SequenceInfo",
-    "PriorityGroupState", "ConsumerConfig", "ConsumerInfo", "PubAck", "BatchAck", "AccountLimits", "APIStats",
-    "Tier", "AccountInfo", "RawStreamMsg",
+    "APIErrorInfo",
+    "APIStats",
+    "AccountInfo",
+    "AccountLimits",
+    "AckPolicy",
+    "BatchAck",
+    "ClusterInfo",
+    "ConsumerConfig",
+    "ConsumerInfo",
+    "ConsumerLimits",
+    "DeliverPolicy",
+    "DiscardPolicy",
+    "ExternalStream",
+    "LostStreamData",
+    "PeerInfo",
+    "PersistMode",
+    "Placement",
+    "PriorityGroupState",
+    "PriorityPolicy",
+    "PubAck",
+    "RawStreamMsg",
+    "RePublish",
+    "ReplayPolicy",
+    "RetentionPolicy",
+    "SequenceInfo",
+    "StorageType",
+    "StoreCompression",
+    "StreamAlternate",
+    "StreamConfig",
+    "StreamConsumerLimits",
+    "StreamConsumerSource",
+    "StreamInfo",
+    "StreamSource",
+    "StreamSourceInfo",
+    "StreamState",
+    "SubjectTransformConfig",
+    "Tier",
 ]
 # ``__all__`` lists the public types (re-exported by ``jetwire``); the helpers
 # ``check_api_error`` and ``loads_api`` are imported from this module directly.
@@ -40,7 +70,7 @@ __all__ = [
 # enums: str enums whose values are the wire strings
 
 
-class _WireEnum(str, Enum):
+class _WireEnum(StrEnum):
     def __str__(self) -> str:
         return self.value
 
@@ -136,16 +166,16 @@ class Placement(Model):
     """Where replicas of a stream go (cluster and/or server tags)."""
 
     _omit_defaults: ClassVar[bool] = True
-    cluster: Optional[str] = None
-    tags: Optional[list[str]] = None
-    preferred: Optional[str] = None
+    cluster: str | None = None
+    tags: list[str] | None = None
+    preferred: str | None = None
 
 
 @dataclass
 class SubjectTransformConfig(Model):
     _omit_defaults: ClassVar[bool] = True
-    src: Optional[str] = None
-    dest: Optional[str] = None
+    src: str | None = None
+    dest: str | None = None
 
 
 @dataclass
@@ -153,8 +183,8 @@ class RePublish(Model):
     """Republish stored messages from subjects matching ``src`` to ``dest``."""
 
     _omit_defaults: ClassVar[bool] = True
-    src: Optional[str] = None
-    dest: Optional[str] = None
+    src: str | None = None
+    dest: str | None = None
     headers_only: bool = False
 
 
@@ -163,15 +193,15 @@ class ExternalStream(Model):
     """A stream in another account or domain: ``api`` is its ``$JS.<domain>.API``-style prefix."""
 
     _omit_defaults: ClassVar[bool] = True
-    api: Optional[str] = None
-    deliver: Optional[str] = None
+    api: str | None = None
+    deliver: str | None = None
 
 
 @dataclass
 class StreamConsumerSource(Model):
     _omit_defaults: ClassVar[bool] = True
-    name: Optional[str] = None
-    deliver_subject: Optional[str] = None
+    name: str | None = None
+    deliver_subject: str | None = None
 
 
 @dataclass
@@ -180,14 +210,14 @@ class StreamSource(Model):
     sets ``external`` to ``$JS.<domain>.API`` when ``external`` is not given."""
 
     _omit_defaults: ClassVar[bool] = True
-    name: Optional[str] = None
-    opt_start_seq: Optional[int] = None
-    opt_start_time: Optional[datetime] = None
-    filter_subject: Optional[str] = None
-    subject_transforms: Optional[list[SubjectTransformConfig]] = None
-    external: Optional[ExternalStream] = None
-    consumer: Optional[StreamConsumerSource] = None
-    domain: Optional[str] = jfield(None, skip=True)
+    name: str | None = None
+    opt_start_seq: int | None = None
+    opt_start_time: datetime | None = None
+    filter_subject: str | None = None
+    subject_transforms: list[SubjectTransformConfig] | None = None
+    external: ExternalStream | None = None
+    consumer: StreamConsumerSource | None = None
+    domain: str | None = jfield(None, skip=True)
 
     def _json_out(self, d: dict) -> dict:
         if self.domain and "external" not in d:
@@ -200,8 +230,8 @@ class StreamConsumerLimits(Model):
     """Limits/defaults for the consumers of a stream."""
 
     _omit_defaults: ClassVar[bool] = True
-    inactive_threshold: Optional[float] = duration()
-    max_ack_pending: Optional[int] = None
+    inactive_threshold: float | None = duration()
+    max_ack_pending: int | None = None
 
 
 ConsumerLimits = StreamConsumerLimits
@@ -221,9 +251,9 @@ class StreamConfig(Model):
     """
 
     _omit_defaults: ClassVar[bool] = True
-    name: Optional[str] = None
-    description: Optional[str] = None
-    subjects: Optional[list[str]] = None
+    name: str | None = None
+    description: str | None = None
+    subjects: list[str] | None = None
     retention: RetentionPolicy = RetentionPolicy.LIMITS
     max_consumers: int = -1
     max_msgs: int = -1
@@ -236,35 +266,35 @@ class StreamConfig(Model):
     storage: StorageType = StorageType.FILE
     num_replicas: int = 1
     no_ack: bool = False
-    template_owner: Optional[str] = None
-    duplicate_window: Optional[float] = duration()
-    placement: Optional[Placement] = None
-    mirror: Optional[StreamSource] = None
-    sources: Optional[list[StreamSource]] = None
+    template_owner: str | None = None
+    duplicate_window: float | None = duration()
+    placement: Placement | None = None
+    mirror: StreamSource | None = None
+    sources: list[StreamSource] | None = None
     sealed: bool = False
     deny_delete: bool = False
     deny_purge: bool = False
     allow_rollup_hdrs: bool = False
     allow_direct: bool = False
     mirror_direct: bool = False
-    republish: Optional[RePublish] = None
-    subject_transform: Optional[SubjectTransformConfig] = None
+    republish: RePublish | None = None
+    subject_transform: SubjectTransformConfig | None = None
     compression: StoreCompression = StoreCompression.NONE
-    first_seq: Optional[int] = None
-    metadata: Optional[dict[str, str]] = None
-    consumer_limits: Optional[StreamConsumerLimits] = None
+    first_seq: int | None = None
+    metadata: dict[str, str] | None = None
+    consumer_limits: StreamConsumerLimits | None = None
     allow_msg_ttl: bool = False
-    subject_delete_marker_ttl: Optional[float] = duration()
+    subject_delete_marker_ttl: float | None = duration()
     allow_msg_counter: bool = False
     allow_atomic: bool = False
     allow_msg_schedules: bool = False
-    persist_mode: Optional[PersistMode] = None
+    persist_mode: PersistMode | None = None
     allow_batched: bool = False
 
 
 @dataclass
 class LostStreamData(Model):
-    msgs: Optional[list[int]] = None
+    msgs: list[int] | None = None
     bytes: int = 0
 
 
@@ -275,15 +305,15 @@ class StreamState(Model):
     messages: int = 0
     bytes: int = 0
     first_seq: int = 0
-    first_ts: Optional[datetime] = None
+    first_ts: datetime | None = None
     last_seq: int = 0
-    last_ts: Optional[datetime] = None
+    last_ts: datetime | None = None
     consumer_count: int = 0
-    deleted: Optional[list[int]] = None
+    deleted: list[int] | None = None
     num_deleted: int = 0
     num_subjects: int = 0
-    subjects: Optional[dict[str, int]] = None
-    lost: Optional[LostStreamData] = None
+    subjects: dict[str, int] | None = None
+    lost: LostStreamData | None = None
 
 
 @dataclass
@@ -293,18 +323,18 @@ class PeerInfo(Model):
     active: float = duration(0.0)
     offline: bool = False
     lag: int = 0
-    peer: Optional[str] = None
+    peer: str | None = None
 
 
 @dataclass
 class ClusterInfo(Model):
-    name: Optional[str] = None
-    leader: Optional[str] = None
-    replicas: Optional[list[PeerInfo]] = None
-    leader_since: Optional[datetime] = None
-    raft_group: Optional[str] = None
+    name: str | None = None
+    leader: str | None = None
+    replicas: list[PeerInfo] | None = None
+    leader_since: datetime | None = None
+    raft_group: str | None = None
     system_account: bool = False
-    traffic_account: Optional[str] = None
+    traffic_account: str | None = None
 
 
 @dataclass
@@ -312,8 +342,8 @@ class APIErrorInfo(Model):
     """An ``api_error`` object inside an info (e.g. a failing source)."""
 
     code: int = 0
-    err_code: Optional[int] = None
-    description: Optional[str] = None
+    err_code: int | None = None
+    description: str | None = None
 
 
 @dataclass
@@ -323,31 +353,31 @@ class StreamSourceInfo(Model):
 
     name: str = ""
     lag: int = 0
-    active: Optional[float] = jfield(None, kind="duration", negative_none=True)
-    filter_subject: Optional[str] = None
-    subject_transforms: Optional[list[SubjectTransformConfig]] = None
-    external: Optional[ExternalStream] = None
-    error: Optional[APIErrorInfo] = None
+    active: float | None = jfield(None, kind="duration", negative_none=True)
+    filter_subject: str | None = None
+    subject_transforms: list[SubjectTransformConfig] | None = None
+    external: ExternalStream | None = None
+    error: APIErrorInfo | None = None
 
 
 @dataclass
 class StreamAlternate(Model):
     name: str = ""
-    cluster: Optional[str] = None
-    domain: Optional[str] = None
+    cluster: str | None = None
+    domain: str | None = None
 
 
 @dataclass
 class StreamInfo(Model):
     config: StreamConfig = field(default_factory=StreamConfig)
-    created: Optional[datetime] = None
+    created: datetime | None = None
     state: StreamState = field(default_factory=StreamState)
-    cluster: Optional[ClusterInfo] = None
-    mirror: Optional[StreamSourceInfo] = None
-    sources: Optional[list[StreamSourceInfo]] = None
-    alternates: Optional[list[StreamAlternate]] = None
-    domain: Optional[str] = None
-    ts: Optional[datetime] = None
+    cluster: ClusterInfo | None = None
+    mirror: StreamSourceInfo | None = None
+    sources: list[StreamSourceInfo] | None = None
+    alternates: list[StreamAlternate] | None = None
+    domain: str | None = None
+    ts: datetime | None = None
 
 
 # ---------------------------------------------------------------------------------
@@ -359,7 +389,7 @@ class Flag(int):
     also be called, jsm.go style: ``cfg.is_pull`` and ``cfg.is_pull()`` both work;
     ``==``, ``not`` and ``bool()`` behave as with ``True``/``False``."""
 
-    def __new__(cls, value: Any) -> "Flag":
+    def __new__(cls, value: Any) -> Flag:
         return super().__new__(cls, 1 if value else 0)
 
     def __call__(self) -> bool:
@@ -374,7 +404,7 @@ class Flag(int):
 class _ConsumerKind:
     """``is_pull``/``is_push``/``is_durable``/``is_sampled`` of a consumer config (mixin)."""
 
-    def _kind_config(self) -> "ConsumerConfig":
+    def _kind_config(self) -> ConsumerConfig:
         raise NotImplementedError
 
     @property
@@ -402,14 +432,14 @@ class _ConsumerKind:
 class SequenceInfo(Model):
     consumer_seq: int = 0
     stream_seq: int = 0
-    last_active: Optional[datetime] = None
+    last_active: datetime | None = None
 
 
 @dataclass
 class PriorityGroupState(Model):
     group: str = ""
-    pinned_client_id: Optional[str] = None
-    pinned_ts: Optional[datetime] = None
+    pinned_client_id: str | None = None
+    pinned_ts: datetime | None = None
 
 
 @dataclass
@@ -423,41 +453,41 @@ class ConsumerConfig(_ConsumerKind, Model):
     """
 
     _omit_defaults: ClassVar[bool] = True
-    name: Optional[str] = None
-    durable_name: Optional[str] = None
-    description: Optional[str] = None
+    name: str | None = None
+    durable_name: str | None = None
+    description: str | None = None
     deliver_policy: DeliverPolicy = DeliverPolicy.ALL
-    opt_start_seq: Optional[int] = None
-    opt_start_time: Optional[datetime] = None
+    opt_start_seq: int | None = None
+    opt_start_time: datetime | None = None
     ack_policy: AckPolicy = jfield(AckPolicy.EXPLICIT, always=True)
-    ack_wait: Optional[float] = duration()
-    max_deliver: Optional[int] = None
-    backoff: Optional[list[float]] = duration()
-    filter_subject: Optional[str] = None
-    filter_subjects: Optional[list[str]] = None
+    ack_wait: float | None = duration()
+    max_deliver: int | None = None
+    backoff: list[float] | None = duration()
+    filter_subject: str | None = None
+    filter_subjects: list[str] | None = None
     replay_policy: ReplayPolicy = ReplayPolicy.INSTANT
-    rate_limit_bps: Optional[int] = None
-    sample_freq: Optional[str] = None
-    max_waiting: Optional[int] = None
-    max_ack_pending: Optional[int] = None
+    rate_limit_bps: int | None = None
+    sample_freq: str | None = None
+    max_waiting: int | None = None
+    max_ack_pending: int | None = None
     flow_control: bool = False
-    idle_heartbeat: Optional[float] = duration()
+    idle_heartbeat: float | None = duration()
     headers_only: bool = False
-    max_batch: Optional[int] = None
-    max_expires: Optional[float] = duration()
-    max_bytes: Optional[int] = None
-    inactive_threshold: Optional[float] = duration()
-    num_replicas: Optional[int] = None
+    max_batch: int | None = None
+    max_expires: float | None = duration()
+    max_bytes: int | None = None
+    inactive_threshold: float | None = duration()
+    num_replicas: int | None = None
     mem_storage: bool = False
-    metadata: Optional[dict[str, str]] = None
-    deliver_subject: Optional[str] = None
-    deliver_group: Optional[str] = None
-    pause_until: Optional[datetime] = None
-    priority_policy: Optional[PriorityPolicy] = None
-    priority_groups: Optional[list[str]] = None
-    priority_timeout: Optional[float] = duration()
+    metadata: dict[str, str] | None = None
+    deliver_subject: str | None = None
+    deliver_group: str | None = None
+    pause_until: datetime | None = None
+    priority_policy: PriorityPolicy | None = None
+    priority_groups: list[str] | None = None
+    priority_timeout: float | None = duration()
 
-    def _kind_config(self) -> "ConsumerConfig":
+    def _kind_config(self) -> ConsumerConfig:
         return self
 
 
@@ -465,7 +495,7 @@ class ConsumerConfig(_ConsumerKind, Model):
 class ConsumerInfo(_ConsumerKind, Model):
     stream_name: str = ""
     name: str = ""
-    created: Optional[datetime] = None
+    created: datetime | None = None
     config: ConsumerConfig = field(default_factory=ConsumerConfig)
     delivered: SequenceInfo = field(default_factory=SequenceInfo)
     ack_floor: SequenceInfo = field(default_factory=SequenceInfo)
@@ -473,12 +503,12 @@ class ConsumerInfo(_ConsumerKind, Model):
     num_redelivered: int = 0
     num_waiting: int = 0
     num_pending: int = 0
-    cluster: Optional[ClusterInfo] = None
+    cluster: ClusterInfo | None = None
     push_bound: bool = False
     paused: bool = False
-    pause_remaining: Optional[float] = duration()
-    priority_groups: Optional[list[PriorityGroupState]] = None
-    ts: Optional[datetime] = None
+    pause_remaining: float | None = duration()
+    priority_groups: list[PriorityGroupState] | None = None
+    ts: datetime | None = None
 
     def _kind_config(self) -> ConsumerConfig:
         return self.config
@@ -497,7 +527,7 @@ def check_api_error(d: dict) -> dict:
     return d
 
 
-def loads_api(raw: Union[bytes, bytearray, memoryview, str]) -> dict:
+def loads_api(raw: bytes | bytearray | memoryview | str) -> dict:
     """Decode a JetStream API answer with orjson and :func:`check_api_error` it."""
     d = orjson.loads(raw)
     if not isinstance(d, dict):
@@ -519,13 +549,13 @@ class PubAck(Model):
     stream: str = ""
     seq: int = 0
     duplicate: bool = False
-    domain: Optional[str] = None
-    batch: Optional[str] = None
-    count: Optional[int] = None
-    val: Optional[str] = None
+    domain: str | None = None
+    batch: str | None = None
+    count: int | None = None
+    val: str | None = None
 
     @classmethod
-    def from_json_bytes(cls, raw: Union[bytes, bytearray, memoryview, str]) -> "PubAck":
+    def from_json_bytes(cls, raw: bytes | bytearray | memoryview | str) -> PubAck:
         """Fast path for the publish hot path: decode with orjson and fill the fields
         directly. An ``error`` answer raises the typed ``APIError`` (for instance
         ``WrongLastSequenceError``)."""
@@ -551,7 +581,7 @@ class PubAck(Model):
         return obj
 
     @classmethod
-    def plain(cls, stream: str, seq: int) -> "PubAck":
+    def plain(cls, stream: str, seq: int) -> PubAck:
         """The ack of the usual answer ``{"stream": ..., "seq": ...}`` (the async-publish
         mux's constructor: no JSON to decode, no other field set)."""
         obj = _new(cls)
@@ -586,8 +616,8 @@ class BatchAck(Model):
     seq: int = 0
     batch_id: str = jfield("", json="batch")
     count: int = 0
-    domain: Optional[str] = None
-    val: Optional[str] = None
+    domain: str | None = None
+    val: str | None = None
 
     @classmethod
     def _json_in(cls, data: dict) -> dict:
@@ -622,7 +652,7 @@ class APIStats(Model):
     level: int = 0
     total: int = 0
     errors: int = 0
-    inflight: Optional[int] = None
+    inflight: int | None = None
 
 
 @dataclass
@@ -645,9 +675,9 @@ class AccountInfo(Model):
     streams: int = 0
     consumers: int = 0
     limits: AccountLimits = field(default_factory=AccountLimits)
-    domain: Optional[str] = None
+    domain: str | None = None
     api: APIStats = field(default_factory=APIStats)
-    tiers: Optional[dict[str, Tier]] = None
+    tiers: dict[str, Tier] | None = None
 
 
 # ---------------------------------------------------------------------------------
@@ -668,7 +698,7 @@ class RawStreamMsg(Model):
     seq: int = 0
     data: bytes = jfield(b"", kind="b64")
     headers: Any = jfield(None, kind="hdrs_b64", json="hdrs")
-    time: Optional[datetime] = None
+    time: datetime | None = None
 
     @classmethod
     def _json_in(cls, data: dict) -> dict:

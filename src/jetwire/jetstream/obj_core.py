@@ -8,7 +8,7 @@ import binascii
 import copy
 import hashlib
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any
 
 import orjson
 
@@ -25,17 +25,17 @@ from .validate import validate_object_name
 
 __all__ = [
     "ZERO_TIME",
+    "DigestCheck",
     "as_object_meta",
     "chunk_size_of",
-    "publish_window",
-    "meta_payload",
-    "info_from_stored",
     "decode_digest",
-    "object_digest",
     "decode_object_digest",
-    "DigestCheck",
-    "new_object_info",
+    "info_from_stored",
     "link_info",
+    "meta_payload",
+    "new_object_info",
+    "object_digest",
+    "publish_window",
 ]
 
 # nats.go writes the meta with Go's zero time; the real time is the message's
@@ -81,13 +81,13 @@ def publish_window(chunk_size: int) -> int:
 
 
 def new_object_info(meta: ObjectMeta, bucket: str, nuid: str, size: int, chunks: int,
-                    digest: Optional[str]) -> ObjectInfo:
+                    digest: str | None) -> ObjectInfo:
     return ObjectInfo(name=meta.name, description=meta.description, headers=meta.headers, metadata=meta.metadata,
                       max_chunk_size=meta.max_chunk_size, bucket=bucket, nuid=nuid, size=size, chunks=chunks,
                       digest=digest)
 
 
-def link_info(name: str, bucket: str, nuid: str, target_bucket: str, target_name: Optional[str]) -> ObjectInfo:
+def link_info(name: str, bucket: str, nuid: str, target_bucket: str, target_name: str | None) -> ObjectInfo:
     """The meta of a link named ``name`` in ``bucket`` to an object (or a whole bucket
     when ``target_name`` is None)."""
     validate_object_name(name)
@@ -102,7 +102,7 @@ def meta_payload(info: ObjectInfo) -> bytes:
     return orjson.dumps(d)
 
 
-def info_from_stored(data: bytes, mtime: Optional[datetime]) -> ObjectInfo:
+def info_from_stored(data: bytes, mtime: datetime | None) -> ObjectInfo:
     """An ``ObjectInfo`` from a stored meta message (``BadObjectMetaError`` when it is not one)."""
     try:
         info = ObjectInfo.from_json(data)
@@ -161,9 +161,8 @@ class DigestCheck:
         if self.size != info.size:
             raise DigestMismatchError(
                 f"object {info.name!r}: got {self.size} bytes, the meta says {info.size}")
-        if info.digest:
-            if self._h.digest() != decode_digest(info.digest):
-                raise DigestMismatchError(f"object {info.name!r}: SHA-256 digest mismatch")
+        if info.digest and self._h.digest() != decode_digest(info.digest):
+            raise DigestMismatchError(f"object {info.name!r}: SHA-256 digest mismatch")
 
 
 decode_object_digest = decode_digest  # the public name (``jetwire.decode_object_digest``)

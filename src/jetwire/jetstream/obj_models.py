@@ -12,7 +12,7 @@ import base64
 import copy
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 from jetwire.jetstream._json import Model, duration, jfield
 from jetwire.jetstream._status import BucketStatus
@@ -25,7 +25,7 @@ from jetwire.jetstream.models import (
 )
 from jetwire.jetstream.validate import validate_bucket_name
 
-__all__ = ["ObjectStoreConfig", "ObjectLink", "ObjectMeta", "ObjectInfo", "ObjectStoreStatus"]
+__all__ = ["ObjectInfo", "ObjectLink", "ObjectMeta", "ObjectStoreConfig", "ObjectStoreStatus"]
 
 OBJ_STREAM_PREFIX = "OBJ_"
 OBJ_DEFAULT_CHUNK_SIZE = 128 * 1024
@@ -66,15 +66,15 @@ class ObjectStoreConfig(Model):
     forever); ``compression`` turns on S2 stream compression."""
 
     _omit_defaults: ClassVar[bool] = True
-    bucket: Optional[str] = None
-    description: Optional[str] = None
-    ttl: Optional[float] = duration()
+    bucket: str | None = None
+    description: str | None = None
+    ttl: float | None = duration()
     max_bytes: int = -1
     storage: StorageType = StorageType.FILE
     replicas: int = 1
-    placement: Optional[Placement] = None
+    placement: Placement | None = None
     compression: bool = False
-    metadata: Optional[dict[str, str]] = None
+    metadata: dict[str, str] | None = None
 
 
 def obj_stream_config(cfg: ObjectStoreConfig) -> StreamConfig:
@@ -104,7 +104,7 @@ class ObjectLink(Model):
 
     _omit_defaults: ClassVar[bool] = True
     bucket: str = ""
-    name: Optional[str] = None
+    name: str | None = None
 
 
 class _OptionsLayout:
@@ -145,10 +145,10 @@ class ObjectMeta(_OptionsLayout, Model):
 
     _omit_defaults: ClassVar[bool] = True
     name: str = jfield(always=True)
-    description: Optional[str] = None
+    description: str | None = None
     headers: Any = jfield(None, kind="headers")
-    metadata: Optional[dict[str, str]] = None
-    max_chunk_size: Optional[int] = None
+    metadata: dict[str, str] | None = None
+    max_chunk_size: int | None = None
 
 
 @dataclass
@@ -160,11 +160,11 @@ class ObjectInfo(ObjectMeta):
     bucket: str = jfield("", always=True)
     nuid: str = jfield("", always=True)
     size: int = jfield(0, always=True)
-    mtime: Optional[datetime] = jfield(None, always=True)
+    mtime: datetime | None = jfield(None, always=True)
     chunks: int = jfield(0, always=True)
-    digest: Optional[str] = None
+    digest: str | None = None
     deleted: bool = False
-    link: Optional[ObjectLink] = None
+    link: ObjectLink | None = None
 
     @property
     def is_link(self) -> bool:

@@ -5,26 +5,27 @@ checks against the connected server's INFO (the legacy consumer create subjects 
 servers before 2.9). No I/O happens here."""
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import APIError, InvalidOptionError, JetStreamError
 from .manage import validate_filter_subjects
 from .models import ConsumerConfig, ConsumerInfo
 
 __all__ = [
-    "server_version",
-    "server_at_least",
-    "legacy_consumer_create_subject",
-    "reset_request",
-    "reset_info",
-    "stepdown_request",
-    "peer_remove_request",
     "acknowledged",
     "clustered_js",
+    "legacy_consumer_create_subject",
+    "peer_remove_request",
+    "reset_info",
+    "reset_request",
+    "server_at_least",
+    "server_version",
+    "stepdown_request",
 ]
 
 
-def server_version(info: Mapping[str, Any]) -> Optional[Tuple[int, int, int]]:
+def server_version(info: Mapping[str, Any]) -> tuple[int, int, int] | None:
     """``(major, minor, patch)`` of a server INFO's ``version`` (``"2.10.4-beta"`` ->
     ``(2, 10, 4)``), or None when it has none or it cannot be read."""
     v = info.get("version")
@@ -49,7 +50,7 @@ def server_at_least(info: Mapping[str, Any], major: int, minor: int, patch: int 
     return v is None or v >= (major, minor, patch)
 
 
-def legacy_consumer_create_subject(stream: str, cfg: Union[ConsumerConfig, Dict[str, Any]]) -> str:
+def legacy_consumer_create_subject(stream: str, cfg: ConsumerConfig | dict[str, Any]) -> str:
     """The create subject for servers before 2.9 (as nats.go): a durable is made through
     ``CONSUMER.DURABLE.CREATE.<stream>.<durable>``, an ephemeral through
     ``CONSUMER.CREATE.<stream>`` (the server names it). The filters are checked here."""
@@ -63,7 +64,7 @@ def legacy_consumer_create_subject(stream: str, cfg: Union[ConsumerConfig, Dict[
     return f"CONSUMER.CREATE.{stream}"
 
 
-def reset_request(seq: Optional[int]) -> Optional[Dict[str, Any]]:
+def reset_request(seq: int | None) -> dict[str, Any] | None:
     """The body of ``CONSUMER.RESET``: none (back to the ack floor + 1) or ``{"seq": n}``
     (n >= 1; the consumer's deliver policy may refuse it: ``APIError`` 10204)."""
     if seq is None:
@@ -73,7 +74,7 @@ def reset_request(seq: Optional[int]) -> Optional[Dict[str, Any]]:
     return {"seq": seq}
 
 
-def reset_info(resp: Dict[str, Any]) -> ConsumerInfo:
+def reset_info(resp: dict[str, Any]) -> ConsumerInfo:
     """The consumer's info from a reset answer (the info's fields plus ``reset_seq``)."""
     resp.pop("type", None)
     resp.pop("reset_seq", None)
@@ -82,7 +83,7 @@ def reset_info(resp: Dict[str, Any]) -> ConsumerInfo:
     return ConsumerInfo.from_json(resp)
 
 
-def stepdown_request(preferred: Optional[str]) -> Optional[Dict[str, Any]]:
+def stepdown_request(preferred: str | None) -> dict[str, Any] | None:
     """The body of a leader step-down: none (the server picks) or the placement naming
     the server that should lead (``{"placement": {"preferred": name}}``)."""
     if preferred is None:
@@ -92,21 +93,21 @@ def stepdown_request(preferred: Optional[str]) -> Optional[Dict[str, Any]]:
     return {"placement": {"preferred": preferred}}
 
 
-def peer_remove_request(peer: str) -> Dict[str, Any]:
+def peer_remove_request(peer: str) -> dict[str, Any]:
     """The body of ``STREAM.PEER.REMOVE``: the server name (or peer id) to remove."""
     if not isinstance(peer, str) or not peer:
         raise InvalidOptionError(f"peer must be a server name, not {peer!r}")
     return {"peer": peer}
 
 
-def acknowledged(resp: Dict[str, Any], what: str) -> None:
+def acknowledged(resp: dict[str, Any], what: str) -> None:
     """An operation's answer without ``success: true`` (and without an error, which
     ``api_request`` already raised) is a failure too (as jsm.go)."""
     if not resp.get("success"):
         raise APIError(code=None, err_code=None, description=f"unknown error while requesting {what}")
 
 
-def clustered_js(info: Mapping[str, Any]) -> Optional[bool]:
+def clustered_js(info: Mapping[str, Any]) -> bool | None:
     """From the connected server's INFO: False when it runs JetStream itself and is in no
     cluster (its own JetStream answers, unclustered), True when it is in a cluster, None
     when INFO cannot tell (no JetStream on that server: the requests go elsewhere)."""

@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any, Callable, List, Optional
+from typing import Any
 
 import orjson
 
@@ -50,7 +51,7 @@ from ..errors import JetStreamError, NoStreamResponseError, TimeoutError, api_er
 from ..msg import Msg
 from .models import PubAck
 
-__all__ = ["PubAckMux", "AckFuture", "AioAckFuture", "CONTEXT_TIMEOUT", "acked_future_class"]
+__all__ = ["CONTEXT_TIMEOUT", "AckFuture", "AioAckFuture", "PubAckMux", "acked_future_class"]
 
 _from_ack = PubAck.from_json_bytes
 _plain = PubAck.plain
@@ -163,21 +164,21 @@ class PubAckMux(_impl.AckMux):
     :meth:`_other`. ``lock``: a new ``jetwire._impl.Lock`` unless given (None: one
     thread uses the mux, asyncio)."""
 
-    __slots__ = ("closed", "close_error", "sub", "chain", "on_retry", "call_later", "__weakref__")
+    __slots__ = ("__weakref__", "call_later", "chain", "close_error", "closed", "on_retry", "sub")
 
     def __init__(self, prefix: str, lock: Any = _NEW_LOCK) -> None:
         if lock is _NEW_LOCK:
             lock = _impl.Lock()
         super().__init__(prefix, PubAck.plain, lock)  # prefix ends with "."
         self.closed = False
-        self.close_error: Optional[BaseException] = None
+        self.close_error: BaseException | None = None
         self.sub: Any = None  # the driver's reply subscription
         self.chain: Any = None  # another mux registered on the same connection before us
         # set by the driver: on_retry(token, wait) schedules a re-send (never blocks)
-        self.on_retry: Optional[Callable[[str, float], None]] = None
+        self.on_retry: Callable[[str, float], None] | None = None
         # set by the driver: the connection's call_later(delay, fn, *args) (the ack
         # deadlines' timer); None: nothing expires unless expire() is called
-        self.call_later: Optional[Callable[..., Any]] = None
+        self.call_later: Callable[..., Any] | None = None
 
     # -- publishing side ---------------------------------------------------------------
     # add(fut, subject, hdr, data, retries, retry_wait) -> token: compiled (AckMux)
@@ -218,7 +219,7 @@ class PubAckMux(_impl.AckMux):
     def _fire(self, at: float) -> None:
         self.expire(_monotonic() + _EARLY, at)
 
-    def _expired(self, entries: List[tuple]) -> None:
+    def _expired(self, entries: list[tuple]) -> None:
         """Fail publishes whose ack did not come by their deadline (already removed)."""
         for entry in entries:
             _fail(entry[0], TimeoutError("no JetStream publish ack within the publish_async timeout "
@@ -270,7 +271,7 @@ class PubAckMux(_impl.AckMux):
                 retries = entry[4]
                 if retries != 0 and not self.closed and self.on_retry is not None:
                     with self.lock or _NO_LOCK:
-                        self.pending[token] = entry[:4] + (retries - 1,) + entry[5:]  # its deadline kept
+                        self.pending[token] = (*entry[:4], retries - 1, *entry[5:])  # its deadline kept
                     self.on_retry(token, entry[5])
                     return
                 _fail(fut, NoStreamResponseError("no stream answered the publish (no responders)"))
@@ -300,7 +301,7 @@ class PubAckMux(_impl.AckMux):
             _resolve(fut, ack)
 
     def _after_pop(self) -> None:
-        woken: List[Any] = []
+        woken: list[Any] = []
         with self.lock or _NO_LOCK:
             n = len(self.pending)
             if self.stall_waiters and n <= self.wake_at:

@@ -20,8 +20,9 @@ Pieces:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any
 
 import orjson
 
@@ -40,42 +41,42 @@ from ..errors import (
 )
 
 __all__ = [
-    "DEFAULT_MAX_MESSAGES",
-    "DEFAULT_EXPIRES",
     "BATCH_BYTES_ONLY",
+    "DEFAULT_EXPIRES",
+    "DEFAULT_MAX_MESSAGES",
+    "GONE_ERRORS",
+    "MAX_HEARTBEAT",
     "MIN_EXPIRES",
     "MIN_HEARTBEAT",
-    "MAX_HEARTBEAT",
-    "ConsumeOptions",
-    "consume_options",
-    "fetch_heartbeat",
-    "pull_request",
-    "priority_fields",
     "PIN_ID_HDR",
-    "msg_size",
-    "parse_pending",
-    "S_USER",
-    "S_HEARTBEAT",
-    "S_FLOW_CONTROL",
-    "S_END",
-    "S_PENDING",
-    "S_WARN",
-    "S_RESET",
-    "S_TERMINAL",
-    "S_NO_RESPONDERS",
-    "S_PIN_RESET",
-    "classify_status",
-    "status_error",
-    "GONE_ERRORS",
-    "gone_error",
-    "PullState",
-    "HeartbeatMonitor",
-    "OrderedCursor",
     "RESET_DELAY",
     "RESET_DELAY_MAX",
-    "ordered_config",
+    "S_END",
+    "S_FLOW_CONTROL",
+    "S_HEARTBEAT",
+    "S_NO_RESPONDERS",
+    "S_PENDING",
+    "S_PIN_RESET",
+    "S_RESET",
+    "S_TERMINAL",
+    "S_USER",
+    "S_WARN",
+    "ConsumeOptions",
     "ConsumerIsPushBasedError",
+    "HeartbeatMonitor",
+    "OrderedCursor",
+    "PullState",
     "PullStatusError",
+    "classify_status",
+    "consume_options",
+    "fetch_heartbeat",
+    "gone_error",
+    "msg_size",
+    "ordered_config",
+    "parse_pending",
+    "priority_fields",
+    "pull_request",
+    "status_error",
 ]
 
 DEFAULT_MAX_MESSAGES = 500
@@ -122,10 +123,10 @@ class ConsumeOptions:
     stop_after: int = 0
 
 
-def consume_options(max_messages: Optional[int] = None, max_bytes: Optional[int] = None,
-                    expires: Optional[float] = None, threshold_messages: Optional[int] = None,
-                    threshold_bytes: Optional[int] = None, heartbeat: Optional[float] = None,
-                    stop_after: Optional[int] = None, ordered: bool = False) -> ConsumeOptions:
+def consume_options(max_messages: int | None = None, max_bytes: int | None = None,
+                    expires: float | None = None, threshold_messages: int | None = None,
+                    threshold_bytes: int | None = None, heartbeat: float | None = None,
+                    stop_after: int | None = None, ordered: bool = False) -> ConsumeOptions:
     """Apply ADR-37 defaults and checks; raise ``ValueError`` on bad combinations.
 
     * ``max_messages`` and ``max_bytes`` are mutually exclusive; with bytes only the
@@ -154,10 +155,7 @@ def consume_options(max_messages: Optional[int] = None, max_bytes: Optional[int]
     if expires < MIN_EXPIRES:
         raise ValueError(f"expires must be at least {MIN_EXPIRES:g}s")
     if heartbeat is None:
-        if ordered:
-            hb = ORDERED_DEFAULT_HB if expires >= 10.0 else expires / 2
-        else:
-            hb = min(expires / 2, MAX_HEARTBEAT)
+        hb = (ORDERED_DEFAULT_HB if expires >= 10.0 else expires / 2) if ordered else min(expires / 2, MAX_HEARTBEAT)
     else:
         hb = float(heartbeat)
         if hb < MIN_HEARTBEAT or hb > MAX_HEARTBEAT:
@@ -165,11 +163,11 @@ def consume_options(max_messages: Optional[int] = None, max_bytes: Optional[int]
     if hb > expires / 2:
         raise ValueError("heartbeat must be at most 50% of expires")
     if threshold_messages is None or threshold_messages <= 0 or threshold_messages > batch:
-        tm = int(math.ceil(batch / 2))
+        tm = math.ceil(batch / 2)
     else:
         tm = int(threshold_messages)
     if threshold_bytes is None or threshold_bytes <= 0 or threshold_bytes > nbytes:
-        tb = int(math.ceil(nbytes / 2))
+        tb = math.ceil(nbytes / 2)
     else:
         tb = int(threshold_bytes)
     if stop_after is not None and stop_after < 0:
@@ -177,7 +175,7 @@ def consume_options(max_messages: Optional[int] = None, max_bytes: Optional[int]
     return ConsumeOptions(batch, nbytes, expires, hb, tm, tb, int(stop_after or 0))
 
 
-def fetch_heartbeat(max_wait: float, heartbeat: Optional[float]) -> float:
+def fetch_heartbeat(max_wait: float, heartbeat: float | None) -> float:
     """Heartbeat of a one-off pull: explicit, else 5 s for waits of 10 s or more, else none.
     Raises ``ValueError`` when ``max_wait`` is below twice the heartbeat."""
     if heartbeat is None:
@@ -192,19 +190,19 @@ def fetch_heartbeat(max_wait: float, heartbeat: Optional[float]) -> float:
 
 
 def _ns(seconds: float) -> int:
-    return int(round(seconds * 1e9))
+    return round(seconds * 1e9)
 
 
 def pull_request(batch: int, expires: float = 0.0, no_wait: bool = False, max_bytes: int = 0,
-                 heartbeat: float = 0.0, priority: Optional[Dict[str, Any]] = None,
-                 pin_id: Optional[str] = None) -> bytes:
+                 heartbeat: float = 0.0, priority: dict[str, Any] | None = None,
+                 pin_id: str | None = None) -> bytes:
     """JSON body of ``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`` (ADR-13/37):
     ``{batch, expires(ns), no_wait, max_bytes, idle_heartbeat(ns)}``, zero fields left out;
     plus the priority-group fields of :func:`priority_fields` and the pinned client's
     ``id`` (ADR-42) when given."""
     if batch < 1:
         raise ValueError("batch must be at least 1")
-    req: Dict[str, Any] = {"batch": int(batch)}
+    req: dict[str, Any] = {"batch": int(batch)}
     if expires:
         req["expires"] = _ns(expires)
     if no_wait:
@@ -220,16 +218,16 @@ def pull_request(batch: int, expires: float = 0.0, no_wait: bool = False, max_by
     return orjson.dumps(req)
 
 
-def _count_option(name: str, v: Any, lo: int, hi: Optional[int] = None) -> int:
+def _count_option(name: str, v: Any, lo: int, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
         bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
         raise InvalidOptionError(f"{name} must be an int {bound}, not {v!r}")
     return v
 
 
-def priority_fields(groups: Optional[Sequence[str]], group: Optional[str] = None,
-                    min_pending: Optional[int] = None, min_ack_pending: Optional[int] = None,
-                    priority: Optional[int] = None) -> Optional[Dict[str, Any]]:
+def priority_fields(groups: Sequence[str] | None, group: str | None = None,
+                    min_pending: int | None = None, min_ack_pending: int | None = None,
+                    priority: int | None = None) -> dict[str, Any] | None:
     """The priority-group fields of a pull (ADR-42), checked against the consumer's
     ``priority_groups``: a consumer with groups needs ``group`` (one of them) on every
     pull; a consumer without groups takes none of these options. ``min_pending`` and
@@ -245,7 +243,7 @@ def priority_fields(groups: Optional[Sequence[str]], group: Optional[str] = None
         raise InvalidOptionError(f"the consumer has priority groups {list(groups)!r}: pulls need group=")
     if group not in groups:
         raise InvalidOptionError(f"group {group!r} is not one of the consumer's priority groups {list(groups)!r}")
-    out: Dict[str, Any] = {"group": group}
+    out: dict[str, Any] = {"group": group}
     if min_pending is not None:
         out["min_pending"] = _count_option("min_pending", min_pending, 1)
     if min_ack_pending is not None:
@@ -281,7 +279,7 @@ def _int_header(h: Any, key: str) -> int:
         return 0
 
 
-def parse_pending(h: Any) -> Tuple[int, int]:
+def parse_pending(h: Any) -> tuple[int, int]:
     """``(Nats-Pending-Messages, Nats-Pending-Bytes)`` of a status message (0 when absent)."""
     if h is None:
         return 0, 0
@@ -303,7 +301,7 @@ S_NO_RESPONDERS = 8  # 503
 S_PIN_RESET = 9  # 423 Nats-Pin-Id mismatch: forget the pin id, forget pending pulls, report, pull again
 
 
-def classify_status(status: Optional[str], description: Optional[str]) -> int:
+def classify_status(status: str | None, description: str | None) -> int:
     """What a consumer does with a status message (``S_*``). ``status`` None is a user message."""
     if status is None:
         return S_USER
@@ -333,7 +331,7 @@ def classify_status(status: Optional[str], description: Optional[str]) -> int:
     return S_WARN
 
 
-def status_error(status: str, description: Optional[str], where: str = "") -> Optional[BaseException]:
+def status_error(status: str, description: str | None, where: str = "") -> BaseException | None:
     """The error a status reports, or None for the silent ones (100, 404, 408, size/batch 409).
     ``where`` names the consumer in the message (``"consumer 'C' of stream 'S'"``)."""
     desc = description or ""
@@ -359,7 +357,7 @@ def status_error(status: str, description: Optional[str], where: str = "") -> Op
 GONE_ERRORS = (ConsumerNotFoundError, ConsumerDeletedError, StreamNotFoundError)
 
 
-def gone_error(lookup: BaseException, stream: str, consumer: str) -> Optional[BaseException]:
+def gone_error(lookup: BaseException, stream: str, consumer: str) -> BaseException | None:
     """A pull was answered 503 (nobody listens on its subject) and looking the consumer up
     failed with ``lookup``: the error naming what is gone (``ConsumerGoneError``, which is
     both ``ConsumerNotFoundError`` and ``ConsumerDeletedError``, or
@@ -388,8 +386,19 @@ out (inline: it is the per-message path); a status
     :meth:`next_pull` asks for the difference and counts it pending again.
     """
 
-    __slots__ = ("max_messages", "max_bytes", "threshold_messages", "threshold_bytes", "pending_msgs",
-                 "pending_bytes", "delivered", "stop_after", "expires", "heartbeat", "priority")
+    __slots__ = (
+        "delivered",
+        "expires",
+        "heartbeat",
+        "max_bytes",
+        "max_messages",
+        "pending_bytes",
+        "pending_msgs",
+        "priority",
+        "stop_after",
+        "threshold_bytes",
+        "threshold_messages",
+    )
 
     def __init__(self, opts: ConsumeOptions) -> None:
         self.max_messages = opts.max_messages
@@ -403,7 +412,7 @@ out (inline: it is the per-message path); a status
         self.pending_bytes = 0
         self.delivered = 0
         # the priority-group fields of every pull (priority_fields), None without groups
-        self.priority: Optional[Dict[str, Any]] = None
+        self.priority: dict[str, Any] | None = None
 
     # -- counting --------------------------------------------------------------------
     def on_status_pending(self, msgs: int, nbytes: int) -> None:
@@ -427,7 +436,7 @@ out (inline: it is the per-message path); a status
         return self.pending_msgs < self.threshold_messages or (
             self.max_bytes != 0 and self.pending_bytes < self.threshold_bytes)
 
-    def next_pull(self) -> Optional[Tuple[int, int]]:
+    def next_pull(self) -> tuple[int, int] | None:
         """``(batch, max_bytes)`` of the pull to send now (counted pending), or None."""
         if not self.needs_pull():
             return None
@@ -447,7 +456,7 @@ out (inline: it is the per-message path); a status
         self.pending_bytes += nbytes
         return batch, nbytes
 
-    def request(self, batch: int, nbytes: int, pin_id: Optional[str] = None) -> bytes:
+    def request(self, batch: int, nbytes: int, pin_id: str | None = None) -> bytes:
         """JSON body for a pull of ``batch``/``nbytes`` with this state's expires,
         heartbeat and priority-group fields (and ``pin_id`` with those)."""
         return pull_request(batch, self.expires, False, nbytes, self.heartbeat, self.priority, pin_id)
@@ -465,7 +474,7 @@ class HeartbeatMonitor:
     heartbeats stopped. While :meth:`pause`\\ d (disconnected), nothing is missed.
     """
 
-    __slots__ = ("interval", "factor", "_count", "_since", "paused")
+    __slots__ = ("_count", "_since", "factor", "interval", "paused")
 
     def __init__(self, interval: float, now: float, factor: float = 2.0) -> None:
         self.interval = interval
@@ -482,7 +491,7 @@ class HeartbeatMonitor:
     def window(self) -> float:
         return self.interval * self.factor
 
-    def reset(self, now: float, count: Optional[int] = None) -> None:
+    def reset(self, now: float, count: int | None = None) -> None:
         """Start a fresh window at ``now``."""
         self._since = now
         if count is not None:
@@ -521,7 +530,7 @@ class HeartbeatMonitor:
             self.resume(now)
         return self.poll(now, count)
 
-    def wait_time(self, now: float) -> Optional[float]:
+    def wait_time(self, now: float) -> float | None:
         """Seconds until the current window could expire (None when disabled or paused)."""
         if self.interval <= 0 or self.paused:
             return None
@@ -541,7 +550,7 @@ class OrderedCursor:
     called for messages actually handed on.
     """
 
-    __slots__ = ("stream_seq", "consumer_seq", "serial")
+    __slots__ = ("consumer_seq", "serial", "stream_seq")
 
     def __init__(self) -> None:
         self.stream_seq = 0
@@ -555,7 +564,7 @@ class OrderedCursor:
         self.stream_seq = stream_seq
         self.consumer_seq = consumer_seq
 
-    def take(self, stream_seq: int, consumer_seq: int) -> Optional[bool]:
+    def take(self, stream_seq: int, consumer_seq: int) -> bool | None:
         """A delivery with these sequences: True when it is next in order (the cursor
         moves), False on a gap (deliveries went missing), None when it is stale (a
         duplicate of one already taken)."""
@@ -590,12 +599,12 @@ def _enum(v: Any) -> Any:
     return getattr(v, "value", v)
 
 
-def ordered_config(name: str, cursor: OrderedCursor, filter_subjects: Union[str, Sequence[str], None] = None,
-                   deliver_policy: Any = "all", opt_start_seq: Optional[int] = None,
-                   opt_start_time: Optional[str] = None, replay_policy: Any = "instant",
-                   inactive_threshold: Optional[float] = 300.0, headers_only: bool = False,
-                   deliver_subject: Optional[str] = None, idle_heartbeat: Optional[float] = None,
-                   flow_control: bool = False, metadata: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+def ordered_config(name: str, cursor: OrderedCursor, filter_subjects: str | Sequence[str] | None = None,
+                   deliver_policy: Any = "all", opt_start_seq: int | None = None,
+                   opt_start_time: str | None = None, replay_policy: Any = "instant",
+                   inactive_threshold: float | None = 300.0, headers_only: bool = False,
+                   deliver_subject: str | None = None, idle_heartbeat: float | None = None,
+                   flow_control: bool = False, metadata: dict[str, str] | None = None) -> dict[str, Any]:
     """Wire config (a JSON dict) of the next consumer of an ordered consumer.
 
     Forced: ephemeral, ack none, max_deliver 1, memory storage, one replica. The first
@@ -603,7 +612,7 @@ def ordered_config(name: str, cursor: OrderedCursor, filter_subjects: Union[str,
     every new one starts at ``cursor.stream_seq + 1``. ``opt_start_time`` is an
     RFC 3339 string here.
     """
-    cfg: Dict[str, Any] = {
+    cfg: dict[str, Any] = {
         "name": name,
         "ack_policy": "none",
         "max_deliver": 1,
@@ -623,7 +632,7 @@ def ordered_config(name: str, cursor: OrderedCursor, filter_subjects: Union[str,
         cfg["idle_heartbeat"] = _ns(idle_heartbeat)
     if flow_control:
         cfg["flow_control"] = True
-    subjects: List[str]
+    subjects: list[str]
     if filter_subjects is None:
         subjects = []
     elif isinstance(filter_subjects, str):

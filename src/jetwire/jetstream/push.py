@@ -14,7 +14,8 @@ the messages and serves ``js.subscribe()`` (plain and ordered), KV watchers
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 from .. import _impl
 from .pull import (
@@ -29,14 +30,14 @@ from .pull import (
 __all__ = [
     "DEFAULT_PUSH_HEARTBEAT",
     "MISSED_HEARTBEATS",
-    "push_consumer_config",
-    "PushState",
     "PUSH_DATA",
-    "PUSH_IGNORE",
+    "PUSH_FLOW_CONTROL",
     "PUSH_GAP",
     "PUSH_HEARTBEAT",
-    "PUSH_FLOW_CONTROL",
+    "PUSH_IGNORE",
     "PUSH_STATUS",
+    "PushState",
+    "push_consumer_config",
 ]
 
 DEFAULT_PUSH_HEARTBEAT = ORDERED_DEFAULT_HB
@@ -47,11 +48,11 @@ _parse_fields = _impl.parse_metadata_fields
 
 
 def push_consumer_config(deliver_subject: str, cursor: OrderedCursor, filter_subjects: Sequence[str],
-                         deliver_policy: Any = "all", opt_start_seq: Optional[int] = None,
+                         deliver_policy: Any = "all", opt_start_seq: int | None = None,
                          headers_only: bool = False, heartbeat: float = DEFAULT_PUSH_HEARTBEAT,
-                         name: Optional[str] = None, opt_start_time: Optional[str] = None,
-                         replay_policy: Any = "instant", inactive_threshold: Optional[float] = 300.0,
-                         metadata: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+                         name: str | None = None, opt_start_time: str | None = None,
+                         replay_policy: Any = "instant", inactive_threshold: float | None = 300.0,
+                         metadata: dict[str, str] | None = None) -> dict[str, Any]:
     """Wire config of an ordered push consumer: ephemeral, ack none, flow control,
     idle heartbeats, memory storage, R1; after a reset it restarts at the stream
     sequence after the last one delivered."""
@@ -95,8 +96,20 @@ class PushState:
     pending and never came was removed meanwhile (expired, purged, deleted).
     """
 
-    __slots__ = ("cursor", "ordered", "received", "queued", "taken", "fc_reply", "fc_mark", "init_done",
-                 "init_total", "marker_due", "last_pending", "fc_answered")
+    __slots__ = (
+        "cursor",
+        "fc_answered",
+        "fc_mark",
+        "fc_reply",
+        "init_done",
+        "init_total",
+        "last_pending",
+        "marker_due",
+        "ordered",
+        "queued",
+        "received",
+        "taken",
+    )
 
     def __init__(self, initial: bool = True, ordered: bool = True, marker: bool = True) -> None:
         self.cursor = OrderedCursor()
@@ -104,13 +117,13 @@ class PushState:
         self.received = 0  # data messages received (in order, all consumers)
         self.queued = 0  # messages handed to the reader (= received)
         self.taken = 0  # messages the reader took
-        self.fc_reply: Optional[str] = None
+        self.fc_reply: str | None = None
         self.fc_mark = 0
         self.fc_answered = 0
         self.init_done = not (initial and marker)
-        self.init_total: Optional[int] = None
+        self.init_total: int | None = None
         self.marker_due = marker and not initial
-        self.last_pending: Optional[int] = None
+        self.last_pending: int | None = None
 
     # -- consumer life ---------------------------------------------------------------
     def new_consumer(self) -> int:
@@ -142,7 +155,7 @@ class PushState:
         return False
 
     # -- deliveries ------------------------------------------------------------------
-    def on_data(self, reply: Optional[str]) -> Tuple[int, int]:
+    def on_data(self, reply: str | None) -> tuple[int, int]:
         """A data message with ack subject ``reply``: ``(PUSH_DATA | PUSH_GAP | PUSH_IGNORE,
         num_pending)``. After PUSH_DATA, ``marker_due`` tells whether the initial
         values are now complete."""
@@ -167,7 +180,7 @@ class PushState:
             self._done()
         return PUSH_DATA, pending
 
-    def on_status(self, headers: Any, reply: Optional[str]) -> int:
+    def on_status(self, headers: Any, reply: str | None) -> int:
         """A status message: heartbeat, flow control or something else (that ends an
         ordered consumer). A heartbeat whose ``Nats-Last-Consumer`` shows deliveries
         we never saw is a gap (ordered)."""
@@ -187,11 +200,11 @@ class PushState:
             return PUSH_HEARTBEAT
         return PUSH_STATUS
 
-    def stalled_reply(self, headers: Any) -> Optional[str]:
+    def stalled_reply(self, headers: Any) -> str | None:
         """A heartbeat's ``Nats-Consumer-Stalled`` subject (answer it at once), or None."""
         return headers.get(HDR_CONSUMER_STALLED) if headers is not None else None
 
-    def fc_ready(self) -> Optional[str]:
+    def fc_ready(self) -> str | None:
         """The flow-control reply to send now (the reader caught up with it), or None."""
         reply = self.fc_reply
         if reply is not None and self.taken >= self.fc_mark:
@@ -200,7 +213,7 @@ class PushState:
             return reply
         return None
 
-    def consumed(self, n: int = 1) -> Optional[str]:
+    def consumed(self, n: int = 1) -> str | None:
         """The reader took ``n`` messages; returns a flow-control reply to send, if due."""
         self.taken += n
         if self.fc_reply is None:

@@ -24,8 +24,8 @@ subject of the stream) comes back from the server as ``MsgScheduleInvalidError``
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
-from typing import Any, Dict, Optional, Tuple
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from .. import _impl
 from .._units import go_duration_seconds  # Go's own duration grammar (the server parses it)
@@ -35,8 +35,8 @@ __all__ = [
     "SCHEDULE_HDR",
     "SCHEDULE_TARGET_HDR",
     "SCHEDULE_TTL_HDR",
-    "validate_schedule",
     "schedule_headers",
+    "validate_schedule",
 ]
 
 SCHEDULE_HDR = "Nats-Schedule"
@@ -52,7 +52,7 @@ _MONTHS = {n: i for i, n in enumerate(("jan", "feb", "mar", "apr", "may", "jun",
                                         "nov", "dec"), 1)}
 _DAYS = {n: i for i, n in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}
 # (name, min, max, names) of the six cron fields, in order
-_FIELDS: Tuple[Tuple[str, int, int, Optional[Dict[str, int]]], ...] = (
+_FIELDS: tuple[tuple[str, int, int, dict[str, int] | None], ...] = (
     ("seconds", 0, 59, None),
     ("minutes", 0, 59, None),
     ("hours", 0, 23, None),
@@ -71,7 +71,7 @@ def _seconds_text(seconds: float) -> str:
     """A Go duration for ``seconds`` (whole seconds when it is whole)."""
     if seconds == int(seconds):
         return f"{int(seconds)}s"
-    return f"{int(round(seconds * 1e9))}ns"
+    return f"{round(seconds * 1e9)}ns"
 
 
 def _check_at(spec: str, when: str) -> None:
@@ -88,7 +88,7 @@ def _check_at(spec: str, when: str) -> None:
         raise _bad(spec, "@at time zone offset out of range")
 
 
-def _cron_value(spec: str, text: str, name: str, names: Optional[Dict[str, int]]) -> int:
+def _cron_value(spec: str, text: str, name: str, names: dict[str, int] | None) -> int:
     if names is not None and text.lower() in names:
         return names[text.lower()]
     if not text.isdigit() or not text.isascii():
@@ -96,7 +96,7 @@ def _cron_value(spec: str, text: str, name: str, names: Optional[Dict[str, int]]
     return int(text)
 
 
-def _check_cron_field(spec: str, field: str, name: str, lo: int, hi: int, names: Optional[Dict[str, int]]) -> None:
+def _check_cron_field(spec: str, field: str, name: str, lo: int, hi: int, names: dict[str, int] | None) -> None:
     parts = [p for p in field.split(",") if p]
     if not parts:
         raise _bad(spec, f"{name}: empty")
@@ -134,8 +134,8 @@ def validate_schedule(schedule: Any) -> str:
     ``InvalidOptionError`` (a ``ValueError``) when it is malformed, ``TypeError`` for
     another type."""
     if isinstance(schedule, datetime):
-        when = schedule if schedule.tzinfo is not None else schedule.replace(tzinfo=timezone.utc)
-        when = when.astimezone(timezone.utc)
+        when = schedule if schedule.tzinfo is not None else schedule.replace(tzinfo=UTC)
+        when = when.astimezone(UTC)
         frac = f".{when.microsecond:06d}".rstrip("0") if when.microsecond else ""
         return f"@at {when.strftime('%Y-%m-%dT%H:%M:%S')}{frac}Z"
     if isinstance(schedule, timedelta):
@@ -167,12 +167,12 @@ def validate_schedule(schedule: Any) -> str:
     fields = spec.split()
     if len(fields) != 6:
         raise _bad(spec, f"a cron spec has 6 fields (seconds first), not {len(fields)}")
-    for field, (name, lo, hi, names) in zip(fields, _FIELDS):
+    for field, (name, lo, hi, names) in zip(fields, _FIELDS, strict=False):
         _check_cron_field(spec, field, name, lo, hi, names)
     return spec
 
 
-def schedule_headers(schedule: Any, target: Optional[str], ttl: Any = None) -> Dict[str, str]:
+def schedule_headers(schedule: Any, target: str | None, ttl: Any = None) -> dict[str, str]:
     """The headers of a scheduled message: ``Nats-Schedule`` (``schedule`` checked by
     :func:`validate_schedule`), ``Nats-Schedule-Target`` (required: the subject the
     scheduled messages are stored under, a subject of the same stream) and, with

@@ -30,17 +30,17 @@ from jetwire.errors import (
 
 __all__ = [
     "MAX_NAME_LEN",
-    "validate_stream_name",
-    "validate_consumer_name",
-    "validate_durable_name",
-    "validate_bucket_name",
-    "validate_key",
-    "validate_key_filter",
-    "validate_object_name",
-    "is_valid_stream_name",
     "is_valid_bucket_name",
     "is_valid_key",
     "is_valid_key_filter",
+    "is_valid_stream_name",
+    "validate_bucket_name",
+    "validate_consumer_name",
+    "validate_durable_name",
+    "validate_key",
+    "validate_key_filter",
+    "validate_object_name",
+    "validate_stream_name",
 ]
 
 MAX_NAME_LEN = 255

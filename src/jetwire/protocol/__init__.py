@@ -20,10 +20,7 @@ _IMPL_NAMES = (frozenset(_pure.__all__) - _CORE_NAMES) | {"speedups_enabled", "i
 
 # Headers and every name of _IMPL_NAMES (a test compares them)
 __all__ = [
-    "Headers",
     "DEFAULT_MAX_PAYLOAD",
-    "MsgBase",
-    "MsgMetadata",
     "OP_ERR",
     "OP_FRAME_ERROR",
     "OP_INFO",
@@ -32,6 +29,9 @@ __all__ = [
     "OP_PONG",
     "PING",
     "PONG",
+    "Headers",
+    "MsgBase",
+    "MsgMetadata",
     "Parser",
     "SequencePair",
     "append_hpub",

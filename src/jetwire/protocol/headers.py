@@ -18,14 +18,14 @@ every key and value.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Union
 
 from ..errors import BadHeaderError
 
 __all__ = ["Headers", "HeadersInit", "as_text", "check_key", "check_value"]
 
-HeadersInit = Union["Headers", Mapping[str, Union[str, List[str], Tuple[str, ...]]], Iterable[Tuple[str, str]]]
+HeadersInit = Union["Headers", Mapping[str, str | list[str] | tuple[str, ...]], Iterable[tuple[str, str]]]
 
 def as_text(value: Any) -> Any:
     """``bytes`` as ``str`` with surrogate escapes (lossless); anything else unchanged."""
@@ -41,8 +41,8 @@ def check_key(key: Any) -> None:
         not isinstance(key, str)
         or not key
         or ":" in key
-        or not (key.isascii() and key.isprintable() and " " not in key)
-        and any(c.isspace() or ord(c) < 33 or ord(c) == 127 for c in key)
+        or (not (key.isascii() and key.isprintable() and " " not in key)
+        and any(c.isspace() or ord(c) < 33 or ord(c) == 127 for c in key))
     ):
         raise BadHeaderError(f"invalid header key {key!r}: no ':', whitespace or control characters")
 
@@ -59,7 +59,7 @@ def check_value(value: Any) -> None:
         raise BadHeaderError(f"header value {value!r} contains CR or LF")
 
 
-def _values_of(key: str, value: Any) -> List[str]:
+def _values_of(key: str, value: Any) -> list[str]:
     if isinstance(value, (str, bytes, bytearray)):
         check_value(value)
         return [as_text(value)]
@@ -84,12 +84,12 @@ class Headers:
       with a plain ``dict`` whose values are ``str`` or lists of ``str`` (status ignored).
     """
 
-    __slots__ = ("_d", "status", "description")
+    __slots__ = ("_d", "description", "status")
 
-    def __init__(self, init: Optional[HeadersInit] = None, /) -> None:
-        self._d: Dict[str, List[str]] = {}
-        self.status: Optional[str] = None
-        self.description: Optional[str] = None
+    def __init__(self, init: HeadersInit | None = None, /) -> None:
+        self._d: dict[str, list[str]] = {}
+        self.status: str | None = None
+        self.description: str | None = None
         if init is None:
             return
         if isinstance(init, Headers):
@@ -129,7 +129,7 @@ class Headers:
         values = self._d.get(key)
         return values[0] if values else default
 
-    def get_all(self, key: str) -> List[str]:
+    def get_all(self, key: str) -> list[str]:
         """Every value of ``key`` in order (``[]`` when missing)."""
         values = self._d.get(key)
         return list(values) if values else []
@@ -146,19 +146,19 @@ class Headers:
     def __bool__(self) -> bool:
         return bool(self._d) or self.status is not None
 
-    def keys(self) -> List[str]:
+    def keys(self) -> list[str]:
         """Distinct keys in insertion order."""
         return list(self._d)
 
-    def values(self) -> List[str]:
+    def values(self) -> list[str]:
         """Every value, one entry per wire line."""
         return [v for vs in self._d.values() for v in vs]
 
-    def items(self) -> List[Tuple[str, str]]:
+    def items(self) -> list[tuple[str, str]]:
         """Every ``(key, value)`` pair, one entry per wire line (repeated keys repeat)."""
         return [(k, v) for k, vs in self._d.items() for v in vs]
 
-    def to_dict(self) -> Dict[str, List[str]]:
+    def to_dict(self) -> dict[str, list[str]]:
         """A plain ``dict[str, list[str]]`` copy."""
         return {k: list(v) for k, v in self._d.items()}
 
@@ -175,7 +175,7 @@ class Headers:
         else:
             values.append(value)
 
-    def __setitem__(self, key: str, value: Union[str, List[str]]) -> None:
+    def __setitem__(self, key: str, value: str | list[str]) -> None:
         key = as_text(key)
         check_key(key)
         values = _values_of(key, value)
@@ -196,7 +196,7 @@ class Headers:
             raise KeyError(key)
         return values[0]
 
-    def copy(self) -> "Headers":
+    def copy(self) -> Headers:
         return Headers(self)
 
     __copy__ = copy
@@ -237,7 +237,7 @@ class Headers:
 _new = object.__new__
 
 
-def _make(d: Dict[str, List[str]], status: Optional[str] = None, description: Optional[str] = None) -> Headers:
+def _make(d: dict[str, list[str]], status: str | None = None, description: str | None = None) -> Headers:
     """Fast internal constructor for decoders: takes ownership of ``d``, no validation."""
     h = _new(Headers)
     h._d = d

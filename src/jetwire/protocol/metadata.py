@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["SequencePair", "MsgMetadata", "parse_metadata"]
+__all__ = ["MsgMetadata", "SequencePair", "parse_metadata"]
 
 if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones match them)
     from ._pure.metadata import MsgMetadata, SequencePair, parse_metadata

@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-def register(spark: "object") -> type:
+def register(spark: object) -> type:
     """Register ``format("jetstream")`` on ``spark`` (a ``SparkSession``); returns the
     data source class. Harmless when Spark already found it through ``pyspark_jetwire``
     (Spark 4.0 refuses to register a name twice; that refusal is ignored)."""

@@ -14,13 +14,14 @@ never rounded through a float).
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
 from .._units import rfc3339_to_us
 
-__all__ = ["READ_SCHEMA", "READ_SCHEMA_DDL", "HEADERS_TYPE", "build_batch", "ts_from_strings", "ts_from_ns"]
+__all__ = ["HEADERS_TYPE", "READ_SCHEMA", "READ_SCHEMA_DDL", "build_batch", "ts_from_ns", "ts_from_strings"]
 
 READ_SCHEMA_DDL = (
     "stream string, subject string, seq long, timestamp timestamp, data binary, "
@@ -44,7 +45,7 @@ READ_SCHEMA = pa.schema([
 ])
 
 
-def ts_from_strings(values: List[str]) -> pa.Array:
+def ts_from_strings(values: list[str]) -> pa.Array:
     """RFC 3339 UTC strings (up to 9 fractional digits) to ``timestamp[us, tz=UTC]``."""
     arr = pa.array(values, pa.string())
     try:
@@ -65,14 +66,14 @@ def _utf8(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _strings(values: List[str]) -> pa.Array:
+def _strings(values: list[str]) -> pa.Array:
     try:
         return pa.array(values, pa.string())
     except (UnicodeEncodeError, pa.ArrowInvalid):
         return pa.array([_utf8(v) for v in values], pa.string())
 
 
-def headers_array(rows: Optional[List[Any]], n: int) -> pa.Array:
+def headers_array(rows: list[Any] | None, n: int) -> pa.Array:
     """The headers column: ``rows`` is None (no message had headers) or one entry per
     row, None or a list of ``(key, [values])``."""
     if rows is None:
@@ -87,7 +88,7 @@ def headers_array(rows: Optional[List[Any]], n: int) -> pa.Array:
 class BatchBuilder:
     """Builds record batches for one stream; keeps a constant ``stream`` column to slice."""
 
-    __slots__ = ("stream", "_const")
+    __slots__ = ("_const", "stream")
 
     def __init__(self, stream: str) -> None:
         self.stream = stream
@@ -100,8 +101,8 @@ class BatchBuilder:
             const = self._const = pa.array([self.stream] * size, pa.string())
         return const.slice(0, n)
 
-    def build(self, subjects: List[str], seqs: pa.Array, ts: pa.Array, data: List[bytes],
-              headers: Optional[List[Any]]) -> pa.RecordBatch:
+    def build(self, subjects: list[str], seqs: pa.Array, ts: pa.Array, data: list[bytes],
+              headers: list[Any] | None) -> pa.RecordBatch:
         n = len(subjects)
         return pa.RecordBatch.from_arrays(
             [self.stream_column(n), _strings(subjects), seqs, ts, pa.array(data, pa.binary()),
@@ -110,7 +111,7 @@ class BatchBuilder:
         )
 
 
-def build_batch(stream: str, subjects: List[str], seqs: Sequence[int], ts_ns: Sequence[int], data: List[bytes],
-                headers: Optional[List[Any]] = None) -> pa.RecordBatch:
+def build_batch(stream: str, subjects: list[str], seqs: Sequence[int], ts_ns: Sequence[int], data: list[bytes],
+                headers: list[Any] | None = None) -> pa.RecordBatch:
     """Convenience builder from plain Python values (integer seqs, nanosecond times)."""
     return BatchBuilder(stream).build(subjects, pa.array(seqs, pa.int64()), ts_from_ns(ts_ns), data, headers)

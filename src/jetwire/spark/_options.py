@@ -8,7 +8,8 @@ connection itself (and any ``ssl.SSLContext``) is only ever built inside a task.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 from .. import _units
 from .._redact import option_repr
@@ -39,9 +40,9 @@ class OptionError(ValueError):
     """A ``jetstream`` data source option is missing or invalid."""
 
 
-def lower_options(options: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+def lower_options(options: Mapping[str, Any] | None) -> dict[str, str]:
     """A plain ``dict`` with lower-cased keys (Spark's own options are case-insensitive)."""
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     if options:
         for k, v in dict(options).items():
             if v is None:
@@ -61,7 +62,7 @@ def parse_bool(value: Any, name: str) -> bool:
     raise OptionError(f"option {name!r} must be true or false, not {value!r}")
 
 
-def parse_int(value: Any, name: str, minimum: Optional[int] = None) -> int:
+def parse_int(value: Any, name: str, minimum: int | None = None) -> int:
     try:
         n = int(str(value).strip().replace("_", ""))
     except ValueError:
@@ -84,9 +85,9 @@ def parse_duration(value: Any, name: str) -> float:
     return secs
 
 
-def _connect_options(o: Dict[str, str]) -> Dict[str, Any]:
+def _connect_options(o: dict[str, str]) -> dict[str, Any]:
     """The connection part of the options, validated, as plain picklable values."""
-    c: Dict[str, Any] = {"servers": o.get("servers") or DEFAULT_SERVERS}
+    c: dict[str, Any] = {"servers": o.get("servers") or DEFAULT_SERVERS}
     for key in ("user", "password", "token", "creds", "tlsca", "tlscert", "tlskey", "tlshostname", "domain",
                 "apiprefix"):
         if o.get(key):
@@ -107,10 +108,10 @@ def _connect_options(o: Dict[str, str]) -> Dict[str, Any]:
     return c
 
 
-def connect_kwargs(c: Mapping[str, Any]) -> Dict[str, Any]:
+def connect_kwargs(c: Mapping[str, Any]) -> dict[str, Any]:
     """``jetwire.connect()`` keyword arguments from parsed connection options (called in
     the task; TLS goes as files, ``connect()`` builds the context)."""
-    kw: Dict[str, Any] = {"servers": c["servers"], "name": c.get("name") or "jetwire-spark"}
+    kw: dict[str, Any] = {"servers": c["servers"], "name": c.get("name") or "jetwire-spark"}
     for src, dst in (("user", "user"), ("password", "password"), ("token", "token"), ("creds", "creds"),
                      ("nkeyseed", "nkey_seed"), ("tlshostname", "tls_hostname")):
         if c.get(src):
@@ -130,8 +131,8 @@ def connect_kwargs(c: Mapping[str, Any]) -> Dict[str, Any]:
     return kw
 
 
-def jetstream_kwargs(c: Mapping[str, Any]) -> Dict[str, Any]:
-    kw: Dict[str, Any] = {}
+def jetstream_kwargs(c: Mapping[str, Any]) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
     if c.get("domain"):
         kw["domain"] = c["domain"]
     elif c.get("apiprefix"):
@@ -151,15 +152,15 @@ def _shown(values: Mapping[str, Any]) -> str:
 class _Options:
     """The repr of parsed options: no password, token, seed or credentials in it."""
 
-    raw: Dict[str, str]
-    conn: Dict[str, Any]
+    raw: dict[str, str]
+    conn: dict[str, Any]
 
     def __repr__(self) -> str:
         shown = {k: v for k, v in vars(self).items() if k not in ("raw", "conn")}
         return f"{type(self).__name__}({_shown(shown)}, conn={{{_shown(self.conn)}}})"
 
 
-def _stream_name(o: Dict[str, str]) -> str:
+def _stream_name(o: dict[str, str]) -> str:
     name = (o.get("stream") or "").strip()
     if not name:
         raise OptionError("option 'stream' is required: .option(\"stream\", \"<stream name>\")")
@@ -175,7 +176,7 @@ def _stream_name(o: Dict[str, str]) -> str:
 class ReadOptions(_Options):
     """Parsed reader options (batch and streaming). Plain values only: it is pickled."""
 
-    def __init__(self, options: Optional[Mapping[str, Any]]) -> None:
+    def __init__(self, options: Mapping[str, Any] | None) -> None:
         o = lower_options(options)
         self.raw = o
         self.conn = _connect_options(o)
@@ -188,7 +189,7 @@ class ReadOptions(_Options):
                 _impl.validate_subject(subject)
             except Exception as exc:
                 raise OptionError(f"option 'subject': {exc}") from None
-        self.subject: Optional[str] = subject or None
+        self.subject: str | None = subject or None
         self.start_sequence = parse_int(o["startsequence"], "startSequence", 0) if o.get("startsequence") else None
         self.end_sequence = parse_int(o["endsequence"], "endSequence", 0) if o.get("endsequence") else None
         self.start_time = o.get("starttime") or None
@@ -218,7 +219,7 @@ class ReadOptions(_Options):
 class WriteOptions(_Options):
     """Parsed writer options. Plain values only: it is pickled."""
 
-    def __init__(self, options: Optional[Mapping[str, Any]]) -> None:
+    def __init__(self, options: Mapping[str, Any] | None) -> None:
         o = lower_options(options)
         self.raw = o
         self.conn = _connect_options(o)
@@ -232,7 +233,7 @@ class WriteOptions(_Options):
                 raise OptionError(f"option 'subject': {exc}") from None
             if "*" in subject.split(".") or ">" in subject.split("."):
                 raise OptionError("option 'subject' of a writer must not contain wildcards")
-        self.subject: Optional[str] = subject
+        self.subject: str | None = subject
         self.max_pending = parse_int(o.get("maxpendingacks", DEFAULT_MAX_PENDING_ACKS), "maxPendingAcks", 1)
         self.ack_timeout = parse_duration(o.get("acktimeout", DEFAULT_ACK_TIMEOUT), "ackTimeout")
         self.msg_id_column = (o.get("msgidcolumn") or "").strip() or None

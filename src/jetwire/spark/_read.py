@@ -25,9 +25,10 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -112,7 +113,7 @@ class RangePartition:
 _CONNECT_ATTEMPTS = 3
 
 
-def connect(conn: Dict[str, Any]) -> Any:
+def connect(conn: dict[str, Any]) -> Any:
     """A blocking connection from parsed connection options. A first connection that
     fails for a reason other than credentials is tried again twice (after 0.2 s, 0.4 s):
     a Spark task would otherwise fail and be rescheduled for a transient hiccup."""
@@ -133,7 +134,7 @@ def connect(conn: Dict[str, Any]) -> Any:
 
 
 @contextmanager
-def open_js(conn: Dict[str, Any], **js_options: Any) -> Iterator[Tuple[Any, Any]]:
+def open_js(conn: dict[str, Any], **js_options: Any) -> Iterator[tuple[Any, Any]]:
     """A blocking connection and JetStream context for the duration of the block."""
     nc = connect(conn)
     try:
@@ -145,7 +146,7 @@ def open_js(conn: Dict[str, Any], **js_options: Any) -> Iterator[Tuple[Any, Any]
             pass
 
 
-def _version_tuple(v: str) -> Tuple[int, ...]:
+def _version_tuple(v: str) -> tuple[int, ...]:
     out = []
     for part in (v or "0").split("-")[0].split("."):
         try:
@@ -209,20 +210,17 @@ def time_to_seq(nc: Any, js: Any, state: StreamState, when: Any) -> int:
 
 
 # --------------------------------------------------------------------------- planning
-def plan_ranges(lo: int, hi: int, num_partitions: Optional[int], max_per_partition: int,
-                mode: str) -> List[RangePartition]:
+def plan_ranges(lo: int, hi: int, num_partitions: int | None, max_per_partition: int,
+                mode: str) -> list[RangePartition]:
     """Split ``[lo, hi)`` into contiguous half-open ranges: ``num_partitions`` of them
     when given (never more than there are sequences), otherwise as many as needed for at
     most ``max_per_partition`` sequences each. An empty range gives no partitions."""
     span = hi - lo
     if span <= 0:
         return []
-    if num_partitions:
-        n = min(num_partitions, span)
-    else:
-        n = max(1, -(-span // max_per_partition))
+    n = min(num_partitions, span) if num_partitions else max(1, -(-span // max_per_partition))
     base, extra = divmod(span, n)
-    out: List[RangePartition] = []
+    out: list[RangePartition] = []
     start = lo
     for i in range(n):
         size = base + (1 if i < extra else 0)
@@ -235,19 +233,19 @@ def plan_ranges(lo: int, hi: int, num_partitions: Optional[int], max_per_partiti
 class _Fetch:
     """The replies to one request, filled in by the connection's reader thread."""
 
-    __slots__ = ("token", "reply", "msgs", "rows", "seqs", "times", "last_seq", "pending", "end", "error", "partial")
+    __slots__ = ("end", "error", "last_seq", "msgs", "partial", "pending", "reply", "rows", "seqs", "times", "token")
 
     def __init__(self, token: str, reply: str = "") -> None:
         self.token = token
         self.reply = reply  # the request's reply subject: its replies arrive on it
-        self.msgs: List[Any] = []
+        self.msgs: list[Any] = []
         self.rows: Any = None  # direct gets read into columns: the DirectRows being filled
-        self.seqs: List[int] = []  # consumer mode: stream sequences (direct: from headers)
-        self.times: List[int] = []  # consumer mode: nanoseconds
+        self.seqs: list[int] = []  # consumer mode: stream sequences (direct: from headers)
+        self.times: list[int] = []  # consumer mode: nanoseconds
         self.last_seq = 0
         self.pending = -1
         self.end = False  # nothing more to read after this fetch
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.partial = False  # consumer: the pull ended before its batch was full
 
 
@@ -264,8 +262,8 @@ class _Pump:
         self.next_seq = lo
         self.inbox = nc.new_inbox()
         self._ntok = 0
-        self._cur: Optional[_Fetch] = None
-        self._ready: Deque[_Fetch] = deque()
+        self._cur: _Fetch | None = None
+        self._ready: deque[_Fetch] = deque()
         self._finished = False
         self._cv = threading.Condition(threading.Lock())
         self._sub = nc.link.subscribe_direct(self.inbox + ".*", self._handler())
@@ -278,7 +276,7 @@ class _Pump:
     def _on_msg(self, m: Any) -> None:  # pragma: no cover - replaced per mode
         raise NotImplementedError
 
-    def _started(self, f: Optional[_Fetch]) -> None:
+    def _started(self, f: _Fetch | None) -> None:
         """``f`` is now the request in flight (None: none is)."""
 
     def _complete(self, f: _Fetch) -> None:
@@ -315,7 +313,7 @@ class _Pump:
             self._finished = True
             self._ready.append(f)
 
-    def _request(self, f: _Fetch) -> Tuple[str, bytes]:  # pragma: no cover - per mode
+    def _request(self, f: _Fetch) -> tuple[str, bytes]:  # pragma: no cover - per mode
         raise NotImplementedError
 
     # consumer side ------------------------------------------------------------------
@@ -360,7 +358,7 @@ class _DirectPump(_Pump):
     ``DirectRows``): no message is kept, and only the end-of-batch status reaches Python
     (``_on_status``). Without, each fetch keeps its messages (``direct_get_batch``)."""
 
-    def __init__(self, nc: Any, api_prefix: str, stream: str, lo: int, hi: int, subject: Optional[str],
+    def __init__(self, nc: Any, api_prefix: str, stream: str, lo: int, hi: int, subject: str | None,
                  batch: int, timeout: float, rows: bool = False) -> None:
         self.get_subject = f"{api_prefix}.DIRECT.GET.{stream}"
         self.filter = subject
@@ -370,7 +368,7 @@ class _DirectPump(_Pump):
     def _handler(self) -> Any:
         return self._collector if self._collector is not None else self._on_msg
 
-    def _started(self, f: Optional[_Fetch]) -> None:
+    def _started(self, f: _Fetch | None) -> None:
         c = self._collector
         if c is not None:
             if f is not None:
@@ -379,9 +377,9 @@ class _DirectPump(_Pump):
             else:
                 c.target = None
 
-    def _request(self, f: _Fetch) -> Tuple[str, bytes]:
+    def _request(self, f: _Fetch) -> tuple[str, bytes]:
         seq = self.next_seq
-        req: Dict[str, Any] = {"seq": seq, "batch": max(1, min(self.batch, self.hi - seq))}
+        req: dict[str, Any] = {"seq": seq, "batch": max(1, min(self.batch, self.hi - seq))}
         if self.filter:
             req["next_by_subj"] = self.filter
         return self.get_subject, orjson.dumps(req)
@@ -438,18 +436,21 @@ class _DirectPump(_Pump):
 # direct-get reply into a row of ``DirectRows`` on the reader thread as it arrives,
 # reading the direct-get headers and parsing the RFC 3339 time; ``ack_columns`` parses
 # ack subjects): sequences and times arrive as int64 buffers Arrow wraps without a copy.
-def _int64(buf: Any, n: int, typ: pa.DataType = pa.int64()) -> pa.Array:
+_INT64 = pa.int64()
+
+
+def _int64(buf: Any, n: int, typ: pa.DataType = _INT64) -> pa.Array:
     return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(buf)])
 
 
-def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa.RecordBatch]:
+def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> pa.RecordBatch | None:
     rows = f.rows
     if rows is None or not len(rows):
         return None
     subjects, seqs, times, data, headers, odd = rows.columns()
     n = len(subjects)
     if odd:  # times not in the usual RFC 3339 form: the lenient parser, row by row
-        fixed: List[Optional[int]] = list(times)
+        fixed: list[int | None] = list(times)
         for i, text in odd:
             fixed[i] = rfc3339_to_us(text)
         ts = pa.array(fixed, pa.int64()).cast(TS_TYPE)
@@ -460,7 +461,7 @@ def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> Optional[pa.R
     return _trim(batch, seq_arr, hi)
 
 
-def _trim(batch: pa.RecordBatch, seqs: pa.Array, hi: int) -> Optional[pa.RecordBatch]:
+def _trim(batch: pa.RecordBatch, seqs: pa.Array, hi: int) -> pa.RecordBatch | None:
     """Drop rows at or past ``hi`` (a filtered batch can run past the range end)."""
     n = len(seqs)
     if n and seqs[n - 1].as_py() >= hi:
@@ -471,7 +472,7 @@ def _trim(batch: pa.RecordBatch, seqs: pa.Array, hi: int) -> Optional[pa.RecordB
     return batch
 
 
-def read_range(conn: Dict[str, Any], stream: str, part: RangePartition, subject: Optional[str], batch: int,
+def read_range(conn: dict[str, Any], stream: str, part: RangePartition, subject: str | None, batch: int,
                timeout: float, check_loss: bool = False) -> Iterator[pa.RecordBatch]:
     """Arrow record batches of the messages in ``[part.lo, part.hi)`` (matching
     ``subject`` when given). ``check_loss`` raises :class:`DataLossError` when the
@@ -504,7 +505,7 @@ def _pumped(pump: Any, to_batch: Any, builder: BatchBuilder, hi: int) -> Iterato
             yield rb
 
 
-def _read_direct(nc: Any, js: Any, stream: str, part: RangePartition, subject: Optional[str], batch: int,
+def _read_direct(nc: Any, js: Any, stream: str, part: RangePartition, subject: str | None, batch: int,
                  timeout: float, builder: BatchBuilder) -> Iterator[pa.RecordBatch]:
     pump = _DirectPump(nc, js.api_prefix, stream, part.lo, part.hi, subject, batch, timeout, rows=True)
     try:
@@ -513,10 +514,10 @@ def _read_direct(nc: Any, js: Any, stream: str, part: RangePartition, subject: O
         pump.close()
 
 
-def _read_consumer(nc: Any, js: Any, stream: str, part: RangePartition, subject: Optional[str], batch: int,
+def _read_consumer(nc: Any, js: Any, stream: str, part: RangePartition, subject: str | None, batch: int,
                    timeout: float, builder: BatchBuilder) -> Iterator[pa.RecordBatch]:
     name = f"jetwire_spark_{_nuid.next()}"
-    fields: Dict[str, Any] = dict(
+    fields: dict[str, Any] = dict(
         name=name, deliver_policy="by_start_sequence", opt_start_seq=part.lo, ack_policy="none",
         replay_policy="instant", mem_storage=True, num_replicas=1, max_deliver=1,
         inactive_threshold=max(30.0, timeout * 3), description="jetwire spark reader (temporary)",
@@ -560,15 +561,15 @@ def _pulled(cons: Any, hi: int, batch: int, timeout: float, builder: BatchBuilde
         pending = nxt
 
 
-def direct_get_batch(nc: Any, stream: str, seq: int, batch: int, subject: Optional[str] = None,
-                     timeout: float = 5.0, api_prefix: str = "$JS.API") -> List[Any]:
+def direct_get_batch(nc: Any, stream: str, seq: int, batch: int, subject: str | None = None,
+                     timeout: float = 5.0, api_prefix: str = "$JS.API") -> list[Any]:
     """One batched direct get: up to ``batch`` messages at or after ``seq`` (matching
     ``subject``), as :class:`jetwire.RawStreamMsg`. A small building block kept here
     (rather than on ``Stream``) for the Spark reader and its tests."""
     from ..jetstream.manage import direct_msg
 
     pump = _DirectPump(nc, api_prefix, stream, seq, seq + batch, subject, batch, timeout)
-    out: List[Any] = []
+    out: list[Any] = []
     try:
         for f in pump.fetches():
             out.extend(direct_msg(m) for m in f.msgs)

@@ -12,8 +12,9 @@ idempotent.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional
+from typing import Any
 
 from ._options import OptionError, WriteOptions
 from ._read import open_js
@@ -28,9 +29,9 @@ class WriteResult:
     partition_id: int = 0
     count: int = 0
     duplicates: int = 0
-    first_seq: Optional[int] = None
-    last_seq: Optional[int] = None
-    stream: Optional[str] = None
+    first_seq: int | None = None
+    last_seq: int | None = None
+    stream: str | None = None
 
     def add_ack(self, ack: Any) -> None:
         self.count += 1
@@ -58,12 +59,12 @@ def _as_bytes(v: Any) -> bytes:
     raise OptionError(f"column 'data' must be binary or string, not {type(v).__name__}")
 
 
-def _as_headers(v: Any) -> Optional[Dict[str, Any]]:
+def _as_headers(v: Any) -> dict[str, Any] | None:
     """A Spark map value (dict, list of pairs from Arrow, or Row-ish) to publish headers."""
     if v is None:
         return None
     items = v.items() if isinstance(v, dict) else v
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for k, val in items:
         if k is None or val is None:
             continue
@@ -79,7 +80,7 @@ def _as_headers(v: Any) -> Optional[Dict[str, Any]]:
 class _Columns:
     """Column positions / names of the input, checked once."""
 
-    def __init__(self, names: List[str], opts: WriteOptions) -> None:
+    def __init__(self, names: list[str], opts: WriteOptions) -> None:
         lower = {n.lower(): n for n in names}
         self.subject = lower.get("subject")
         self.data = lower.get("data")
@@ -100,11 +101,11 @@ def _rows_of_batch(rb: Any, cols: _Columns) -> Iterator[tuple]:
     """(subject, data, headers, msg_id) per row of an Arrow record batch."""
     n = rb.num_rows
     names = rb.schema.names
-    def col(name: Optional[str]) -> List[Any]:
+    def col(name: str | None) -> list[Any]:
         if name is None:
             return [None] * n
         return rb.column(names.index(name)).to_pylist()
-    return zip(col(cols.subject), col(cols.data), col(cols.headers), col(cols.msg_id))
+    return zip(col(cols.subject), col(cols.data), col(cols.headers), col(cols.msg_id), strict=False)
 
 
 def _rows_of_rows(first: Any, rest: Iterable[Any], cols: _Columns) -> Iterator[tuple]:
@@ -118,7 +119,7 @@ def _rows_of_rows(first: Any, rest: Iterable[Any], cols: _Columns) -> Iterator[t
 
 
 def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: int,
-                    batch_id: Optional[int] = None) -> WriteResult:
+                    batch_id: int | None = None) -> WriteResult:
     """Publish every row of ``iterator`` (Arrow record batches or Spark rows) and wait for
     all acks. Raises on the first failed publish."""
     import pyarrow as pa
@@ -146,12 +147,11 @@ def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: i
     prefix = opts.msg_id_prefix
     id_base = f"{prefix}:{batch_id if batch_id is not None else 0}:{partition_id}:" if prefix else None
     stall = opts.ack_timeout
-    with open_js(opts.conn, publish_async_max_pending=opts.max_pending) as (nc, js):
+    with open_js(opts.conn, publish_async_max_pending=opts.max_pending) as (_nc, js):
         publish = js.publish_async
-        futs: Deque[Any] = deque()
+        futs: deque[Any] = deque()
         add = result.add_ack
-        i = 0
-        for subject, data, headers, mid in source:
+        for i, (subject, data, headers, mid) in enumerate(source):
             subj = subject if subject is not None else fixed_subject
             if not subj:
                 raise OptionError(f"row {i} has no subject (null 'subject' and no 'subject' option)")
@@ -163,8 +163,7 @@ def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: i
             if type(data) is not bytes:
                 data = _as_bytes(data)
             futs.append(publish(subj, data, headers=hdrs, msg_id=mid, stall_wait=stall))
-            i += 1
-            if not i & 255:
+            if i & 255 == 255:
                 while futs and futs[0].done():
                     add(_outcome(futs.popleft()))
         js.publish_async_complete(timeout=opts.ack_timeout)

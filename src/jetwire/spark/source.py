@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -86,7 +87,7 @@ class JetStreamPartition(InputPartition):
     mode: str
 
     @classmethod
-    def of(cls, r: RangePartition) -> "JetStreamPartition":
+    def of(cls, r: RangePartition) -> JetStreamPartition:
         return cls(r.index, r.lo, r.hi, r.mode)
 
     def to_range(self) -> RangePartition:
@@ -100,11 +101,11 @@ class JetStreamCommitMessage(WriteResult, WriterCommitMessage):
     window) and the first/last stream sequence stored."""
 
     @classmethod
-    def of(cls, r: WriteResult) -> "JetStreamCommitMessage":
+    def of(cls, r: WriteResult) -> JetStreamCommitMessage:
         return cls(**dataclasses.asdict(r))
 
 
-def _summarise(messages: Sequence[Optional[WriterCommitMessage]]) -> dict:
+def _summarise(messages: Sequence[WriterCommitMessage | None]) -> dict:
     done = [m for m in messages if isinstance(m, JetStreamCommitMessage)]
     firsts = [m.first_seq for m in done if m.first_seq is not None]
     lasts = [m.last_seq for m in done if m.last_seq is not None]
@@ -142,18 +143,18 @@ class JetStreamDataSource(DataSource):
     def schema(self) -> str:
         return READ_SCHEMA_DDL
 
-    def reader(self, schema: StructType) -> "JetStreamReader":
+    def reader(self, schema: StructType) -> JetStreamReader:
         return JetStreamReader(ReadOptions(self.options))
 
-    def streamReader(self, schema: StructType) -> "JetStreamStreamReader":
+    def streamReader(self, schema: StructType) -> JetStreamStreamReader:
         return JetStreamStreamReader(ReadOptions(self.options))
 
-    def writer(self, schema: StructType, overwrite: bool) -> "JetStreamWriter":
+    def writer(self, schema: StructType, overwrite: bool) -> JetStreamWriter:
         if overwrite:
             raise OptionError("a JetStream stream is append-only: use mode('append') (overwrite is not supported)")
         return JetStreamWriter(WriteOptions(self.options))
 
-    def streamWriter(self, schema: StructType, overwrite: bool) -> "JetStreamStreamWriter":
+    def streamWriter(self, schema: StructType, overwrite: bool) -> JetStreamStreamWriter:
         if overwrite:
             raise OptionError("a JetStream stream is append-only: use outputMode('append')")
         return JetStreamStreamWriter(WriteOptions(self.options))
@@ -200,9 +201,9 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def __init__(self, opts: ReadOptions) -> None:
         self.opts = opts
-        self._mode: Optional[str] = None
-        self._target: Optional[int] = None  # Trigger.AvailableNow: never read past this
-        self._pos: Optional[int] = None  # Spark < 4.2: where the next batch starts
+        self._mode: str | None = None
+        self._target: int | None = None  # Trigger.AvailableNow: never read past this
+        self._pos: int | None = None  # Spark < 4.2: where the next batch starts
         self._conn: Any = None  # (nc, js) kept by the driver-side reader between triggers
 
     def __getstate__(self) -> dict:
@@ -258,17 +259,14 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return ReadMaxRows(self.opts.max_per_trigger)
         return ReadAllAvailable() if ReadAllAvailable is not None else None
 
-    def latestOffset(self, start: Optional[dict] = None, limit: Any = None) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
         latest = self._latest()
         if start is None:  # Spark < 4.2 calls latestOffset() without arguments
             begin = self._pos
             cap = self.opts.max_per_trigger
         else:
             begin = int(start["seq"])
-            if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-                cap = int(limit.max_rows)
-            else:
-                cap = None
+            cap = int(limit.max_rows) if ReadMaxRows is not None and isinstance(limit, ReadMaxRows) else None
         end = latest
         if begin is not None:
             if cap:
@@ -276,7 +274,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             end = max(end, begin)  # never go backwards (e.g. the stream was purged)
         return {"seq": end}
 
-    def reportLatestOffset(self) -> Optional[dict]:
+    def reportLatestOffset(self) -> dict | None:
         try:
             return {"seq": self._state().next_seq}
         except Exception:
@@ -327,17 +325,17 @@ class JetStreamWriter(_BatchWriterBase):
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
-        self.summary: Optional[dict] = None
+        self.summary: dict | None = None
 
     def write(self, iterator: Iterator[Any]) -> JetStreamCommitMessage:
         pid, batch_id = _task_ids()
         return JetStreamCommitMessage.of(write_partition(self.opts, iterator, pid, batch_id))
 
-    def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         self.summary = _summarise(messages)
         log.info("jetstream sink: committed %s", self.summary)
 
-    def abort(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         # Published messages cannot be taken back; they are already in the stream.
         log.warning("jetstream sink: write aborted after %s (already published messages stay in the stream)",
                     _summarise(messages))
@@ -354,9 +352,9 @@ class JetStreamStreamWriter(_StreamWriterBase):
         pid, batch_id = _task_ids()
         return JetStreamCommitMessage.of(write_partition(self.opts, iterator, pid, batch_id))
 
-    def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.info("jetstream sink: batch %d committed %s", batchId, _summarise(messages))
 
-    def abort(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning("jetstream sink: batch %d aborted after %s (already published messages stay in the stream)",
                     batchId, _summarise(messages))

@@ -26,7 +26,8 @@ import tempfile
 import threading
 import time
 import urllib.request
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .server import free_port
 
@@ -36,7 +37,7 @@ __all__ = ["SparkClusterError", "SparkStandaloneCluster", "executor_jvm_pid", "s
 # fewer threads (the machines these tests run on have two cores)
 _FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
-_live: "set[SparkStandaloneCluster]" = set()
+_live: set[SparkStandaloneCluster] = set()
 _live_lock = threading.Lock()
 
 
@@ -51,7 +52,7 @@ def spark_home() -> str:
     return os.path.dirname(os.path.abspath(pyspark.__file__))
 
 
-def _children(pid: int) -> List[int]:
+def _children(pid: int) -> list[int]:
     """Pids of the live processes whose parent is ``pid`` (Linux ``/proc``)."""
     out = []
     for name in os.listdir("/proc"):
@@ -83,8 +84,8 @@ class SparkStandaloneCluster:
     one) and ``pythonpath`` is put on the workers' (hence the executors') ``PYTHONPATH``."""
 
     def __init__(self, workers: int = 2, cores: int = 1, memory: str = "512m", *,
-                 python: Optional[str] = None, pythonpath: Sequence[str] = (),
-                 env: Optional[Dict[str, str]] = None, daemon_memory: str = "256m") -> None:
+                 python: str | None = None, pythonpath: Sequence[str] = (),
+                 env: dict[str, str] | None = None, daemon_memory: str = "256m") -> None:
         self.host = "127.0.0.1"
         self.n_workers = workers
         self.cores = cores
@@ -95,9 +96,9 @@ class SparkStandaloneCluster:
         self.daemon_memory = daemon_memory
         self.master_port = 0
         self.webui_port = 0
-        self.tmpdir: Optional[str] = None
-        self._procs: List[subprocess.Popen] = []
-        self._logs: List[str] = []
+        self.tmpdir: str | None = None
+        self._procs: list[subprocess.Popen] = []
+        self._logs: list[str] = []
 
     # -- addresses
     @property
@@ -115,7 +116,7 @@ class SparkStandaloneCluster:
     def running(self) -> bool:
         return bool(self._procs) and all(p.poll() is None for p in self._procs)
 
-    def driver_conf(self) -> Dict[str, str]:
+    def driver_conf(self) -> dict[str, str]:
         """Spark configuration for a driver of this cluster (loopback, this Python on the
         executors, wait for every executor before the first job, task retries allowed)."""
         total = self.n_workers * self.cores
@@ -141,7 +142,7 @@ class SparkStandaloneCluster:
         return conf
 
     # -- processes
-    def _env(self) -> Dict[str, str]:
+    def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update({
             "SPARK_HOME": spark_home(),
@@ -157,7 +158,7 @@ class SparkStandaloneCluster:
         env.update(self.extra_env)
         return env
 
-    def _spawn(self, name: str, args: List[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
         assert self.tmpdir is not None
         log = os.path.join(self.tmpdir, f"{name}.log")
         self._logs.append(log)
@@ -168,7 +169,7 @@ class SparkStandaloneCluster:
         self._procs.append(p)
         return p
 
-    def start(self, timeout: float = 90.0) -> "SparkStandaloneCluster":
+    def start(self, timeout: float = 90.0) -> SparkStandaloneCluster:
         if self._procs:
             raise SparkClusterError("cluster already started")
         if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -192,7 +193,7 @@ class SparkStandaloneCluster:
             raise
         return self
 
-    def master_state(self, timeout: float = 2.0) -> Dict[str, Any]:
+    def master_state(self, timeout: float = 2.0) -> dict[str, Any]:
         """The master's ``/json/`` (workers, applications, status)."""
         with urllib.request.urlopen(self.webui_url + "/json/", timeout=timeout) as r:
             return json.loads(r.read())
@@ -217,10 +218,10 @@ class SparkStandaloneCluster:
             time.sleep(0.2)
 
     @property
-    def worker_pids(self) -> List[int]:
+    def worker_pids(self) -> list[int]:
         return [p.pid for p in self._procs[1:] if p.poll() is None]
 
-    def executor_pids(self) -> List[int]:
+    def executor_pids(self) -> list[int]:
         """The executor JVMs (``CoarseGrainedExecutorBackend``) the workers run now."""
         return [c for w in self.worker_pids for c in _children(w) if "CoarseGrainedExecutorBackend" in _cmdline(c)]
 
@@ -254,7 +255,7 @@ class SparkStandaloneCluster:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def __enter__(self) -> "SparkStandaloneCluster":
+    def __enter__(self) -> SparkStandaloneCluster:
         return self.start() if not self._procs else self
 
     def __exit__(self, *exc: object) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio  # aio-only
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
@@ -27,7 +28,7 @@ class Conn:
         self.disconnected = prims.Signal()
         self.reconnected = prims.Signal()
         self.errors: list = []
-        self.lost_at: Optional[float] = None
+        self.lost_at: float | None = None
         self.recoveries: list = []  # seconds from the server being ready to the client back
 
     def on_disconnected(self) -> None:

@@ -194,7 +194,7 @@ async def test_consumers_go_on_through_stalls_and_cuts(proxy):
         js = nc.jetstream()
         name = uniq("NC")
         await js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
-        first, retried = await _publish_exactly_once(js, f"{name}.a", name, n, {})
+        _first, _retried = await _publish_exactly_once(js, f"{name}.a", name, n, {})
         await js.create_consumer(name, durable_name="d", ack_wait=2.0)
         durable = await js.consumer(name, "d")
         ordered: list = []

@@ -262,7 +262,7 @@ async def test_ordered_consumer_survives_restarts(fresh_nats_server, via):
         cc = await oc.consume(handle, max_messages=100)
         assert await tally.done.wait(60), f"{len(tally.seen)} of {n}"
         cc.stop()
-        gaps = sum(1 for a, b in zip(tally.order, tally.order[1:]) if b != a + 1)
+        gaps = sum(1 for a, b in zip(tally.order, tally.order[1:], strict=False) if b != a + 1)
         record(f"kill/restart x{ROUNDS}: ordered consumer" + (" (via proxy)" if proxy else ""), FLAVOUR,
                published=n, acked=n, stored=n,
                lost=n - len(tally.seen), duplicated=len(tally.order) - len(set(tally.order)),

@@ -55,7 +55,7 @@ class Publisher:
         self.stop = False
         self.task: Any = None
 
-    def start(self) -> "Publisher":
+    def start(self) -> Publisher:
         self.task = prims.spawn(self._run)
         return self
 

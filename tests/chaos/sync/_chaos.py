@@ -5,7 +5,8 @@ a connection that reconnects fast, the restart loop and reading a stream back.""
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
@@ -25,7 +26,7 @@ class Conn:
         self.disconnected = prims.Signal()
         self.reconnected = prims.Signal()
         self.errors: list = []
-        self.lost_at: Optional[float] = None
+        self.lost_at: float | None = None
         self.recoveries: list = []  # seconds from the server being ready to the client back
 
     def on_disconnected(self) -> None:

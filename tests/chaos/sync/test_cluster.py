@@ -160,7 +160,7 @@ def test_leader_loss_and_stepdown_during_publish_and_consume(nats_cluster_factor
         assert wait_until(lambda: set(seqs) <= set(processed), 60), f"durable at {len(processed)}"
         occ.stop()
         dcc.stop()
-        gaps_or_dups = sum(1 for a, b in zip(ordered, seqs) if a != b) + abs(len(ordered) - len(seqs))
+        gaps_or_dups = sum(1 for a, b in zip(ordered, seqs, strict=False) if a != b) + abs(len(ordered) - len(seqs))
         redelivered = sum(processed[s] - 1 for s in set(seqs))
         for label, secs in resumes.items():
             record(f"R3 cluster: {label}", FLAVOUR, published=total, acked=len(first), stored=stored,

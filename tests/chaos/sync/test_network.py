@@ -195,7 +195,7 @@ def test_consumers_go_on_through_stalls_and_cuts(proxy):
         js = nc.jetstream()
         name = uniq("NC")
         js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
-        first, retried = _publish_exactly_once(js, f"{name}.a", name, n, {})
+        _first, _retried = _publish_exactly_once(js, f"{name}.a", name, n, {})
         js.create_consumer(name, durable_name="d", ack_wait=2.0)
         durable = js.consumer(name, "d")
         ordered: list = []

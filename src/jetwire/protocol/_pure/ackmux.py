@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future as _CFuture
 from concurrent.futures import InvalidStateError
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any
 
-__all__ = ["AckMux", "AckFuture"]
+__all__ = ["AckFuture", "AckMux"]
 
 _DONE = frozenset((CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED))
 _monotonic = time.monotonic
@@ -75,7 +76,7 @@ class AckFuture(_CFuture):
                 raise InvalidStateError(f"{state}: {self!r}")
         _CFuture.set_result(self, result)
 
-    def set_exception(self, exception: Optional[BaseException]) -> None:
+    def set_exception(self, exception: BaseException | None) -> None:
         if not self._has_condition:
             with _lazy_lock:
                 fast = not self._has_condition
@@ -93,7 +94,7 @@ class AckFuture(_CFuture):
 _PLAIN_ACK = re.compile(rb'\{"stream":"([^"\\\x00-\x1f]+)","seq":(0|[1-9][0-9]{0,17})\}\Z')
 
 
-def _plain_ack(data: Any) -> Optional[Tuple[str, int]]:
+def _plain_ack(data: Any) -> tuple[str, int] | None:
     """``(stream, seq)`` when ``data`` is exactly ``{"stream":"<name>","seq":<n>}`` (the
     server's usual answer: compact, a non-empty name without escapes or control characters
     in strict UTF-8, ``n`` of 1-18 digits without leading zeros); else None."""
@@ -143,8 +144,18 @@ class AckMux:
     are resolved and callbacks run outside it.
     """
 
-    __slots__ = ("prefix", "_plen", "pending", "_n", "stall_waiters", "complete_waiters", "wake_at",
-                 "make_ack", "lock", "armed_at")
+    __slots__ = (
+        "_n",
+        "_plen",
+        "armed_at",
+        "complete_waiters",
+        "lock",
+        "make_ack",
+        "pending",
+        "prefix",
+        "stall_waiters",
+        "wake_at",
+    )
 
     def __init__(self, prefix: str, make_ack: Any = None, lock: Any = None) -> None:
         if type(prefix) is not str:
@@ -153,14 +164,14 @@ class AckMux:
         self._plen = len(prefix)
         self.pending: dict = {}
         self._n = 0
-        self.stall_waiters: List[Any] = []
-        self.complete_waiters: List[Any] = []
+        self.stall_waiters: list[Any] = []
+        self.complete_waiters: list[Any] = []
         self.wake_at = 0
         self.make_ack = make_ack
         self.lock = lock
         self.armed_at = _INF
 
-    def _register_locked(self, entry: tuple, deadline: Optional[float]) -> Tuple[str, bool]:
+    def _register_locked(self, entry: tuple, deadline: float | None) -> tuple[str, bool]:
         n = self._n = self._n + 1
         token = str(n)
         self.pending[token] = entry
@@ -170,10 +181,10 @@ class AckMux:
         return token, False
 
     def add(self, fut: Any, subject: str, hdr: Any, data: Any, retries: int, retry_wait: float,
-            timeout: Optional[float] = None) -> str:
+            timeout: float | None = None) -> str:
         """Register a publish; returns its token (the reply subject is ``prefix + token``).
         ``timeout``: seconds to wait for its ack (None: no deadline)."""
-        deadline: Optional[float] = None
+        deadline: float | None = None
         if timeout is not None:
             if isinstance(timeout, (str, bytes, bytearray)):  # float() would parse them; C does not
                 raise TypeError(f"must be real number, not {type(timeout).__name__}")
@@ -190,7 +201,7 @@ class AckMux:
         return token
 
     def submit(self, fut: Any, subject: str, data: Any, retries: int, retry_wait: float,
-               publish: Callable[[str, Any, str], Any], timeout: Optional[float] = None) -> Any:
+               publish: Callable[[str, Any, str], Any], timeout: float | None = None) -> Any:
         """``add(fut, subject, None, data, retries, retry_wait, timeout)`` and then
         ``publish(subject, data, prefix + token)``, whose result it returns; when
         ``publish`` raises, the entry is removed again (waking a waiter that is due) and
@@ -211,7 +222,7 @@ class AckMux:
                 self._after_pop()
             raise
 
-    def expire(self, now: float, at: Optional[float] = None) -> int:
+    def expire(self, now: float, at: float | None = None) -> int:
         """Expire the pending publishes whose deadline is ``<= now`` (see the class
         docstring); ``at``: the time the calling timer was armed for. Returns how many
         expired."""
@@ -227,9 +238,9 @@ class AckMux:
             self._arm(nxt)
         return len(expired)
 
-    def _expire_locked(self, now: float, at: Optional[float]) -> Tuple[List[tuple], float, bool]:
+    def _expire_locked(self, now: float, at: float | None) -> tuple[list[tuple], float, bool]:
         pending = self.pending
-        due: List[str] = []
+        due: list[str] = []
         nxt = _INF
         for token, entry in pending.items():
             if type(entry) is not tuple or len(entry) < 7:
@@ -301,5 +312,5 @@ class AckMux:
     def _arm(self, at: float) -> None:
         raise NotImplementedError
 
-    def _expired(self, entries: List[tuple]) -> None:
+    def _expired(self, entries: list[tuple]) -> None:
         raise NotImplementedError

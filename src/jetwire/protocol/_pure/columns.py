@@ -18,7 +18,8 @@ text is listed in ``odd_times`` (its slot holds 0).
 from __future__ import annotations
 
 from array import array
-from typing import Any, Iterable, List, Optional, Tuple
+from collections.abc import Iterable
+from typing import Any
 
 from ...errors import NotJSMessageError
 from .metadata import parse_metadata_fields
@@ -54,7 +55,7 @@ def _int(s: str) -> int:
     return int(s)
 
 
-def rfc3339_us(s: str) -> Optional[int]:
+def rfc3339_us(s: str) -> int | None:
     """Microseconds since the epoch (floored) of an RFC 3339 time, or None when ``s`` is not
     of the form ``YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+HH:MM|-HH:MM)``."""
     n = len(s)
@@ -100,16 +101,16 @@ def _seq(s: str) -> int:
     raise ValueError(f"invalid {K_SEQ} header {s!r} in a direct get reply")
 
 
-def ack_columns(msgs: Iterable[Any], hi: int) -> Tuple[List[str], "array[int]", "array[int]", List[bytes],
-                                                       Optional[List[Any]], bool]:
+def ack_columns(msgs: Iterable[Any], hi: int) -> tuple[list[str], array[int], array[int], list[bytes],
+                                                       list[Any] | None, bool]:
     """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
     stream sequence ``hi`` (see the module docstring); ``end``: nothing more to read. A
     reply that is not an ack subject raises ``NotJSMessageError``."""
-    subjects: List[str] = []
+    subjects: list[str] = []
     seqs = array("q")
     times = array("q")
-    data: List[bytes] = []
-    headers: Optional[List[Any]] = None
+    data: list[bytes] = []
+    headers: list[Any] | None = None
     end = False
     for m in msgs:
         reply = m.reply
@@ -149,17 +150,17 @@ class DirectRows:
     (a missing direct-get header: ``KeyError``; a sequence that is not 1-18 ASCII digits:
     ``ValueError``) is kept as ``error``, and nothing is added after it."""
 
-    __slots__ = ("reply", "error", "_subjects", "_seqs", "_times", "_data", "_headers", "_odd")
+    __slots__ = ("_data", "_headers", "_odd", "_seqs", "_subjects", "_times", "error", "reply")
 
     def __init__(self, reply: str) -> None:
         self.reply = reply
-        self.error: Optional[BaseException] = None
-        self._subjects: List[str] = []
+        self.error: BaseException | None = None
+        self._subjects: list[str] = []
         self._seqs = array("q")
         self._times = array("q")
-        self._data: List[bytes] = []
-        self._headers: Optional[List[Any]] = None
-        self._odd: List[Tuple[int, str]] = []
+        self._data: list[bytes] = []
+        self._headers: list[Any] | None = None
+        self._odd: list[tuple[int, str]] = []
 
     def __len__(self) -> int:
         return len(self._subjects)
@@ -200,8 +201,8 @@ class DirectRows:
         elif headers is not None:
             headers.append(None)
 
-    def columns(self) -> Tuple[List[str], "array[int]", "array[int]", List[bytes], Optional[List[Any]],
-                               List[Tuple[int, str]]]:
+    def columns(self) -> tuple[list[str], array[int], array[int], list[bytes], list[Any] | None,
+                               list[tuple[int, str]]]:
         """``(subjects, seqs, times_us, data, headers, odd_times)``; ``odd_times`` lists
         ``(row, text)`` of the times ``rfc3339_us`` could not read (their slot holds 0)."""
         return self._subjects, self._seqs, self._times, self._data, self._headers, self._odd
@@ -213,10 +214,10 @@ class DirectCollector:
     ``204`` end of batch, ``404``, an error) or one without headers goes to
     ``on_status(msg)``; anything else (a late reply) is dropped."""
 
-    __slots__ = ("target", "on_status")
+    __slots__ = ("on_status", "target")
 
     def __init__(self, on_status: Any) -> None:
-        self.target: Optional[DirectRows] = None
+        self.target: DirectRows | None = None
         self.on_status = on_status
 
     def __call__(self, m: Any) -> None:

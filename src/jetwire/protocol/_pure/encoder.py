@@ -9,7 +9,7 @@ whitespace (ASCII or Unicode) or control character, no empty token.
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any
 
 from ...errors import BadSubjectError, payload_type_error
 from .common import DEFAULT_MAX_PAYLOAD
@@ -17,15 +17,15 @@ from .lock import WriteLock
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD",
-    "validate_subject",
-    "validate_filter",
-    "append_pub",
-    "append_hpub",
-    "append_sub",
-    "append_unsub",
     "DONE",
     "Outbox",
     "WriteLock",
+    "append_hpub",
+    "append_pub",
+    "append_sub",
+    "append_unsub",
+    "validate_filter",
+    "validate_subject",
 ]
 
 # Characters str.isspace() accepts, plus the C0 controls and DEL.
@@ -112,7 +112,7 @@ def validate_filter(subject: Any, queue: Any = None) -> None:
         _wire(queue, "queue", 0)
 
 
-def _data_len(data: Any) -> Tuple[Any, int]:
+def _data_len(data: Any) -> tuple[Any, int]:
     t = type(data)
     if t is bytes or t is bytearray:
         return data, len(data)
@@ -130,7 +130,7 @@ def _check_buf(buf: Any) -> None:
         raise TypeError(f"buf must be a bytearray, not {type(buf).__name__}")
 
 
-def append_pub(buf: bytearray, subject: str, reply: Optional[str], data: Any) -> None:
+def append_pub(buf: bytearray, subject: str, reply: str | None, data: Any) -> None:
     """Append ``PUB <subject> [reply] <len>\\r\\n<data>\\r\\n`` to ``buf``."""
     s = _subject_bytes(subject)
     r = _subject_bytes(reply, "reply") if _given(reply) else None
@@ -147,7 +147,7 @@ def append_pub(buf: bytearray, subject: str, reply: Optional[str], data: Any) ->
     buf += b"\r\n"
 
 
-def append_hpub(buf: bytearray, subject: str, reply: Optional[str], hdr: Any, data: Any) -> None:
+def append_hpub(buf: bytearray, subject: str, reply: str | None, hdr: Any, data: Any) -> None:
     """Append ``HPUB <subject> [reply] <hdr_len> <total_len>\\r\\n<hdr><data>\\r\\n`` to ``buf``."""
     s = _subject_bytes(subject)
     r = _subject_bytes(reply, "reply") if _given(reply) else None
@@ -174,7 +174,7 @@ def _check_uint(value: Any, what: str) -> int:
     return value
 
 
-def append_sub(buf: bytearray, subject: str, queue: Optional[str], sid: int) -> None:
+def append_sub(buf: bytearray, subject: str, queue: str | None, sid: int) -> None:
     """Append ``SUB <subject> [queue] <sid>\\r\\n`` to ``buf``."""
     s = _wire(subject, "subject", 2)
     _check_uint(sid, "sid")
@@ -235,8 +235,20 @@ class Outbox:
     ``slow`` run outside it.
     """
 
-    __slots__ = ("_buf", "connected", "congested", "max_payload", "out_msgs", "out_bytes", "threshold",
-                 "on_first", "on_full", "slow", "ret", "lock")
+    __slots__ = (
+        "_buf",
+        "congested",
+        "connected",
+        "lock",
+        "max_payload",
+        "on_first",
+        "on_full",
+        "out_bytes",
+        "out_msgs",
+        "ret",
+        "slow",
+        "threshold",
+    )
 
     def __init__(self, slow: Any = None, max_payload: int = DEFAULT_MAX_PAYLOAD, threshold: int = 65536,
                  on_first: Any = None, on_full: Any = None, ret: Any = None, lock: Any = None) -> None:
@@ -272,7 +284,7 @@ class Outbox:
         self._buf = bytearray()
         return buf
 
-    def _append(self, subject: str, reply: Optional[str], data: Any, n: int) -> Tuple[int, int]:
+    def _append(self, subject: str, reply: str | None, data: Any, n: int) -> tuple[int, int]:
         buf = self._buf
         if data is buf:
             raise BufferError("cannot publish the outbox's own buffer")
@@ -282,7 +294,7 @@ class Outbox:
         self.out_bytes += n
         return before, len(buf)
 
-    def publish(self, subject: str, data: Any = b"", reply: Optional[str] = None, headers: Any = None) -> Any:
+    def publish(self, subject: str, data: Any = b"", reply: str | None = None, headers: Any = None) -> Any:
         """Queue ``PUB``; the fast path returns ``ret``, anything else goes to ``slow``."""
         if not self.connected or headers is not None or self.congested:
             return self.slow(subject, data, reply, headers)
@@ -290,7 +302,7 @@ class Outbox:
         if t is bytes:
             n = len(data)
         elif t is bytearray or t is memoryview:
-            mv, n = _data_len(data)
+            _mv, n = _data_len(data)
         else:
             return self.slow(subject, data, reply, headers)
         if n > self.max_payload:
@@ -304,12 +316,11 @@ class Outbox:
         if after >= self.threshold:
             if self.on_full is not None:
                 self.on_full()
-        elif before == 0:
-            if self.on_first is not None:
-                self.on_first()
+        elif before == 0 and self.on_first is not None:
+            self.on_first()
         return self.ret
 
-    def append_pub(self, subject: str, reply: Optional[str], data: Any) -> None:
+    def append_pub(self, subject: str, reply: str | None, data: Any) -> None:
         """Append ``PUB`` to ``buf`` and count it (no checks beyond the encoder's, no callbacks;
         the caller holds ``lock``)."""
         buf = self._buf
@@ -319,7 +330,7 @@ class Outbox:
         self.out_msgs += 1
         self.out_bytes += _data_len(data)[1]
 
-    def append_hpub(self, subject: str, reply: Optional[str], hdr: Any, data: Any) -> None:
+    def append_hpub(self, subject: str, reply: str | None, hdr: Any, data: Any) -> None:
         """Append ``HPUB`` to ``buf`` and count it (``out_bytes`` counts ``data`` only; the
         caller holds ``lock``)."""
         buf = self._buf

@@ -12,21 +12,21 @@ not UTF-8 (surrogate escapes) -- raises ``NotJSMessageError`` for that one messa
 from __future__ import annotations
 
 from dataclasses import FrozenInstanceError
-from datetime import datetime, timedelta, timezone
-from typing import Any, Optional, Tuple
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ...errors import NotJSMessageError
 
-__all__ = ["SequencePair", "MsgMetadata", "parse_metadata", "parse_metadata_fields"]
+__all__ = ["MsgMetadata", "SequencePair", "parse_metadata", "parse_metadata_fields"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 # ------------------------------------------------------------------------------------ types
 class SequencePair:
     """Stream and consumer sequence of a JetStream message (immutable)."""
 
-    __slots__ = ("stream", "consumer")
+    __slots__ = ("consumer", "stream")
     __match_args__ = ("stream", "consumer")
 
     stream: int
@@ -54,7 +54,7 @@ class SequencePair:
     def __hash__(self) -> int:
         return hash((self.stream, self.consumer))
 
-    def __reduce__(self) -> Tuple[Any, ...]:
+    def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.stream, self.consumer)
 
 
@@ -70,7 +70,7 @@ class MsgMetadata:
     ``domain`` is ``None`` when the subject has none (or ``_``).
     """
 
-    __slots__ = ("sequence", "num_delivered", "num_pending", "timestamp_ns", "stream", "consumer", "domain", "_ts")
+    __slots__ = ("_ts", "consumer", "domain", "num_delivered", "num_pending", "sequence", "stream", "timestamp_ns")
     __match_args__ = ("sequence", "num_delivered", "num_pending", "timestamp", "timestamp_ns", "stream",
                       "consumer", "domain")
 
@@ -80,17 +80,17 @@ class MsgMetadata:
     timestamp_ns: int
     stream: str
     consumer: str
-    domain: Optional[str]
-    _ts: Optional[datetime]
+    domain: str | None
+    _ts: datetime | None
 
-    def __init__(self, sequence: SequencePair, num_delivered: int, num_pending: int, timestamp: Optional[datetime],
-                 timestamp_ns: int, stream: str, consumer: str, domain: Optional[str] = None) -> None:
+    def __init__(self, sequence: SequencePair, num_delivered: int, num_pending: int, timestamp: datetime | None,
+                 timestamp_ns: int, stream: str, consumer: str, domain: str | None = None) -> None:
         _fill(self, sequence, num_delivered, num_pending, timestamp, timestamp_ns, stream, consumer, domain)
 
     @property
     def timestamp(self) -> datetime:
         """When the message was stored: an aware UTC datetime (microseconds, truncated)."""
-        ts: Optional[datetime] = self._ts
+        ts: datetime | None = self._ts
         if ts is None:
             ts = _EPOCH + timedelta(microseconds=self.timestamp_ns // 1000)
             _set_ts(self, ts)
@@ -126,7 +126,7 @@ class MsgMetadata:
         return hash((self.sequence, self.num_delivered, self.num_pending, self.timestamp, self.timestamp_ns,
                      self.stream, self.consumer, self.domain))
 
-    def __reduce__(self) -> Tuple[Any, ...]:
+    def __reduce__(self) -> tuple[Any, ...]:
         return type(self), (self.sequence, self.num_delivered, self.num_pending, self._ts, self.timestamp_ns,
                             self.stream, self.consumer, self.domain)
 
@@ -137,7 +137,7 @@ _set_ts = _SETTERS[3]
 
 
 def _fill(m: MsgMetadata, *values: Any) -> None:
-    for setter, v in zip(_SETTERS, values):
+    for setter, v in zip(_SETTERS, values, strict=False):
         setter(m, v)
 
 
@@ -148,7 +148,7 @@ def _num(tok: str) -> int:
     raise NotJSMessageError(f"invalid number {tok!r} in ack subject")
 
 
-def parse_metadata_fields(subject: Any) -> Tuple[Any, ...]:
+def parse_metadata_fields(subject: Any) -> tuple[Any, ...]:
     """Split a ``$JS.ACK...`` subject into
     ``(domain, acc_hash, stream, consumer, delivered, stream_seq, consumer_seq, timestamp_ns, pending)``.
     """

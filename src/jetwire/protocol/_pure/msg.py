@@ -1,7 +1,7 @@
 """``MsgBase`` (twin of the compiled ``jetwire._c.msg``)."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from ...errors import MsgAlreadyAckedError, NatsError, NotJSMessageError, payload_type_error
 from ..headers import Headers
@@ -24,25 +24,25 @@ class MsgBase:
     users building a message by hand.
     """
 
-    __slots__ = ("subject", "reply", "data", "headers", "sid", "_client", "_ackd", "_meta")
+    __slots__ = ("_ackd", "_client", "_meta", "data", "headers", "reply", "sid", "subject")
 
-    def __init__(self, subject: str = "", data: Any = b"", reply: Optional[str] = None, headers: Any = None, sid: int = 0) -> None:
+    def __init__(self, subject: str = "", data: Any = b"", reply: str | None = None, headers: Any = None, sid: int = 0) -> None:
         self.subject = subject
         self.data = data if type(data) is bytes else _as_bytes(data)
         self.reply = reply
         if headers is not None and not isinstance(headers, Headers):
             headers = Headers(headers)
-        self.headers: Optional[Headers] = headers
+        self.headers: Headers | None = headers
         self.sid = sid
         self._client: Any = None
         self._ackd = False
-        self._meta: Optional[MsgMetadata] = None
+        self._meta: MsgMetadata | None = None
 
     @property
     def metadata(self) -> MsgMetadata:
         """JetStream metadata parsed from the ack subject, once (``NotJSMessageError`` when
         the message has none)."""
-        m: Optional[MsgMetadata] = self._meta
+        m: MsgMetadata | None = self._meta
         if m is None:
             if not self.reply:
                 raise NotJSMessageError("message has no JetStream ack subject")

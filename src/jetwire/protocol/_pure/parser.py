@@ -9,7 +9,7 @@ framed raises ``ProtocolError``, whose ``events`` are the events parsed before i
 """
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
 import orjson
 
@@ -55,7 +55,7 @@ class Parser:
     dropped) before it is fed again. One thread feeds a parser.
     """
 
-    __slots__ = ("_buf", "_pos", "_cls", "_max_line", "_max_payload")
+    __slots__ = ("_buf", "_cls", "_max_line", "_max_payload", "_pos")
 
     def __init__(self, msg_cls: Any = None, max_control_line: int = 4096, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
         if msg_cls is None:
@@ -80,18 +80,18 @@ class Parser:
         self._buf = bytearray()
         self._pos = 0
 
-    def feed(self, data: Any) -> List[Any]:
+    def feed(self, data: Any) -> list[Any]:
         """Parse ``data``: the events (messages and control tuples) it completes.
 
         A framing error raises ``ProtocolError`` whose ``events`` are those parsed before it."""
-        events: List[Any] = []
+        events: list[Any] = []
         try:
             return self._feed(data, events)
         except ProtocolError as exc:
             exc.events = events
             raise
 
-    def _feed(self, data: Any, events: List[Any]) -> List[Any]:
+    def _feed(self, data: Any, events: list[Any]) -> list[Any]:
         buf = self._buf
         buf += data
         pos = self._pos

@@ -4,12 +4,12 @@ per-subscription state it touches) (twin of the compiled ``jetwire._c.router``).
 from __future__ import annotations
 
 from inspect import isawaitable as _isawaitable
-from typing import Any, List
+from typing import Any
 
 from ...errors import ProtocolError
 from .msg import MsgBase
 
-__all__ = ["SubState", "Router"]
+__all__ = ["Router", "SubState"]
 
 
 class SubState:
@@ -31,8 +31,20 @@ class SubState:
     the cycle collector while they wait); ``_next()`` binds them as it hands them out.
     """
 
-    __slots__ = ("_client", "_direct", "_pending", "_signal", "_lock", "delivered", "_max", "_pending_bytes",
-                 "_pmsgs_limit", "_pbytes_limit", "_dropped", "_slow")
+    __slots__ = (
+        "_client",
+        "_direct",
+        "_dropped",
+        "_lock",
+        "_max",
+        "_pbytes_limit",
+        "_pending",
+        "_pending_bytes",
+        "_pmsgs_limit",
+        "_signal",
+        "_slow",
+        "delivered",
+    )
     _client: Any
     _direct: Any
     _pending: Any
@@ -46,7 +58,7 @@ class SubState:
     _dropped: int
     _slow: bool
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "SubState":
+    def __new__(cls, *args: Any, **kwargs: Any) -> SubState:
         self = object.__new__(cls)
         self._client = self._direct = self._pending = self._signal = self._lock = None
         self.delivered = self._max = self._pending_bytes = 0
@@ -124,7 +136,7 @@ class Router:
     a subscription's queue is shared with its consumer under the subscription's ``_lock``.
     """
 
-    __slots__ = ("parser", "subs", "control", "on_max", "on_slow", "in_msgs", "in_bytes", "touched")
+    __slots__ = ("control", "in_bytes", "in_msgs", "on_max", "on_slow", "parser", "subs", "touched")
 
     def __init__(self, parser: Any, subs: dict, control: Any = None, on_max: Any = None,
                  on_slow: Any = None) -> None:
@@ -137,7 +149,7 @@ class Router:
         self.on_slow = on_slow
         self.in_msgs = 0
         self.in_bytes = 0
-        self.touched: List[Any] = []
+        self.touched: list[Any] = []
 
     def feed(self, data: Any) -> None:
         """Parse ``data`` and route the events. Raises ProtocolError when the stream can no
@@ -151,7 +163,7 @@ class Router:
         if events:
             self.route(events)
 
-    def route(self, events: List[Any]) -> None:
+    def route(self, events: list[Any]) -> None:
         """Route already parsed events (a list)."""
         if type(events) is not list:
             raise TypeError(f"events must be a list, not {type(events).__name__}")
