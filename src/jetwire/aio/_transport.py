@@ -355,7 +355,6 @@ class Spinner:
     order), and forgotten once none is outstanding. ``budget`` 0 turns it off.
     """
 
-    ALPHA = _ALPHA
     REMEMBER = 1024  # send times kept at most (requests that time out leave theirs)
 
     __slots__ = ("_loop", "avg", "budget", "cap", "outstanding", "pongs", "running", "sent", "until")

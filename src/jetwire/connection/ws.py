@@ -30,8 +30,6 @@ from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from ..errors import ProtocolError
 
-WS_SCHEMES = ("ws", "wss")
-
 # the longest HTTP response head we wait for before giving up on the upgrade
 _HEAD_LIMIT = 64 * 1024
 

@@ -39,12 +39,9 @@ BACKUP_JSON = "backup.json"
 DATA_FILE = "stream.tar.s2"
 PARTIAL_SUFFIX = ".partial"  # a file being written; never left looking complete
 
-DEFAULT_CHUNK_SIZE = 128 * 1024
 MIN_CHUNK_SIZE = 1024
 MAX_CHUNK_SIZE = 1024 * 1024
 RESTORE_CHUNK_SIZE = 128 * 1024
-
-ACK_PREFIX = "$JS.SNAPSHOT.ACK."
 
 
 @dataclass(frozen=True)
