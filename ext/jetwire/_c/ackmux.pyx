@@ -273,9 +273,7 @@ cdef class AckMux:
         ``publish(subject, data, prefix + token)``, whose result it returns; when
         ``publish`` raises, the entry is removed again (waking a waiter that is due) and
         the exception propagates."""
-        cdef object lock = self.lock
         cdef object token = self._register(fut, subject, None, data, retries, retry_wait, timeout)
-        cdef Py_ssize_t n
         cdef bint wake
         if type(token) is tuple:
             self._arm((<tuple>token)[1])
@@ -283,15 +281,7 @@ cdef class AckMux:
         try:
             return publish(subject, data, self.prefix + token)
         except BaseException:
-            if lock is not None:
-                acquire_any(lock)
-            try:
-                self.pending.pop(token, None)
-                n = len(self.pending)
-                wake = (bool(self.stall_waiters) and n <= self.wake_at) or (bool(self.complete_waiters) and n == 0)
-            finally:
-                if lock is not None:
-                    release_any(lock)
+            _pop(self, token, &wake)
             if wake:
                 self._after_pop()
             raise
@@ -351,9 +341,8 @@ cdef class AckMux:
 
     def on_msg(self, msg):
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
-        cdef object subject, data, token, entry, name, ack, lock
+        cdef object subject, data, token, entry, name, ack
         cdef long long seq = 0
-        cdef Py_ssize_t n
         cdef bint wake
         if isinstance(msg, MsgBase):
             subject = (<MsgBase>msg).c_subject
@@ -362,16 +351,7 @@ cdef class AckMux:
             subject = msg.subject
             data = msg.data
         token = subject[self._plen:]
-        lock = self.lock
-        if lock is not None:
-            acquire_any(lock)
-        try:
-            entry = self.pending.pop(token, None)
-            n = len(self.pending)
-            wake = (bool(self.stall_waiters) and n <= self.wake_at) or (bool(self.complete_waiters) and n == 0)
-        finally:
-            if lock is not None:
-                release_any(lock)
+        entry = _pop(self, token, &wake)
         if entry is None:
             return
         name = _plain_ack(data, &seq) if self.make_ack is not None else None
@@ -397,3 +377,21 @@ cdef class AckMux:
 
     def _expired(self, entries):
         raise NotImplementedError
+
+
+cdef inline object _pop(AckMux mux, object token, bint* wake):
+    """Take ``token``'s entry out of ``pending`` (None when it is not there) under the
+    mux's lock; ``wake``: whether a stalled publisher or a completion waiter is due."""
+    cdef object lock = mux.lock
+    cdef object entry
+    cdef Py_ssize_t n
+    if lock is not None:
+        acquire_any(lock)
+    try:
+        entry = mux.pending.pop(token, None)
+        n = len(mux.pending)
+        wake[0] = (bool(mux.stall_waiters) and n <= mux.wake_at) or (bool(mux.complete_waiters) and n == 0)
+    finally:
+        if lock is not None:
+            release_any(lock)
+    return entry

@@ -120,6 +120,26 @@ cdef inline char* _grow(object buf, Py_ssize_t extra) except NULL:
     return PyByteArray_AS_STRING(buf) + old
 
 
+# small writers shared by the command encoders: each copies at ``w`` and returns the
+# position after what it wrote (inlined by the C compiler: no call at run time)
+cdef inline char* _put(char* w, const char* s, Py_ssize_t n) noexcept nogil:
+    memcpy(w, s, n)
+    return w + n
+
+
+cdef inline char* _put_word(char* w, const char* s, Py_ssize_t n) noexcept nogil:
+    """``s`` and the space after it."""
+    memcpy(w, s, n)
+    w[n] = 32
+    return w + n + 1
+
+
+cdef inline char* _put_crlf(char* w) noexcept nogil:
+    w[0] = 13
+    w[1] = 10
+    return w + 2
+
+
 cdef int _put_pub(object buf, const char* s, Py_ssize_t sn, const char* r, Py_ssize_t rn,
                   const char* d, Py_ssize_t dn) except -1:
     """Append ``PUB s [r] dn\\r\\n<d>\\r\\n`` to ``buf`` (checked arguments; ``r`` may be NULL)."""
@@ -128,26 +148,12 @@ cdef int _put_pub(object buf, const char* s, Py_ssize_t sn, const char* r, Py_ss
     cdef char* w
     nd = jw_ndigits(dn)
     total = 4 + sn + (rn + 1 if r != NULL else 0) + 1 + nd + 2 + dn + 2
-    w = _grow(buf, total)
-    memcpy(w, b"PUB ", 4)
-    w += 4
-    memcpy(w, s, sn)
-    w += sn
-    w[0] = 32
-    w += 1
+    w = _put(_grow(buf, total), b"PUB ", 4)
+    w = _put_word(w, s, sn)
     if r != NULL:
-        memcpy(w, r, rn)
-        w += rn
-        w[0] = 32
-        w += 1
-    w = jw_write_uint(w, dn, nd)
-    w[0] = 13
-    w[1] = 10
-    w += 2
-    memcpy(w, d, dn)
-    w += dn
-    w[0] = 13
-    w[1] = 10
+        w = _put_word(w, r, rn)
+    w = _put_crlf(jw_write_uint(w, dn, nd))
+    _put_crlf(_put(w, d, dn))
     return 0
 
 
@@ -183,31 +189,14 @@ cdef int _put_hpub(object buf, const char* s, Py_ssize_t sn, const char* r, Py_s
     nh = jw_ndigits(hn)
     nt = jw_ndigits(hn + dn)
     total = 5 + sn + (rn + 1 if r != NULL else 0) + 1 + nh + 1 + nt + 2 + hn + dn + 2
-    w = _grow(buf, total)
-    memcpy(w, b"HPUB ", 5)
-    w += 5
-    memcpy(w, s, sn)
-    w += sn
-    w[0] = 32
-    w += 1
+    w = _put(_grow(buf, total), b"HPUB ", 5)
+    w = _put_word(w, s, sn)
     if r != NULL:
-        memcpy(w, r, rn)
-        w += rn
-        w[0] = 32
-        w += 1
+        w = _put_word(w, r, rn)
     w = jw_write_uint(w, hn, nh)
     w[0] = 32
-    w += 1
-    w = jw_write_uint(w, hn + dn, nt)
-    w[0] = 13
-    w[1] = 10
-    w += 2
-    memcpy(w, h, hn)
-    w += hn
-    memcpy(w, d, dn)
-    w += dn
-    w[0] = 13
-    w[1] = 10
+    w = _put_crlf(jw_write_uint(w + 1, hn + dn, nt))
+    _put_crlf(_put(_put(w, h, hn), d, dn))
     return 0
 
 
@@ -267,21 +256,11 @@ def append_sub(buf, subject, queue, sid):
         q = _ptr(qw, &qn)
     nd = jw_ndigits(v)
     total = 4 + sn + 1 + (qn + 1 if q != NULL else 0) + nd + 2
-    w = _grow(buf, total)
-    memcpy(w, b"SUB ", 4)
-    w += 4
-    memcpy(w, s, sn)
-    w += sn
-    w[0] = 32
-    w += 1
+    w = _put(_grow(buf, total), b"SUB ", 4)
+    w = _put_word(w, s, sn)
     if q != NULL:
-        memcpy(w, q, qn)
-        w += qn
-        w[0] = 32
-        w += 1
-    w = jw_write_uint(w, v, nd)
-    w[0] = 13
-    w[1] = 10
+        w = _put_word(w, q, qn)
+    _put_crlf(jw_write_uint(w, v, nd))
 
 
 def append_unsub(buf, sid, max_msgs=0):
@@ -296,16 +275,11 @@ def append_unsub(buf, sid, max_msgs=0):
     nd = jw_ndigits(v)
     if mx:
         nm = jw_ndigits(mx)
-    w = _grow(buf, 6 + nd + (nm + 1 if mx else 0) + 2)
-    memcpy(w, b"UNSUB ", 6)
-    w += 6
-    w = jw_write_uint(w, v, nd)
+    w = jw_write_uint(_put(_grow(buf, 6 + nd + (nm + 1 if mx else 0) + 2), b"UNSUB ", 6), v, nd)
     if mx:
         w[0] = 32
-        w += 1
-        w = jw_write_uint(w, mx, nm)
-    w[0] = 13
-    w[1] = 10
+        w = jw_write_uint(w + 1, mx, nm)
+    _put_crlf(w)
 
 
 # -------------------------------------------------------------------------------- outbox
