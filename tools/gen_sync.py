@@ -6,7 +6,9 @@
 
 Rules: ``async def``/``async for``/``async with`` lose ``async``; ``await`` disappears;
 async dunders and names map to their blocking twins. A line ending in ``# aio-only``
-is dropped; a line ``# sync-only: <code>`` becomes ``<code>``. Hand-written per-flavour
+is dropped; a line ``# sync-only: <code>`` becomes ``<code>``. Whole blocks: the lines
+from ``# aio-only: begin`` to ``# aio-only: end`` are dropped, and those between
+``# sync-only: begin`` and ``# sync-only: end`` (each written ``# <code>``) become code. Hand-written per-flavour
 modules (``_prims.py``, ``_transport.py``, ``_ws.py``, ``__init__.py``) are not generated.
 """
 from __future__ import annotations
@@ -50,6 +52,8 @@ _name_re = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(NAMES, key=
 _async_re = re.compile(r"\basync\s+(def|for|with)\b")
 _await_re = re.compile(r"\bawait\s+")
 _sync_only_re = re.compile(r"^(\s*)# sync-only: (.*)$")
+_block_re = re.compile(r"^\s*# (aio-only|sync-only): (begin|end)$")
+_commented_re = re.compile(r"^(\s*)# ?(.*)$")
 
 
 LITERALS = [
@@ -73,7 +77,24 @@ def convert(text: str, name: str) -> str:
             USED.add(("literal", a))
             text = text.replace(a, b)
     out = []
-    for line in text.splitlines(keepends=True):
+    block = None  # "aio-only" or "sync-only" while inside such a block
+    for no, line in enumerate(text.splitlines(keepends=True), 1):
+        b = _block_re.match(line.rstrip("\n"))
+        if b:
+            kind, edge = b.groups()
+            if (edge == "begin") != (block is None) or (edge == "end" and block != kind):
+                raise SystemExit(f"{name}:{no}: unmatched '# {kind}: {edge}'")
+            block = kind if edge == "begin" else None
+            USED.add(("marker", f"# {kind}: block"))
+            continue
+        if block == "aio-only":
+            continue
+        if block == "sync-only":
+            c = _commented_re.match(line.rstrip("\n"))
+            if c is None or not line.strip():
+                raise SystemExit(f"{name}:{no}: a sync-only block holds commented code only")
+            out.append(c.group(1) + c.group(2) + "\n")
+            continue
         if line.rstrip().endswith("# aio-only"):
             USED.add(("marker", "# aio-only"))
             continue
@@ -86,13 +107,15 @@ def convert(text: str, name: str) -> str:
         line = _await_re.sub("", line)
         line = _name_re.sub(_rename, line)
         out.append(line)
+    if block is not None:
+        raise SystemExit(f"{name}: '# {block}: begin' is never ended")
     return HEADER.format(name=name) + "".join(out)
 
 
 def unused_rules() -> list:
     """Rewrite rules that changed nothing in any source: dead rules hide mistakes."""
     rules = [("name", k) for k in NAMES] + [("literal", a) for a, _ in LITERALS]
-    rules += [("marker", "# aio-only"), ("marker", "# sync-only:")]
+    rules += [("marker", "# aio-only"), ("marker", "# sync-only:"), ("marker", "# aio-only: block")]
     return [r for r in rules if r not in USED]
 
 

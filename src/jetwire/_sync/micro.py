@@ -224,7 +224,6 @@ class _Workers:
         return not self._backlog and self._busy < self._limit
 
 
-
     def join(self, timeout: float | None) -> bool:
         """Wait until nothing waits or is being handled; False on timeout."""
         return self._quiet.wait(timeout)

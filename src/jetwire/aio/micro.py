@@ -224,19 +224,21 @@ class _Workers:
         """Nothing waits and fewer than ``limit`` are being handled."""
         return not self._backlog and self._busy < self._limit
 
-    def adopt(self, task: Any) -> None:  # aio-only
-        """Count a request whose handler, started eagerly, goes on as ``task``."""  # aio-only
-        self._busy += 1  # aio-only
-        self._quiet.clear()  # aio-only
-        task.add_done_callback(self._adopted_done)  # aio-only
+    # aio-only: begin
+    def adopt(self, task: Any) -> None:
+        """Count a request whose handler, started eagerly, goes on as ``task``."""
+        self._busy += 1
+        self._quiet.clear()
+        task.add_done_callback(self._adopted_done)
 
-    def _adopted_done(self, task: Any) -> None:  # aio-only
-        self._busy -= 1  # aio-only
-        wake = self._wake_locked()  # aio-only
-        if wake is not None:  # aio-only
-            self._start(wake)  # aio-only
-        elif not self._busy and not self._backlog:  # aio-only
-            self._quiet.set()  # aio-only
+    def _adopted_done(self, task: Any) -> None:
+        self._busy -= 1
+        wake = self._wake_locked()
+        if wake is not None:
+            self._start(wake)
+        elif not self._busy and not self._backlog:
+            self._quiet.set()
+    # aio-only: end
 
     async def join(self, timeout: float | None) -> bool:
         """Wait until nothing waits or is being handled; False on timeout."""
@@ -297,17 +299,19 @@ class Endpoint:
         # sync-only: on_msg = self._workers.submit
         self._sub = self._svc._link.subscribe_direct(ep.subject, on_msg, queue=ep.queue_group or None)
 
-    def _on_msg(self, msg: Any) -> None:  # aio-only
-        """From the reader: start the handler at once when there is room (up to its first  # aio-only
-        wait, like an eager task: a handler that only responds costs no task and its answer  # aio-only
-        leaves with this read's), else queue the request for a worker."""  # aio-only
-        workers = self._workers  # aio-only
-        if workers._backlog or workers._busy >= workers._limit:  # aio-only
-            workers.submit(msg)  # aio-only
-            return  # aio-only
-        task = prims.eager_start(self._handle(msg))  # aio-only
-        if task is not None:  # aio-only
-            workers.adopt(task)  # aio-only
+    # aio-only: begin
+    def _on_msg(self, msg: Any) -> None:
+        """From the reader: start the handler at once when there is room (up to its first
+        wait, like an eager task: a handler that only responds costs no task and its answer
+        leaves with this read's), else queue the request for a worker."""
+        workers = self._workers
+        if workers._backlog or workers._busy >= workers._limit:
+            workers.submit(msg)
+            return
+        task = prims.eager_start(self._handle(msg))
+        if task is not None:
+            workers.adopt(task)
+    # aio-only: end
 
     def _account(self, req: Request) -> None:
         """Count ``req``: its time so far and, when it answered with one, its error."""
