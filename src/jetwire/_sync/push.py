@@ -32,7 +32,7 @@ from ..jetstream.push import (
 )
 from ..msg import Msg
 from . import _prims as prims
-from .client import Subscription
+from .iteration import MsgIteration
 from .push_core import END, PushCore, halt, listen, started
 
 log = logging.getLogger("jetwire")
@@ -161,7 +161,7 @@ def _bind(js: Any, stream: str, info: ConsumerInfo, subject: str, queue: str | N
     return ps
 
 
-class PushSubscription(PushCore):
+class PushSubscription(PushCore, MsgIteration):
     """A subscription fed by a push consumer: ``next_msg()``, iteration, ``unsubscribe()``,
     ``drain()``, ``consumer_info()``, ``pending_msgs``, ``delivered``, ``subject``, ``queue``.
 
@@ -200,10 +200,6 @@ class PushSubscription(PushCore):
                 raise ConnectionClosedError("connection closed")
             raise SubscriptionClosedError("subscription closed")
         return msg
-
-    # iteration as on a core subscription: ``next_msg(None)`` until the subscription ends
-    __iter__ = Subscription.__iter__
-    __next__ = Subscription.__next__
 
     def _run(self) -> None:
         cb = self._cb

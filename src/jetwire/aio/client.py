@@ -78,6 +78,7 @@ from ._transport import (
     Transport,
     Writer,
 )
+from .iteration import MsgIteration
 
 if TYPE_CHECKING:
     from .jetstream import JetStream
@@ -145,7 +146,7 @@ class _BarrierMark:
         return self.barrier.count_down()
 
 
-class Subscription(SubscriptionBase):
+class Subscription(SubscriptionBase, MsgIteration):
     """A subscription: ``next_msg()``, iteration, ``unsubscribe()``, ``drain()``,
     ``add_status_listener()``, ``set_pending_limits()``."""
 
@@ -235,15 +236,6 @@ class Subscription(SubscriptionBase):
             if remaining is not None and remaining <= 0:
                 raise TimeoutError("timed out waiting for a message")
             await signal.wait(remaining)
-
-    def __aiter__(self) -> Subscription:
-        return self
-
-    async def __anext__(self) -> Msg:
-        try:
-            return await self.next_msg(None)
-        except (SubscriptionClosedError, ConnectionClosedError):
-            raise StopAsyncIteration from None
 
     async def _run_cb(self) -> None:
         try:

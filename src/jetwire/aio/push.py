@@ -31,7 +31,7 @@ from ..jetstream.push import (
 )
 from ..msg import Msg
 from . import _prims as prims
-from .client import Subscription
+from .iteration import MsgIteration
 from .push_core import END, PushCore, halt, listen, started
 
 log = logging.getLogger("jetwire")
@@ -160,7 +160,7 @@ async def _bind(js: Any, stream: str, info: ConsumerInfo, subject: str, queue: s
     return ps
 
 
-class PushSubscription(PushCore):
+class PushSubscription(PushCore, MsgIteration):
     """A subscription fed by a push consumer: ``next_msg()``, iteration, ``unsubscribe()``,
     ``drain()``, ``consumer_info()``, ``pending_msgs``, ``delivered``, ``subject``, ``queue``.
 
@@ -199,10 +199,6 @@ class PushSubscription(PushCore):
                 raise ConnectionClosedError("connection closed")
             raise SubscriptionClosedError("subscription closed")
         return msg
-
-    # iteration as on a core subscription: ``next_msg(None)`` until the subscription ends
-    __aiter__ = Subscription.__aiter__
-    __anext__ = Subscription.__anext__
 
     async def _run(self) -> None:
         cb = self._cb

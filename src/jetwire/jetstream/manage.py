@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from .. import _impl
@@ -15,7 +15,7 @@ from ..errors import APIError, BadRequestError, JetStreamError, MsgNotFoundError
 from ..protocol.headers import Headers, check_value
 from ._json import Model, duration
 from .models import ConsumerConfig, RawStreamMsg
-from .schedule import schedule_headers
+from .schedule import schedule_headers, ttl_header_value
 
 __all__ = [
     "EXPECTED_LAST_MSG_ID_HDR",
@@ -71,26 +71,6 @@ def _uint(v: Any, what: str) -> str:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise ValueError(f"{what} must be a non-negative int, not {v!r}")
     return str(v)
-
-
-def ttl_header_value(ttl: Any, name: str = "ttl") -> str:
-    """The ``Nats-TTL`` value of a per-message TTL: ``ttl`` in seconds (a number or a
-    ``timedelta``, at least 1; the server keeps whole seconds, so a fraction is
-    dropped), or ``"never"`` (the message outlives the stream's ``max_age``). Raises
-    ``ValueError``/``TypeError`` (naming the argument ``name``) for anything else."""
-    if isinstance(ttl, str):
-        if ttl.lower() == "never":
-            return "never"
-        raise ValueError(f"{name} must be seconds or 'never', not {ttl!r}")
-    if isinstance(ttl, timedelta):
-        ttl = ttl.total_seconds()
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, not {type(ttl).__name__}")
-    if not ttl >= 1:  # (also NaN)
-        raise ValueError(f"{name} must be at least 1 second, not {ttl!r}")
-    if ttl == float("inf"):
-        return "never"
-    return f"{int(ttl)}s"
 
 
 def incr_headers(delta: Any) -> dict[str, str]:

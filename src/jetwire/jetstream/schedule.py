@@ -172,13 +172,32 @@ def validate_schedule(schedule: Any) -> str:
     return spec
 
 
+def ttl_header_value(ttl: Any, name: str = "ttl") -> str:
+    """The ``Nats-TTL`` value of a per-message TTL: ``ttl`` in seconds (a number or a
+    ``timedelta``, at least 1; the server keeps whole seconds, so a fraction is
+    dropped), or ``"never"`` (the message outlives the stream's ``max_age``). Raises
+    ``ValueError``/``TypeError`` (naming the argument ``name``) for anything else."""
+    if isinstance(ttl, str):
+        if ttl.lower() == "never":
+            return "never"
+        raise ValueError(f"{name} must be seconds or 'never', not {ttl!r}")
+    if isinstance(ttl, timedelta):
+        ttl = ttl.total_seconds()
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, not {type(ttl).__name__}")
+    if not ttl >= 1:  # (also NaN)
+        raise ValueError(f"{name} must be at least 1 second, not {ttl!r}")
+    if ttl == float("inf"):
+        return "never"
+    return f"{int(ttl)}s"
+
+
 def schedule_headers(schedule: Any, target: str | None, ttl: Any = None) -> dict[str, str]:
     """The headers of a scheduled message: ``Nats-Schedule`` (``schedule`` checked by
     :func:`validate_schedule`), ``Nats-Schedule-Target`` (required: the subject the
     scheduled messages are stored under, a subject of the same stream) and, with
     ``ttl``, ``Nats-Schedule-TTL`` (the per-message TTL of each generated message:
     seconds, at least 1, or ``"never"``; the stream needs ``allow_msg_ttl``)."""
-    from .manage import ttl_header_value  # manage imports this module
 
     spec = validate_schedule(schedule)
     if target is None:
