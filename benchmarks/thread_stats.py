@@ -1,0 +1,134 @@
+"""Where a row's client time goes, per thread: one row and one client in this process,
+with every thread's voluntary / involuntary context switches and CPU per message.
+
+    python benchmarks/thread_stats.py <row> [jetwire|jetwire.aio] [scale] [url]
+
+Without ``url`` an embedded nats-server is started (``jetwire.testing``). Prints the
+row's JSON result, then one line per kind of thread (threads of one name summed: the
+16 requesters of row s, a connection's reader threads, a service's workers) with its
+switches and CPU microseconds per message, read from ``/proc/self/task/*/status`` and
+``stat`` by a sampling thread (``sampler``: its own cost is listed). A voluntary switch
+is a wait: for a lock, a reply, the socket or the GIL; the GIL waits are the ones a
+thread makes beyond what its job needs. Linux only. Run it pinned (``taskset -c 0``
+with the server on another CPU) for the cross-core proxy of a many-core machine.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from jetwire.cli.rows import ROWS, run_row
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def task_stats(tid: int) -> tuple[int, int, float] | None:
+    """(voluntary, involuntary switches, CPU seconds) of one thread of this process."""
+    try:
+        with open(f"/proc/self/task/{tid}/status") as f:
+            status = f.read()
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            stat = f.read()
+    except OSError:  # ended meanwhile
+        return None
+    vol = invol = 0
+    for line in status.splitlines():
+        if line.startswith("voluntary_ctxt_switches"):
+            vol = int(line.split()[1])
+        elif line.startswith("nonvoluntary_ctxt_switches"):
+            invol = int(line.split()[1])
+    fields = stat[stat.rindex(")") + 2:].split()
+    return vol, invol, (int(fields[11]) + int(fields[12])) / TICK
+
+
+class Sampler:
+    """Keeps the last figures of every thread seen (a thread that ends keeps its last)."""
+
+    def __init__(self, period: float = 0.05) -> None:
+        self.period = period
+        self.last: dict[int, tuple[int, int, float]] = {}
+        self.names: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+
+    def _sample(self) -> None:
+        for t in threading.enumerate():
+            if t.native_id is not None:
+                self.names[t.native_id] = t.name
+        for tid in os.listdir("/proc/self/task"):
+            got = task_stats(int(tid))
+            if got is not None:
+                self.last[int(tid)] = got
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            self._sample()
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def by_kind(self) -> dict[str, list[float]]:
+        """name → [threads, voluntary, involuntary, CPU seconds], threads of one name summed
+        (``Thread-N (fn)`` counted under ``Thread (fn)``)."""
+        out: dict[str, list[float]] = {}
+        for tid, (vol, invol, cpu) in self.last.items():
+            name = self.names.get(tid, "?")
+            if name.startswith("Thread-"):
+                name = "Thread" + name[name.find(" "):] if " " in name else "Thread"
+            acc = out.setdefault(name, [0, 0, 0, 0.0])
+            acc[0] += 1
+            acc[1] += vol
+            acc[2] += invol
+            acc[3] += cpu
+        return out
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ROWS:
+        print(__doc__, file=sys.stderr)
+        return 2
+    row = argv[0]
+    client = argv[1] if len(argv) > 1 else "jetwire"
+    scale = float(argv[2]) if len(argv) > 2 else 1.0
+    url = argv[3] if len(argv) > 3 else ""
+    server = None
+    if not url:
+        from jetwire.testing import NatsServer
+
+        server = NatsServer()
+        server.start()
+        url = server.url
+    try:
+        with Sampler() as sampler:
+            t0 = time.perf_counter()
+            res = run_row(row, client, url, "", scale)
+            wall = time.perf_counter() - t0
+    finally:
+        if server is not None:
+            server.stop()
+    print(json.dumps({k: v for k, v in res.items() if not isinstance(v, list)}))
+    n = int(res.get("n") or max(1, int(ROWS[row].count * scale)))
+    print(f"{n} messages in {wall:.2f} s (set-up included in the thread figures below)")
+    print(f"{'thread':40s} {'n':>3s} {'vol/msg':>8s} {'invol/msg':>9s} {'cpu us/msg':>10s}")
+    tot = [0.0, 0.0, 0.0]
+    for name, (cnt, vol, invol, cpu) in sorted(sampler.by_kind().items(), key=lambda kv: -kv[1][3]):
+        tot[0] += vol
+        tot[1] += invol
+        tot[2] += cpu
+        print(f"{name[:40]:40s} {int(cnt):3d} {vol / n:8.2f} {invol / n:9.2f} {cpu / n * 1e6:10.1f}")
+    print(f"{'all':40s} {'':3s} {tot[0] / n:8.2f} {tot[1] / n:9.2f} {tot[2] / n * 1e6:10.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
