@@ -15,7 +15,7 @@ import click
 
 from .._redact import redact_text
 from .._units import parse_duration, parse_size
-from ._conn import CONN_KEYS, connect_kwargs, server_url
+from ._conn import CONN_KEYS, ConnSettings, connect_kwargs, server_url
 
 # ------------------------------------------------------------------------- errors
 
@@ -186,7 +186,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def connected(conn: dict[str, Any], **extra: Any) -> Iterator[Any]:
+def connected(conn: ConnSettings, **extra: Any) -> Iterator[Any]:
     """A blocking jetwire connection for one command."""
     import jetwire
 

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ._click import SIZE, CliError, connected, connection_options, console, one_line
-from ._conn import comma, human_bytes, human_duration
+from ._conn import ConnSettings, comma, human_bytes, human_duration
 
 
 def _rate(nbytes: int, seconds: float) -> str:
@@ -138,7 +138,7 @@ timeout_option = click.option("--timeout", type=float, default=10.0, show_defaul
 @timeout_option
 @connection_options
 def stream_backup(args: tuple[str, ...], all_streams: bool, chunk_size: int, check: bool,
-                  show_progress: bool | None, timeout: float, conn: dict[str, Any]) -> None:
+                  show_progress: bool | None, timeout: float, conn: ConnSettings) -> None:
     """Back a stream up into DIR (backup.json and stream.tar.s2, like `nats stream backup`)."""
     if all_streams and len(args) != 1:
         raise click.UsageError("with --all give only DIR")
@@ -164,7 +164,7 @@ def stream_backup(args: tuple[str, ...], all_streams: bool, chunk_size: int, che
 @timeout_option
 @connection_options
 def stream_restore(directory: str, name: str | None, all_streams: bool, show_progress: bool | None,
-                   timeout: float, conn: dict[str, Any]) -> None:
+                   timeout: float, conn: ConnSettings) -> None:
     """Restore a stream (and its consumers) from a backup in DIR."""
     if all_streams and name:
         raise click.UsageError("--name restores one stream: not with --all")

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ._click import DURATION, CliError, JetwireGroup, connected, connection_options, echo_json
-from ._conn import human_duration
+from ._conn import ConnSettings, human_duration
 from ._shared import js_of, json_option
 
 # ============================================================================== cluster
@@ -76,7 +76,7 @@ def server_cluster() -> None:
 @wait_option
 @json_option
 @connection_options
-def server_cluster_step_down(preferred: str | None, wait: float, as_json: bool, conn: dict[str, Any]) -> None:
+def server_cluster_step_down(preferred: str | None, wait: float, as_json: bool, conn: ConnSettings) -> None:
     """Make the JetStream meta leader step down; prints the new leader."""
     with connected(conn) as nc:
         try:

@@ -22,7 +22,7 @@ from ._click import (
     split_list,
     text_or_repr,
 )
-from ._conn import ago, comma, human_duration, human_time
+from ._conn import ConnSettings, ago, comma, human_duration, human_time
 from ._shared import (
     confirm,
     echo_list,
@@ -52,7 +52,7 @@ def consumer() -> None:
 @click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
 @json_option
 @connection_options
-def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: ConnSettings) -> None:
     """List a stream's consumers."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -106,7 +106,7 @@ def _print_consumer_info(i: Any) -> None:
 @click.argument("name")
 @json_option
 @connection_options
-def consumer_info(stream_name: str, name: str, as_json: bool, conn: dict[str, Any]) -> None:
+def consumer_info(stream_name: str, name: str, as_json: bool, conn: ConnSettings) -> None:
     """Show a consumer's configuration and state."""
     with connected(conn) as nc:
         info = js_of(nc).consumer(stream_name, name).info()
@@ -159,7 +159,7 @@ def consumer_add(stream_name: str, name: str, filters: Any, ack: str | None, del
                  replay: str | None, ack_wait: float | None, max_deliver: int | None,
                  max_ack_pending: int | None, max_waiting: int | None, inactive_threshold: float | None,
                  description: str | None, headers_only: bool | None, ephemeral: bool,
-                 config_file: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+                 config_file: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Create a pull consumer (durable unless --ephemeral)."""
     from ..jetstream.models import ConsumerConfig
 
@@ -197,7 +197,7 @@ def consumer_add(stream_name: str, name: str, filters: Any, ack: str | None, del
 @click.argument("name")
 @force_option
 @connection_options
-def consumer_rm(stream_name: str, name: str, force: bool, conn: dict[str, Any]) -> None:
+def consumer_rm(stream_name: str, name: str, force: bool, conn: ConnSettings) -> None:
     """Delete a consumer."""
     confirm(force, f"delete consumer {stream_name} > {name}")
     with connected(conn) as nc:
@@ -217,7 +217,7 @@ def consumer_rm(stream_name: str, name: str, force: bool, conn: dict[str, Any]) 
 @json_option
 @connection_options
 def consumer_next(stream_name: str, name: str, count: int, no_ack: bool, timeout: float, raw: bool, as_json: bool,
-                  conn: dict[str, Any]) -> None:
+                  conn: ConnSettings) -> None:
     """Fetch and print (and acknowledge) the next messages of a pull consumer."""
     got = 0
     with connected(conn) as nc:
@@ -288,7 +288,7 @@ def consumer_cluster() -> None:
 @json_option
 @connection_options
 def consumer_cluster_step_down(stream_name: str, name: str, preferred: str | None, wait: float, as_json: bool,
-                               conn: dict[str, Any]) -> None:
+                               conn: ConnSettings) -> None:
     """Make the leader of a consumer step down; prints the new leader."""
     with connected(conn) as nc:
         js = js_of(nc)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from ._click import DURATION, CliError, connected, connection_options, echo_json, parse_headers, read_body, text_or_repr
-from ._conn import human_duration
+from ._conn import ConnSettings, human_duration
 from ._shared import interrupted, json_option, msg_json, show_headers
 
 # ============================================================================== pub / sub / req
@@ -30,7 +30,7 @@ header_option = click.option("-H", "--header", "headers", multiple=True, metavar
 @click.option("-q", "--quiet", is_flag=True)
 @connection_options
 def pub(subject: str, body: str | None, headers: Any, count: int, reply: str | None, sleep: float | None,
-        quiet: bool, conn: dict[str, Any]) -> None:
+        quiet: bool, conn: ConnSettings) -> None:
     """Publish BODY ('-': standard input) to SUBJECT. '{count}' in BODY is replaced by the message number."""
     hdrs = parse_headers(headers)
     raw = read_body(body)
@@ -55,7 +55,7 @@ def pub(subject: str, body: str | None, headers: Any, count: int, reply: str | N
 @json_option
 @connection_options
 def sub(subject: str, queue: str | None, count: int | None, timeout: float | None, raw: bool, as_json: bool,
-        conn: dict[str, Any]) -> None:
+        conn: ConnSettings) -> None:
     """Print messages arriving on SUBJECT."""
     n = 0
     try:
@@ -105,7 +105,7 @@ def _incoming(nc: Any, subject: str, queue: str | None, timeout: float | None, b
 @json_option
 @connection_options
 def req(subject: str, body: str | None, headers: Any, timeout: float, raw: bool, as_json: bool,
-        conn: dict[str, Any]) -> None:
+        conn: ConnSettings) -> None:
     """Send a request and print the reply."""
     hdrs = parse_headers(headers)
     data = read_body(body)
@@ -139,7 +139,7 @@ _FIELD = re.compile(rb"\{(count|request|subject)\}")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print each request.")
 @connection_options
 def reply(subject: str, template: str | None, queue: str | None, echo: bool, count: int | None,
-          timeout: float | None, headers: Any, quiet: bool, conn: dict[str, Any]) -> None:
+          timeout: float | None, headers: Any, quiet: bool, conn: ConnSettings) -> None:
     """Answer requests on SUBJECT with TEMPLATE ('-': standard input; '{count}': the
     request's number, '{request}': its data, '{subject}': its subject), or with --echo."""
     if echo == (template is not None):

@@ -21,7 +21,7 @@ from ._click import (
     text_or_repr,
     write_bytes,
 )
-from ._conn import comma, human_bytes, human_duration, human_time
+from ._conn import ConnSettings, comma, human_bytes, human_duration, human_time
 from ._shared import confirm, echo_list, echo_names, enum_text, force_option, js_of, json_option, kv_table
 
 # ============================================================================== kv
@@ -47,7 +47,7 @@ def _kv_status_json(s: Any) -> dict[str, Any]:
 @click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
 @json_option
 @connection_options
-def kv_ls(names: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_ls(names: bool, as_json: bool, conn: ConnSettings) -> None:
     """List key-value buckets."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -83,7 +83,7 @@ def _print_kv_status(s: Any) -> None:
 @connection_options
 def kv_add(bucket: str, history: int, ttl: float | None, storage: str, replicas: int,
            max_value_size: int | None, max_bytes: int | None, description: str | None, compress: bool,
-           as_json: bool, conn: dict[str, Any]) -> None:
+           as_json: bool, conn: ConnSettings) -> None:
     """Create a key-value bucket."""
     fields: dict[str, Any] = {"bucket": bucket, "history": history, "storage": storage, "replicas": replicas}
     for k, v in (("ttl", ttl), ("max_value_size", max_value_size), ("max_bytes", max_bytes),
@@ -104,7 +104,7 @@ def kv_add(bucket: str, history: int, ttl: float | None, storage: str, replicas:
 @click.argument("bucket")
 @json_option
 @connection_options
-def kv_info(bucket: str, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_info(bucket: str, as_json: bool, conn: ConnSettings) -> None:
     """Show a bucket's status."""
     with connected(conn) as nc:
         s = js_of(nc).key_value(bucket).status()
@@ -132,7 +132,7 @@ def _entry_json(e: Any) -> dict[str, Any]:
 @click.option("--raw", is_flag=True, help="Only the value.")
 @json_option
 @connection_options
-def kv_get(bucket: str, key: str, revision: int | None, raw: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_get(bucket: str, key: str, revision: int | None, raw: bool, as_json: bool, conn: ConnSettings) -> None:
     """Show a key's value."""
     with connected(conn) as nc:
         e = js_of(nc).key_value(bucket).get(key, revision=revision)
@@ -152,7 +152,7 @@ def kv_get(bucket: str, key: str, revision: int | None, raw: bool, as_json: bool
 @click.argument("value", required=False)
 @json_option
 @connection_options
-def kv_put(bucket: str, key: str, value: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_put(bucket: str, key: str, value: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Store VALUE under KEY (VALUE '-' or absent: read standard input)."""
     data = read_body("-" if value is None else value)
     with connected(conn) as nc:
@@ -169,7 +169,7 @@ def kv_put(bucket: str, key: str, value: str | None, as_json: bool, conn: dict[s
 @click.option("--purge", is_flag=True, help="Remove the key's history too.")
 @force_option
 @connection_options
-def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: dict[str, Any]) -> None:
+def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: ConnSettings) -> None:
     """Delete (or purge) a key."""
     confirm(force, f"{'purge' if purge else 'delete'} key {bucket} > {key}")
     with connected(conn) as nc:
@@ -183,7 +183,7 @@ def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: dict[str, Any]
 @click.argument("key")
 @json_option
 @connection_options
-def kv_history(bucket: str, key: str, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_history(bucket: str, key: str, as_json: bool, conn: ConnSettings) -> None:
     """Show every stored revision of a key."""
     with connected(conn) as nc:
         entries = js_of(nc).key_value(bucket).history(key)
@@ -206,7 +206,7 @@ def kv_history(bucket: str, key: str, as_json: bool, conn: dict[str, Any]) -> No
 @json_option
 @connection_options
 def kv_watch(bucket: str, key: str, count: int | None, updates_only: bool, include_history: bool, as_json: bool,
-             conn: dict[str, Any]) -> None:
+             conn: ConnSettings) -> None:
     """Print changes to a bucket (KEY may be a pattern; default: every key)."""
     seen = 0
     with connected(conn) as nc:
@@ -233,7 +233,7 @@ def kv_watch(bucket: str, key: str, count: int | None, updates_only: bool, inclu
 @click.argument("bucket")
 @force_option
 @connection_options
-def kv_rm(bucket: str, force: bool, conn: dict[str, Any]) -> None:
+def kv_rm(bucket: str, force: bool, conn: ConnSettings) -> None:
     """Delete a bucket and everything in it."""
     confirm(force, f"delete bucket {bucket}")
     with connected(conn) as nc:

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from ._click import JetwireGroup, connection_options
+from ._conn import ConnSettings
 
 
 def _version() -> str:
@@ -32,7 +33,7 @@ def _print_version(ctx: click.Context, param: Any, value: bool) -> None:
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
 @connection_options
-def cli(conn: dict[str, Any]) -> None:
+def cli(conn: ConnSettings) -> None:
     """jetwire: a fast NATS and JetStream client for Python, from the command line.
 
     Connection options (--server, auth, TLS) may be given here or after any command;

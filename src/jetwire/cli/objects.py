@@ -19,7 +19,7 @@ from ._click import (
     stdin_bytes,
     write_bytes,
 )
-from ._conn import human_bytes, human_duration, human_time
+from ._conn import ConnSettings, human_bytes, human_duration, human_time
 from ._shared import confirm, echo_list, enum_text, force_option, js_of, json_option, kv_table
 
 # ============================================================================== object
@@ -69,7 +69,7 @@ def _print_obj_info(i: Any) -> None:
 @json_option
 @connection_options
 def object_add(bucket: str, ttl: float | None, storage: str, replicas: int, max_bytes: int | None,
-               description: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+               description: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Create an object store bucket."""
     fields: dict[str, Any] = {"bucket": bucket, "storage": storage, "replicas": replicas}
     for k, v in (("ttl", ttl), ("max_bytes", max_bytes), ("description", description)):
@@ -88,7 +88,7 @@ def object_add(bucket: str, ttl: float | None, storage: str, replicas: int, max_
 @click.option("--deleted", "show_deleted", is_flag=True, help="Include deleted objects.")
 @json_option
 @connection_options
-def object_ls(bucket: str | None, show_deleted: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def object_ls(bucket: str | None, show_deleted: bool, as_json: bool, conn: ConnSettings) -> None:
     """List object store buckets, or the objects in BUCKET."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -114,7 +114,7 @@ def object_ls(bucket: str | None, show_deleted: bool, as_json: bool, conn: dict[
 @json_option
 @connection_options
 def object_put(bucket: str, file: str, name: str | None, description: str | None, as_json: bool,
-               conn: dict[str, Any]) -> None:
+               conn: ConnSettings) -> None:
     """Store FILE ('-': standard input) in BUCKET."""
     from ..jetstream.obj_models import ObjectMeta
 
@@ -143,7 +143,7 @@ def object_put(bucket: str, file: str, name: str | None, description: str | None
               help="Where to write it ('-': standard output; default: the object's base name here).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 @connection_options
-def object_get(bucket: str, name: str, output: str | None, force: bool, conn: dict[str, Any]) -> None:
+def object_get(bucket: str, name: str, output: str | None, force: bool, conn: ConnSettings) -> None:
     """Fetch an object (its SHA-256 digest is checked)."""
     target = output or os.path.basename(name.rstrip("/")) or name
     if target != "-" and os.path.exists(target) and not force:
@@ -164,7 +164,7 @@ def object_get(bucket: str, name: str, output: str | None, force: bool, conn: di
 @click.argument("name", required=False)
 @json_option
 @connection_options
-def object_info(bucket: str, name: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+def object_info(bucket: str, name: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Show a bucket's status, or an object's metadata."""
     with connected(conn) as nc:
         store = js_of(nc).object_store(bucket)
@@ -181,7 +181,7 @@ def object_info(bucket: str, name: str | None, as_json: bool, conn: dict[str, An
 @click.argument("name", required=False)
 @force_option
 @connection_options
-def object_rm(bucket: str, name: str | None, force: bool, conn: dict[str, Any]) -> None:
+def object_rm(bucket: str, name: str | None, force: bool, conn: ConnSettings) -> None:
     """Delete an object, or (without NAME) the whole bucket."""
     confirm(force, f"delete {'object ' + bucket + ' > ' + name if name else 'object store ' + bucket}")
     with connected(conn) as nc:

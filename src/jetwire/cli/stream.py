@@ -25,7 +25,7 @@ from ._click import (
     text_or_repr,
     write_bytes,
 )
-from ._conn import ago, comma, human_bytes, human_duration, human_time
+from ._conn import ConnSettings, ago, comma, human_bytes, human_duration, human_time
 from ._shared import (
     confirm,
     echo_list,
@@ -59,7 +59,7 @@ def _stream_row(info: Any) -> list:
 @click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
 @json_option
 @connection_options
-def stream_ls(subject: str | None, names: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def stream_ls(subject: str | None, names: bool, as_json: bool, conn: ConnSettings) -> None:
     """List streams."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -114,7 +114,7 @@ def _print_stream_info(info: Any) -> None:
 @click.argument("name")
 @json_option
 @connection_options
-def stream_info(name: str, as_json: bool, conn: dict[str, Any]) -> None:
+def stream_info(name: str, as_json: bool, conn: ConnSettings) -> None:
     """Show a stream's configuration and state."""
     with connected(conn) as nc:
         info = js_of(nc).stream(name).info()
@@ -179,7 +179,7 @@ def _stream_fields(kw: dict[str, Any]) -> dict[str, Any]:
 @stream_config_options
 @json_option
 @connection_options
-def stream_add(name: str, as_json: bool, conn: dict[str, Any], config_file: str | None, **kw: Any) -> None:
+def stream_add(name: str, as_json: bool, conn: ConnSettings, config_file: str | None, **kw: Any) -> None:
     """Create a stream (subjects default to the stream's name)."""
     from ..jetstream.models import StreamConfig
 
@@ -201,7 +201,7 @@ def stream_add(name: str, as_json: bool, conn: dict[str, Any], config_file: str 
 @stream_config_options
 @json_option
 @connection_options
-def stream_edit(name: str, as_json: bool, conn: dict[str, Any], config_file: str | None, **kw: Any) -> None:
+def stream_edit(name: str, as_json: bool, conn: ConnSettings, config_file: str | None, **kw: Any) -> None:
     """Change a stream's configuration (only the options given)."""
     from ..jetstream.models import StreamConfig
 
@@ -225,7 +225,7 @@ def stream_edit(name: str, as_json: bool, conn: dict[str, Any], config_file: str
 @click.argument("name")
 @force_option
 @connection_options
-def stream_rm(name: str, force: bool, conn: dict[str, Any]) -> None:
+def stream_rm(name: str, force: bool, conn: ConnSettings) -> None:
     """Delete a stream and all its messages."""
     confirm(force, f"delete stream {name}")
     with connected(conn) as nc:
@@ -242,7 +242,7 @@ def stream_rm(name: str, force: bool, conn: dict[str, Any]) -> None:
 @json_option
 @connection_options
 def stream_purge(name: str, subject: str | None, seq: int | None, keep: int | None, force: bool,
-                 as_json: bool, conn: dict[str, Any]) -> None:
+                 as_json: bool, conn: ConnSettings) -> None:
     """Remove messages from a stream."""
     if seq is not None and keep is not None:
         raise click.UsageError("--seq and --keep exclude each other")
@@ -277,7 +277,7 @@ def _raw_msg_json(m: Any) -> dict[str, Any]:
 @json_option
 @connection_options
 def stream_get(name: str, seq: int | None, last_for: str | None, direct: bool, raw: bool, as_json: bool,
-               conn: dict[str, Any]) -> None:
+               conn: ConnSettings) -> None:
     """Show a stored message by sequence (or the last one for a subject)."""
     if (seq is None) == (last_for is None):
         raise click.UsageError("give a sequence or --last-for SUBJECT")
@@ -379,7 +379,7 @@ def _read_batch(path: str) -> list[dict[str, Any]]:
 @json_option
 @connection_options
 def stream_publish(subject: str | None, body: str | None, headers: Any, msg_id: str | None,
-                   batch_file: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+                   batch_file: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Publish BODY ('-': standard input) to SUBJECT and wait for the stream's ack, or an
     atomic batch with --batch FILE (the last message commits it)."""
     if batch_file is None:
@@ -433,7 +433,7 @@ def stream_cluster() -> None:
 @json_option
 @connection_options
 def stream_cluster_step_down(name: str, preferred: str | None, wait: float, as_json: bool,
-                             conn: dict[str, Any]) -> None:
+                             conn: ConnSettings) -> None:
     """Make the leader of a stream step down; prints the new leader."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -450,7 +450,7 @@ def stream_cluster_step_down(name: str, preferred: str | None, wait: float, as_j
 @force_option
 @json_option
 @connection_options
-def stream_cluster_peer_remove(name: str, peer: str, force: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def stream_cluster_peer_remove(name: str, peer: str, force: bool, as_json: bool, conn: ConnSettings) -> None:
     """Remove server PEER from the replicas of a stream (a new one is placed if it can be)."""
     confirm(force, f"remove peer {peer} from stream {name}")
     with connected(conn) as nc:
