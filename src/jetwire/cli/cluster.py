@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,10 +14,14 @@ from ._click import DURATION, CliError, JetwireGroup, connected, connection_opti
 from ._conn import ConnSettings, human_duration
 from ._shared import js_of, json_option
 
+if TYPE_CHECKING:
+    from jetwire import Client
+    from jetwire.jetstream.models import ConsumerInfo, StreamInfo
+
 # ============================================================================== cluster
 
 
-def leader_of(info: Any) -> str | None:
+def leader_of(info: StreamInfo | ConsumerInfo) -> str | None:
     return info.cluster.leader if info.cluster is not None else None
 
 
@@ -57,7 +61,7 @@ wait_option = click.option("--wait", type=DURATION, default="10s", show_default=
 
 
 
-def _meta_leader(nc: Any) -> str | None:
+def _meta_leader(nc: Client) -> str | None:
     """The meta group's leader as ``$SYS.REQ.SERVER.PING.JSZ`` reports it (system account)."""
     import orjson
 

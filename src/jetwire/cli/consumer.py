@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -39,6 +39,10 @@ from ._shared import (
 )
 from .cluster import leader_of, new_leader, preferred_option, stepped_down, wait_option
 
+if TYPE_CHECKING:
+    from ..jetstream.models import ConsumerInfo
+    from ..msg import Msg
+
 # ============================================================================== consumer
 
 
@@ -67,7 +71,7 @@ def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: ConnSettings
                           comma(i.num_pending), ago(i.delivered.last_active)))
 
 
-def _print_consumer_info(i: Any) -> None:
+def _print_consumer_info(i: ConsumerInfo) -> None:
     c = i.config
     con = console()
     con.print(kv_table([
@@ -155,7 +159,7 @@ def _deliver(value: str) -> dict[str, Any]:
               help="A JSON consumer configuration; options given here override it.")
 @json_option
 @connection_options
-def consumer_add(stream_name: str, name: str, filters: Any, ack: str | None, deliver: str | None,
+def consumer_add(stream_name: str, name: str, filters: tuple[str, ...], ack: str | None, deliver: str | None,
                  replay: str | None, ack_wait: float | None, max_deliver: int | None,
                  max_ack_pending: int | None, max_waiting: int | None, inactive_threshold: float | None,
                  description: str | None, headers_only: bool | None, ephemeral: bool,
@@ -240,7 +244,7 @@ def consumer_next(stream_name: str, name: str, count: int, no_ack: bool, timeout
         raise CliError(f"timeout: received {got} of {count} messages")
 
 
-def _show_js_msg(m: Any, raw: bool, as_json: bool) -> None:
+def _show_js_msg(m: Msg, raw: bool, as_json: bool) -> None:
     if as_json:
         d = msg_json(m)
         md = _metadata(m)
@@ -259,7 +263,7 @@ def _show_js_msg(m: Any, raw: bool, as_json: bool) -> None:
     sys.stdout.flush()
 
 
-def _metadata(m: Any) -> dict[str, Any] | None:
+def _metadata(m: Msg) -> dict[str, object] | None:
     try:
         md = m.metadata
     except Exception:

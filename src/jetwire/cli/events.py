@@ -23,7 +23,7 @@ from ._shared import interrupted, json_option
 @click.option("--domain", default=None, help="JetStream domain: skip events of other domains.")
 @json_option
 @connection_options
-def events(count: int | None, timeout: float | None, fmt: str, kinds: tuple, domain: str | None,
+def events(count: int | None, timeout: float | None, fmt: str, kinds: tuple[str, ...], domain: str | None,
            as_json: bool, conn: ConnSettings) -> None:
     """Show JetStream advisories and metrics ($JS.EVENT.ADVISORY.> and $JS.EVENT.METRIC.>),
     rendered by jetwire.events; json and cloudevents print one document a line

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,9 @@ from ._click import (
 from ._conn import ConnSettings, comma, human_bytes, human_duration, human_time
 from ._shared import confirm, echo_list, echo_names, enum_text, force_option, js_of, json_option, kv_table
 
+if TYPE_CHECKING:
+    from ..jetstream.kv_models import KeyValueEntry, KeyValueStatus
+
 # ============================================================================== kv
 
 
@@ -32,12 +35,12 @@ def kv() -> None:
     """Key-value buckets: ls, add, info, get, put, del, history, watch, rm."""
 
 
-def _kv_status_row(s: Any) -> list:
+def _kv_status_row(s: KeyValueStatus) -> list[str]:
     return [s.bucket, s.description or "", enum_text(s.storage), str(s.replicas), str(s.history),
             human_duration(s.ttl) if s.ttl else "-", comma(s.values), human_bytes(s.bytes)]
 
 
-def _kv_status_json(s: Any) -> dict[str, Any]:
+def _kv_status_json(s: KeyValueStatus) -> dict[str, object]:
     return {"bucket": s.bucket, "description": s.description, "values": s.values, "history": s.history,
             "ttl": s.ttl, "bytes": s.bytes, "storage": enum_text(s.storage), "replicas": s.replicas,
             "compressed": s.is_compressed, "stream_info": s.stream_info.to_json_dict()}
@@ -60,7 +63,7 @@ def kv_ls(names: bool, as_json: bool, conn: ConnSettings) -> None:
                "Key-value buckets", _kv_status_row)
 
 
-def _print_kv_status(s: Any) -> None:
+def _print_kv_status(s: KeyValueStatus) -> None:
     console().print(kv_table([
         ("Bucket", s.bucket), ("Description", s.description), ("Values", comma(s.values)),
         ("History", s.history), ("TTL", human_duration(s.ttl) if s.ttl else "forever"),
@@ -114,8 +117,8 @@ def kv_info(bucket: str, as_json: bool, conn: ConnSettings) -> None:
         _print_kv_status(s)
 
 
-def _entry_json(e: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {"bucket": e.bucket, "key": e.key, "revision": e.revision,
+def _entry_json(e: KeyValueEntry) -> dict[str, object]:
+    d: dict[str, object] = {"bucket": e.bucket, "key": e.key, "revision": e.revision,
                          "created": e.created.isoformat() if e.created else None, "delta": e.delta,
                          "operation": enum_text(e.operation)}
     try:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
@@ -22,7 +21,7 @@ def _version() -> str:
     return f"jetwire {jetwire.__version__} (protocol core: {impl}, Python {sys.version.split()[0]})"
 
 
-def _print_version(ctx: click.Context, param: Any, value: bool) -> None:
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
     click.echo(_version())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from ._click import (
 from ._conn import ConnSettings, human_bytes, human_duration, human_time
 from ._shared import confirm, echo_list, enum_text, force_option, js_of, json_option, kv_table
 
+if TYPE_CHECKING:
+    from ..jetstream.obj_models import ObjectInfo, ObjectStoreStatus
+
 # ============================================================================== object
 
 
@@ -30,19 +33,19 @@ def object_() -> None:
     """Object stores: ls, add, put, get, info, rm."""
 
 
-def _obj_status_json(s: Any) -> dict[str, Any]:
+def _obj_status_json(s: ObjectStoreStatus) -> dict[str, object]:
     return {"bucket": s.bucket, "description": s.description, "size": s.size, "ttl": s.ttl, "sealed": s.sealed,
             "storage": enum_text(s.storage), "replicas": s.replicas, "stream_info": s.stream_info.to_json_dict()}
 
 
-def _obj_info_json(i: Any) -> dict[str, Any]:
+def _obj_info_json(i: ObjectInfo) -> dict[str, object]:
     d = i.to_json_dict() if hasattr(i, "to_json_dict") else {}
     d.update({"name": i.name, "bucket": i.bucket, "size": i.size, "chunks": i.chunks, "digest": i.digest,
               "mtime": i.mtime.isoformat() if i.mtime else None, "deleted": i.deleted})
     return d
 
 
-def _print_obj_status(s: Any) -> None:
+def _print_obj_status(s: ObjectStoreStatus) -> None:
     console().print(kv_table([
         ("Bucket", s.bucket), ("Description", s.description), ("Size", human_bytes(s.size)),
         ("TTL", human_duration(s.ttl) if s.ttl else "forever"), ("Sealed", "yes" if s.sealed else "no"),
@@ -50,7 +53,7 @@ def _print_obj_status(s: Any) -> None:
     ], title=f"Object store {s.bucket}"))
 
 
-def _print_obj_info(i: Any) -> None:
+def _print_obj_info(i: ObjectInfo) -> None:
     console().print(kv_table([
         ("Name", i.name), ("Bucket", i.bucket), ("Description", i.description), ("Size", human_bytes(i.size)),
         ("Modified", human_time(i.mtime)), ("Chunks", i.chunks), ("Digest", i.digest),
