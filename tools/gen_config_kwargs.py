@@ -47,7 +47,7 @@ def _fields(module: str, name: str) -> tuple[type, list[tuple[str, str]]]:
 
 def _widen(annotation: str, mod: object, names: set) -> str:
     """``annotation`` with every enum ``E`` as ``E | str`` and every nested config
-    ``C`` as ``C | dict[str, Any]``; ``names`` collects what must be imported."""
+    ``C`` as ``C | JSONObject`` (its JSON dict); ``names`` collects what must be imported."""
 
     def repl(m: re.Match[str]) -> str:
         word = m.group(0)
@@ -57,7 +57,8 @@ def _widen(annotation: str, mod: object, names: set) -> str:
             return f"{word} | str"
         if isinstance(obj, type) and dataclasses.is_dataclass(obj):
             names.add((obj.__module__, word))
-            return f"{word} | dict[str, Any]"
+            names.add(("jetwire.jetstream._json", "JSONObject"))
+            return f"{word} | JSONObject"
         if word == "datetime":
             names.add(("datetime", word))
         return word
@@ -82,7 +83,7 @@ def render() -> str:
             "from __future__ import annotations", ""]
     if imports.pop("datetime", None):
         head.append("from datetime import datetime")
-    head += ["from typing import Any, TypedDict", ""]
+    head += ["from typing import TypedDict", ""]
     for module in sorted(imports):  # first-party, one name a line (the import order ruff keeps)
         head.append(f"from {module} import (")
         head += [f"    {n}," for n in sorted(imports[module], key=str.lower)]

@@ -5,17 +5,33 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
 from .._redact import redact_text
 from .._units import parse_duration, parse_size
-from ._conn import CONN_KEYS, connect_kwargs, server_url
+from ._conn import CONN_KEYS, ConnSettings, connect_kwargs, server_url
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+    from rich.console import Console, RenderableType
+    from rich.table import Table
+
+    from jetwire import Client
+    from jetwire.protocol.headers import Headers
+
+    # click >= 8.2 types its parameter types (value, input); 8.1 (allowed) does not
+    _IntParam = click.ParamType[int, str | int]
+    _FloatParam = click.ParamType[float, str | float]
+else:
+    _IntParam = _FloatParam = click.ParamType
+
+_R = TypeVar("_R")
 
 # ------------------------------------------------------------------------- errors
 
@@ -25,7 +41,7 @@ class CliError(click.ClickException):
 
     exit_code = 1
 
-    def show(self, file: Any = None) -> None:
+    def show(self, file: object = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
 
 
@@ -45,7 +61,7 @@ class JetwireGroup(click.Group):
     """A click group whose commands fail with one line (``error: ...``, exit 1) instead of
     a traceback. ``JETWIRE_DEBUG=1`` shows the traceback as well."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
@@ -68,10 +84,10 @@ class JetwireGroup(click.Group):
 # ------------------------------------------------------------------------- params
 
 
-class SizeType(click.ParamType):
+class SizeType(_IntParam):
     name = "size"
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+    def convert(self, value: str | int, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
         try:
@@ -80,10 +96,10 @@ class SizeType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class DurationType(click.ParamType):
+class DurationType(_FloatParam):
     name = "duration"
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+    def convert(self, value: str | float, param: click.Parameter | None, ctx: click.Context | None) -> float:
         if isinstance(value, (int, float)):
             return float(value)
         try:
@@ -92,12 +108,12 @@ class DurationType(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-class CountType(click.ParamType):
+class CountType(_IntParam):
     """A message count: ``100000``, ``100k``, ``1M``, ``1e5`` (1000-based)."""
 
     name = "count"
 
-    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+    def convert(self, value: str | int, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             n = value
         else:
@@ -123,7 +139,7 @@ COUNT = CountType()
 DURATION = DurationType()
 
 
-def split_list(values: Any) -> list:
+def split_list(values: Iterable[object] | None) -> list[str]:
     """``--subjects a,b --subjects c`` -> ``["a", "b", "c"]``."""
     out: list[str] = []
     for v in values or ():
@@ -152,7 +168,7 @@ _CONN_HELP = {
 }
 
 
-def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def connection_options(f: Callable[..., _R]) -> Callable[..., _R]:
     """Add ``--server``, auth and TLS options; the command receives them as ``conn`` (a dict)."""
     opts = [
         click.option("-s", "--server", "server", metavar="URL", help=_CONN_HELP["server"]),
@@ -166,7 +182,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--tls-key", metavar="FILE", type=click.Path(exists=True, dir_okay=False), help=_CONN_HELP["tls_key"]),
     ]
 
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> _R:
         conn = {k: kwargs.pop(k, None) for k in CONN_KEYS}
         parent = click.get_current_context().find_root().meta.get("jetwire.conn", {})
         for k in CONN_KEYS:
@@ -186,7 +202,7 @@ def connection_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def connected(conn: dict[str, Any], **extra: Any) -> Iterator[Any]:
+def connected(conn: ConnSettings, **extra: Any) -> Iterator[Client]:
     """A blocking jetwire connection for one command."""
     import jetwire
 
@@ -207,7 +223,7 @@ def connected(conn: dict[str, Any], **extra: Any) -> Iterator[Any]:
 # ------------------------------------------------------------------------- output
 
 
-def console(stderr: bool = False) -> Any:
+def console(stderr: bool = False) -> Console:
     """A rich console on the current stdout/stderr (so click's test runner captures it)."""
     from rich.console import Console
 
@@ -217,7 +233,7 @@ def console(stderr: bool = False) -> Any:
                    highlight=False, soft_wrap=not tty, force_terminal=None if tty else False)
 
 
-def table(*cols: str, title: str | None = None, **kw: Any) -> Any:
+def table(*cols: str, title: str | None = None, **kw: Any) -> Table:
     """A rich table whose cells show exactly the text they are given: values, subjects,
     descriptions and metadata from the server are never read as rich markup (``[x]``
     stays). Styled cells are passed as ``rich.text.Text``."""
@@ -225,7 +241,7 @@ def table(*cols: str, title: str | None = None, **kw: Any) -> Any:
     from rich.text import Text
 
     class _PlainTable(Table):
-        def add_row(self, *cells: Any, **opts: Any) -> None:
+        def add_row(self, *cells: RenderableType | None, **opts: Any) -> None:
             super().add_row(*(Text(c) if isinstance(c, str) else c for c in cells), **opts)
 
     t = _PlainTable(title=Text(title) if isinstance(title, str) else title,
@@ -235,7 +251,7 @@ def table(*cols: str, title: str | None = None, **kw: Any) -> Any:
     return t
 
 
-def _json_default(o: Any) -> Any:
+def _json_default(o: object) -> object:
     if isinstance(o, datetime):
         return o.isoformat()
     if isinstance(o, Enum):
@@ -252,15 +268,15 @@ def _json_default(o: Any) -> Any:
     if hasattr(o, "__dataclass_fields__"):
         import dataclasses
 
-        return {k: v for k, v in dataclasses.asdict(o).items() if not k.startswith("_")}
+        return {k: v for k, v in dataclasses.asdict(cast("DataclassInstance", o)).items() if not k.startswith("_")}
     return str(o)
 
 
-def to_jsonable(obj: Any) -> Any:
+def to_jsonable(obj: object) -> Any:
     return json.loads(json.dumps(obj, default=_json_default))
 
 
-def echo_json(obj: Any, compact: bool = False) -> None:
+def echo_json(obj: object, compact: bool = False) -> None:
     text = json.dumps(obj, default=_json_default, indent=None if compact else 2, sort_keys=False)
     click.echo(text)
 
@@ -278,20 +294,20 @@ def text_or_repr(data: bytes, limit: int | None = None) -> str:
         return repr(data) + tail
 
 
-def headers_dict(h: Any) -> dict[str, list]:
+def headers_dict(h: Headers | Mapping[str, str] | None) -> dict[str, list[str]]:
     if not h:
         return {}
-    out: dict[str, list] = {}
+    out: dict[str, list[str]] = {}
     for k in h:
         out[k] = list(h.get_all(k)) if hasattr(h, "get_all") else [h[k]]
     return out
 
 
-def parse_headers(values: Any) -> dict[str, list] | None:
+def parse_headers(values: Iterable[str] | None) -> dict[str, list[str]] | None:
     """``-H K:V`` (repeatable) -> headers dict, or None."""
     if not values:
         return None
-    out: dict[str, list] = {}
+    out: dict[str, list[str]] = {}
     for v in values:
         if ":" not in v:
             raise click.BadParameter(f"header {v!r} is not KEY:VALUE", param_hint="'-H/--header'")
@@ -309,9 +325,9 @@ def read_body(body: str | None) -> bytes:
     return body.encode()
 
 
-def stdin_bytes() -> Any:
+def stdin_bytes() -> IO[bytes]:
     """Binary standard input (the current one, so click's test runner can feed it)."""
-    return getattr(sys.stdin, "buffer", sys.stdin)
+    return cast("IO[bytes]", getattr(sys.stdin, "buffer", sys.stdin))
 
 
 def write_bytes(data: bytes) -> None:
@@ -325,9 +341,9 @@ def write_bytes(data: bytes) -> None:
         out.flush()
 
 
-def size_or_none(value: Any) -> Any:
+def size_or_none(value: str | None) -> int | None:
     return None if value is None else parse_size(value)
 
 
-def duration_or_none(value: Any) -> Any:
+def duration_or_none(value: str | None) -> float | None:
     return None if value is None else parse_duration(value)

@@ -16,13 +16,17 @@ DEFAULT_URL = "nats://127.0.0.1:4222"
 #: the connection settings a command line carries (all picklable, for worker processes)
 CONN_KEYS = ("server", "user", "password", "token", "creds", "nkey", "tls_ca", "tls_cert", "tls_key")
 
+#: a command's connection settings: ``CONN_KEYS`` -> the value given (a URL, a name, a
+#: secret or a file path), or None where it was not given
+ConnSettings = dict[str, str | None]
+
 
 def server_url(value: str | None) -> str:
     """``--server`` value, else ``$NATS_URL``, else ``nats://127.0.0.1:4222``."""
     return value or os.environ.get("NATS_URL") or DEFAULT_URL
 
 
-def connect_kwargs(conn: dict[str, Any]) -> dict[str, Any]:
+def connect_kwargs(conn: ConnSettings) -> dict[str, Any]:
     """``jetwire.connect`` keyword arguments from a dict of CLI connection settings
     (``server`` excluded); the TLS files are passed on (``connect()`` builds the context)."""
     kw: dict[str, Any] = {}

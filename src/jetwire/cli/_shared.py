@@ -6,12 +6,24 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from ._click import CliError, console, echo_json, headers_dict, table
 from ._conn import comma
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from rich.table import Table
+
+    from jetwire import Client
+    from jetwire._sync.jetstream import JetStream
+    from jetwire.jetstream._json import Model
+    from jetwire.msg import Msg
+
+    _M = TypeVar("_M", bound=Model)
+_T = TypeVar("_T")
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Output JSON.")
 force_option = click.option("-f", "--force", is_flag=True, help="Do not ask for confirmation.")
@@ -27,8 +39,8 @@ def echo_names(names: Iterable[str], as_json: bool) -> None:
         click.echo(n)
 
 
-def echo_list(items: Sequence[Any], as_json: bool, to_json: Callable[[Any], Any], empty: str,
-               cols: Sequence[str], title: str, row: Callable[[Any], Sequence[Any]]) -> None:
+def echo_list(items: Sequence[_T], as_json: bool, to_json: Callable[[_T], object], empty: str,
+               cols: Sequence[str], title: str, row: Callable[[_T], Sequence[RenderableType | None]]) -> None:
     """An ``ls`` listing: JSON (``to_json`` of each item), ``empty`` when there is none,
     else a table of ``cols`` titled ``<title> (<count>)`` with ``row(item)`` for each."""
     if as_json:
@@ -43,7 +55,7 @@ def echo_list(items: Sequence[Any], as_json: bool, to_json: Callable[[Any], Any]
     console().print(t)
 
 
-def kv_table(rows: list[tuple], title: str | None = None) -> Any:
+def kv_table(rows: list[tuple[str, object]], title: str | None = None) -> Table:
     t = table(title=title, show_header=False, box=None, pad_edge=False)
     t.add_column(justify="right", style="bold")
     t.add_column()
@@ -66,23 +78,23 @@ def confirm(force: bool, what: str) -> None:
         click.confirm(f"Really {what}?", abort=True, err=True)
 
 
-def limit_text(v: int | None, fmt: Any = comma) -> str:
+def limit_text(v: int | None, fmt: Callable[[int], str] = comma) -> str:
     if v is None or v < 0:
         return "unlimited"
     return fmt(v)
 
 
-def enum_text(v: Any) -> str:
+def enum_text(v: object) -> str:
     return str(getattr(v, "value", v)) if v is not None else "-"
 
 
-def js_of(nc: Any) -> Any:
+def js_of(nc: Client) -> JetStream:
     return nc.jetstream(timeout=10)
 
 
 
 
-def load_config(path: str | None, cls: Any) -> Any:
+def load_config(path: str | None, cls: type[_M]) -> _M | None:
     if not path:
         return None
     with open(path, "rb") as f:
@@ -92,8 +104,8 @@ def load_config(path: str | None, cls: Any) -> Any:
             raise CliError(f"{path}: not a JSON configuration ({exc})") from None
 
 
-def msg_json(m: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {"subject": m.subject}
+def msg_json(m: Msg) -> dict[str, object]:
+    d: dict[str, object] = {"subject": m.subject}
     if m.reply:
         d["reply"] = m.reply
     h = headers_dict(m.headers)
@@ -106,7 +118,7 @@ def msg_json(m: Any) -> dict[str, Any]:
     return d
 
 
-def show_headers(m: Any) -> None:
+def show_headers(m: Msg) -> None:
     h = headers_dict(m.headers)
     for k, vs in h.items():
         for v in vs:

@@ -9,12 +9,16 @@ import sys
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._click import SIZE, CliError, connected, connection_options, console, one_line
-from ._conn import comma, human_bytes, human_duration
+from ._conn import ConnSettings, comma, human_bytes, human_duration
+
+if TYPE_CHECKING:
+    from jetwire import Client
+    from jetwire._sync.jetstream import JetStream
 
 
 def _rate(nbytes: int, seconds: float) -> str:
@@ -64,7 +68,7 @@ class _Bar:
             self.prog.__enter__()
         return self.progress
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.prog is not None:
             self.prog.__exit__(*exc)
 
@@ -77,11 +81,11 @@ def _show_bar(flag: bool | None) -> bool:
     return sys.stderr.isatty() if flag is None else flag
 
 
-def _js(nc: Any, timeout: float) -> Any:
+def _js(nc: Client, timeout: float) -> JetStream:
     return nc.jetstream(timeout=timeout)
 
 
-def _backup_one(js: Any, bar: bool, name: str, dest: str, chunk_size: int, check: bool) -> None:
+def _backup_one(js: JetStream, bar: bool, name: str, dest: str, chunk_size: int, check: bool) -> None:
     t0 = time.monotonic()
     with _Bar(bar, name) as progress:
         res = js.snapshot_stream(name, dest, chunk_size=chunk_size, check_msgs=check, progress=progress)
@@ -90,7 +94,7 @@ def _backup_one(js: Any, bar: bool, name: str, dest: str, chunk_size: int, check
                f"in {_took(took)} ({_rate(res.bytes, took)})")
 
 
-def _restore_one(js: Any, bar: bool, src: str, name: str | None) -> None:
+def _restore_one(js: JetStream, bar: bool, src: str, name: str | None) -> None:
     t0 = time.monotonic()
     sent = [0]
 
@@ -138,7 +142,7 @@ timeout_option = click.option("--timeout", type=float, default=10.0, show_defaul
 @timeout_option
 @connection_options
 def stream_backup(args: tuple[str, ...], all_streams: bool, chunk_size: int, check: bool,
-                  show_progress: bool | None, timeout: float, conn: dict[str, Any]) -> None:
+                  show_progress: bool | None, timeout: float, conn: ConnSettings) -> None:
     """Back a stream up into DIR (backup.json and stream.tar.s2, like `nats stream backup`)."""
     if all_streams and len(args) != 1:
         raise click.UsageError("with --all give only DIR")
@@ -164,7 +168,7 @@ def stream_backup(args: tuple[str, ...], all_streams: bool, chunk_size: int, che
 @timeout_option
 @connection_options
 def stream_restore(directory: str, name: str | None, all_streams: bool, show_progress: bool | None,
-                   timeout: float, conn: dict[str, Any]) -> None:
+                   timeout: float, conn: ConnSettings) -> None:
     """Restore a stream (and its consumers) from a backup in DIR."""
     if all_streams and name:
         raise click.UsageError("--name restores one stream: not with --all")

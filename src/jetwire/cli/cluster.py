@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._click import DURATION, CliError, JetwireGroup, connected, connection_options, echo_json
-from ._conn import human_duration
+from ._conn import ConnSettings, human_duration
 from ._shared import js_of, json_option
+
+if TYPE_CHECKING:
+    from jetwire import Client
+    from jetwire.jetstream.models import ConsumerInfo, StreamInfo
 
 # ============================================================================== cluster
 
 
-def leader_of(info: Any) -> str | None:
+def leader_of(info: StreamInfo | ConsumerInfo) -> str | None:
     return info.cluster.leader if info.cluster is not None else None
 
 
@@ -57,7 +61,7 @@ wait_option = click.option("--wait", type=DURATION, default="10s", show_default=
 
 
 
-def _meta_leader(nc: Any) -> str | None:
+def _meta_leader(nc: Client) -> str | None:
     """The meta group's leader as ``$SYS.REQ.SERVER.PING.JSZ`` reports it (system account)."""
     import orjson
 
@@ -76,7 +80,7 @@ def server_cluster() -> None:
 @wait_option
 @json_option
 @connection_options
-def server_cluster_step_down(preferred: str | None, wait: float, as_json: bool, conn: dict[str, Any]) -> None:
+def server_cluster_step_down(preferred: str | None, wait: float, as_json: bool, conn: ConnSettings) -> None:
     """Make the JetStream meta leader step down; prints the new leader."""
     with connected(conn) as nc:
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,7 +22,7 @@ from ._click import (
     split_list,
     text_or_repr,
 )
-from ._conn import ago, comma, human_duration, human_time
+from ._conn import ConnSettings, ago, comma, human_duration, human_time
 from ._shared import (
     confirm,
     echo_list,
@@ -39,6 +39,10 @@ from ._shared import (
 )
 from .cluster import leader_of, new_leader, preferred_option, stepped_down, wait_option
 
+if TYPE_CHECKING:
+    from ..jetstream.models import ConsumerInfo
+    from ..msg import Msg
+
 # ============================================================================== consumer
 
 
@@ -52,7 +56,7 @@ def consumer() -> None:
 @click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
 @json_option
 @connection_options
-def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: ConnSettings) -> None:
     """List a stream's consumers."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -67,7 +71,7 @@ def consumer_ls(stream_name: str, names: bool, as_json: bool, conn: dict[str, An
                           comma(i.num_pending), ago(i.delivered.last_active)))
 
 
-def _print_consumer_info(i: Any) -> None:
+def _print_consumer_info(i: ConsumerInfo) -> None:
     c = i.config
     con = console()
     con.print(kv_table([
@@ -106,7 +110,7 @@ def _print_consumer_info(i: Any) -> None:
 @click.argument("name")
 @json_option
 @connection_options
-def consumer_info(stream_name: str, name: str, as_json: bool, conn: dict[str, Any]) -> None:
+def consumer_info(stream_name: str, name: str, as_json: bool, conn: ConnSettings) -> None:
     """Show a consumer's configuration and state."""
     with connected(conn) as nc:
         info = js_of(nc).consumer(stream_name, name).info()
@@ -155,11 +159,11 @@ def _deliver(value: str) -> dict[str, Any]:
               help="A JSON consumer configuration; options given here override it.")
 @json_option
 @connection_options
-def consumer_add(stream_name: str, name: str, filters: Any, ack: str | None, deliver: str | None,
+def consumer_add(stream_name: str, name: str, filters: tuple[str, ...], ack: str | None, deliver: str | None,
                  replay: str | None, ack_wait: float | None, max_deliver: int | None,
                  max_ack_pending: int | None, max_waiting: int | None, inactive_threshold: float | None,
                  description: str | None, headers_only: bool | None, ephemeral: bool,
-                 config_file: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+                 config_file: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Create a pull consumer (durable unless --ephemeral)."""
     from ..jetstream.models import ConsumerConfig
 
@@ -197,7 +201,7 @@ def consumer_add(stream_name: str, name: str, filters: Any, ack: str | None, del
 @click.argument("name")
 @force_option
 @connection_options
-def consumer_rm(stream_name: str, name: str, force: bool, conn: dict[str, Any]) -> None:
+def consumer_rm(stream_name: str, name: str, force: bool, conn: ConnSettings) -> None:
     """Delete a consumer."""
     confirm(force, f"delete consumer {stream_name} > {name}")
     with connected(conn) as nc:
@@ -217,7 +221,7 @@ def consumer_rm(stream_name: str, name: str, force: bool, conn: dict[str, Any]) 
 @json_option
 @connection_options
 def consumer_next(stream_name: str, name: str, count: int, no_ack: bool, timeout: float, raw: bool, as_json: bool,
-                  conn: dict[str, Any]) -> None:
+                  conn: ConnSettings) -> None:
     """Fetch and print (and acknowledge) the next messages of a pull consumer."""
     got = 0
     with connected(conn) as nc:
@@ -240,7 +244,7 @@ def consumer_next(stream_name: str, name: str, count: int, no_ack: bool, timeout
         raise CliError(f"timeout: received {got} of {count} messages")
 
 
-def _show_js_msg(m: Any, raw: bool, as_json: bool) -> None:
+def _show_js_msg(m: Msg, raw: bool, as_json: bool) -> None:
     if as_json:
         d = msg_json(m)
         md = _metadata(m)
@@ -259,7 +263,7 @@ def _show_js_msg(m: Any, raw: bool, as_json: bool) -> None:
     sys.stdout.flush()
 
 
-def _metadata(m: Any) -> dict[str, Any] | None:
+def _metadata(m: Msg) -> dict[str, object] | None:
     try:
         md = m.metadata
     except Exception:
@@ -288,7 +292,7 @@ def consumer_cluster() -> None:
 @json_option
 @connection_options
 def consumer_cluster_step_down(stream_name: str, name: str, preferred: str | None, wait: float, as_json: bool,
-                               conn: dict[str, Any]) -> None:
+                               conn: ConnSettings) -> None:
     """Make the leader of a consumer step down; prints the new leader."""
     with connected(conn) as nc:
         js = js_of(nc)

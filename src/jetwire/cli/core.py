@@ -6,13 +6,17 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ._click import DURATION, CliError, connected, connection_options, echo_json, parse_headers, read_body, text_or_repr
-from ._conn import human_duration
+from ._conn import ConnSettings, human_duration
 from ._shared import interrupted, json_option, msg_json, show_headers
+
+if TYPE_CHECKING:
+    from jetwire import Client
+    from jetwire.msg import Msg
 
 # ============================================================================== pub / sub / req
 
@@ -29,8 +33,8 @@ header_option = click.option("-H", "--header", "headers", multiple=True, metavar
 @click.option("--sleep", type=DURATION, default=None, help="Pause between messages.")
 @click.option("-q", "--quiet", is_flag=True)
 @connection_options
-def pub(subject: str, body: str | None, headers: Any, count: int, reply: str | None, sleep: float | None,
-        quiet: bool, conn: dict[str, Any]) -> None:
+def pub(subject: str, body: str | None, headers: tuple[str, ...], count: int, reply: str | None, sleep: float | None,
+        quiet: bool, conn: ConnSettings) -> None:
     """Publish BODY ('-': standard input) to SUBJECT. '{count}' in BODY is replaced by the message number."""
     hdrs = parse_headers(headers)
     raw = read_body(body)
@@ -55,7 +59,7 @@ def pub(subject: str, body: str | None, headers: Any, count: int, reply: str | N
 @json_option
 @connection_options
 def sub(subject: str, queue: str | None, count: int | None, timeout: float | None, raw: bool, as_json: bool,
-        conn: dict[str, Any]) -> None:
+        conn: ConnSettings) -> None:
     """Print messages arriving on SUBJECT."""
     n = 0
     try:
@@ -78,8 +82,8 @@ def sub(subject: str, queue: str | None, count: int | None, timeout: float | Non
         interrupted(f"{n} received")
 
 
-def _incoming(nc: Any, subject: str, queue: str | None, timeout: float | None, banner: str, noun: str,
-              done: Callable[[], str]) -> Iterator[Any]:
+def _incoming(nc: Client, subject: str, queue: str | None, timeout: float | None, banner: str, noun: str,
+              done: Callable[[], str]) -> Iterator[Msg]:
     """The messages arriving on ``subject`` (queue group ``queue``), once ``banner`` has
     told the user the subscription is live; ``CliError`` when none comes for ``timeout``
     (``done()`` says what was done by then)."""
@@ -104,8 +108,8 @@ def _incoming(nc: Any, subject: str, queue: str | None, timeout: float | None, b
 @click.option("--raw", is_flag=True, help="Only the reply data.")
 @json_option
 @connection_options
-def req(subject: str, body: str | None, headers: Any, timeout: float, raw: bool, as_json: bool,
-        conn: dict[str, Any]) -> None:
+def req(subject: str, body: str | None, headers: tuple[str, ...], timeout: float, raw: bool, as_json: bool,
+        conn: ConnSettings) -> None:
     """Send a request and print the reply."""
     hdrs = parse_headers(headers)
     data = read_body(body)
@@ -139,7 +143,7 @@ _FIELD = re.compile(rb"\{(count|request|subject)\}")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print each request.")
 @connection_options
 def reply(subject: str, template: str | None, queue: str | None, echo: bool, count: int | None,
-          timeout: float | None, headers: Any, quiet: bool, conn: dict[str, Any]) -> None:
+          timeout: float | None, headers: tuple[str, ...], quiet: bool, conn: ConnSettings) -> None:
     """Answer requests on SUBJECT with TEMPLATE ('-': standard input; '{count}': the
     request's number, '{request}': its data, '{subject}': its subject), or with --echo."""
     if echo == (template is not None):

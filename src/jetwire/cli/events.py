@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
 from ._click import DURATION, CliError, connected, connection_options
-from ._conn import human_duration
+from ._conn import ConnSettings, human_duration
 from ._shared import interrupted, json_option
 
 # ============================================================================== events
@@ -24,8 +23,8 @@ from ._shared import interrupted, json_option
 @click.option("--domain", default=None, help="JetStream domain: skip events of other domains.")
 @json_option
 @connection_options
-def events(count: int | None, timeout: float | None, fmt: str, kinds: tuple, domain: str | None,
-           as_json: bool, conn: dict[str, Any]) -> None:
+def events(count: int | None, timeout: float | None, fmt: str, kinds: tuple[str, ...], domain: str | None,
+           as_json: bool, conn: ConnSettings) -> None:
     """Show JetStream advisories and metrics ($JS.EVENT.ADVISORY.> and $JS.EVENT.METRIC.>),
     rendered by jetwire.events; json and cloudevents print one document a line
     (--json is --format json)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,8 +21,11 @@ from ._click import (
     text_or_repr,
     write_bytes,
 )
-from ._conn import comma, human_bytes, human_duration, human_time
+from ._conn import ConnSettings, comma, human_bytes, human_duration, human_time
 from ._shared import confirm, echo_list, echo_names, enum_text, force_option, js_of, json_option, kv_table
+
+if TYPE_CHECKING:
+    from ..jetstream.kv_models import KeyValueEntry, KeyValueStatus
 
 # ============================================================================== kv
 
@@ -32,12 +35,12 @@ def kv() -> None:
     """Key-value buckets: ls, add, info, get, put, del, history, watch, rm."""
 
 
-def _kv_status_row(s: Any) -> list:
+def _kv_status_row(s: KeyValueStatus) -> list[str]:
     return [s.bucket, s.description or "", enum_text(s.storage), str(s.replicas), str(s.history),
             human_duration(s.ttl) if s.ttl else "-", comma(s.values), human_bytes(s.bytes)]
 
 
-def _kv_status_json(s: Any) -> dict[str, Any]:
+def _kv_status_json(s: KeyValueStatus) -> dict[str, object]:
     return {"bucket": s.bucket, "description": s.description, "values": s.values, "history": s.history,
             "ttl": s.ttl, "bytes": s.bytes, "storage": enum_text(s.storage), "replicas": s.replicas,
             "compressed": s.is_compressed, "stream_info": s.stream_info.to_json_dict()}
@@ -47,7 +50,7 @@ def _kv_status_json(s: Any) -> dict[str, Any]:
 @click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
 @json_option
 @connection_options
-def kv_ls(names: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_ls(names: bool, as_json: bool, conn: ConnSettings) -> None:
     """List key-value buckets."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -60,7 +63,7 @@ def kv_ls(names: bool, as_json: bool, conn: dict[str, Any]) -> None:
                "Key-value buckets", _kv_status_row)
 
 
-def _print_kv_status(s: Any) -> None:
+def _print_kv_status(s: KeyValueStatus) -> None:
     console().print(kv_table([
         ("Bucket", s.bucket), ("Description", s.description), ("Values", comma(s.values)),
         ("History", s.history), ("TTL", human_duration(s.ttl) if s.ttl else "forever"),
@@ -83,7 +86,7 @@ def _print_kv_status(s: Any) -> None:
 @connection_options
 def kv_add(bucket: str, history: int, ttl: float | None, storage: str, replicas: int,
            max_value_size: int | None, max_bytes: int | None, description: str | None, compress: bool,
-           as_json: bool, conn: dict[str, Any]) -> None:
+           as_json: bool, conn: ConnSettings) -> None:
     """Create a key-value bucket."""
     fields: dict[str, Any] = {"bucket": bucket, "history": history, "storage": storage, "replicas": replicas}
     for k, v in (("ttl", ttl), ("max_value_size", max_value_size), ("max_bytes", max_bytes),
@@ -104,7 +107,7 @@ def kv_add(bucket: str, history: int, ttl: float | None, storage: str, replicas:
 @click.argument("bucket")
 @json_option
 @connection_options
-def kv_info(bucket: str, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_info(bucket: str, as_json: bool, conn: ConnSettings) -> None:
     """Show a bucket's status."""
     with connected(conn) as nc:
         s = js_of(nc).key_value(bucket).status()
@@ -114,8 +117,8 @@ def kv_info(bucket: str, as_json: bool, conn: dict[str, Any]) -> None:
         _print_kv_status(s)
 
 
-def _entry_json(e: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {"bucket": e.bucket, "key": e.key, "revision": e.revision,
+def _entry_json(e: KeyValueEntry) -> dict[str, object]:
+    d: dict[str, object] = {"bucket": e.bucket, "key": e.key, "revision": e.revision,
                          "created": e.created.isoformat() if e.created else None, "delta": e.delta,
                          "operation": enum_text(e.operation)}
     try:
@@ -132,7 +135,7 @@ def _entry_json(e: Any) -> dict[str, Any]:
 @click.option("--raw", is_flag=True, help="Only the value.")
 @json_option
 @connection_options
-def kv_get(bucket: str, key: str, revision: int | None, raw: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_get(bucket: str, key: str, revision: int | None, raw: bool, as_json: bool, conn: ConnSettings) -> None:
     """Show a key's value."""
     with connected(conn) as nc:
         e = js_of(nc).key_value(bucket).get(key, revision=revision)
@@ -152,7 +155,7 @@ def kv_get(bucket: str, key: str, revision: int | None, raw: bool, as_json: bool
 @click.argument("value", required=False)
 @json_option
 @connection_options
-def kv_put(bucket: str, key: str, value: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_put(bucket: str, key: str, value: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Store VALUE under KEY (VALUE '-' or absent: read standard input)."""
     data = read_body("-" if value is None else value)
     with connected(conn) as nc:
@@ -169,7 +172,7 @@ def kv_put(bucket: str, key: str, value: str | None, as_json: bool, conn: dict[s
 @click.option("--purge", is_flag=True, help="Remove the key's history too.")
 @force_option
 @connection_options
-def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: dict[str, Any]) -> None:
+def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: ConnSettings) -> None:
     """Delete (or purge) a key."""
     confirm(force, f"{'purge' if purge else 'delete'} key {bucket} > {key}")
     with connected(conn) as nc:
@@ -183,7 +186,7 @@ def kv_del(bucket: str, key: str, purge: bool, force: bool, conn: dict[str, Any]
 @click.argument("key")
 @json_option
 @connection_options
-def kv_history(bucket: str, key: str, as_json: bool, conn: dict[str, Any]) -> None:
+def kv_history(bucket: str, key: str, as_json: bool, conn: ConnSettings) -> None:
     """Show every stored revision of a key."""
     with connected(conn) as nc:
         entries = js_of(nc).key_value(bucket).history(key)
@@ -206,7 +209,7 @@ def kv_history(bucket: str, key: str, as_json: bool, conn: dict[str, Any]) -> No
 @json_option
 @connection_options
 def kv_watch(bucket: str, key: str, count: int | None, updates_only: bool, include_history: bool, as_json: bool,
-             conn: dict[str, Any]) -> None:
+             conn: ConnSettings) -> None:
     """Print changes to a bucket (KEY may be a pattern; default: every key)."""
     seen = 0
     with connected(conn) as nc:
@@ -233,7 +236,7 @@ def kv_watch(bucket: str, key: str, count: int | None, updates_only: bool, inclu
 @click.argument("bucket")
 @force_option
 @connection_options
-def kv_rm(bucket: str, force: bool, conn: dict[str, Any]) -> None:
+def kv_rm(bucket: str, force: bool, conn: ConnSettings) -> None:
     """Delete a bucket and everything in it."""
     confirm(force, f"delete bucket {bucket}")
     with connected(conn) as nc:

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
 from ._click import JetwireGroup, connection_options
+from ._conn import ConnSettings
 
 
 def _version() -> str:
@@ -21,7 +21,7 @@ def _version() -> str:
     return f"jetwire {jetwire.__version__} (protocol core: {impl}, Python {sys.version.split()[0]})"
 
 
-def _print_version(ctx: click.Context, param: Any, value: bool) -> None:
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
     click.echo(_version())
@@ -32,7 +32,7 @@ def _print_version(ctx: click.Context, param: Any, value: bool) -> None:
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
 @connection_options
-def cli(conn: dict[str, Any]) -> None:
+def cli(conn: ConnSettings) -> None:
     """jetwire: a fast NATS and JetStream client for Python, from the command line.
 
     Connection options (--server, auth, TLS) may be given here or after any command;

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ._click import DURATION, CliError, JetwireGroup, connected, connection_options, console, echo_json, table
-from ._conn import comma, human_duration, human_time
+from ._conn import ConnSettings, comma, human_duration, human_time
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Output the documents as JSON.")
 timeout_option = click.option("--timeout", type=DURATION, default=1.0, show_default=True,
@@ -24,7 +24,7 @@ def micro() -> None:
     """Services (the NATS service API, ADR-32): ls, info, stats."""
 
 
-def _gather(verb: str, conn: dict[str, Any], name: str | None, id: str | None,
+def _gather(verb: str, conn: ConnSettings, name: str | None, id: str | None,
             timeout: float) -> list[Any]:
     import jetwire.micro as m
 
@@ -49,7 +49,7 @@ def _meta(md: dict[str, str] | None) -> str:
 @timeout_option
 @json_option
 @connection_options
-def micro_ls(name: str | None, timeout: float, as_json: bool, conn: dict[str, Any]) -> None:
+def micro_ls(name: str | None, timeout: float, as_json: bool, conn: ConnSettings) -> None:
     """List the services that answer (all of them, or those called NAME)."""
     infos = _gather("INFO", conn, name, None, timeout)
     if as_json:
@@ -71,7 +71,7 @@ def micro_ls(name: str | None, timeout: float, as_json: bool, conn: dict[str, An
 @json_option
 @connection_options
 def micro_info(name: str, id: str | None, timeout: float, as_json: bool,
-               conn: dict[str, Any]) -> None:
+               conn: ConnSettings) -> None:
     """Show every instance of service NAME (or instance ID) and its endpoints."""
     infos = _gather("INFO", conn, name, id, timeout)
     if as_json:
@@ -96,7 +96,7 @@ def micro_info(name: str, id: str | None, timeout: float, as_json: bool,
 @json_option
 @connection_options
 def micro_stats(name: str, id: str | None, timeout: float, as_json: bool,
-                conn: dict[str, Any]) -> None:
+                conn: ConnSettings) -> None:
     """Show the request statistics of every endpoint of service NAME (or instance ID)."""
     stats = _gather("STATS", conn, name, id, timeout)
     if as_json:

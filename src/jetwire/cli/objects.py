@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,8 +19,11 @@ from ._click import (
     stdin_bytes,
     write_bytes,
 )
-from ._conn import human_bytes, human_duration, human_time
+from ._conn import ConnSettings, human_bytes, human_duration, human_time
 from ._shared import confirm, echo_list, enum_text, force_option, js_of, json_option, kv_table
+
+if TYPE_CHECKING:
+    from ..jetstream.obj_models import ObjectInfo, ObjectStoreStatus
 
 # ============================================================================== object
 
@@ -30,19 +33,19 @@ def object_() -> None:
     """Object stores: ls, add, put, get, info, rm."""
 
 
-def _obj_status_json(s: Any) -> dict[str, Any]:
+def _obj_status_json(s: ObjectStoreStatus) -> dict[str, object]:
     return {"bucket": s.bucket, "description": s.description, "size": s.size, "ttl": s.ttl, "sealed": s.sealed,
             "storage": enum_text(s.storage), "replicas": s.replicas, "stream_info": s.stream_info.to_json_dict()}
 
 
-def _obj_info_json(i: Any) -> dict[str, Any]:
+def _obj_info_json(i: ObjectInfo) -> dict[str, object]:
     d = i.to_json_dict() if hasattr(i, "to_json_dict") else {}
     d.update({"name": i.name, "bucket": i.bucket, "size": i.size, "chunks": i.chunks, "digest": i.digest,
               "mtime": i.mtime.isoformat() if i.mtime else None, "deleted": i.deleted})
     return d
 
 
-def _print_obj_status(s: Any) -> None:
+def _print_obj_status(s: ObjectStoreStatus) -> None:
     console().print(kv_table([
         ("Bucket", s.bucket), ("Description", s.description), ("Size", human_bytes(s.size)),
         ("TTL", human_duration(s.ttl) if s.ttl else "forever"), ("Sealed", "yes" if s.sealed else "no"),
@@ -50,7 +53,7 @@ def _print_obj_status(s: Any) -> None:
     ], title=f"Object store {s.bucket}"))
 
 
-def _print_obj_info(i: Any) -> None:
+def _print_obj_info(i: ObjectInfo) -> None:
     console().print(kv_table([
         ("Name", i.name), ("Bucket", i.bucket), ("Description", i.description), ("Size", human_bytes(i.size)),
         ("Modified", human_time(i.mtime)), ("Chunks", i.chunks), ("Digest", i.digest),
@@ -69,7 +72,7 @@ def _print_obj_info(i: Any) -> None:
 @json_option
 @connection_options
 def object_add(bucket: str, ttl: float | None, storage: str, replicas: int, max_bytes: int | None,
-               description: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+               description: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Create an object store bucket."""
     fields: dict[str, Any] = {"bucket": bucket, "storage": storage, "replicas": replicas}
     for k, v in (("ttl", ttl), ("max_bytes", max_bytes), ("description", description)):
@@ -88,7 +91,7 @@ def object_add(bucket: str, ttl: float | None, storage: str, replicas: int, max_
 @click.option("--deleted", "show_deleted", is_flag=True, help="Include deleted objects.")
 @json_option
 @connection_options
-def object_ls(bucket: str | None, show_deleted: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def object_ls(bucket: str | None, show_deleted: bool, as_json: bool, conn: ConnSettings) -> None:
     """List object store buckets, or the objects in BUCKET."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -114,7 +117,7 @@ def object_ls(bucket: str | None, show_deleted: bool, as_json: bool, conn: dict[
 @json_option
 @connection_options
 def object_put(bucket: str, file: str, name: str | None, description: str | None, as_json: bool,
-               conn: dict[str, Any]) -> None:
+               conn: ConnSettings) -> None:
     """Store FILE ('-': standard input) in BUCKET."""
     from ..jetstream.obj_models import ObjectMeta
 
@@ -143,7 +146,7 @@ def object_put(bucket: str, file: str, name: str | None, description: str | None
               help="Where to write it ('-': standard output; default: the object's base name here).")
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 @connection_options
-def object_get(bucket: str, name: str, output: str | None, force: bool, conn: dict[str, Any]) -> None:
+def object_get(bucket: str, name: str, output: str | None, force: bool, conn: ConnSettings) -> None:
     """Fetch an object (its SHA-256 digest is checked)."""
     target = output or os.path.basename(name.rstrip("/")) or name
     if target != "-" and os.path.exists(target) and not force:
@@ -164,7 +167,7 @@ def object_get(bucket: str, name: str, output: str | None, force: bool, conn: di
 @click.argument("name", required=False)
 @json_option
 @connection_options
-def object_info(bucket: str, name: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+def object_info(bucket: str, name: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Show a bucket's status, or an object's metadata."""
     with connected(conn) as nc:
         store = js_of(nc).object_store(bucket)
@@ -181,7 +184,7 @@ def object_info(bucket: str, name: str | None, as_json: bool, conn: dict[str, An
 @click.argument("name", required=False)
 @force_option
 @connection_options
-def object_rm(bucket: str, name: str | None, force: bool, conn: dict[str, Any]) -> None:
+def object_rm(bucket: str, name: str | None, force: bool, conn: ConnSettings) -> None:
     """Delete an object, or (without NAME) the whole bucket."""
     confirm(force, f"delete {'object ' + bucket + ' > ' + name if name else 'object store ' + bucket}")
     with connected(conn) as nc:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Any
+from types import FrameType
 
 import click
 
@@ -39,9 +39,9 @@ def server(port: int, http_port: int, store_dir: str | None, jetstream: bool, co
     srv = NatsServer(port or None, jetstream=jetstream, store_dir=store_dir, config=extra,
                      http_port=http_port or None, debug=debug)
     stop = threading.Event()
-    got: list = []
+    got: list[int] = []
 
-    def on_signal(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         got.append(signum)
         stop.set()
 

@@ -4,7 +4,8 @@ peer-remove), modelled on the nats CLI; tables for humans, ``--json`` for script
 from __future__ import annotations
 
 import base64
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -25,7 +26,7 @@ from ._click import (
     text_or_repr,
     write_bytes,
 )
-from ._conn import ago, comma, human_bytes, human_duration, human_time
+from ._conn import ConnSettings, ago, comma, human_bytes, human_duration, human_time
 from ._shared import (
     confirm,
     echo_list,
@@ -40,6 +41,12 @@ from ._shared import (
 )
 from .cluster import leader_of, new_leader, preferred_option, stepped_down, wait_option
 
+if TYPE_CHECKING:
+    from ..jetstream._json import JSONObject
+    from ..jetstream.models import RawStreamMsg, StreamInfo
+
+_R = TypeVar("_R")
+
 # ============================================================================== stream
 
 
@@ -48,7 +55,7 @@ def stream() -> None:
     """JetStream streams: ls, info, add, edit, rm, purge, get."""
 
 
-def _stream_row(info: Any) -> list:
+def _stream_row(info: StreamInfo) -> list[str | None]:
     c, s = info.config, info.state
     return [c.name, ", ".join(c.subjects or []) or "-", enum_text(c.storage), str(c.num_replicas),
             comma(s.messages), human_bytes(s.bytes), str(s.consumer_count), ago(s.last_ts) if s.messages else "never"]
@@ -59,7 +66,7 @@ def _stream_row(info: Any) -> list:
 @click.option("-n", "--names", is_flag=True, help="Names only, one a line.")
 @json_option
 @connection_options
-def stream_ls(subject: str | None, names: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def stream_ls(subject: str | None, names: bool, as_json: bool, conn: ConnSettings) -> None:
     """List streams."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -72,7 +79,7 @@ def stream_ls(subject: str | None, names: bool, as_json: bool, conn: dict[str, A
                "Streams", _stream_row)
 
 
-def _print_stream_info(info: Any) -> None:
+def _print_stream_info(info: StreamInfo) -> None:
     c, s = info.config, info.state
     con = console()
     con.print(kv_table([
@@ -114,7 +121,7 @@ def _print_stream_info(info: Any) -> None:
 @click.argument("name")
 @json_option
 @connection_options
-def stream_info(name: str, as_json: bool, conn: dict[str, Any]) -> None:
+def stream_info(name: str, as_json: bool, conn: ConnSettings) -> None:
     """Show a stream's configuration and state."""
     with connected(conn) as nc:
         info = js_of(nc).stream(name).info()
@@ -124,7 +131,7 @@ def stream_info(name: str, as_json: bool, conn: dict[str, Any]) -> None:
         _print_stream_info(info)
 
 
-def stream_config_options(f: Any) -> Any:
+def stream_config_options(f: Callable[..., _R]) -> Callable[..., _R]:
     opts = [
         click.option("--subjects", multiple=True, help="Subjects (comma separated or repeated)."),
         click.option("--description", default=None),
@@ -179,7 +186,7 @@ def _stream_fields(kw: dict[str, Any]) -> dict[str, Any]:
 @stream_config_options
 @json_option
 @connection_options
-def stream_add(name: str, as_json: bool, conn: dict[str, Any], config_file: str | None, **kw: Any) -> None:
+def stream_add(name: str, as_json: bool, conn: ConnSettings, config_file: str | None, **kw: Any) -> None:
     """Create a stream (subjects default to the stream's name)."""
     from ..jetstream.models import StreamConfig
 
@@ -201,7 +208,7 @@ def stream_add(name: str, as_json: bool, conn: dict[str, Any], config_file: str 
 @stream_config_options
 @json_option
 @connection_options
-def stream_edit(name: str, as_json: bool, conn: dict[str, Any], config_file: str | None, **kw: Any) -> None:
+def stream_edit(name: str, as_json: bool, conn: ConnSettings, config_file: str | None, **kw: Any) -> None:
     """Change a stream's configuration (only the options given)."""
     from ..jetstream.models import StreamConfig
 
@@ -225,7 +232,7 @@ def stream_edit(name: str, as_json: bool, conn: dict[str, Any], config_file: str
 @click.argument("name")
 @force_option
 @connection_options
-def stream_rm(name: str, force: bool, conn: dict[str, Any]) -> None:
+def stream_rm(name: str, force: bool, conn: ConnSettings) -> None:
     """Delete a stream and all its messages."""
     confirm(force, f"delete stream {name}")
     with connected(conn) as nc:
@@ -242,7 +249,7 @@ def stream_rm(name: str, force: bool, conn: dict[str, Any]) -> None:
 @json_option
 @connection_options
 def stream_purge(name: str, subject: str | None, seq: int | None, keep: int | None, force: bool,
-                 as_json: bool, conn: dict[str, Any]) -> None:
+                 as_json: bool, conn: ConnSettings) -> None:
     """Remove messages from a stream."""
     if seq is not None and keep is not None:
         raise click.UsageError("--seq and --keep exclude each other")
@@ -258,8 +265,8 @@ def stream_purge(name: str, subject: str | None, seq: int | None, keep: int | No
         click.echo(f"Purged {n} from {name}; {comma(info.state.messages)} left")
 
 
-def _raw_msg_json(m: Any) -> dict[str, Any]:
-    d = {"subject": m.subject, "seq": m.seq, "time": m.time.isoformat() if m.time else None,
+def _raw_msg_json(m: RawStreamMsg) -> dict[str, object]:
+    d: dict[str, object] = {"subject": m.subject, "seq": m.seq, "time": m.time.isoformat() if m.time else None,
          "headers": headers_dict(m.headers) or None}
     try:
         d["data"] = m.data.decode()
@@ -277,13 +284,17 @@ def _raw_msg_json(m: Any) -> dict[str, Any]:
 @json_option
 @connection_options
 def stream_get(name: str, seq: int | None, last_for: str | None, direct: bool, raw: bool, as_json: bool,
-               conn: dict[str, Any]) -> None:
+               conn: ConnSettings) -> None:
     """Show a stored message by sequence (or the last one for a subject)."""
     if (seq is None) == (last_for is None):
         raise click.UsageError("give a sequence or --last-for SUBJECT")
     with connected(conn) as nc:
         st = js_of(nc).stream(name)
-        m = st.get_msg(seq, direct=direct) if seq is not None else st.get_last_msg_for_subject(last_for, direct=direct)
+        if seq is not None:
+            m = st.get_msg(seq, direct=direct)
+        else:
+            assert last_for is not None  # one of the two (checked above)
+            m = st.get_last_msg_for_subject(last_for, direct=direct)
     if as_json:
         echo_json(_raw_msg_json(m))
         return
@@ -305,7 +316,7 @@ _BATCH_KEYS = {"subject", "data", "data_b64", "headers", "msg_id", "expected_str
                "expected_last_subject_seq", "expected_last_subject_seq_subject", "ttl"}
 
 
-def _read_batch(path: str) -> list[dict[str, Any]]:
+def _read_batch(path: str) -> list[JSONObject]:
     """The messages of ``stream publish --batch FILE`` ('-': standard input): JSON lines
     (or one JSON array) of ``{"subject": ..., "data": "text" | "data_b64": "...",
     "headers": {"K": "v" | ["v1", "v2"]}, "msg_id": ..., "expected_...": ..., "ttl": ...}``;
@@ -378,8 +389,8 @@ def _read_batch(path: str) -> list[dict[str, Any]]:
                    "batch: all stored or none (streams with allow_atomic).")
 @json_option
 @connection_options
-def stream_publish(subject: str | None, body: str | None, headers: Any, msg_id: str | None,
-                   batch_file: str | None, as_json: bool, conn: dict[str, Any]) -> None:
+def stream_publish(subject: str | None, body: str | None, headers: tuple[str, ...], msg_id: str | None,
+                   batch_file: str | None, as_json: bool, conn: ConnSettings) -> None:
     """Publish BODY ('-': standard input) to SUBJECT and wait for the stream's ack, or an
     atomic batch with --batch FILE (the last message commits it)."""
     if batch_file is None:
@@ -407,16 +418,16 @@ def stream_publish(subject: str | None, body: str | None, headers: Any, msg_id: 
                 if i < last:
                     b.add(m["subject"], m["data"], **opts)
                 else:
-                    ack = b.commit(m["subject"], m["data"], **opts)
+                    batch_ack = b.commit(m["subject"], m["data"], **opts)
             except (ValueError, TypeError) as exc:  # bad input: raised before it was sent
                 b.discard()
                 raise CliError(f"{m['at']}: {exc}; nothing stored") from None
     if as_json:
-        echo_json({"stream": ack.stream, "seq": ack.seq, "first_seq": ack.first_seq, "batch_id": ack.batch_id,
-                   "count": ack.count})
+        echo_json({"stream": batch_ack.stream, "seq": batch_ack.seq, "first_seq": batch_ack.first_seq,
+                   "batch_id": batch_ack.batch_id, "count": batch_ack.count})
     else:
-        click.echo(f"Stored atomic batch {ack.batch_id} in {ack.stream}: {comma(ack.count)} messages, "
-                   f"sequences {ack.first_seq}-{ack.seq}")
+        click.echo(f"Stored atomic batch {batch_ack.batch_id} in {batch_ack.stream}: {comma(batch_ack.count)} "
+                   f"messages, sequences {batch_ack.first_seq}-{batch_ack.seq}")
 
 
 
@@ -433,7 +444,7 @@ def stream_cluster() -> None:
 @json_option
 @connection_options
 def stream_cluster_step_down(name: str, preferred: str | None, wait: float, as_json: bool,
-                             conn: dict[str, Any]) -> None:
+                             conn: ConnSettings) -> None:
     """Make the leader of a stream step down; prints the new leader."""
     with connected(conn) as nc:
         js = js_of(nc)
@@ -450,7 +461,7 @@ def stream_cluster_step_down(name: str, preferred: str | None, wait: float, as_j
 @force_option
 @json_option
 @connection_options
-def stream_cluster_peer_remove(name: str, peer: str, force: bool, as_json: bool, conn: dict[str, Any]) -> None:
+def stream_cluster_peer_remove(name: str, peer: str, force: bool, as_json: bool, conn: ConnSettings) -> None:
     """Remove server PEER from the replicas of a stream (a new one is placed if it can be)."""
     confirm(force, f"remove peer {peer} from stream {name}")
     with connected(conn) as nc:

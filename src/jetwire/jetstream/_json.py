@@ -41,18 +41,22 @@ import dataclasses
 import difflib
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any, ClassVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, Union, cast, get_args, get_origin, overload
 
 import orjson
 
 # durations and times: the one home of the units (jetwire._units)
 from .._units import format_rfc3339, ns_to_seconds, parse_rfc3339, seconds_to_ns
 
+if TYPE_CHECKING:
+    from ..protocol.headers import Headers, HeadersInit
+
 __all__ = [
+    "JSONObject",
     "Model",
     "config_from_kwargs",
     "duration",
@@ -64,11 +68,21 @@ __all__ = [
 _NS = 1_000_000_000
 _META_KEY = "jetwire"
 
+#: a JSON object as the server sends it or is sent (``orjson`` in and out): its values
+#: are arbitrary JSON, which models (:class:`Model`) turn into typed fields
+JSONObject = dict[str, Any]
+
+#: one field's converter: a wire value to its Python value, or back (``None``: identity)
+_Conv = Callable[[Any], Any]
+_Convs = tuple[_Conv | None, _Conv | None, _Conv | None]  # (from_wire, to_wire, coerce)
+
+M = TypeVar("M", bound="Model")
+
 # ---------------------------------------------------------------------------------
 # durations given as a timedelta
 
 
-def _dur_coerce(v: Any) -> Any:
+def _dur_coerce(v: object) -> object:
     if isinstance(v, timedelta):
         return v.total_seconds()
     return v
@@ -101,15 +115,15 @@ def duration(default: Any = None, **kw: Any) -> Any:
 # conversion plans
 
 
-def enum_value(v: Any) -> Any:
+def enum_value(v: object) -> object:
     """The wire string of an enum member (plain values pass through)."""
     return v.value if isinstance(v, Enum) else v
 
 
-def _enum_parser(tp: type) -> Callable[[Any], Any]:
-    lookup = tp._value2member_map_  # type: ignore[attr-defined]
+def _enum_parser(tp: type[Enum]) -> _Conv:
+    lookup = tp._value2member_map_
 
-    def conv(v: Any) -> Any:
+    def conv(v: Any) -> object:
         m = lookup.get(v)
         if m is not None:
             return m
@@ -123,15 +137,15 @@ def _enum_parser(tp: type) -> Callable[[Any], Any]:
     return conv
 
 
-def _b64_in(v: Any) -> bytes:
+def _b64_in(v: str | None) -> bytes:
     return base64.b64decode(v) if v else b""
 
 
-def _b64_out(v: Any) -> str:
+def _b64_out(v: bytes | bytearray | memoryview) -> str:
     return base64.b64encode(bytes(v)).decode("ascii")
 
 
-def _hdrs_in(v: Any) -> Any:
+def _hdrs_in(v: str | None) -> Headers | None:
     if not v:
         return None
     raw = base64.b64decode(v)
@@ -142,7 +156,7 @@ def _hdrs_in(v: Any) -> Any:
     return _impl.decode_headers(raw)
 
 
-def _hdrs_out(v: Any) -> str | None:
+def _hdrs_out(v: HeadersInit | None) -> str | None:
     if not v:
         return None
     from jetwire import _impl
@@ -150,7 +164,7 @@ def _hdrs_out(v: Any) -> str | None:
     return base64.b64encode(bytes(_impl.encode_headers(v))).decode("ascii")
 
 
-def _headers_in(v: Any) -> Any:
+def _headers_in(v: dict[str, list[str]] | None) -> Headers | None:
     if v is None:
         return None
     from jetwire.protocol.headers import Headers
@@ -158,28 +172,28 @@ def _headers_in(v: Any) -> Any:
     return Headers(v)
 
 
-def _headers_coerce(v: Any) -> Any:
+def _headers_coerce(v: HeadersInit) -> Headers:
     """A ``dict`` given for a ``headers`` field becomes ``Headers`` (what is handed back)."""
     from jetwire.protocol.headers import Headers
 
     return v if isinstance(v, Headers) else Headers(v)
 
 
-def headers_to_json(h: Any) -> dict:
+def headers_to_json(h: Headers | Mapping[str, str | Iterable[str]]) -> dict[str, list[str]]:
     """``Headers`` or a ``dict[str, str | list[str]]`` to ``{"K": ["v", ...]}``."""
     out: dict[str, list[str]] = {}
     if isinstance(h, dict):
         for k, v in h.items():
             out[k] = [v] if isinstance(v, str) else list(v)
         return out
-    get_all = h.get_all
+    get_all = cast("Headers", h).get_all
     for k in h:
         if k not in out:
             out[k] = list(get_all(k))
     return out
 
 
-def _strip_optional(tp: Any) -> Any:
+def _strip_optional(tp: object) -> object:
     if get_origin(tp) in (Union, types.UnionType):  # Optional[X] and X | None
         args = [a for a in get_args(tp) if a is not type(None)]
         if len(args) == 1:
@@ -192,7 +206,7 @@ def _strip_optional(tp: Any) -> Any:
     return tp
 
 
-def _converters(tp: Any, kind: str | None, negative_none: bool) -> tuple:
+def _converters(tp: object, kind: str | None, negative_none: bool) -> _Convs:
     """(from_wire, to_wire, coerce) for one field; ``None`` entries mean identity."""
     tp = _strip_optional(tp)
     origin = get_origin(tp)
@@ -228,23 +242,23 @@ def _converters(tp: Any, kind: str | None, negative_none: bool) -> tuple:
             (lambda v: [fco(x) for x in v]) if fco else None,
         )
     if origin is dict and len(get_args(tp)) == 2:
-        fin, fout, fco = _converters(get_args(tp)[1], None, False)
-        if fin is None and fout is None and fco is None:
+        vin, vout, vco = _converters(get_args(tp)[1], None, False)
+        if vin is None and vout is None and vco is None:
             return (None, None, None)
         return (
-            (lambda v: {k: fin(x) if x is not None else None for k, x in v.items()}) if fin else None,
-            (lambda v: {k: fout(x) if x is not None else None for k, x in v.items()}) if fout else None,
-            (lambda v: {k: fco(x) for k, x in v.items()}) if fco else None,
+            (lambda v: {k: vin(x) if x is not None else None for k, x in v.items()}) if vin else None,
+            (lambda v: {k: vout(x) if x is not None else None for k, x in v.items()}) if vout else None,
+            (lambda v: {k: vco(x) for k, x in v.items()}) if vco else None,
         )
     return (None, None, None)
 
 
-def _empty_to_none(v: Any) -> Any:
+def _empty_to_none(v: object) -> object:
     return None if _is_empty(v) else v
 
 
-def _then_empty_to_none(fin: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def conv(v: Any) -> Any:
+def _then_empty_to_none(fin: _Conv) -> _Conv:
+    def conv(v: object) -> object:
         if _is_empty(v):
             return None
         v = fin(v)
@@ -253,17 +267,17 @@ def _then_empty_to_none(fin: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return conv
 
 
-def _is_model_type(hint: Any) -> bool:
+def _is_model_type(hint: object) -> bool:
     tp = _strip_optional(hint)
     return isinstance(tp, type) and issubclass(tp, Model)
 
 
-def _model_out(v: Any) -> Any:
+def _model_out(v: object) -> object:
     return v.to_json_dict() if isinstance(v, Model) else v
 
 
-def _model_coercer(tp: type) -> Callable[[Any], Any]:
-    def conv(v: Any) -> Any:
+def _model_coercer(tp: type[Model]) -> _Conv:
+    def conv(v: object) -> object:
         if isinstance(v, dict):
             return tp(**v)
         return v
@@ -276,11 +290,11 @@ class _Plan:
 
     def __init__(self, cls: type):
         hints = typing.get_type_hints(cls)
-        self.fields: list[tuple] = []      # (name, json, to_wire, default, always)
-        self.by_json: dict[str, tuple] = {}  # json -> (name, from_wire)
-        self.defaults: dict[str, Any] = {}
-        self.factories: list[tuple[str, Callable[[], Any]]] = []
-        self.coercers: list[tuple[str, Callable[[Any], Any]]] = []
+        self.fields: list[tuple[str, str, _Conv | None, object, bool]] = []  # (name, json, to_wire, default, always)
+        self.by_json: dict[str, tuple[str, _Conv | None]] = {}  # json -> (name, from_wire)
+        self.defaults: dict[str, object] = {}
+        self.factories: list[tuple[str, Callable[[], object]]] = []
+        self.coercers: list[tuple[str, _Conv]] = []
         self.names: set[str] = set()
         self.omit_defaults = bool(getattr(cls, "_omit_defaults", False))
         for f in dataclasses.fields(cls):
@@ -298,7 +312,7 @@ class _Plan:
             else:
                 self.defaults[f.name] = None
                 default = MISSING
-            hint = hints.get(f.name, Any)
+            hint: object = hints.get(f.name, object)
             fin, fout, fco = _converters(hint, meta.get("kind"), meta.get("negative_none", False))
             if self.omit_defaults and f.default is None and not _is_model_type(hint):
                 # To the server an empty value ("", 0, [], {}) and an absent one are the
@@ -321,7 +335,7 @@ def _plan(cls: type) -> _Plan:
     return p
 
 
-def _is_empty(v: Any) -> bool:
+def _is_empty(v: object) -> bool:
     if v is False or v == "":
         return True
     if type(v) in (int, float):
@@ -340,7 +354,7 @@ class Model:
     """Base of JetStream JSON models: ``from_json`` / ``to_json_dict`` / ``to_json``."""
 
     _omit_defaults: ClassVar[bool] = False
-    _extra: dict = field(default_factory=dict, repr=False, compare=False, kw_only=True)
+    _extra: JSONObject = field(default_factory=dict, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
         d = self.__dict__
@@ -352,8 +366,16 @@ class Model:
             self._extra = {}
 
     # -- reading --------------------------------------------------------------------
+    @overload
     @classmethod
-    def from_json(cls, data: Any) -> Any:
+    def from_json(cls, data: None) -> None: ...
+
+    @overload
+    @classmethod
+    def from_json(cls, data: JSONObject | bytes | bytearray | memoryview | str) -> Self: ...
+
+    @classmethod
+    def from_json(cls, data: JSONObject | bytes | bytearray | memoryview | str | None) -> Self | None:
         """Build from server JSON: a ``dict`` (or ``bytes``/``str`` of JSON).
         Returns ``None`` for ``None``. Unknown keys are kept in ``_extra``."""
         if data is None:
@@ -382,17 +404,17 @@ class Model:
         return obj
 
     @classmethod
-    def _json_in(cls, data: dict) -> dict:
+    def _json_in(cls, data: JSONObject) -> JSONObject:
         """Hook: reshape wire JSON before the generic reader (default: unchanged)."""
         return data
 
     # -- writing --------------------------------------------------------------------
-    def to_json_dict(self) -> dict:
+    def to_json_dict(self) -> JSONObject:
         """The server JSON of this value as a ``dict`` of JSON-ready values."""
         plan = _plan(type(self))
         omit = plan.omit_defaults
         src = self.__dict__
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for name, jname, fout, default, always in plan.fields:
             v = src[name]
             if v is None:
@@ -411,7 +433,7 @@ class Model:
                     out[k] = v
         return self._json_out(out)
 
-    def _json_out(self, d: dict) -> dict:
+    def _json_out(self, d: JSONObject) -> JSONObject:
         """Hook: reshape the generic JSON before it is returned (default: unchanged)."""
         return d
 
@@ -421,7 +443,7 @@ class Model:
         """The server JSON of this value, encoded with orjson."""
         return orjson.dumps(self.to_json_dict())
 
-    def copy(self) -> Any:
+    def copy(self) -> Self:
         """A deep copy."""
         return copy.deepcopy(self)
 
@@ -430,7 +452,7 @@ class Model:
 # create_x(config=None, **fields)
 
 
-def config_from_kwargs(cls: type, config: Any = None, /, **fields: Any) -> Any:
+def config_from_kwargs(cls: type[M], config: M | JSONObject | None = None, /, **fields: Any) -> M:
     """Implement the ``create_x(config=None, **fields)`` calling pattern.
 
     With no ``config`` it is ``cls(**fields)``. With a ``config`` (an instance of

@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..errors import JetStreamError, api_error
+from ._json import JSONObject
 from .validate import validate_stream_name
 
 __all__ = ["SnapshotResult"]
@@ -57,13 +58,13 @@ class SnapshotResult:
 # ------------------------------------------------------------------------- layout
 
 
-def backup_paths(directory: Any) -> tuple[str, str]:
+def backup_paths(directory: str | os.PathLike[str]) -> tuple[str, str]:
     """``(backup.json, stream.tar.s2)`` in ``directory``."""
     d = os.fspath(directory)
     return os.path.join(d, BACKUP_JSON), os.path.join(d, DATA_FILE)
 
 
-def check_chunk_size(chunk_size: Any) -> int:
+def check_chunk_size(chunk_size: object) -> int:
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
         raise TypeError("chunk_size must be an int")
     if not MIN_CHUNK_SIZE <= chunk_size <= MAX_CHUNK_SIZE:
@@ -71,22 +72,22 @@ def check_chunk_size(chunk_size: Any) -> int:
     return chunk_size
 
 
-def snapshot_request(deliver_subject: str, chunk_size: int, check_msgs: bool) -> dict[str, Any]:
+def snapshot_request(deliver_subject: str, chunk_size: int, check_msgs: bool) -> JSONObject:
     """The ``STREAM.SNAPSHOT`` request: consumers included, ``jsck`` when asked."""
-    req: dict[str, Any] = {"deliver_subject": deliver_subject, "chunk_size": chunk_size, "no_consumers": False}
+    req: JSONObject = {"deliver_subject": deliver_subject, "chunk_size": chunk_size, "no_consumers": False}
     if check_msgs:
         req["jsck"] = True
     return req
 
 
-def backup_json(resp: dict[str, Any]) -> bytes:
+def backup_json(resp: JSONObject) -> bytes:
     """``backup.json``: the snapshot answer's ``config`` and ``state``, as the server wrote
     them (unknown fields kept), indented like ``nats stream backup`` writes it."""
     meta = {"config": resp.get("config") or {}, "state": resp.get("state") or {}}
     return orjson.dumps(meta, option=orjson.OPT_INDENT_2)
 
 
-def read_backup_json(data: bytes, where: str) -> dict[str, Any]:
+def read_backup_json(data: bytes, where: str) -> JSONObject:
     """The ``config`` and ``state`` of a ``backup.json``; ``JetStreamError`` naming the
     problem when it is not one."""
     try:
@@ -101,7 +102,7 @@ def read_backup_json(data: bytes, where: str) -> dict[str, Any]:
     return meta
 
 
-def restore_request(meta: dict[str, Any], name: str | None) -> tuple[str, dict[str, Any]]:
+def restore_request(meta: JSONObject, name: str | None) -> tuple[str, JSONObject]:
     """``(stream name, STREAM.RESTORE request)``: the backed-up config and state, under
     ``name`` when given."""
     config = dict(meta["config"])
@@ -191,7 +192,7 @@ def chunk_answer_error(data: bytes) -> JetStreamError | None:
     return None
 
 
-def final_answer(data: bytes) -> dict[str, Any]:
+def final_answer(data: bytes) -> JSONObject:
     """The stream-create answer that ends a restore (raises its typed error)."""
     try:
         resp = orjson.loads(data)
@@ -205,7 +206,7 @@ def final_answer(data: bytes) -> dict[str, Any]:
     return resp
 
 
-def restored_problem(meta_state: dict[str, Any], state: Any) -> str | None:
+def restored_problem(meta_state: JSONObject, state: Any) -> str | None:
     """Why a restored stream does not match its backup (None when it does): a stream
     ending before the backed-up last sequence lost its tail (a truncated archive)."""
     want = meta_state.get("last_seq") or 0

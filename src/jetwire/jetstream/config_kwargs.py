@@ -4,8 +4,11 @@ tools/gen_config_kwargs.py from the config dataclasses. Do not edit.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import TypedDict
 
+from jetwire.jetstream._json import (
+    JSONObject,
+)
 from jetwire.jetstream.models import (
     AckPolicy,
     DeliverPolicy,
@@ -44,21 +47,21 @@ class StreamConfigFields(TypedDict, total=False):
     no_ack: bool
     template_owner: str | None
     duplicate_window: float | None
-    placement: Placement | dict[str, Any] | None
-    mirror: StreamSource | dict[str, Any] | None
-    sources: list[StreamSource | dict[str, Any]] | None
+    placement: Placement | JSONObject | None
+    mirror: StreamSource | JSONObject | None
+    sources: list[StreamSource | JSONObject] | None
     sealed: bool
     deny_delete: bool
     deny_purge: bool
     allow_rollup_hdrs: bool
     allow_direct: bool
     mirror_direct: bool
-    republish: RePublish | dict[str, Any] | None
-    subject_transform: SubjectTransformConfig | dict[str, Any] | None
+    republish: RePublish | JSONObject | None
+    subject_transform: SubjectTransformConfig | JSONObject | None
     compression: StoreCompression | str
     first_seq: int | None
     metadata: dict[str, str] | None
-    consumer_limits: StreamConsumerLimits | dict[str, Any] | None
+    consumer_limits: StreamConsumerLimits | JSONObject | None
     allow_msg_ttl: bool
     subject_delete_marker_ttl: float | None
     allow_msg_counter: bool
@@ -117,10 +120,10 @@ class KeyValueConfigFields(TypedDict, total=False):
     max_bytes: int
     storage: StorageType | str
     replicas: int
-    placement: Placement | dict[str, Any] | None
-    republish: RePublish | dict[str, Any] | None
-    mirror: StreamSource | dict[str, Any] | None
-    sources: list[StreamSource | dict[str, Any]] | None
+    placement: Placement | JSONObject | None
+    republish: RePublish | JSONObject | None
+    mirror: StreamSource | JSONObject | None
+    sources: list[StreamSource | JSONObject] | None
     compression: bool
     limit_marker_ttl: float | None
     metadata: dict[str, str] | None
@@ -135,7 +138,7 @@ class ObjectStoreConfigFields(TypedDict, total=False):
     max_bytes: int
     storage: StorageType | str
     replicas: int
-    placement: Placement | dict[str, Any] | None
+    placement: Placement | JSONObject | None
     compression: bool
     metadata: dict[str, str] | None
 

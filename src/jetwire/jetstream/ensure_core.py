@@ -21,12 +21,12 @@ flavours; no I/O happens here.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ConfigDriftError
-from ._json import config_from_kwargs
+from ._json import JSONObject, config_from_kwargs
 from .models import (
     AckPolicy,
     ConsumerConfig,
@@ -86,7 +86,8 @@ SAMPLED_DEFAULT_CONSUMER = ConsumerConfig(
 # configs from templates
 
 
-def stream_config(name: str, template: Any, overrides: dict[str, Any]) -> StreamConfig:
+def stream_config(name: str, template: StreamConfig | JSONObject | None,
+                  overrides: Mapping[str, object]) -> StreamConfig:
     """A copy of ``template`` (a ``StreamConfig`` or a dict of its fields) with
     ``overrides`` applied and ``name`` set. ``TypeError`` for an unknown field."""
     if template is None:
@@ -96,7 +97,7 @@ def stream_config(name: str, template: Any, overrides: dict[str, Any]) -> Stream
     return cfg
 
 
-def consumer_config(template: Any, overrides: dict[str, Any]) -> ConsumerConfig:
+def consumer_config(template: ConsumerConfig | JSONObject | None, overrides: Mapping[str, object]) -> ConsumerConfig:
     """A copy of ``template`` (a ``ConsumerConfig`` or a dict of its fields) with
     ``overrides`` applied. ``TypeError`` for an unknown field."""
     if template is None:
@@ -109,7 +110,8 @@ def consumer_config(template: Any, overrides: dict[str, Any]) -> ConsumerConfig:
     return cfg
 
 
-def named_consumer_config(name: str, template: Any, overrides: dict[str, Any]) -> ConsumerConfig:
+def named_consumer_config(name: str, template: ConsumerConfig | JSONObject | None,
+                          overrides: Mapping[str, object]) -> ConsumerConfig:
     """:func:`consumer_config` for the consumer called ``name``: durable
     (``durable_name=name``) unless the config names it itself (``name`` or
     ``durable_name``, which must then be ``name``: ``ValueError`` otherwise)."""
@@ -146,44 +148,45 @@ class Drift:
         return list(self.changes)
 
 
-_Rule = Callable[[Any, Any], bool]  # (stored, wanted) wire values -> not updatable
+_Rule = Callable[[object, object], bool]  # (stored, wanted) wire values -> not updatable
+_Config = TypeVar("_Config", StreamConfig, ConsumerConfig)
 
 
-def _differs(stored: Any, wanted: Any) -> bool:
+def _differs(stored: object, wanted: object) -> bool:
     return True
 
 
-def _unset(flag_stored: Any, flag_wanted: Any) -> bool:
+def _unset(flag_stored: object, flag_wanted: object) -> bool:
     return bool(flag_stored) and not flag_wanted
 
 
-def _workqueue(stored: Any, wanted: Any) -> bool:
+def _workqueue(stored: object, wanted: object) -> bool:
     wq = RetentionPolicy.WORK_QUEUE.value
     return wq in ((stored or "limits"), (wanted or "limits"))
 
 
-def _mirror(stored: Any, wanted: Any) -> bool:
+def _mirror(stored: object, wanted: object) -> bool:
     return wanted is not None  # removing a mirror (promoting it) is allowed
 
 
-def _pull_push(stored: Any, wanted: Any) -> bool:
+def _pull_push(stored: object, wanted: object) -> bool:
     return not stored or not wanted
 
 
 class _Kind:
     """What the server fills in and refuses to update, for one config type."""
 
-    def __init__(self, kind: str, cls: type, filled: frozenset[str], fixed: dict[str, _Rule],
-                 normalize_wanted: Callable[[dict], None] | None = None) -> None:
+    def __init__(self, kind: str, cls: type[StreamConfig | ConsumerConfig], filled: frozenset[str],
+                 fixed: dict[str, _Rule], normalize_wanted: Callable[[JSONObject], None] | None = None) -> None:
         self.kind = kind
-        self.cls: Any = cls
+        self.cls = cls
         self.filled = filled
         self.fixed = fixed
         self.normalize_wanted = normalize_wanted
         self.names = [f.name for f in fields(cls) if f.init and f.name != "_extra"]
 
 
-def _strip_server_metadata(d: dict) -> None:
+def _strip_server_metadata(d: JSONObject) -> None:
     meta = d.get("metadata")
     if meta:
         meta = {k: v for k, v in meta.items() if not k.startswith("_nats.")}
@@ -193,7 +196,7 @@ def _strip_server_metadata(d: dict) -> None:
             del d["metadata"]
 
 
-def _consumer_wanted(d: dict) -> None:
+def _consumer_wanted(d: JSONObject) -> None:
     if "name" not in d and d.get("durable_name"):
         d["name"] = d["durable_name"]
     backoff = d.get("backoff")
@@ -244,7 +247,7 @@ _CONSUMER = _Kind(
 )
 
 
-def _wire(cfg: Any) -> dict:
+def _wire(cfg: StreamConfig | ConsumerConfig) -> JSONObject:
     d = cfg.to_json_dict()
     _strip_server_metadata(d)
     if d.get("persist_mode") == "default":
@@ -252,7 +255,7 @@ def _wire(cfg: Any) -> dict:
     return d
 
 
-def _drift(k: _Kind, wanted: Any, stored: Any) -> Drift:
+def _drift(k: _Kind, wanted: StreamConfig | ConsumerConfig, stored: StreamConfig | ConsumerConfig) -> Drift:
     if not isinstance(wanted, k.cls) or not isinstance(stored, k.cls):
         raise TypeError(f"compare two {k.cls.__name__}s")
     a = _wire(wanted)
@@ -296,8 +299,7 @@ def check_drift(kind: str, name: str, drift: Drift) -> bool:
     return not drift.equal
 
 
-def update_config(wanted: StreamConfig | ConsumerConfig,
-                  stored: StreamConfig | ConsumerConfig) -> Any:
+def update_config(wanted: _Config, stored: StreamConfig | ConsumerConfig) -> _Config:
     """The config to send to update ``stored`` to ``wanted``: a copy of ``wanted`` that
     keeps the stored values of the fields ``wanted`` leaves to the server, and the
     stored fields this client does not know."""

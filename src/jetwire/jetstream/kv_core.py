@@ -12,12 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .. import _impl
 from ..errors import KeyDeletedError, KeyNotFoundError
 from .kv_models import KV_OPERATION_HDR, KeyValueEntry, KeyValueOp
 from .validate import validate_key_filter
+
+if TYPE_CHECKING:
+    from ..msg import Msg
+    from ..protocol.headers import Headers
+    from .models import RawStreamMsg
 
 __all__ = [
     "MARKER_REASON_HDR",
@@ -42,7 +47,7 @@ _OPS = {"DEL": _DEL, "PURGE": _PURGE, "PUT": _PUT}
 _MARKER_OPS = {"MaxAge": _PURGE, "Purge": _PURGE, "Remove": _DEL}
 
 
-def kv_operation(headers: Any) -> KeyValueOp:
+def kv_operation(headers: Headers | None) -> KeyValueOp:
     """The operation of a stored KV message: ``KV-Operation`` (DEL/PURGE), else a
     server limit marker's ``Nats-Marker-Reason`` (MaxAge/Purge -> PURGE, Remove -> DEL),
     else PUT."""
@@ -57,7 +62,7 @@ def kv_operation(headers: Any) -> KeyValueOp:
     return _PUT
 
 
-def entry_from_raw(bucket: str, key: str, raw: Any) -> KeyValueEntry:
+def entry_from_raw(bucket: str, key: str, raw: RawStreamMsg) -> KeyValueEntry:
     """The entry of a message read with direct get / ``STREAM.MSG.GET`` (a ``RawStreamMsg``)."""
     return KeyValueEntry(bucket, key, raw.data, raw.seq, raw.time, 0, kv_operation(raw.headers))
 
@@ -78,7 +83,7 @@ def key_not_found(key: str, revision: int | None = None) -> KeyNotFoundError:
     return KeyNotFoundError(f"key {key!r} has no revision {revision}")
 
 
-def entry_from_delivery(bucket: str, prefix_len: int, msg: Any) -> KeyValueEntry:
+def entry_from_delivery(bucket: str, prefix_len: int, msg: Msg) -> KeyValueEntry:
     """The entry of a message delivered by a watcher's consumer: revision, time and
     ``delta`` (messages still pending) come from the ack subject."""
     f = _parse_fields(msg.reply)

@@ -6,16 +6,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .. import _impl
 from .._nuid import NUID
 from .._units import format_rfc3339, parse_rfc3339
 from ..errors import APIError, BadRequestError, JetStreamError, MsgNotFoundError
-from ..protocol.headers import Headers, check_value
-from ._json import Model, duration
+from ..protocol.headers import Headers, HeadersInit, check_value
+from ._json import JSONObject, Model, duration
 from .models import ConsumerConfig, RawStreamMsg
 from .schedule import schedule_headers, ttl_header_value
+
+if TYPE_CHECKING:
+    from ..msg import Msg
 
 __all__ = [
     "EXPECTED_LAST_MSG_ID_HDR",
@@ -67,24 +70,24 @@ class ConsumerPauseResponse(Model):
     pause_remaining: float | None = duration()
 
 
-def _uint(v: Any, what: str) -> str:
+def _uint(v: object, what: str) -> str:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise ValueError(f"{what} must be a non-negative int, not {v!r}")
     return str(v)
 
 
-def incr_headers(delta: Any) -> dict[str, str]:
+def incr_headers(delta: object) -> dict[str, str]:
     """The headers of a counter increment (``Nats-Incr``: a signed decimal integer)."""
     if isinstance(delta, bool) or not isinstance(delta, int):
         raise TypeError(f"delta must be an int, not {type(delta).__name__}")
     return {MSG_INCR_HDR: f"{delta:+d}"}
 
 
-def publish_headers(headers: Any, msg_id: str | None, expected_stream: str | None,
+def publish_headers(headers: HeadersInit | None, msg_id: str | None, expected_stream: str | None,
                     expected_last_seq: int | None, expected_last_subject_seq: int | None,
-                    expected_last_msg_id: str | None, ttl: Any = None, *,
-                    expected_last_subject_seq_subject: str | None = None, schedule: Any = None,
-                    schedule_target: str | None = None, schedule_ttl: Any = None) -> Any:
+                    expected_last_msg_id: str | None, ttl: object = None, *,
+                    expected_last_subject_seq_subject: str | None = None, schedule: object = None,
+                    schedule_target: str | None = None, schedule_ttl: object = None) -> HeadersInit | None:
     """The headers of a JetStream publish: the user's ``headers`` (``Headers`` or a dict,
     never modified) plus the ``Nats-*`` expectation headers, the ``Nats-TTL`` of ``ttl``
     (see :func:`ttl_header_value`) and the ``Nats-Schedule*`` headers of ``schedule``
@@ -100,7 +103,7 @@ def publish_headers(headers: Any, msg_id: str | None, expected_stream: str | Non
             and expected_last_subject_seq_subject is None and schedule is None and schedule_target is None \
             and schedule_ttl is None:
         return headers
-    extra = {}
+    extra: dict[str, str] = {}
     if msg_id is not None:
         check_value(msg_id)
         extra[MSG_ID_HDR] = msg_id
@@ -154,7 +157,7 @@ def validate_filter_subjects(subjects: Iterable[str | None]) -> None:
             _impl.validate_filter(subject)
 
 
-def consumer_create_subject(stream: str, name: str, cfg: ConsumerConfig | dict[str, Any]) -> str:
+def consumer_create_subject(stream: str, name: str, cfg: ConsumerConfig | JSONObject) -> str:
     """``CONSUMER.CREATE.<stream>.<name>[.<filter>]`` (server 2.9+): the filter subject
     goes into the API subject when the config (a ``ConsumerConfig`` or its wire dict)
     has exactly one, in ``filter_subject`` (as nats.go does; the server checks that it
@@ -169,17 +172,17 @@ def consumer_create_subject(stream: str, name: str, cfg: ConsumerConfig | dict[s
     return f"CONSUMER.CREATE.{stream}.{name}"
 
 
-def consumer_create_request(stream: str, cfg: ConsumerConfig, action: str) -> dict:
-    req: dict = {"stream_name": stream, "config": cfg.to_json_dict()}
+def consumer_create_request(stream: str, cfg: ConsumerConfig, action: str) -> JSONObject:
+    req: JSONObject = {"stream_name": stream, "config": cfg.to_json_dict()}
     if action:
         req["action"] = action
     return req
 
 
-def purge_request(subject: str | None, sequence: int | None, keep: int | None) -> dict:
+def purge_request(subject: str | None, sequence: int | None, keep: int | None) -> JSONObject:
     if sequence is not None and keep is not None:
         raise ValueError("purge: give sequence or keep, not both")
-    req: dict = {}
+    req: JSONObject = {}
     if subject:
         req["filter"] = subject
     if sequence is not None:
@@ -191,7 +194,7 @@ def purge_request(subject: str | None, sequence: int | None, keep: int | None) -
     return req
 
 
-def pause_request(until: datetime | None) -> dict:
+def pause_request(until: datetime | None) -> JSONObject:
     if until is None:
         return {}
     if not isinstance(until, datetime):
@@ -199,7 +202,7 @@ def pause_request(until: datetime | None) -> dict:
     return {"pause_until": format_rfc3339(until)}
 
 
-def direct_msg(msg: Any) -> RawStreamMsg:
+def direct_msg(msg: Msg) -> RawStreamMsg:
     """Build a :class:`RawStreamMsg` from a direct-get reply (ADR-31): the stored
     message's subject, sequence and time come from the ``Nats-Subject``,
     ``Nats-Sequence`` and ``Nats-Time-Stamp`` headers, which (with ``Nats-Stream``) are
@@ -238,7 +241,7 @@ _PENDING_HDR = "Nats-Num-Pending"
 _LAST_SEQ_HDR = "Nats-Last-Sequence"
 
 
-def _opt_uint(v: Any, what: str, minimum: int = 0) -> int | None:
+def _opt_uint(v: object, what: str, minimum: int = 0) -> int | None:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
@@ -279,7 +282,7 @@ class BatchGet:
 
     def __init__(self, batch: int | None = None, seq: int | None = None,
                  start_time: datetime | None = None, subject: str | None = None,
-                 max_bytes: int | None = None, multi_last: Any = None, up_to_seq: int | None = None,
+                 max_bytes: int | None = None, multi_last: Iterable[str] | None = None, up_to_seq: int | None = None,
                  up_to_time: datetime | None = None, page: int = 256) -> None:
         self.remaining = _opt_uint(batch, "batch", 1)
         self.max_bytes = _opt_uint(max_bytes, "max_bytes", 1)
@@ -298,7 +301,7 @@ class BatchGet:
                 raise ValueError("up_to_seq and up_to_time go with multi_last")
             if subject is not None and (not isinstance(subject, str) or not subject):
                 raise ValueError(f"subject must be a non-empty subject, not {subject!r}")
-            self.multi_last: list | None = None
+            self.multi_last: list[str] | None = None
         else:
             if isinstance(multi_last, str) or not multi_last:
                 raise ValueError("multi_last must be a non-empty list of subjects")
@@ -334,12 +337,12 @@ class BatchGet:
         self._pages = 0
         return True
 
-    def next_request(self) -> dict[str, Any] | None:
+    def next_request(self) -> JSONObject | None:
         """The body of the next page's request; None once the iteration is over."""
         if self.done:
             return None
         n = self.page if self.remaining is None else min(self.page, self.remaining)
-        req: dict[str, Any] = {"batch": n}
+        req: JSONObject = {"batch": n}
         first = self._first
         if self.multi_last is not None:
             req["multi_last"] = self.multi_last
@@ -366,12 +369,12 @@ class BatchGet:
         self._pages += 1
         return req
 
-    def on_msg(self, msg: Any) -> RawStreamMsg | None:
+    def on_msg(self, msg: Msg) -> RawStreamMsg | None:
         """One reply of the current page: the stored message, or None when the page
         is over (``done`` tells whether another follows). Error statuses raise."""
         h = msg.headers
         status = h.status if h is not None else None
-        if status is None or SEQUENCE_HDR in h:  # a stored message
+        if h is None or status is None or SEQUENCE_HDR in h:  # a stored message
             out = direct_msg(msg)
             self._got += 1
             self.next_seq = out.seq + 1

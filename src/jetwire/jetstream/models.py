@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import orjson
 
 from jetwire.errors import api_error
-from jetwire.jetstream._json import Model, config_from_kwargs, duration, jfield  # noqa: F401
+from jetwire.jetstream._json import JSONObject, Model, config_from_kwargs, duration, jfield  # noqa: F401
 
 __all__ = [
     "APIErrorInfo",
@@ -94,7 +94,7 @@ class DeliverPolicy(_WireEnum):
     LAST_PER_SUBJECT = "last_per_subject"
 
     @classmethod
-    def _missing_(cls, value: object) -> Any:
+    def _missing_(cls, value: object) -> Self | None:
         return cls.ALL if value == "undefined" else None
 
 
@@ -114,7 +114,7 @@ class DiscardPolicy(_WireEnum):
     NEW = "new"
 
     @classmethod
-    def _missing_(cls, value: object) -> Any:
+    def _missing_(cls, value: object) -> Self | None:
         if isinstance(value, str) and value.lower() in ("old", "new"):
             return cls(value.lower())
         return None
@@ -140,7 +140,7 @@ class PriorityPolicy(_WireEnum):
     PRIORITIZED = "prioritized"
 
     @classmethod
-    def _missing_(cls, value: object) -> Any:
+    def _missing_(cls, value: object) -> Self | None:
         return cls.NONE if value == "none" else None
 
 
@@ -149,7 +149,7 @@ class PersistMode(_WireEnum):
     ASYNC = "async"
 
     @classmethod
-    def _missing_(cls, value: object) -> Any:
+    def _missing_(cls, value: object) -> Self | None:
         if value == "":
             return cls.DEFAULT
         if isinstance(value, str) and value.lower() in ("default", "async"):
@@ -219,7 +219,7 @@ class StreamSource(Model):
     consumer: StreamConsumerSource | None = None
     domain: str | None = jfield(None, skip=True)
 
-    def _json_out(self, d: dict) -> dict:
+    def _json_out(self, d: JSONObject) -> JSONObject:
         if self.domain and "external" not in d:
             d["external"] = {"api": f"$JS.{self.domain}.API"}
         return d
@@ -389,7 +389,7 @@ class Flag(int):
     also be called, jsm.go style: ``cfg.is_pull`` and ``cfg.is_pull()`` both work;
     ``==``, ``not`` and ``bool()`` behave as with ``True``/``False``."""
 
-    def __new__(cls, value: Any) -> Flag:
+    def __new__(cls, value: object) -> Flag:
         return super().__new__(cls, 1 if value else 0)
 
     def __call__(self) -> bool:
@@ -518,7 +518,7 @@ class ConsumerInfo(_ConsumerKind, Model):
 # publish acks
 
 
-def check_api_error(d: dict) -> dict:
+def check_api_error(d: JSONObject) -> JSONObject:
     """Raise the typed :class:`~jetwire.errors.APIError` if a JetStream API answer
     carries an ``error`` object; otherwise return ``d``."""
     err = d.get("error")
@@ -527,7 +527,7 @@ def check_api_error(d: dict) -> dict:
     return d
 
 
-def loads_api(raw: bytes | bytearray | memoryview | str) -> dict:
+def loads_api(raw: bytes | bytearray | memoryview | str) -> JSONObject:
     """Decode a JetStream API answer with orjson and :func:`check_api_error` it."""
     d = orjson.loads(raw)
     if not isinstance(d, dict):
@@ -598,7 +598,7 @@ class PubAck(Model):
         return obj
 
     @classmethod
-    def _json_in(cls, data: dict) -> dict:
+    def _json_in(cls, data: JSONObject) -> JSONObject:
         if data.get("domain") == "":
             data = {k: v for k, v in data.items() if k != "domain"}
         return data
@@ -620,7 +620,7 @@ class BatchAck(Model):
     val: str | None = None
 
     @classmethod
-    def _json_in(cls, data: dict) -> dict:
+    def _json_in(cls, data: JSONObject) -> JSONObject:
         if data.get("domain") == "":
             data = {k: v for k, v in data.items() if k != "domain"}
         return data
@@ -701,7 +701,7 @@ class RawStreamMsg(Model):
     time: datetime | None = None
 
     @classmethod
-    def _json_in(cls, data: dict) -> dict:
+    def _json_in(cls, data: JSONObject) -> JSONObject:
         msg = data.get("message")
         if isinstance(msg, dict) and "subject" not in data:
             return msg

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
-from jetwire.jetstream._json import Model, duration, jfield
+from jetwire.jetstream._json import JSONObject, Model, duration, jfield
 from jetwire.jetstream._status import BucketStatus
 from jetwire.jetstream.models import (
     DiscardPolicy,
@@ -113,7 +113,7 @@ class _OptionsLayout:
     _OPTION_FIELDS: ClassVar[tuple[str, ...]] = ("max_chunk_size", "link")
 
     @classmethod
-    def _json_in(cls, data: dict) -> dict:
+    def _json_in(cls, data: JSONObject) -> JSONObject:
         opts = data.get("options")
         if not isinstance(opts, dict):
             return data
@@ -127,7 +127,7 @@ class _OptionsLayout:
             data["options"] = rest
         return data
 
-    def _json_out(self, d: dict) -> dict:
+    def _json_out(self, d: JSONObject) -> JSONObject:
         opts = d.pop("options", None)
         opts = dict(opts) if isinstance(opts, dict) else {}
         for k in self._OPTION_FIELDS:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import APIError, InvalidOptionError, JetStreamError
+from ._json import JSONObject
 from .manage import validate_filter_subjects
 from .models import ConsumerConfig, ConsumerInfo
 
@@ -50,7 +51,7 @@ def server_at_least(info: Mapping[str, Any], major: int, minor: int, patch: int 
     return v is None or v >= (major, minor, patch)
 
 
-def legacy_consumer_create_subject(stream: str, cfg: ConsumerConfig | dict[str, Any]) -> str:
+def legacy_consumer_create_subject(stream: str, cfg: ConsumerConfig | JSONObject) -> str:
     """The create subject for servers before 2.9 (as nats.go): a durable is made through
     ``CONSUMER.DURABLE.CREATE.<stream>.<durable>``, an ephemeral through
     ``CONSUMER.CREATE.<stream>`` (the server names it). The filters are checked here."""
@@ -64,7 +65,7 @@ def legacy_consumer_create_subject(stream: str, cfg: ConsumerConfig | dict[str, 
     return f"CONSUMER.CREATE.{stream}"
 
 
-def reset_request(seq: int | None) -> dict[str, Any] | None:
+def reset_request(seq: int | None) -> JSONObject | None:
     """The body of ``CONSUMER.RESET``: none (back to the ack floor + 1) or ``{"seq": n}``
     (n >= 1; the consumer's deliver policy may refuse it: ``APIError`` 10204)."""
     if seq is None:
@@ -74,7 +75,7 @@ def reset_request(seq: int | None) -> dict[str, Any] | None:
     return {"seq": seq}
 
 
-def reset_info(resp: dict[str, Any]) -> ConsumerInfo:
+def reset_info(resp: JSONObject) -> ConsumerInfo:
     """The consumer's info from a reset answer (the info's fields plus ``reset_seq``)."""
     resp.pop("type", None)
     resp.pop("reset_seq", None)
@@ -83,7 +84,7 @@ def reset_info(resp: dict[str, Any]) -> ConsumerInfo:
     return ConsumerInfo.from_json(resp)
 
 
-def stepdown_request(preferred: str | None) -> dict[str, Any] | None:
+def stepdown_request(preferred: str | None) -> JSONObject | None:
     """The body of a leader step-down: none (the server picks) or the placement naming
     the server that should lead (``{"placement": {"preferred": name}}``)."""
     if preferred is None:
@@ -93,14 +94,14 @@ def stepdown_request(preferred: str | None) -> dict[str, Any] | None:
     return {"placement": {"preferred": preferred}}
 
 
-def peer_remove_request(peer: str) -> dict[str, Any]:
+def peer_remove_request(peer: str) -> JSONObject:
     """The body of ``STREAM.PEER.REMOVE``: the server name (or peer id) to remove."""
     if not isinstance(peer, str) or not peer:
         raise InvalidOptionError(f"peer must be a server name, not {peer!r}")
     return {"peer": peer}
 
 
-def acknowledged(resp: dict[str, Any], what: str) -> None:
+def acknowledged(resp: JSONObject, what: str) -> None:
     """An operation's answer without ``success: true`` (and without an error, which
     ``api_request`` already raised) is a failure too (as jsm.go)."""
     if not resp.get("success"):
@@ -118,7 +119,7 @@ def clustered_js(info: Mapping[str, Any]) -> bool | None:
     return None
 
 
-def check_supported(asked: Any, got: Any, what: str) -> None:
+def check_supported(asked: object, got: object, what: str) -> None:
     """A feature the server dropped from the config it stored (an older server)."""
     if asked and not got:
         raise JetStreamError(f"the server does not support {what}")

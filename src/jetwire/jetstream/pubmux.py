@@ -41,8 +41,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -56,6 +57,10 @@ __all__ = ["CONTEXT_TIMEOUT", "AckFuture", "AioAckFuture", "PubAckMux", "acked_f
 _from_ack = PubAck.from_json_bytes
 _plain = PubAck.plain
 _loads = orjson.loads
+
+#: a publish's future or a waiter's (blocking: concurrent.futures, aio: asyncio)
+_Fut = Future[Any] | asyncio.Future[Any]
+_F = TypeVar("_F", bound=_Fut)
 
 
 class _ContextTimeout:
@@ -86,7 +91,7 @@ _EARLY = 0.001
 _NO_LOCK = nullcontext()  # what ``with`` takes when the mux has no lock (one thread)
 
 
-def _pub_msg(fut: Any) -> Msg:
+def _pub_msg(fut: AckFuture | AioAckFuture) -> Msg:
     """The message a publish future stands for (made on first use)."""
     pub = fut._pub
     return Msg(pub[0], pub[1], None, pub[2])
@@ -104,7 +109,7 @@ class AckFuture(_impl.AckFuture):
     msg = property(_pub_msg, doc=_MSG_DOC)
 
 
-class AioAckFuture(asyncio.Future):
+class AioAckFuture(asyncio.Future[PubAck]):
     """The ``asyncio.Future`` that aio ``publish_async`` returns, with ``msg``."""
 
     __slots__ = ("_pub",)
@@ -112,7 +117,7 @@ class AioAckFuture(asyncio.Future):
     msg = property(_pub_msg, doc=_MSG_DOC)
 
 
-def acked_future_class(base: Any, on_ack: Callable[[Any, Any], None]) -> Any:
+def acked_future_class(base: type[_F], on_ack: Callable[[_F, PubAck], None]) -> type[_F]:
     """A subclass of the future class ``base`` whose ``set_result(ack)`` calls
     ``on_ack(fut, ack)`` once the future is resolved (a JetStream context's
     ``publish_async_ack_cb``). Every ack resolves its future through ``set_result``
@@ -120,10 +125,10 @@ def acked_future_class(base: Any, on_ack: Callable[[Any, Any], None]) -> Any:
     pay nothing; a future already done or cancelled raises there, and reports nothing."""
     base_set_result = base.set_result
 
-    class AckedFuture(base):
+    class AckedFuture(base):  # type: ignore[valid-type,misc]  # a class made at run time
         __slots__ = ()
 
-        def set_result(self, result: Any) -> None:
+        def set_result(self, result: PubAck) -> None:
             base_set_result(self, result)
             on_ack(self, result)
 
@@ -131,7 +136,7 @@ def acked_future_class(base: Any, on_ack: Callable[[Any, Any], None]) -> Any:
     return AckedFuture
 
 
-def _resolve(fut: Any, value: Any) -> None:
+def _resolve(fut: _Fut, value: object) -> None:
     try:
         if not fut.done():
             fut.set_result(value)
@@ -139,7 +144,7 @@ def _resolve(fut: Any, value: Any) -> None:
         pass
 
 
-def _fail(fut: Any, exc: BaseException) -> None:
+def _fail(fut: _Fut, exc: BaseException) -> None:
     """Fail ``fut`` unless it is done; its publisher's ``on_fail(fut, exc)`` hook (the
     JetStream context's ``publish_async_err_cb``) is told when it has one."""
     try:
@@ -173,12 +178,12 @@ class PubAckMux(_impl.AckMux):
         self.closed = False
         self.close_error: BaseException | None = None
         self.sub: Any = None  # the driver's reply subscription
-        self.chain: Any = None  # another mux registered on the same connection before us
+        self.chain: PubAckMux | None = None  # another mux registered on the same connection before us
         # set by the driver: on_retry(token, wait) schedules a re-send (never blocks)
         self.on_retry: Callable[[str, float], None] | None = None
         # set by the driver: the connection's call_later(delay, fn, *args) (the ack
         # deadlines' timer); None: nothing expires unless expire() is called
-        self.call_later: Callable[..., Any] | None = None
+        self.call_later: Callable[..., object] | None = None
 
     # -- publishing side ---------------------------------------------------------------
     # add(fut, subject, hdr, data, retries, retry_wait) -> token: compiled (AckMux)
@@ -219,14 +224,14 @@ class PubAckMux(_impl.AckMux):
     def _fire(self, at: float) -> None:
         self.expire(_monotonic() + _EARLY, at)
 
-    def _expired(self, entries: list[tuple]) -> None:
+    def _expired(self, entries: list[tuple[Any, ...]]) -> None:
         """Fail publishes whose ack did not come by their deadline (already removed)."""
         for entry in entries:
             _fail(entry[0], TimeoutError("no JetStream publish ack within the publish_async timeout "
                                          "(publish it again with the same msg_id)"))
         self._after_pop()
 
-    def add_stall_waiter(self, fut: Any, wake_at: int) -> None:
+    def add_stall_waiter(self, fut: _Fut, wake_at: int) -> None:
         with self.lock or _NO_LOCK:
             waiters = self.stall_waiters
             if len(waiters) > 64:
@@ -234,7 +239,7 @@ class PubAckMux(_impl.AckMux):
             self.wake_at = wake_at
             waiters.append(fut)
 
-    def add_complete_waiter(self, fut: Any) -> None:
+    def add_complete_waiter(self, fut: _Fut) -> None:
         with self.lock or _NO_LOCK:
             waiters = self.complete_waiters
             if len(waiters) > 64:
@@ -244,7 +249,7 @@ class PubAckMux(_impl.AckMux):
     # -- reader side (never blocks) ----------------------------------------------------
     # on_msg(msg), the subscription's direct handler: compiled (AckMux); it resolves the
     # usual answer itself and hands every other one (entry already popped) to _other.
-    def _other(self, msg: Any, token: str, entry: tuple) -> None:
+    def _other(self, msg: Msg, token: str, entry: tuple[Any, ...]) -> None:
         """Any reply but the usual ``{"stream":..,"seq":..}``. A no responders status with
         retries left keeps the publish pending and calls ``on_retry(token, wait)`` so the
         driver re-sends it after ``wait`` seconds."""
@@ -283,7 +288,7 @@ class PubAckMux(_impl.AckMux):
             self._after_pop()
 
     @staticmethod
-    def _slow_ack(fut: Any, data: Any, d: Any) -> None:
+    def _slow_ack(fut: _Fut, data: bytes, d: object) -> None:
         if type(d) is dict and "error" in d:
             err = d["error"]
             _fail(fut, api_error(err) if type(err) is dict else JetStreamError(f"publish failed: {err!r}"))
@@ -301,7 +306,7 @@ class PubAckMux(_impl.AckMux):
             _resolve(fut, ack)
 
     def _after_pop(self) -> None:
-        woken: list[Any] = []
+        woken: list[_Fut] = []
         with self.lock or _NO_LOCK:
             n = len(self.pending)
             if self.stall_waiters and n <= self.wake_at:

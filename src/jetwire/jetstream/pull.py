@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -39,6 +39,11 @@ from ..errors import (
     PullStatusError,
     StreamNotFoundError,
 )
+from ._json import JSONObject
+
+if TYPE_CHECKING:
+    from ..msg import Msg
+    from ..protocol.headers import Headers
 
 __all__ = [
     "BATCH_BYTES_ONLY",
@@ -194,7 +199,7 @@ def _ns(seconds: float) -> int:
 
 
 def pull_request(batch: int, expires: float = 0.0, no_wait: bool = False, max_bytes: int = 0,
-                 heartbeat: float = 0.0, priority: dict[str, Any] | None = None,
+                 heartbeat: float = 0.0, priority: JSONObject | None = None,
                  pin_id: str | None = None) -> bytes:
     """JSON body of ``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`` (ADR-13/37):
     ``{batch, expires(ns), no_wait, max_bytes, idle_heartbeat(ns)}``, zero fields left out;
@@ -202,7 +207,7 @@ def pull_request(batch: int, expires: float = 0.0, no_wait: bool = False, max_by
     ``id`` (ADR-42) when given."""
     if batch < 1:
         raise ValueError("batch must be at least 1")
-    req: dict[str, Any] = {"batch": int(batch)}
+    req: JSONObject = {"batch": int(batch)}
     if expires:
         req["expires"] = _ns(expires)
     if no_wait:
@@ -218,7 +223,7 @@ def pull_request(batch: int, expires: float = 0.0, no_wait: bool = False, max_by
     return orjson.dumps(req)
 
 
-def _count_option(name: str, v: Any, lo: int, hi: int | None = None) -> int:
+def _count_option(name: str, v: object, lo: int, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
         bound = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
         raise InvalidOptionError(f"{name} must be an int {bound}, not {v!r}")
@@ -227,7 +232,7 @@ def _count_option(name: str, v: Any, lo: int, hi: int | None = None) -> int:
 
 def priority_fields(groups: Sequence[str] | None, group: str | None = None,
                     min_pending: int | None = None, min_ack_pending: int | None = None,
-                    priority: int | None = None) -> dict[str, Any] | None:
+                    priority: int | None = None) -> JSONObject | None:
     """The priority-group fields of a pull (ADR-42), checked against the consumer's
     ``priority_groups``: a consumer with groups needs ``group`` (one of them) on every
     pull; a consumer without groups takes none of these options. ``min_pending`` and
@@ -243,7 +248,7 @@ def priority_fields(groups: Sequence[str] | None, group: str | None = None,
         raise InvalidOptionError(f"the consumer has priority groups {list(groups)!r}: pulls need group=")
     if group not in groups:
         raise InvalidOptionError(f"group {group!r} is not one of the consumer's priority groups {list(groups)!r}")
-    out: dict[str, Any] = {"group": group}
+    out: JSONObject = {"group": group}
     if min_pending is not None:
         out["min_pending"] = _count_option("min_pending", min_pending, 1)
     if min_ack_pending is not None:
@@ -258,7 +263,7 @@ def priority_fields(groups: Sequence[str] | None, group: str | None = None,
 _encode_headers = _impl.encode_headers
 
 
-def msg_size(msg: Any) -> int:
+def msg_size(msg: Msg) -> int:
     """Size the server counts against ``max_bytes``: subject + reply + headers + payload."""
     n = len(msg.subject) + len(msg.data)
     if msg.reply:
@@ -269,7 +274,7 @@ def msg_size(msg: Any) -> int:
     return n
 
 
-def _int_header(h: Any, key: str) -> int:
+def _int_header(h: Headers, key: str) -> int:
     v = h.get(key)
     if not v:
         return 0
@@ -279,7 +284,7 @@ def _int_header(h: Any, key: str) -> int:
         return 0
 
 
-def parse_pending(h: Any) -> tuple[int, int]:
+def parse_pending(h: Headers | None) -> tuple[int, int]:
     """``(Nats-Pending-Messages, Nats-Pending-Bytes)`` of a status message (0 when absent)."""
     if h is None:
         return 0, 0
@@ -412,7 +417,7 @@ out (inline: it is the per-message path); a status
         self.pending_bytes = 0
         self.delivered = 0
         # the priority-group fields of every pull (priority_fields), None without groups
-        self.priority: dict[str, Any] | None = None
+        self.priority: JSONObject | None = None
 
     # -- counting --------------------------------------------------------------------
     def on_status_pending(self, msgs: int, nbytes: int) -> None:
@@ -581,7 +586,7 @@ class OrderedCursor:
         self.serial += 1
         return self.serial
 
-    def hb_gap(self, h: Any) -> bool:
+    def hb_gap(self, h: Headers | None) -> bool:
         """A heartbeat's ``Nats-Last-Consumer`` says messages we never saw were delivered."""
         if h is None:
             return False
@@ -595,7 +600,7 @@ class OrderedCursor:
         return last != self.consumer_seq
 
 
-def _enum(v: Any) -> Any:
+def _enum(v: object) -> object:
     return getattr(v, "value", v)
 
 
@@ -604,7 +609,7 @@ def ordered_config(name: str, cursor: OrderedCursor, filter_subjects: str | Sequ
                    opt_start_time: str | None = None, replay_policy: Any = "instant",
                    inactive_threshold: float | None = 300.0, headers_only: bool = False,
                    deliver_subject: str | None = None, idle_heartbeat: float | None = None,
-                   flow_control: bool = False, metadata: dict[str, str] | None = None) -> dict[str, Any]:
+                   flow_control: bool = False, metadata: dict[str, str] | None = None) -> JSONObject:
     """Wire config (a JSON dict) of the next consumer of an ordered consumer.
 
     Forced: ephemeral, ack none, max_deliver 1, memory storage, one replica. The first
@@ -612,7 +617,7 @@ def ordered_config(name: str, cursor: OrderedCursor, filter_subjects: str | Sequ
     every new one starts at ``cursor.stream_seq + 1``. ``opt_start_time`` is an
     RFC 3339 string here.
     """
-    cfg: dict[str, Any] = {
+    cfg: JSONObject = {
         "name": name,
         "ack_policy": "none",
         "max_deliver": 1,

@@ -15,9 +15,10 @@ the messages and serves ``js.subscribe()`` (plain and ordered), KV watchers
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _impl
+from ._json import JSONObject
 from .pull import (
     HDR_CONSUMER_STALLED,
     ORDERED_DEFAULT_HB,
@@ -26,6 +27,9 @@ from .pull import (
     classify_status,
     ordered_config,
 )
+
+if TYPE_CHECKING:
+    from ..protocol.headers import Headers
 
 __all__ = [
     "DEFAULT_PUSH_HEARTBEAT",
@@ -52,7 +56,7 @@ def push_consumer_config(deliver_subject: str, cursor: OrderedCursor, filter_sub
                          headers_only: bool = False, heartbeat: float = DEFAULT_PUSH_HEARTBEAT,
                          name: str | None = None, opt_start_time: str | None = None,
                          replay_policy: Any = "instant", inactive_threshold: float | None = 300.0,
-                         metadata: dict[str, str] | None = None) -> dict[str, Any]:
+                         metadata: dict[str, str] | None = None) -> JSONObject:
     """Wire config of an ordered push consumer: ephemeral, ack none, flow control,
     idle heartbeats, memory storage, R1; after a reset it restarts at the stream
     sequence after the last one delivered."""
@@ -180,7 +184,7 @@ class PushState:
             self._done()
         return PUSH_DATA, pending
 
-    def on_status(self, headers: Any, reply: str | None) -> int:
+    def on_status(self, headers: Headers, reply: str | None) -> int:
         """A status message: heartbeat, flow control or something else (that ends an
         ordered consumer). A heartbeat whose ``Nats-Last-Consumer`` shows deliveries
         we never saw is a gap (ordered)."""
@@ -200,7 +204,7 @@ class PushState:
             return PUSH_HEARTBEAT
         return PUSH_STATUS
 
-    def stalled_reply(self, headers: Any) -> str | None:
+    def stalled_reply(self, headers: Headers | None) -> str | None:
         """A heartbeat's ``Nats-Consumer-Stalled`` subject (answer it at once), or None."""
         return headers.get(HDR_CONSUMER_STALLED) if headers is not None else None
 

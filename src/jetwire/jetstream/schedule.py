@@ -172,7 +172,7 @@ def validate_schedule(schedule: Any) -> str:
     return spec
 
 
-def ttl_header_value(ttl: Any, name: str = "ttl") -> str:
+def ttl_header_value(ttl: object, name: str = "ttl") -> str:
     """The ``Nats-TTL`` value of a per-message TTL: ``ttl`` in seconds (a number or a
     ``timedelta``, at least 1; the server keeps whole seconds, so a fraction is
     dropped), or ``"never"`` (the message outlives the stream's ``max_age``). Raises

@@ -16,7 +16,7 @@ Rules, compatible with nats.go:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import cast
 
 from jetwire import _impl
 from jetwire.errors import (
@@ -51,7 +51,7 @@ _KEY = re.compile(r"[-/_=.a-zA-Z0-9]+")
 _KEY_FILTER = re.compile(r"[-/_=.a-zA-Z0-9*]*>?")
 
 
-def _name_problem(name: Any) -> str:
+def _name_problem(name: object) -> str:
     if not isinstance(name, str):
         return f"must be a str, not {type(name).__name__}"
     if not name:
@@ -66,26 +66,26 @@ def _name_problem(name: Any) -> str:
     return ""
 
 
-def validate_stream_name(name: str) -> str:
+def validate_stream_name(name: object) -> str:
     """Return ``name`` or raise :class:`~jetwire.errors.InvalidStreamNameError`."""
     problem = _name_problem(name)
     if problem:
         raise InvalidStreamNameError(f"invalid stream name {name!r}: {problem}")
-    return name
+    return cast(str, name)  # _name_problem: a str
 
 
-def validate_consumer_name(name: str) -> str:
+def validate_consumer_name(name: object) -> str:
     """Return ``name`` or raise :class:`~jetwire.errors.InvalidConsumerNameError`."""
     problem = _name_problem(name)
     if problem:
         raise InvalidConsumerNameError(f"invalid consumer name {name!r}: {problem}")
-    return name
+    return cast(str, name)  # _name_problem: a str
 
 
 validate_durable_name = validate_consumer_name
 
 
-def is_valid_stream_name(name: Any) -> bool:
+def is_valid_stream_name(name: object) -> bool:
     return not _name_problem(name)
 
 
@@ -96,7 +96,7 @@ def validate_bucket_name(bucket: str) -> str:
     return bucket
 
 
-def is_valid_bucket_name(bucket: Any) -> bool:
+def is_valid_bucket_name(bucket: object) -> bool:
     return isinstance(bucket, str) and _BUCKET.fullmatch(bucket) is not None
 
 
@@ -104,7 +104,7 @@ def _dots_ok(key: str) -> bool:
     return key[0] != "." and key[-1] != "." and ".." not in key
 
 
-def is_valid_key(key: Any) -> bool:
+def is_valid_key(key: object) -> bool:
     return isinstance(key, str) and bool(key) and _dots_ok(key) and _KEY.fullmatch(key) is not None
 
 
@@ -115,7 +115,7 @@ def validate_key(key: str) -> str:
     return key
 
 
-def is_valid_key_filter(key: Any) -> bool:
+def is_valid_key_filter(key: object) -> bool:
     if not (isinstance(key, str) and key and _dots_ok(key) and _KEY_FILTER.fullmatch(key) is not None):
         return False
     if "*" in key or ">" in key:  # wildcards as the subject's whole tokens ('a*', 'a.b>' are not)

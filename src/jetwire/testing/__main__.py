@@ -7,6 +7,7 @@ import json
 import socket
 import sys
 import time
+from typing import Any
 
 from .server import NatsServer, find_nats_server
 
@@ -24,7 +25,7 @@ def _read_until(sock: socket.socket, buf: bytearray, marker: bytes, deadline: fl
     return out
 
 
-def smoke(timeout: float = 10.0) -> dict:
+def smoke(timeout: float = 10.0) -> dict[str, Any]:
     with NatsServer() as server:
         deadline = time.monotonic() + timeout
         with socket.create_connection((server.host, server.port), timeout=timeout) as sock:

@@ -47,7 +47,8 @@ class NKey:
 
     def sign(self, data: bytes) -> bytes:
         """Raw ed25519 signature of ``data``."""
-        return nkeys.from_seed(self.seed.encode()).sign(data)
+        sig: bytes = nkeys.from_seed(self.seed.encode()).sign(data)
+        return sig
 
     def write_seed(self, path: str | os.PathLike[str]) -> str:
         """Write the seed to ``path`` (mode 0600) and return the path."""
@@ -97,7 +98,8 @@ def encode_jwt(claims: dict[str, Any], issuer: NKey) -> str:
 def decode_jwt_claims(token: str) -> dict[str, Any]:
     """The claims of a JWT (the signature is not checked)."""
     payload = token.split(".")[1]
-    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return claims
 
 
 def format_creds(user_jwt: str, user_seed: str) -> str:

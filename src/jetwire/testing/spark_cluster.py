@@ -97,7 +97,7 @@ class SparkStandaloneCluster:
         self.master_port = 0
         self.webui_port = 0
         self.tmpdir: str | None = None
-        self._procs: list[subprocess.Popen] = []
+        self._procs: list[subprocess.Popen[bytes]] = []
         self._logs: list[str] = []
 
     # -- addresses
@@ -158,7 +158,7 @@ class SparkStandaloneCluster:
         env.update(self.extra_env)
         return env
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen:
+    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         assert self.tmpdir is not None
         log = os.path.join(self.tmpdir, f"{name}.log")
         self._logs.append(log)
@@ -196,7 +196,8 @@ class SparkStandaloneCluster:
     def master_state(self, timeout: float = 2.0) -> dict[str, Any]:
         """The master's ``/json/`` (workers, applications, status)."""
         with urllib.request.urlopen(self.webui_url + "/json/", timeout=timeout) as r:
-            return json.loads(r.read())
+            state: dict[str, Any] = json.loads(r.read())
+            return state
 
     def alive_workers(self) -> int:
         try:
