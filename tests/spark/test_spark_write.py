@@ -162,3 +162,80 @@ def test_replay_after_the_duplicate_window_is_stored_again(spark, spark_nats, ma
         time.sleep(0.1)
     _write(df, spark_nats.url, msgIdColumn="key")  # after the window: stored again
     assert _messages(js, stream) == 20 + 1 + 19  # id-19 was taken by the probe
+
+
+# ----------------------------------------------------------------- the task's bulk path
+# Arrow record batches without headers are published as whole windows of frames built by
+# Arrow kernels, acks checked in bulk; a batch with headers takes the row path. These call
+# the task function directly (what JetStreamWriter.write runs), without a Spark job.
+def _batch(subjects, data, **extra):
+    import pyarrow as pa
+
+    cols = {"subject": pa.array(subjects, pa.string()), "data": pa.array(data, pa.binary()), **extra}
+    return pa.RecordBatch.from_pydict(cols)
+
+
+def _write_task(url, batches, partition_id=0, batch_id=None, **options):
+    from jetwire.spark._options import WriteOptions
+    from jetwire.spark._write import write_partition
+
+    return write_partition(WriteOptions({"servers": url, **options}), iter(batches), partition_id, batch_id)
+
+
+def test_bulk_windows_ids_order_and_a_batch_with_headers(spark_nats, make_stream, js):
+    import pyarrow as pa
+
+    stream = make_stream()
+    s = f"{stream.lower()}.k"
+    htype = pa.map_(pa.string(), pa.list_(pa.string()))
+    batches = [
+        _batch([s] * 300, [b"a%d" % i for i in range(300)], headers=pa.nulls(300, htype)),
+        # the row path, in between
+        _batch([s, s], [b"h0", b"h1"], headers=pa.array([[("H", ["1", "2"])], None], htype)),
+        _batch([s] * 500, [None if i % 7 == 0 else b"b%d" % i for i in range(500)], headers=pa.nulls(500, htype)),
+    ]
+    res = _write_task(spark_nats.url, batches, partition_id=3, batch_id=9, msgIdPrefix="q", maxPendingAcks="64")
+    assert (res.count, res.duplicates, res.first_seq, res.last_seq, res.stream) == (802, 0, 1, 802, stream)
+    st = js.stream(stream)
+    assert st.info().state.messages == 802
+    for seq, row in ((1, 0), (300, 299), (301, 300), (303, 302), (304, 303), (802, 801)):
+        m = st.get_msg(seq)
+        assert m.headers["Nats-Msg-Id"] == f"q:9:3:{row}"
+    hm = st.get_msg(301).headers
+    assert (hm.get_all("H"), hm["Nats-Msg-Id"]) == (["1", "2"], "q:9:3:300")
+    assert st.get_msg(1).data == b"a0"
+    assert st.get_msg(303).data == b""  # row 302 = third batch's row 0: NULL data, empty payload
+    assert st.get_msg(304).data == b"b1"
+    # the same task again (a retry): every row a duplicate, nothing stored
+    again = _write_task(spark_nats.url, batches, partition_id=3, batch_id=9, msgIdPrefix="q")
+    assert (again.count, again.duplicates, again.first_seq) == (802, 802, None)
+    assert st.info().state.messages == 802
+
+
+def test_bulk_integer_msg_id_column_and_fixed_subject(spark_nats, make_stream, js):
+    import pyarrow as pa
+
+    stream = make_stream()
+    rb = pa.RecordBatch.from_pydict({"data": pa.array([b"x", b"y", b"z"]), "key": pa.array([7, 8, 7], pa.int64())})
+    res = _write_task(spark_nats.url, [rb], subject=f"{stream.lower()}.fixed", msgIdColumn="key")
+    assert (res.count, res.duplicates) == (3, 1)
+    st = js.stream(stream)
+    assert st.info().state.messages == 2
+    assert st.get_msg(2).headers["Nats-Msg-Id"] == "8" and st.get_msg(2).subject == f"{stream.lower()}.fixed"
+
+
+def test_bulk_refusals(spark_nats, make_stream, js):
+    from jetwire.errors import BadSubjectError, MaxPayloadError, NoStreamResponseError
+    from jetwire.spark._options import OptionError
+
+    stream = make_stream()
+    s = f"{stream.lower()}.k"
+    with pytest.raises(OptionError, match="row 2 has no subject"):
+        _write_task(spark_nats.url, [_batch([s, s, None], [b"1", b"2", b"3"])])
+    with pytest.raises(BadSubjectError, match="whitespace"):
+        _write_task(spark_nats.url, [_batch([s, "a b"], [b"1", b"2"])])
+    with pytest.raises(MaxPayloadError):
+        _write_task(spark_nats.url, [_batch([s], [b"x" * (2 * 1024 * 1024)])])
+    assert js.stream(stream).info().state.messages == 0  # refused before anything was sent
+    with pytest.raises(NoStreamResponseError):
+        _write_task(spark_nats.url, [_batch(["nobody.listens.here"], [b"1"])])

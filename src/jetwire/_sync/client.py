@@ -898,6 +898,21 @@ class Client:
         writer.kick()
         return True
 
+    def _try_append_frames(self, frames: Any, count: int, payload_bytes: int) -> bool:
+        """Queue pre-encoded PUB/HPUB frames only while connected (``Link.try_publish_frames``)."""
+        core = self._core
+        if core is None or core.status != CONNECTED:
+            return False
+        writer = self._writer
+        with writer.lock:
+            outbox = core.outbox
+            buf = outbox.buf
+            buf += memoryview(frames)
+            outbox.out_msgs += count
+            outbox.out_bytes += payload_bytes
+        writer.kick()
+        return True
+
     def publish_msg(self, msg: Msg) -> Any:
         """``publish(msg.subject, msg.data, msg.reply, msg.headers)``."""
         return self.publish(msg.subject, msg.data, msg.reply, msg.headers)
@@ -1370,6 +1385,9 @@ class Link:
 
     def try_publish(self, subject: str, reply: str | None, payload: bytes) -> bool:
         return self._nc._try_publish(subject, reply, payload)
+
+    def try_publish_frames(self, frames: Any, count: int, payload_bytes: int) -> bool:
+        return self._nc._try_append_frames(frames, count, payload_bytes)
 
     def request_nowait(self, subject: str, payload: bytes = b"") -> bool:
         nc = self._nc

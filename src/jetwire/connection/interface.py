@@ -94,6 +94,13 @@ class Link(Protocol):
         """Queue a PUB only while connected (pull requests, flow-control answers): False,
         and nothing queued, otherwise. Never blocks; safe from the reader."""
 
+    def try_publish_frames(self, frames: Any, count: int, payload_bytes: int) -> bool:
+        """Queue ``count`` complete PUB/HPUB frames encoded by the caller (a bytes-like
+        object; the caller has checked subjects and ``max_payload``), counted as ``count``
+        messages of ``payload_bytes`` bytes in all, only while connected: False, and
+        nothing queued, otherwise. Never blocks; safe from the reader. (Bulk publishers
+        that encode a whole window at once, e.g. the Spark writer from Arrow buffers.)"""
+
     def request_nowait(self, subject: str, payload: bytes = b"") -> bool:
         """Send a request whose answer nobody waits for (e.g. delete a consumer on the
         way out). Only while connected; never blocks."""

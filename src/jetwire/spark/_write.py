@@ -11,11 +11,22 @@ idempotent.
 """
 from __future__ import annotations
 
+import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
+from ..errors import (
+    APIError,
+    ConnectionClosedError,
+    ConnectionLostError,
+    NoStreamResponseError,
+    TimeoutError,
+)
+from ..jetstream.models import PubAck
 from ._options import OptionError, WriteOptions
 from ._read import open_js
 
@@ -130,28 +141,55 @@ def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: i
         first = next(it)
     except StopIteration:
         return result
-    if isinstance(first, pa.RecordBatch):
+    arrow = isinstance(first, pa.RecordBatch)
+    if arrow:
         cols = _Columns(first.schema.names, opts)
-
-        def rows() -> Iterator[tuple]:
-            yield from _rows_of_batch(first, cols)
-            for rb in it:
-                yield from _rows_of_batch(rb, cols)
-        source = rows()
     else:
         names = list(first.__fields__) if hasattr(first, "__fields__") else list(first.asDict().keys())
         cols = _Columns(names, opts)
-        source = _rows_of_rows(first, it, cols)
 
-    fixed_subject = opts.subject
     prefix = opts.msg_id_prefix
     id_base = f"{prefix}:{batch_id if batch_id is not None else 0}:{partition_id}:" if prefix else None
-    stall = opts.ack_timeout
-    with open_js(opts.conn, publish_async_max_pending=opts.max_pending) as (_nc, js):
-        publish = js.publish_async
-        futs: deque[Any] = deque()
-        add = result.add_ack
-        for i, (subject, data, headers, mid) in enumerate(source):
+    with open_js(opts.conn, publish_async_max_pending=opts.max_pending) as (nc, js):
+        rows = _RowPublisher(js, opts, result, id_base)
+        if not arrow:
+            rows.publish(_rows_of_rows(first, it, cols), 0)
+        else:
+            bulk = _BulkPublisher(nc, opts, result)
+            try:
+                base = 0
+                for rb in chain((first,), it):
+                    frames = _frames(rb, cols, opts.subject, bulk.reply_prefix, base, id_base, nc.max_payload)
+                    if frames is None:  # headers, or a column the frames are not built for
+                        rows.publish(_rows_of_batch(rb, cols), base)
+                    else:
+                        bulk.send(frames)
+                    base += rb.num_rows
+                bulk.finish()
+            finally:
+                bulk.close()
+        rows.finish()
+    return result
+
+
+class _RowPublisher:
+    """Row by row through ``js.publish_async`` (rows with headers, Spark ``Row`` input)."""
+
+    def __init__(self, js: Any, opts: WriteOptions, result: WriteResult, id_base: str | None) -> None:
+        self.js = js
+        self.opts = opts
+        self.result = result
+        self.id_base = id_base
+        self.futs: deque[Any] = deque()
+
+    def publish(self, source: Iterable[tuple], start: int) -> None:
+        fixed_subject = self.opts.subject
+        id_base = self.id_base
+        stall = self.opts.ack_timeout
+        publish = self.js.publish_async
+        futs = self.futs
+        add = self.result.add_ack
+        for i, (subject, data, headers, mid) in enumerate(source, start):
             subj = subject if subject is not None else fixed_subject
             if not subj:
                 raise OptionError(f"row {i} has no subject (null 'subject' and no 'subject' option)")
@@ -166,13 +204,245 @@ def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: i
             if i & 255 == 255:
                 while futs and futs[0].done():
                     add(_outcome(futs.popleft()))
-        js.publish_async_complete(timeout=opts.ack_timeout)
+
+    def finish(self) -> None:
+        futs = self.futs
+        if not futs:
+            return
+        timeout = self.opts.ack_timeout
+        self.js.publish_async_complete(timeout=timeout)
+        add = self.result.add_ack
         while futs:
             f = futs.popleft()
             if not f.done():  # publish_async_complete returned: only a failed/odd future remains
-                f.result(timeout=opts.ack_timeout)
+                f.result(timeout=timeout)
             add(_outcome(f))
-    return result
+
+
+# --------------------------------------------------------------------------- bulk path
+# Arrow record batches without headers become whole windows of PUB (or, with message
+# ids, HPUB) frames built by Arrow's compute kernels from the columns' buffers: no Python
+# object per row on the way out. The acks come back on one wildcard inbox of the task
+# (a direct subscription: each ack is appended to a list by the reader) and are checked
+# in bulk, per window, by Arrow kernels too (errors, duplicates, first/last sequence).
+_BAD_SUBJECT = r"[\x00-\x20\x7f]|^\.|\.\.|\.$|^$"
+_MSG_ID_HDR = b"NATS/1.0\r\nNats-Msg-Id: "
+
+
+def _binary(arr: Any) -> Any:
+    """``arr`` as large_binary when it is a string/binary column, else None."""
+    import pyarrow as pa
+
+    t = arr.type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+            or pa.types.is_large_binary(t):
+        return arr.cast(pa.large_binary())
+    return None
+
+
+def _frames(rb: Any, cols: _Columns, fixed_subject: str | None, reply_prefix: str, base: int,
+            id_base: str | None, max_payload: int) -> tuple[Any, Any] | None:
+    """``(frames, cumulative payload bytes)`` of the rows of ``rb`` (row ``k`` replies to
+    ``reply_prefix + str(base + k)``), or None when this batch takes the row path."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .. import _impl
+    from ..errors import MaxPayloadError
+
+    n = rb.num_rows
+    names = rb.schema.names
+    if cols.headers is not None and rb.column(names.index(cols.headers)).null_count != n:
+        return None
+    lb = pa.large_binary()
+    if cols.subject is not None:
+        subj = rb.column(names.index(cols.subject))
+        if not (pa.types.is_string(subj.type) or pa.types.is_large_string(subj.type)):
+            return None
+        if fixed_subject and subj.null_count:
+            subj = pc.fill_null(subj, fixed_subject)
+        if subj.null_count:
+            i = pc.index(pc.is_null(subj), True).as_py()
+            raise OptionError(f"row {base + i} has no subject (null 'subject' and no 'subject' option)")
+        bad = pc.match_substring_regex(subj, _BAD_SUBJECT)
+        if pc.any(bad).as_py():
+            _impl.validate_subject(subj[pc.index(bad, True).as_py()].as_py())  # raises BadSubjectError
+            return None
+        subj = subj.cast(lb)
+    else:
+        subj = pa.scalar((fixed_subject or "").encode(), lb)
+    data = _binary(rb.column(names.index(cols.data)))
+    if data is None:
+        return None
+    if data.null_count:
+        data = pc.fill_null(data, pa.scalar(b"", lb))
+    idx = pa.array(range(base, base + n), pa.int64()).cast(pa.string()).cast(lb)
+    lens = pc.binary_length(data)
+    sp = pa.scalar(b" ", lb)
+    crlf = pa.scalar(b"\r\n", lb)
+    empty = pa.scalar(b"", lb)
+    reply = pa.scalar((" " + reply_prefix).encode(), lb)
+    ids = None
+    if id_base is not None:
+        ids = pc.binary_join_element_wise(pa.scalar(id_base.encode(), lb), idx, empty)
+    elif cols.msg_id is not None:
+        col = rb.column(names.index(cols.msg_id))
+        if pa.types.is_integer(col.type):
+            col = col.cast(pa.string())
+        elif not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            return None
+        if col.null_count or pc.any(pc.match_substring_regex(col, r"[\r\n]|^$")).as_py():
+            return None  # the row path sends a null id without the header, refuses the others
+        ids = col.cast(lb)
+    if ids is None:
+        tot = lens
+        frames = pc.binary_join_element_wise(pa.scalar(b"PUB ", lb), subj, reply, idx, sp,
+                                             lens.cast(pa.string()).cast(lb), crlf, data, crlf, empty)
+    else:
+        hdr = pc.binary_join_element_wise(pa.scalar(_MSG_ID_HDR, lb), ids, pa.scalar(b"\r\n\r\n", lb), empty)
+        hlen = pc.binary_length(hdr)
+        tot = pc.add(hlen, lens)
+        frames = pc.binary_join_element_wise(pa.scalar(b"HPUB ", lb), subj, reply, idx, sp,
+                                             hlen.cast(pa.string()).cast(lb), sp, tot.cast(pa.string()).cast(lb),
+                                             crlf, hdr, data, crlf, empty)
+    biggest = pc.max(tot).as_py() or 0
+    if biggest > max_payload:
+        raise MaxPayloadError(f"message of {biggest} bytes exceeds max_payload {max_payload}")
+    return frames, pc.cumulative_sum(tot.cast(pa.int64()))
+
+
+class _BulkPublisher:
+    """Sends frames windows at a time (at most ``maxPendingAcks`` awaiting their ack) and
+    checks the acks in bulk."""
+
+    def __init__(self, nc: Any, opts: WriteOptions, result: WriteResult) -> None:
+        self.link = nc.link
+        self.window = opts.max_pending
+        self.timeout = opts.ack_timeout
+        self.result = result
+        self.reply_prefix = nc.new_inbox() + "."
+        self.acks: list[Any] = []  # ack messages not yet checked (appended by the reader)
+        self.checked = 0  # acks checked
+        self.sent = 0
+        self.want = 1 << 62  # wake the task once this many acks are in the list
+        self.error: BaseException | None = None
+        self.event = threading.Event()
+        self.sub = self.link.subscribe_direct(self.reply_prefix + "*", self._on_ack)
+        self._unreg = [self.link.on_lost(self._on_lost), self.link.on_close(self._on_lost)]
+
+    def _on_ack(self, m: Any) -> None:  # from the reader
+        acks = self.acks
+        acks.append(m)
+        if len(acks) >= self.want:
+            self.event.set()
+
+    def _on_lost(self, exc: BaseException) -> None:
+        if self.error is None:
+            self.error = ConnectionLostError(
+                f"connection lost with {self.sent - self.checked - len(self.acks)} publishes awaiting their ack")
+        self.event.set()
+
+    def _wait_for(self, acked: int) -> None:
+        """Until ``acked`` acks arrived in all (checking them as they come)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if self.error is not None:
+                raise self.error
+            if len(self.acks) >= 4096:
+                self._check()
+            have = self.checked + len(self.acks)
+            if have >= acked:
+                break
+            self.event.clear()
+            self.want = acked - self.checked
+            if self.checked + len(self.acks) >= acked:
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{self.sent - self.checked - len(self.acks)} publishes got no ack "
+                                   f"within ackTimeout={self.timeout}s")
+            if self.event.wait(remaining):
+                deadline = time.monotonic() + self.timeout  # progress
+        self.want = 1 << 62
+        self._check()
+
+    def send(self, built: tuple[Any, Any]) -> None:
+        frames, cum = built
+        n = len(frames)
+        offsets = memoryview(frames.buffers()[1]).cast("q")[frames.offset:]
+        values = memoryview(frames.buffers()[2])
+        payload = memoryview(cum.buffers()[1]).cast("q")[cum.offset:]
+        window = self.window
+        step = max(1, window // 4)
+        i = 0
+        while i < n:
+            room = window - (self.sent - self.checked - len(self.acks))
+            if room < min(step, n - i):
+                self._wait_for(self.sent - window + min(step, n - i))
+                continue
+            j = min(n, i + room)
+            size = payload[j - 1] - (payload[i - 1] if i else 0)
+            if not self.link.try_publish_frames(values[offsets[i]:offsets[j]], j - i, size):
+                raise self.error or ConnectionClosedError("not connected: cannot publish")
+            self.sent += j - i
+            i = j
+
+    def finish(self) -> None:
+        self._wait_for(self.sent)
+
+    def _check(self) -> None:
+        """Check the acks that arrived (in bulk) and add them to the result."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        acks = self.acks
+        k = len(acks)
+        if not k:
+            return
+        msgs = acks[:k]
+        del acks[:k]  # (the reader only appends: atomic under the GIL)
+        self.checked += k
+        arr = pa.array([m.data for m in msgs], pa.binary())
+        if pc.min(pc.binary_length(arr)).as_py() == 0:  # a status (no responders) or an empty reply
+            m = msgs[pc.index(pc.equal(pc.binary_length(arr), 0), True).as_py()]
+            status = m.headers.status if m.headers is not None else None
+            if status == "503":
+                raise NoStreamResponseError(f"no stream answered the publish of row "
+                                            f"{m.subject[len(self.reply_prefix):]}")
+            raise APIError(code=int(status) if status and status.isdigit() else None, err_code=None,
+                           description=f"publish of row {m.subject[len(self.reply_prefix):]}: "
+                                       f"{(m.headers.description if m.headers is not None else '') or 'no ack'}")
+        errors = pc.match_substring(arr, '"error"')
+        if pc.any(errors).as_py():
+            PubAck.from_json_bytes(msgs[pc.index(errors, True).as_py()].data)  # raises the typed error
+        dup = pc.match_substring_regex(arr, r'"duplicate":\s*true')  # (the server writes '"duplicate": true')
+        ndup = pc.sum(dup).as_py() or 0
+        r = self.result
+        r.count += k
+        r.duplicates += ndup
+        if ndup == k:
+            return
+        stored = pc.filter(arr, pc.invert(dup)) if ndup else arr
+        seqs = pc.struct_field(pc.extract_regex(stored, r'"seq":\s*(?P<s>\d+)'), [0]).cast(pa.int64())
+        mm = pc.min_max(seqs)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if r.first_seq is None or lo < r.first_seq:
+            r.first_seq = lo
+        if r.last_seq is None or hi > r.last_seq:
+            r.last_seq = hi
+        if r.stream is None:
+            r.stream = PubAck.from_json_bytes(stored[0].as_py()).stream
+
+    def close(self) -> None:
+        for unreg in self._unreg:
+            try:
+                unreg()
+            except Exception:
+                pass
+        try:
+            self.link.unsubscribe(self.sub)
+        except Exception:
+            pass
 
 
 def _outcome(f: Any) -> Any:
