@@ -300,6 +300,27 @@ def test_ack_future_races_its_condition(impl):
     assert cf.wait(futs, timeout=5).not_done == set()
 
 
+def test_a_cancelled_ack_future_is_done_for_wait_and_as_completed(impl):
+    """No executor runs an ack future: once cancelled it counts as done for
+    ``concurrent.futures.wait`` and ``as_completed`` at once, also for a waiter that
+    was already waiting when it was cancelled."""
+    AckFuture = impl.AckFuture
+    f, g = AckFuture(), AckFuture()
+    assert f.cancel() and f.cancel()  # twice: still cancelled, nothing raised
+    assert f.cancelled() and f.done()
+    res = cf.wait([f], timeout=0)
+    assert res.done == {f} and res.not_done == set()
+    assert list(cf.as_completed([f], timeout=0)) == [f]
+
+    t = threading.Timer(0.05, g.cancel)  # cancelled while wait() waits on it
+    t.start()
+    res = cf.wait([g], timeout=10)
+    t.join()
+    assert res.done == {g}
+    with pytest.raises(cf.CancelledError):
+        g.result(0)
+
+
 def test_ack_future_is_resolved_through_set_result_by_the_mux(impl):
     """The mux resolves any future through its public set_result (never its internals)."""
     seen = []

@@ -96,6 +96,19 @@ class AckFuture(_CFuture):
     def done(self):
         return self._state in _DONE
 
+    def cancel(self):
+        """Cancel a pending future. No executor will ever run it, so it is at once
+        "cancelled and notified": ``concurrent.futures.wait``/``as_completed`` count it
+        done (a plain ``Future`` stays "not done" there until its executor looks)."""
+        if not _CFuture.cancel(self):
+            return False
+        with self._condition:
+            if self._state == CANCELLED:
+                self._state = CANCELLED_AND_NOTIFIED
+                for waiter in self._waiters:
+                    waiter.add_cancelled(self)
+        return True
+
     def set_result(self, result):
         if not _set_fast(self, 0, result):
             _base_set_result(self, result)
