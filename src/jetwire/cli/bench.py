@@ -11,6 +11,7 @@ default, ``--plain`` text, ``--json``). A lost message (``bench <mode>``) or a f
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -27,7 +28,7 @@ from ._workloads import MODES, ROWS, latency_modes, parse_clients, parse_rows
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from ._engine import Counters, Group
+    from ._engine import Counters
 
 
 class BenchFailed(CliError):
@@ -45,8 +46,7 @@ class _LiveProgress:
         self.enabled = enabled
         self.prog: Progress | None = None
         self.tasks: dict[str, TaskID] = {}
-        self.groups: list[Group] = []
-        self.t0 = 0.0
+        self.t0 = time.monotonic()
 
     def _open(self, *rate: bool) -> Progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -69,12 +69,9 @@ class _LiveProgress:
             self.close()
 
     def tick(self, counters: Counters) -> None:
-        import time
-
         if not self.enabled:
             return
         if self.prog is None:
-            self.t0 = time.monotonic()
             self.prog = self._open(True)
             for g, _, _ in counters.spans:
                 if g.measured:
@@ -189,16 +186,19 @@ def run_bench(mode: str, kw: dict[str, object]) -> dict[str, object]:
     settings = mode_settings(mode, kw)
     quiet = bool(kw["as_json"])
 
+    show = not kw.get("no_progress") and not quiet and sys.stderr.isatty()
+    live = _LiveProgress(show)
+
     def started(waiting: bool) -> None:
+        live.t0 = time.monotonic()  # the clients start now
         if waiting and not quiet:
             peer = "publishers" if mode == "sub" else "requesters"
             click.echo(f"ready: waiting for {comma(settings.msgs)} messages on {settings.subject!r} from "
                        f"{peer} elsewhere", err=True)
             sys.stderr.flush()
 
-    show = not kw.get("no_progress") and not quiet and sys.stderr.isatty()
     try:
-        with _LiveProgress(show) as live:
+        with live:
             rep = _modes.run_mode(settings, _modes.Hooks(on_started=started, on_tick=live.tick, storing=live.storing))
     except _modes.UsageError as exc:
         raise click.UsageError(str(exc)) from None
