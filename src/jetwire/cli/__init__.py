@@ -3,10 +3,13 @@
 * :mod:`jetwire.cli.main` - the click application (``jetwire`` console script and
   ``python -m jetwire``).
 * :mod:`jetwire.cli.bench` - ``jetwire bench <mode>`` (multi-process load generator)
-  and ``jetwire bench compare``.
-* :mod:`jetwire.cli.compare` / :mod:`jetwire.cli.rows` - the side-by-side benchmark
-  rows of BENCHMARKS.md, shared with ``benchmarks/compare.py``. Neither needs click or
-  rich, so the benchmark scripts run without the ``cli`` extra.
+  and ``jetwire bench compare``: the click views of the benchmark engine
+  (:mod:`~jetwire.cli._workloads` the catalogue, :mod:`~jetwire.cli._engine` the
+  orchestrator, :mod:`~jetwire.cli._results` the result model,
+  :mod:`~jetwire.cli._render` the rich and plain renderers).
+* :mod:`jetwire.cli.compare` / :mod:`jetwire.cli.rows` - ``benchmarks/compare.py``'s
+  view of the engine and the row harness. Neither needs click or rich, so the benchmark
+  scripts run without the ``cli`` extra.
 * :mod:`jetwire.cli.stream`, :mod:`~jetwire.cli.consumer`, :mod:`~jetwire.cli.kv`,
   :mod:`~jetwire.cli.objects`, :mod:`~jetwire.cli.core` (pub / sub / req / reply),
   :mod:`~jetwire.cli.events`, :mod:`~jetwire.cli.cluster` - the management commands, one

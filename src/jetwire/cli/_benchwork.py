@@ -2,7 +2,7 @@
 
 Each worker connects, gets ready (subscribes, looks its consumer up, ...), reports
 ``ready`` on the queue, waits for the common start signal, runs its role and reports
-``done`` with ``{msgs, bytes, start, end, latencies?, bad}`` (``time.monotonic()``
+``done`` with ``{msgs, bytes, start, end, latencies?, bad, cpu}`` (a ``_results.WorkerResult``) (``time.monotonic()``
 seconds, comparable across processes on one machine). Progress is published in a
 shared array of counters, one slot per worker, which is also how workers sharing one
 JetStream consumer (or one queue group) know that their group has received everything.
@@ -14,12 +14,14 @@ start fast.
 """
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from ._conn import connect_kwargs
+from ._results import WorkerResult
 
 now = time.monotonic
 STEP = 1024  # messages between progress updates in tight loops
@@ -63,12 +65,12 @@ class Worker:
     def group_done(self) -> bool:
         return self.group_count() >= self.group_total
 
-    def waiter(self, reached: Callable[[], bool], count: Callable[[], int]) -> Callable[[], Any]:
+    def waiter(self, reached: Callable[[], bool], count: Callable[[], int]) -> Callable[[], bool | None]:
         """A step function for waiting until ``reached()``; returns True (reached),
         False (gave up: the producers are done and nothing arrived for ``grace`` s) or None."""
         state: dict[str, Any] = {"last": count(), "changed": now(), "stop_seen": None}
 
-        def step() -> Any:
+        def step() -> bool | None:
             if reached():
                 return True
             c = count()
@@ -87,14 +89,16 @@ class Worker:
 
         return step
 
-    def result(self, msgs: int, start: float, end: float, **extra: Any) -> dict[str, Any]:
-        out = {"idx": self.spec["gidx"], "msgs": msgs, "bytes": msgs * self.size, "start": start, "end": end,
-               "bad": 0}
-        out.update(extra)
+    def result(self, msgs: int, start: float, end: float, latencies: list[float] | None = None,
+               bad: int = 0) -> WorkerResult:
+        out: WorkerResult = {"idx": self.spec["gidx"], "msgs": msgs, "bytes": msgs * self.size, "start": start,
+                             "end": end, "bad": bad}
+        if latencies is not None:
+            out["latencies"] = latencies
         return out
 
 
-def _ack_mode(w: Worker) -> str:
+def ack_mode(w: Worker) -> str:
     return str(w.spec.get("acks", "none"))
 
 
@@ -102,6 +106,9 @@ def worker_main(spec: dict[str, Any], counters: Any, queue: Any, start_ev: Any, 
     """Entry point of a worker process (``multiprocessing`` target)."""
     w = Worker(spec, counters, queue, start_ev, stop_ev)
     try:
+        if spec.get("cpus"):  # --client-cpus: this process and its threads
+            os.sched_setaffinity(0, spec["cpus"])
+        cpu0 = time.process_time()
         if spec["flavour"] == "aio":
             import jetwire.aio
 
@@ -112,6 +119,7 @@ def worker_main(spec: dict[str, Any], counters: Any, queue: Any, start_ev: Any, 
             from . import workers_sync
 
             res = workers_sync.ROLES[spec["role"]](w)
+        res["cpu"] = time.process_time() - cpu0  # the client's CPU over its role, connecting included
         queue.put(("done", w.idx, res))
     except KeyboardInterrupt:
         queue.put(("error", w.idx, "interrupted"))

@@ -1,13 +1,10 @@
-"""Benchmark arithmetic: throughput of a group of clients (like ``nats bench``: the group's
-rate spans from its first client's start to its last client's end), the per-client
-spread (min / avg / max / stddev) and latency percentiles."""
+"""Benchmark arithmetic: the per-client spread (min / avg / max / stddev), latency
+percentiles, medians, message counts split over clients. (The result model built from
+them is :mod:`._results`.)"""
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
-
-MB = 1024 * 1024
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:
@@ -27,45 +24,6 @@ def spread(values: Sequence[float]) -> dict[str, float]:
     avg = sum(values) / len(values)
     var = sum((v - avg) ** 2 for v in values) / len(values)
     return {"min": min(values), "avg": avg, "max": max(values), "stddev": math.sqrt(var)}
-
-
-def client_stats(res: dict[str, Any]) -> dict[str, Any]:
-    """Per-client figures from one worker's result (``msgs, bytes, start, end``)."""
-    dt = max(res["end"] - res["start"], 1e-9) if res.get("msgs") else 0.0
-    msgs = res.get("msgs", 0)
-    nbytes = res.get("bytes", 0)
-    return {
-        "client": res["idx"] + 1,
-        "msgs": msgs,
-        "bytes": nbytes,
-        "seconds": dt,
-        "msgs_per_sec": msgs / dt if dt else 0.0,
-        "mb_per_sec": nbytes / dt / MB if dt else 0.0,
-    }
-
-
-def group_stats(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Aggregate the workers of one group (publishers, subscribers, ...)."""
-    clients = [client_stats(r) for r in sorted(results, key=lambda r: r["idx"])]
-    active = [r for r in results if r.get("msgs")]
-    msgs = sum(r.get("msgs", 0) for r in results)
-    nbytes = sum(r.get("bytes", 0) for r in results)
-    dt = max(max(r["end"] for r in active) - min(r["start"] for r in active), 1e-09) if active else 0.0
-    out: dict[str, Any] = {
-        "msgs": msgs,
-        "bytes": nbytes,
-        "seconds": dt,
-        "msgs_per_sec": msgs / dt if dt else 0.0,
-        "mb_per_sec": nbytes / dt / MB if dt else 0.0,
-        "clients": clients,
-        "spread": spread([c["msgs_per_sec"] for c in clients]),
-    }
-    lat: list[float] = []
-    for r in results:
-        lat.extend(r.get("latencies") or ())
-    if lat:
-        out["latency"] = latency_stats(lat)
-    return out
 
 
 def latency_stats(latencies: Sequence[float]) -> dict[str, float]:

@@ -24,105 +24,51 @@ import json
 import os
 import sys
 import time
-import urllib.request
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol, TypedDict
+
+from ._engine import in_msgs
+from ._results import RowResult
+from ._workloads import CLIENT_ROWS, COUNTS, ROW_ORDER, ROWS, Row, supported
+
+if TYPE_CHECKING:
+    import jetwire
+
+__all__ = ["CLIENT_ROWS", "COUNTS", "FETCH", "IDLE", "PAYLOAD", "RATE", "REQUESTERS", "ROWS", "ROW_ORDER", "WAIT",
+           "WINDOW", "Row", "RowCtx", "RowFailed", "ack_subjects", "cpu_now", "main", "now", "run_row", "supported"]
 
 now = time.perf_counter
 cpu_now = time.process_time
-
-
-def varz(monitor: str) -> dict[str, Any]:
-    with urllib.request.urlopen(monitor.rstrip("/") + "/varz", timeout=5) as r:
-        return json.loads(r.read())
 
 
 class RowFailed(Exception):
     """A row whose messages were not all accounted for (or that could not run)."""
 
 
+class RowCtx(TypedDict, total=False):
+    """What a row's set-up, its timed part and its accounting share."""
+
+    stream: str  # JetStream rows: the stream, its subject, the pull consumer
+    subject: str
+    consumer: str
+    n: int
+    received: int  # pull rows: what the timed part got
+    parse_seconds: float  # row m
+    cpu_seconds: float  # row m
+    cpu: float  # a peer running another process: that process's CPU seconds
+
+
+class Peer(Protocol):
+    """A peer's client object (benchmarks/): its name, and its own row functions when it
+    runs a program in another language (else it runs rows_aio's with its own methods)."""
+
+    name: str
+
+
+RowFn = Callable[..., object]  # row(cl, url, n, ctx): seconds, latencies or (seconds, latencies)
+
+
 IDLE = 5.0  # seconds without a new delivery after which missing messages count as lost
-
-
-@dataclass
-class Row:
-    title: str
-    kind: str  # "rate" (msgs/s, higher is better) or "latency" (p50/p99 us, lower is better)
-    count: int
-    target: str = ""
-    js: bool = False  # needs a JetStream stream set up around it
-    short: str = ""  # for narrow tables
-    ratio_key: str = "rate"  # what rate ratios compare (row m: CPU-time rate, steadier on a busy box)
-    key: str = ""  # what the ratio compares: "rate", or a latency percentile ("p50_us", "p99_us")
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            self.key = "rate" if self.kind == "rate" else "p50_us"
-
-    def show(self, res: dict[str, Any]) -> str:
-        if self.kind == "rate":
-            text = f"{res['rate']:>12,.0f} msg/s"
-            if "cpu_rate" in res:
-                text += f"  ({res['cpu_rate']:,.0f}/s of CPU time)"
-            if "vs_pure" in res:
-                text += f"  ({res['vs_pure']:.1f}x the pure twin)"
-        elif self.kind == "service":
-            text = f"{res['rate']:>10,.0f} req/s   p50 {res['p50_us']:7.1f} us   p99 {res['p99_us']:7.1f} us"
-        else:
-            text = f"p50 {res['p50_us']:8.1f} us   p99 {res['p99_us']:8.1f} us"
-            if "p999_us" in res:
-                text += f"   p99.9 {res['p999_us']:8.1f} us"
-        if "cpu_us" in res:
-            text += f"   cpu {res['cpu_us']:.2f} us/msg"
-        return text
-
-    def value(self, res: dict[str, Any]) -> float:
-        return res["rate"] if self.kind in ("rate", "service") else res[self.key]
-
-    def ratio(self, res: dict[str, Any], base: dict[str, Any]) -> float:
-        """How many times better ``res`` is than ``base`` (>1 is better; a service row by
-        its request rate, its p50 reported beside as :meth:`p50_ratio`)."""
-        if self.kind == "rate":
-            k = self.ratio_key if self.ratio_key in res and self.ratio_key in base else "rate"
-            return res[k] / base[k]
-        if self.kind == "service":
-            return res["rate"] / base["rate"]
-        return base[self.key] / res[self.key]
-
-    def p50_ratio(self, res: dict[str, Any], base: dict[str, Any]) -> float | None:
-        """A service row's p50 as a fraction of ``base``'s (<1 is better); None otherwise."""
-        if self.kind != "service":
-            return None
-        return res["p50_us"] / base["p50_us"]
-
-
-ROWS: dict[str, Row] = {
-    "a": Row("500k publish of 16 B, then a round trip (server counts them)", "rate", 500_000,
-             ">= 1.0x nats.go", short="publish 16 B + round trip"),
-    "b": Row("200k 16 B messages, publisher -> subscriber callback on two connections", "rate", 200_000,
-             ">= 1.0x nats.go", short="pub -> sub callback"),
-    "c": Row("5k sequential requests to a responder on another connection", "latency", 5_000,
-             "p50, p99 <= 1.0x nats.go", short="sequential requests"),
-    "d": Row("5k JetStream publishes, each waiting for its ack", "rate", 5_000,
-             ">= 1.0x nats.go", js=True, short="JS publish, await each ack"),
-    "e": Row("50k JetStream async publishes, <= 1000 acks in flight, until all acked", "rate", 50_000,
-             ">= 1.2x nats.go, >= 0.7x raw", js=True, short="JS publish_async, 1000 in flight"),
-    "f": Row("100k stored messages pulled with fetch(1000), AckNone", "rate", 100_000,
-             ">= 1.0x nats.go", js=True, short="fetch(1000), AckNone"),
-    "f2": Row("100k stored messages, fetch(1000), AckExplicit, one ack per message", "rate", 100_000,
-              ">= 1.0x nats.go", js=True, short="fetch(1000), ack each"),
-    "g": Row("consume() continuous pull of 100k stored messages, 1000 at a time (as row f)", "rate", 100_000,
-             ">= f", js=True, short="consume(), continuous pull"),
-    "h": Row("60k 16 B messages at a steady 20k msg/s, one-way latency publish -> subscriber callback",
-             "latency", 60_000, "p50, p99 <= 1.0x nats.go", short="one-way latency at 20k/s", key="p99_us"),
-    "m": Row("msg.metadata of 200k fresh JetStream messages in batches of 1000 (no server)", "rate", 200_000,
-             ">= 10x nats-py, >= 8x pure twin", short="metadata parses", ratio_key="cpu_rate"),
-    "s": Row("20k requests to an echo service (ADR-32 micro), 16 concurrent requesters", "service", 20_000,
-             ">= 3x nats-py, p50 <= 0.7x", short="service echo, 16 requesters"),
-}
-ROW_ORDER = ["a", "b", "c", "d", "e", "f", "f2", "g", "h", "m", "s"]
-COUNTS = {k: r.count for k, r in ROWS.items()}
 
 PAYLOAD = b"x" * 16
 REQUESTERS = 16  # row s: concurrent requesters (one connection)
@@ -132,7 +78,7 @@ WAIT = 10.0  # seconds a pull may come back empty before the row fails
 RATE = 20_000  # row h: messages per second
 
 
-def ack_subjects(n: int) -> list:
+def ack_subjects(n: int) -> list[str]:
     """Row m: ``n`` distinct ack subjects as the server sends them (stream and consumer
     sequences, delivery count, nanosecond time, pending count)."""
     ts = 1_700_000_000_000_000_000
@@ -144,10 +90,8 @@ def _pure_metadata_rate(n: int) -> tuple[float, float]:
     ``(rate by wall time, rate by CPU time)``."""
     from .. import _impl
 
-    base: Any = _impl.implementations()["pure"].MsgBase
-
-    class PureMsg(base):
-        __slots__ = ()
+    base: type = _impl.implementations()["pure"].MsgBase
+    PureMsg = type("PureMsg", (base,), {"__slots__": ()})
 
     subjects = ack_subjects(n)
     dt = cpu = 0.0
@@ -161,21 +105,7 @@ def _pure_metadata_rate(n: int) -> tuple[float, float]:
     return n / dt, n / cpu
 
 
-# The rows are written once (rows_aio.py; the blocking rows_sync.py is generated), as
-# functions of a client object. jetwire's is rows_aio.Client (rows_sync.Client); the
-# peer's (nats-py) lives in the checkout's benchmarks/ folder, not in the package, and
-# runs the same functions through this module's harness (benchmarks/natspy_rows.py).
-CLIENT_ROWS: dict[str, list] = {
-    "jetwire": ROW_ORDER,
-    "jetwire.aio": ROW_ORDER,
-    "nats-py": [r for r in ROW_ORDER if r != "g"],  # nats-py has no continuous-pull API: no row g
-    # nats.go 1.22's legacy JetStream API has no continuous pull either; no metadata row
-    "nats.go": [r for r in ROW_ORDER if r not in ("g", "m")],
-    "raw": ["a", "c", "d", "e", "f", "f2", "h", "s"],  # the raw-socket limit (benchmarks/raw_rows.py)
-}
-
-
-def implementations(client: str) -> tuple[dict[str, Callable[..., Any]], Any]:
+def implementations(client: str) -> tuple[Mapping[str, RowFn], object]:
     """The row functions of a jetwire flavour and the client object they run with."""
     if client == "jetwire":
         from . import rows_sync
@@ -188,29 +118,26 @@ def implementations(client: str) -> tuple[dict[str, Callable[..., Any]], Any]:
     raise KeyError(f"{client} rows are not part of jetwire (see benchmarks/)")
 
 
-def peer_implementations(peer: Any) -> tuple[dict[str, Callable[..., Any]], Any]:
+def peer_implementations(peer: Peer) -> tuple[Mapping[str, RowFn], object]:
     """The row functions for a peer client object: its own ``rows`` (a program in another
     language, run for the timed part) or the same asyncio functions jetwire.aio runs,
     with the rows the peer supports."""
     from . import rows_aio
 
-    own = getattr(peer, "rows", None)
-    return {r: (own or rows_aio.ROWS)[r] for r in CLIENT_ROWS[peer.name]}, peer
-
-
-def supported(row: str, client: str) -> bool:
-    return row in CLIENT_ROWS.get(client, ())
+    own: Mapping[str, RowFn] | None = getattr(peer, "rows", None)
+    impls: Mapping[str, RowFn] = own or rows_aio.ROWS
+    return {r: impls[r] for r in CLIENT_ROWS[peer.name]}, peer
 
 
 # ================================================================== JetStream set-up and accounting
 # (blocking jetwire API, outside the timed part)
 
 
-def _js_setup(url: str, row: str, n: int) -> dict[str, Any]:
+def _js_setup(url: str, row: str, n: int) -> RowCtx:
     import jetwire
 
     tag = f"{row.upper()}_{os.getpid()}"
-    ctx: dict[str, Any] = {"stream": f"BENCH_{tag}", "subject": f"bench.{row}.{os.getpid()}", "n": n}
+    ctx: RowCtx = {"stream": f"BENCH_{tag}", "subject": f"bench.{row}.{os.getpid()}", "n": n}
     nc = jetwire.connect(url)
     try:
         js = nc.jetstream(timeout=10)
@@ -220,7 +147,7 @@ def _js_setup(url: str, row: str, n: int) -> dict[str, Any]:
             pass
         js.create_stream(name=ctx["stream"], subjects=[ctx["subject"]], storage="file")
         if row in ("f", "f2", "g"):
-            _fill(nc, js, ctx, n)
+            _fill(nc, ctx, n)
             ctx["consumer"] = f"C{row.upper()}"
             js.create_consumer(ctx["stream"], durable_name=ctx["consumer"],
                                ack_policy="explicit" if row == "f2" else "none",
@@ -230,19 +157,40 @@ def _js_setup(url: str, row: str, n: int) -> dict[str, Any]:
     return ctx
 
 
-def _fill(nc: Any, js: Any, ctx: dict[str, Any], n: int) -> None:
+def _fill(nc: jetwire.Client, ctx: RowCtx, n: int) -> None:
     """Store ``n`` messages: acknowledged async publishes (nothing is silently dropped)."""
     js2 = nc.jetstream(timeout=30, publish_async_max_pending=4000)
     subj = ctx["subject"]
     for _ in range(n):
         js2.publish_async(subj, PAYLOAD, stall_wait=30)
     js2.publish_async_complete(timeout=120)
-    st = js.stream(ctx["stream"]).info().state
+    st = js2.stream(ctx["stream"]).info().state
     if st.messages != n:
         raise RowFailed(f"could not store the row's messages: {st.messages} of {n}")
 
 
-def _js_check(url: str, row: str, ctx: dict[str, Any]) -> None:
+def _consumer_done(nc: jetwire.Client, row: str, ctx: RowCtx) -> None:
+    """The pull rows' consumer delivered (and, f2, saw acked) every message, or :class:`RowFailed`."""
+    n = ctx["n"]
+    if ctx.get("received") != n:
+        raise RowFailed(f"received {ctx.get('received')} of {n} messages")
+    js = nc.jetstream(timeout=10)
+    deadline = time.monotonic() + 10
+    while True:
+        ci = js.consumer(ctx["stream"], ctx["consumer"]).info()
+        ok = ci.num_pending == 0 and ci.delivered.stream_seq == n
+        if row == "f2":
+            ok = ok and ci.num_ack_pending == 0 and ci.ack_floor.stream_seq == n
+        if ok:
+            return
+        if time.monotonic() > deadline:
+            raise RowFailed(f"consumer not done: pending {ci.num_pending}, ack pending "
+                            f"{ci.num_ack_pending}, delivered {ci.delivered.stream_seq}, "
+                            f"ack floor {ci.ack_floor.stream_seq} of {n}")
+        time.sleep(0.05)
+
+
+def _js_check(url: str, row: str, ctx: RowCtx) -> None:
     """Every message accounted for, or :class:`RowFailed`; then remove the stream."""
     import jetwire
 
@@ -255,27 +203,13 @@ def _js_check(url: str, row: str, ctx: dict[str, Any]) -> None:
             if st.messages != n or st.last_seq != n:
                 raise RowFailed(f"stream holds {st.messages} messages (last seq {st.last_seq}), expected {n}")
         else:
-            if ctx.get("received") != n:
-                raise RowFailed(f"received {ctx.get('received')} of {n} messages")
-            deadline = time.monotonic() + 10
-            while True:
-                ci = js.consumer(ctx["stream"], ctx["consumer"]).info()
-                ok = ci.num_pending == 0 and ci.delivered.stream_seq == n
-                if row == "f2":
-                    ok = ok and ci.num_ack_pending == 0 and ci.ack_floor.stream_seq == n
-                if ok:
-                    break
-                if time.monotonic() > deadline:
-                    raise RowFailed(f"consumer not done: pending {ci.num_pending}, ack pending "
-                                    f"{ci.num_ack_pending}, delivered {ci.delivered.stream_seq}, "
-                                    f"ack floor {ci.ack_floor.stream_seq} of {n}")
-                time.sleep(0.05)
+            _consumer_done(nc, row, ctx)
         js.delete_stream(ctx["stream"])
     finally:
         nc.close()
 
 
-def _run(fn: Callable[..., Any], *args: Any) -> Any:
+def _run(fn: Callable[..., object], *args: object) -> object:
     import inspect
 
     if inspect.iscoroutinefunction(fn):
@@ -290,73 +224,106 @@ def _run(fn: Callable[..., Any], *args: Any) -> Any:
     return fn(*args)
 
 
+def _await_in_msgs(monitor: str, before: int, n: int) -> None:
+    """Row a: the server counted ``n`` messages in since ``before`` (it folds its
+    per-connection counters into /varz lazily: poll a little), or :class:`RowFailed`."""
+    deadline = time.monotonic() + 10
+    while True:
+        got = in_msgs(monitor) - before
+        if got >= n:
+            return
+        if time.monotonic() > deadline:
+            raise RowFailed(f"server counted {got} of {n} messages")
+        time.sleep(0.05)
+
+
+def _seconds(value: object) -> float:
+    assert isinstance(value, float | int)
+    return value
+
+
+def _latencies(value: object) -> list[float]:
+    assert isinstance(value, list)
+    return sorted(value)
+
+
+def _timed(fn: Callable[..., object], url: str, n: int, ctx: RowCtx,
+           then: Callable[[object], object] | None = None) -> tuple[object, float]:
+    """Run the row (the timed part is inside it); its result (``then`` applied) and this
+    process's CPU seconds over it, the client's set-up included."""
+    cpu0 = time.process_time()
+    out = _run(fn, url, n, ctx)
+    if then is not None:
+        out = then(out)
+    return out, time.process_time() - cpu0
+
+
+def _rate_row(row: str, out: object, n: int, ctx: RowCtx, url: str, native: bool) -> RowResult:
+    dt = _seconds(out)
+    if ROWS[row].js:
+        _js_check(url, row, ctx)
+    res: RowResult = {"rate": n / dt, "n": n, "seconds": dt}
+    if row == "m":
+        res["parse_rate"] = n / ctx["parse_seconds"]
+        res["cpu_rate"] = n / ctx["cpu_seconds"]
+        if native:
+            from .. import speedups_enabled
+
+            res["pure_rate"], res["pure_cpu_rate"] = _pure_metadata_rate(n)
+            res["vs_pure"] = res["cpu_rate"] / res["pure_cpu_rate"]  # CPU time: steadier on a busy box
+            res["compiled"] = 1 if speedups_enabled() else 0
+    return res
+
+
+def _latency_row(row: str, lat: list[float], n: int) -> RowResult:
+    if len(lat) != n:
+        raise RowFailed(f"{len(lat)} of {n} {'requests answered' if row == 'c' else 'messages received'}")
+    res: RowResult = {"p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6, "n": n}
+    if row == "h":
+        res["p999_us"] = lat[min(n - 1, int(len(lat) * 0.999))] * 1e6
+    return res
+
+
+def _service_row(out: object, n: int) -> RowResult:
+    assert isinstance(out, tuple)
+    dt = _seconds(out[0])
+    lat = _latencies(out[1])
+    if len(lat) != n:
+        raise RowFailed(f"{len(lat)} of {n} requests answered")
+    return {"rate": n / dt, "p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6, "n": n,
+            "seconds": dt}
+
+
 def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1.0,
-            peer: Any = None) -> dict[str, Any]:
+            peer: Peer | None = None) -> RowResult:
     """Run one row for one client in this process; the measurement as a dict
     (``peer``: the client object when it is not a jetwire flavour, see rows_aio.Client)."""
     spec = ROWS[row]
     n = max(1, int(spec.count * scale))
     impls, cl = peer_implementations(peer) if peer is not None else implementations(client)
     fn = functools.partial(impls[row], cl)
-    ctx: dict[str, Any] = {}
-    if spec.js:
-        ctx = _js_setup(url, row, n)
+    ctx: RowCtx = _js_setup(url, row, n) if spec.js else {}
     if row == "a":
-        before = varz(monitor)["in_msgs"] if monitor else None
-        cpu0 = time.process_time()
-        dt = _run(fn, url, n, ctx)
-        cpu = time.process_time() - cpu0
+        before = in_msgs(monitor) if monitor else None
+        out, cpu = _timed(fn, url, n, ctx)
         if before is not None:
-            # the server folds its per-connection counters into /varz lazily: poll a little
-            deadline = time.monotonic() + 10
-            while True:
-                got = varz(monitor)["in_msgs"] - before
-                if got >= n:
-                    break
-                if time.monotonic() > deadline:
-                    raise RowFailed(f"server counted {got} of {n} messages")
-                time.sleep(0.05)
+            _await_in_msgs(monitor, before, n)
+        dt = _seconds(out)
         return _with_cpu({"rate": n / dt, "n": n, "seconds": dt}, cpu, n, ctx)
-    cpu0 = time.process_time()
     if spec.kind == "latency":
-        lat = sorted(_run(fn, url, n, ctx))
-        cpu = time.process_time() - cpu0
-        if len(lat) != n:
-            raise RowFailed(f"{len(lat)} of {n} {'requests answered' if row == 'c' else 'messages received'}")
-        res = {"p50_us": lat[len(lat) // 2] * 1e6, "p99_us": lat[int(len(lat) * 0.99)] * 1e6, "n": n}
-        if row == "h":
-            res["p999_us"] = lat[min(n - 1, int(len(lat) * 0.999))] * 1e6
-        return _with_cpu(res, cpu, n, ctx)
-    if row == "s":
+        out, cpu = _timed(fn, url, n, ctx, then=_latencies)  # (the sort counted as before)
+        return _with_cpu(_latency_row(row, _latencies(out), n), cpu, n, ctx)
+    if spec.kind == "service":
         n = n - n % REQUESTERS or REQUESTERS
-        cpu0 = time.process_time()
-        dt, lat = _run(fn, url, n, ctx)
-        cpu = time.process_time() - cpu0  # this process's CPU (set-up included): steadier than rates on a busy box
-        lat = sorted(lat)
-        if len(lat) != n:
-            raise RowFailed(f"{len(lat)} of {n} requests answered")
-        res = _with_cpu({"rate": n / dt, "p50_us": lat[len(lat) // 2] * 1e6,
-                         "p99_us": lat[int(len(lat) * 0.99)] * 1e6, "n": n, "seconds": dt}, cpu, n, ctx)
+        out, cpu = _timed(fn, url, n, ctx)  # this process's CPU (set-up included): steadier than rates on a busy box
+        res = _with_cpu(_service_row(out, n), cpu, n, ctx)
         res["cpu_us_per_req"] = res["cpu_us"]
         return res
-    dt = _run(fn, url, n, ctx)
-    cpu = time.process_time() - cpu0
-    if spec.js:
-        _js_check(url, row, ctx)
-    out = {"rate": n / dt, "n": n, "seconds": dt}
-    if row == "m":
-        out["parse_rate"] = n / ctx["parse_seconds"]
-        out["cpu_rate"] = n / ctx["cpu_seconds"]
-        if peer is None:
-            from .. import speedups_enabled
-
-            out["pure_rate"], out["pure_cpu_rate"] = _pure_metadata_rate(n)
-            out["vs_pure"] = out["cpu_rate"] / out["pure_cpu_rate"]  # CPU time: steadier on a busy box
-            out["compiled"] = 1 if speedups_enabled() else 0
-    return _with_cpu(out, cpu, n, ctx)
+    out, cpu = _timed(fn, url, n, ctx)
+    return _with_cpu(_rate_row(row, out, n, ctx, url, peer is None), cpu, n, ctx)
 
 
-def _with_cpu(res: dict[str, Any], cpu: float, n: int, ctx: dict[str, Any]) -> dict[str, Any]:
+def _with_cpu(res: RowResult, cpu: float, n: int, ctx: RowCtx) -> RowResult:
     """Add the client's CPU time per message (``time.process_time`` of this process over
     the row, set-up of the client included; a peer that runs another process reports its
     own in ``ctx["cpu"]``)."""
@@ -365,7 +332,7 @@ def _with_cpu(res: dict[str, Any], cpu: float, n: int, ctx: dict[str, Any]) -> d
     return res
 
 
-def main(argv: list | None = None, peer: Any = None) -> int:
+def main(argv: list[str] | None = None, peer: Peer | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) < 3:
         print(__doc__, file=sys.stderr)

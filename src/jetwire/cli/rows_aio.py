@@ -18,16 +18,43 @@ from __future__ import annotations
 import os
 import struct
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import jetwire.aio
 from jetwire.aio import _prims as prims
 from jetwire.msg import Msg
 from jetwire.protocol.metadata import parse_metadata
 
-from .rows import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowFailed, ack_subjects, cpu_now, now
+from .rows import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowCtx, RowFailed, ack_subjects, cpu_now, now
 
 Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``await done.wait(t) -> bool``)
+Callback = Callable[[Any], None]  # a message callback (the message: jetwire's or the peer's)
+
+
+class RowClient(Protocol):
+    """What a row needs of a client: :class:`Client` (jetwire) or a peer's
+    (``benchmarks/natspy_rows.py``); connections, consumers and messages are the client's own."""
+
+    name: str
+
+    async def connect(self, url: str, publisher: bool = False) -> Any: ...
+
+    def tally(self, n: int) -> tuple[Callback, prims.Signal, list[int]]: ...
+
+    def stamps(self, n: int) -> tuple[Callback, prims.Signal, list[int], list[float]]: ...
+
+    async def acks_complete(self, js: Any, timeout: float) -> None: ...
+
+    async def pull_consumer(self, js: Any, stream: str, consumer: str) -> Any: ...
+
+    async def take(self, cons: Any, batch: int, wait: float, ack: bool) -> int: ...
+
+    async def echo_service(self, nc: Any, name: str, subject: str) -> Any: ...
+
+    def js_msgs(self, subjects: list[str]) -> list[Msg]: ...
+
+    def parse_metadata(self, subject: str) -> Any: ...
 
 
 class Client:
@@ -35,31 +62,31 @@ class Client:
 
     name = "jetwire.aio"
 
-    async def connect(self, url: str, publisher: bool = False) -> Any:
+    async def connect(self, url: str, publisher: bool = False) -> jetwire.aio.Client:
         """A connection (``publisher``: one that publishes as fast as it can)."""
         return await jetwire.aio.connect(url)
 
-    def tally(self, n: int) -> tuple[Any, Any, list[int]]:
+    def tally(self, n: int) -> tuple[Callback, prims.Signal, list[int]]:
         """``(cb, done, count)``: a message callback counting deliveries in ``count[0]``
         that sets ``done`` at the ``n``-th."""
         done = Signal()
         count = [0]
 
-        def cb(msg: Any) -> None:
+        def cb(msg: Msg) -> None:
             count[0] += 1
             if count[0] == n:
                 done.set()
 
         return cb, done, count
 
-    def stamps(self, n: int) -> tuple[Any, Any, list[int], list[float]]:
+    def stamps(self, n: int) -> tuple[Callback, prims.Signal, list[int], list[float]]:
         """``(cb, done, count, lat)``: like :meth:`tally`, and the callback appends to
         ``lat`` how long ago (seconds) the message was published (:func:`stamp`)."""
         done = Signal()
         count = [0]
         lat: list[float] = []
 
-        def cb(msg: Any) -> None:
+        def cb(msg: Msg) -> None:
             lat.append(stamp_age(msg.data))
             count[0] += 1
             if count[0] == n:
@@ -84,20 +111,20 @@ class Client:
                 await m.ack()
         return k
 
-    async def echo_service(self, nc: Any, name: str, subject: str) -> Any:
+    async def echo_service(self, nc: Any, name: str, subject: str) -> jetwire.aio.micro.Service:
         """A service ``name`` whose one endpoint on ``subject`` answers with the request's data."""
-        async def echo(req: Any) -> None:
+        async def echo(req: jetwire.aio.micro.Request) -> None:
             await req.respond(req.data)
 
         svc = await jetwire.aio.micro.add_service(nc, name=name, version="1.0.0")
         await svc.add_endpoint("echo", echo, subject=subject)
         return svc
 
-    def js_msgs(self, subjects: list[str]) -> list[Any]:
+    def js_msgs(self, subjects: list[str]) -> list[Msg]:
         """Messages as a pull delivers them (reply: an ack subject), metadata not yet read."""
         return [Msg("bench.m", b"", reply=s) for s in subjects]
 
-    def parse_metadata(self, subject: str) -> Any:
+    def parse_metadata(self, subject: str) -> jetwire.aio.MsgMetadata:
         return parse_metadata(subject)
 
 
@@ -115,10 +142,10 @@ def stamp() -> bytes:
 
 def stamp_age(data: bytes) -> float:
     """Seconds since the :func:`stamp` that made ``data``."""
-    return (time.perf_counter_ns() - _STAMP.unpack_from(data)[0]) * 1e-9
+    return (time.perf_counter_ns() - _STAMP.unpack_from(data)[0]) * 1e-9  # type: ignore[no-any-return, unused-ignore]
 
 
-async def wait_count(done: Any, count: list) -> bool:
+async def wait_count(done: prims.Signal, count: list[int]) -> bool:
     """Wait for ``done`` while deliveries keep coming; False once they stall for IDLE s."""
     last, since = count[0], time.monotonic()
     while not await done.wait(0.05):
@@ -129,7 +156,7 @@ async def wait_count(done: Any, count: list) -> bool:
     return True
 
 
-async def a(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
+async def a(cl: RowClient, url: str, n: int, ctx: RowCtx) -> float:
     nc = await cl.connect(url, publisher=True)
     pub = nc.publish
     t0 = now()
@@ -141,7 +168,7 @@ async def a(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return dt
 
 
-async def b(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
+async def b(cl: RowClient, url: str, n: int, ctx: RowCtx) -> float:
     sub_nc = await cl.connect(url)
     pub_nc = await cl.connect(url, publisher=True)
     cb, done, count = cl.tally(n)
@@ -162,10 +189,10 @@ async def b(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return dt
 
 
-async def c(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list:
+async def c(cl: RowClient, url: str, n: int, ctx: RowCtx) -> list[float]:
     srv = await cl.connect(url)
 
-    async def handler(m: Any) -> None:
+    async def handler(m: Msg) -> None:
         await m.respond(m.data)
 
     await srv.subscribe("bench.c", cb=handler)
@@ -181,7 +208,7 @@ async def c(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list:
     return lat
 
 
-async def d(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
+async def d(cl: RowClient, url: str, n: int, ctx: RowCtx) -> float:
     nc = await cl.connect(url)
     js = nc.jetstream()
     pub, subj = js.publish, ctx["subject"]
@@ -193,7 +220,7 @@ async def d(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return dt
 
 
-async def e(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
+async def e(cl: RowClient, url: str, n: int, ctx: RowCtx) -> float:
     nc = await cl.connect(url, publisher=True)
     js = nc.jetstream(publish_async_max_pending=WINDOW)
     pub, subj = js.publish_async, ctx["subject"]
@@ -206,7 +233,7 @@ async def e(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return dt
 
 
-async def _fetch(cl: Any, url: str, n: int, ctx: dict[str, Any], ack: bool) -> float:
+async def _fetch(cl: RowClient, url: str, n: int, ctx: RowCtx, ack: bool) -> float:
     nc = await cl.connect(url)
     js = nc.jetstream()
     cons = await cl.pull_consumer(js, ctx["stream"], ctx["consumer"])
@@ -226,15 +253,15 @@ async def _fetch(cl: Any, url: str, n: int, ctx: dict[str, Any], ack: bool) -> f
     return dt
 
 
-async def f(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
+async def f(cl: RowClient, url: str, n: int, ctx: RowCtx) -> float:
     return await _fetch(cl, url, n, ctx, ack=False)
 
 
-async def f2(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
+async def f2(cl: RowClient, url: str, n: int, ctx: RowCtx) -> float:
     return await _fetch(cl, url, n, ctx, ack=True)
 
 
-async def g(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
+async def g(cl: RowClient, url: str, n: int, ctx: RowCtx) -> float:
     """Continuous pull (jetwire's ``consume()``; nats-py has no such API), asking for
     FETCH messages at a time as row f's fetches do (consume's default is 500)."""
     nc = await cl.connect(url)
@@ -253,7 +280,7 @@ async def g(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
     return dt
 
 
-async def h(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list:
+async def h(cl: RowClient, url: str, n: int, ctx: RowCtx) -> list[float]:
     """One-way latency at a steady RATE: each payload carries its publish time, the
     subscriber's callback (another connection) notes how long ago that was.
 
@@ -286,7 +313,7 @@ async def h(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> list:
     return lat
 
 
-async def s(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> tuple[float, list]:
+async def s(cl: RowClient, url: str, n: int, ctx: RowCtx) -> tuple[float, list[float]]:
     """An echo service on one connection, REQUESTERS requesters on another, each sending
     its share of ``n`` requests one after the other: (seconds, every request's latency)."""
     srv = await cl.connect(url)
@@ -314,7 +341,7 @@ async def s(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> tuple[float, list
     return dt, [x for lat in lats for x in lat]
 
 
-async def m(cl: Any, url: str, n: int, ctx: dict[str, Any]) -> float:
+async def m(cl: RowClient, url: str, n: int, ctx: RowCtx) -> float:
     """``msg.metadata`` of n fresh messages in batches of FETCH, as pulls deliver them (no
     server; making the messages is not timed). Also noted in ``ctx``: the CPU seconds of
     that (``cpu_seconds``: steadier than wall time on a busy machine) and the wall seconds

@@ -7,12 +7,14 @@ plumbing (``Worker``) and the process entry point.
 from __future__ import annotations
 
 import asyncio  # aio-only
+from collections.abc import Callable
 from typing import Any
 
 import jetwire.aio
 from jetwire.aio import _prims as prims
 
-from ._benchwork import STEP, Worker, _ack_mode, now
+from ._benchwork import STEP, Worker, ack_mode, now
+from ._results import WorkerResult
 
 
 async def start(w: Worker) -> None:
@@ -21,7 +23,7 @@ async def start(w: Worker) -> None:
     # sync-only: w.start_ev.wait()
 
 
-async def until(w: Worker, reached: Any, count: Any) -> bool:
+async def until(w: Worker, reached: Callable[[], bool], count: Callable[[], int]) -> bool:
     """Wait until ``reached()`` (True), or until the producers are done and nothing has
     arrived for ``grace`` seconds (False)."""
     step = w.waiter(reached, count)
@@ -33,11 +35,11 @@ async def until(w: Worker, reached: Any, count: Any) -> bool:
 
 
 
-async def _connect(w: Worker, **extra: Any) -> Any:
+async def _connect(w: Worker, **extra: int) -> jetwire.aio.Client:
     return await jetwire.aio.connect(w.spec["url"], **w.connect_kw(**extra))
 
 
-async def pub(w: Worker) -> dict[str, Any]:
+async def pub(w: Worker) -> WorkerResult:
     nc = await _connect(w)
     pub, subj, payload, n, counters, idx = nc.publish, w.subject, w.payload, w.n, w.counters, w.idx
     w.ready()
@@ -57,13 +59,13 @@ async def pub(w: Worker) -> dict[str, Any]:
     return w.result(n, t0, t1)
 
 
-def tally(w: Worker, st: list[Any]) -> Any:
+def tally(w: Worker, st: list[Any]) -> Callable[[Any], int]:
     """A callback counting deliveries in ``st`` (count, first, last, wrong sizes) and
     publishing progress; it returns the count."""
     size, counters, idx = w.size, w.counters, w.idx
 
     def count(m: Any) -> int:
-        c = st[0] + 1
+        c: int = st[0] + 1
         st[0] = c
         t = now()
         if c == 1:
@@ -78,7 +80,7 @@ def tally(w: Worker, st: list[Any]) -> Any:
     return count
 
 
-async def sub(w: Worker) -> dict[str, Any]:
+async def sub(w: Worker) -> WorkerResult:
     exp, counters, idx = w.expected, w.counters, w.idx
     st: list[Any] = [0, 0.0, 0.0, 0]
     cb = tally(w, st)
@@ -96,7 +98,7 @@ async def sub(w: Worker) -> dict[str, Any]:
     return w.result(st[0], st[1], st[2], bad=st[3])
 
 
-async def req(w: Worker) -> dict[str, Any]:
+async def req(w: Worker) -> WorkerResult:
     nc = await _connect(w)
     req, subj, payload, n, counters, idx, timeout = nc.request, w.subject, w.payload, w.n, w.counters, w.idx, w.timeout
     lat: list[float] = []
@@ -119,11 +121,11 @@ async def req(w: Worker) -> dict[str, Any]:
     return w.result(n, t0, t1, latencies=lat, bad=bad)
 
 
-async def rep(w: Worker) -> dict[str, Any]:
+async def rep(w: Worker) -> WorkerResult:
     counters, idx = w.counters, w.idx
     st: list[Any] = [0, 0.0, 0.0]
 
-    def cb(m: Any) -> Any:
+    def cb(m: Any) -> object:
         c = st[0] + 1
         st[0] = c
         t = now()
@@ -150,7 +152,7 @@ async def rep(w: Worker) -> dict[str, Any]:
     return w.result(st[0], st[1], st[2])
 
 
-async def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> dict[str, Any]:
+async def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> WorkerResult:
     """The timed part of a role making ``w.n`` calls one after the other, each waiting for
     its answer: ``await op(i)``, its latency recorded; ``check(answer)`` False counts as
     bad. Closes ``nc`` afterwards."""
@@ -175,14 +177,14 @@ async def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> dict[str
     return w.result(n, t0, t1, latencies=lat, bad=bad)
 
 
-async def jspub(w: Worker) -> dict[str, Any]:
+async def jspub(w: Worker) -> WorkerResult:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     pub, subj, payload = js.publish, w.subject, w.payload
     return await sequential(w, nc, lambda i: pub(subj, payload))
 
 
-async def jspubasync(w: Worker) -> dict[str, Any]:
+async def jspubasync(w: Worker) -> WorkerResult:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout, publish_async_max_pending=w.spec["window"])
     pub, subj, payload, n, counters, idx = js.publish_async, w.subject, w.payload, w.n, w.counters, w.idx
@@ -214,12 +216,12 @@ async def jspubasync(w: Worker) -> dict[str, Any]:
     return w.result(n, t0, t1, bad=bad)
 
 
-async def jsfetch(w: Worker) -> dict[str, Any]:
+async def jsfetch(w: Worker) -> WorkerResult:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     c = await js.consumer(w.spec["stream"], w.spec["consumer"])
     batch, counters, idx, size = w.spec["batch"], w.counters, w.idx, w.size
-    acks = _ack_mode(w)
+    acks = ack_mode(w)
     got = bad = 0
     w.ready()
     await start(w)
@@ -254,11 +256,11 @@ async def jsfetch(w: Worker) -> dict[str, Any]:
     return w.result(got, t0, last, bad=bad)
 
 
-async def jsconsume(w: Worker) -> dict[str, Any]:
+async def jsconsume(w: Worker) -> WorkerResult:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     counters, idx = w.counters, w.idx
-    acks = _ack_mode(w)
+    acks = ack_mode(w)
     st: list[Any] = [0, 0.0, 0.0, 0]
     last: list[Any] = [None]
     count = tally(w, st)
@@ -272,6 +274,7 @@ async def jsconsume(w: Worker) -> dict[str, Any]:
     cb: Any = count if acks == "none" else acking  # (no coroutine per message without acks)
 
     ordered = w.spec["role"] == "jsordered"
+    con: Any  # an ordered or a durable pull consumer: both consume()
     if ordered:
         con = await js.ordered_consumer(w.spec["stream"], deliver_policy="by_start_sequence",
                                         opt_start_seq=w.spec["start_seq"])
@@ -295,7 +298,7 @@ async def jsconsume(w: Worker) -> dict[str, Any]:
     return w.result(st[0], st[1] or t0, st[2] or t0, bad=st[3])
 
 
-async def kvput(w: Worker) -> dict[str, Any]:
+async def kvput(w: Worker) -> WorkerResult:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = await js.key_value(w.spec["bucket"])
@@ -304,7 +307,7 @@ async def kvput(w: Worker) -> dict[str, Any]:
     return await sequential(w, nc, lambda i: put(f"{prefix}.{i}", payload))
 
 
-async def kvget(w: Worker) -> dict[str, Any]:
+async def kvget(w: Worker) -> WorkerResult:
     nc = await _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = await js.key_value(w.spec["bucket"])

@@ -7,12 +7,14 @@ plumbing (``Worker``) and the process entry point.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jetwire
 from jetwire._sync import _prims as prims
 
-from ._benchwork import STEP, Worker, _ack_mode, now
+from ._benchwork import STEP, Worker, ack_mode, now
+from ._results import WorkerResult
 
 
 def start(w: Worker) -> None:
@@ -20,7 +22,7 @@ def start(w: Worker) -> None:
     w.start_ev.wait()
 
 
-def until(w: Worker, reached: Any, count: Any) -> bool:
+def until(w: Worker, reached: Callable[[], bool], count: Callable[[], int]) -> bool:
     """Wait until ``reached()`` (True), or until the producers are done and nothing has
     arrived for ``grace`` seconds (False)."""
     step = w.waiter(reached, count)
@@ -32,11 +34,11 @@ def until(w: Worker, reached: Any, count: Any) -> bool:
 
 
 
-def _connect(w: Worker, **extra: Any) -> Any:
+def _connect(w: Worker, **extra: int) -> jetwire.Client:
     return jetwire.connect(w.spec["url"], **w.connect_kw(**extra))
 
 
-def pub(w: Worker) -> dict[str, Any]:
+def pub(w: Worker) -> WorkerResult:
     nc = _connect(w)
     pub, subj, payload, n, counters, idx = nc.publish, w.subject, w.payload, w.n, w.counters, w.idx
     w.ready()
@@ -55,13 +57,13 @@ def pub(w: Worker) -> dict[str, Any]:
     return w.result(n, t0, t1)
 
 
-def tally(w: Worker, st: list[Any]) -> Any:
+def tally(w: Worker, st: list[Any]) -> Callable[[Any], int]:
     """A callback counting deliveries in ``st`` (count, first, last, wrong sizes) and
     publishing progress; it returns the count."""
     size, counters, idx = w.size, w.counters, w.idx
 
     def count(m: Any) -> int:
-        c = st[0] + 1
+        c: int = st[0] + 1
         st[0] = c
         t = now()
         if c == 1:
@@ -76,7 +78,7 @@ def tally(w: Worker, st: list[Any]) -> Any:
     return count
 
 
-def sub(w: Worker) -> dict[str, Any]:
+def sub(w: Worker) -> WorkerResult:
     exp, counters, idx = w.expected, w.counters, w.idx
     st: list[Any] = [0, 0.0, 0.0, 0]
     cb = tally(w, st)
@@ -94,7 +96,7 @@ def sub(w: Worker) -> dict[str, Any]:
     return w.result(st[0], st[1], st[2], bad=st[3])
 
 
-def req(w: Worker) -> dict[str, Any]:
+def req(w: Worker) -> WorkerResult:
     nc = _connect(w)
     req, subj, payload, n, counters, idx, timeout = nc.request, w.subject, w.payload, w.n, w.counters, w.idx, w.timeout
     lat: list[float] = []
@@ -117,11 +119,11 @@ def req(w: Worker) -> dict[str, Any]:
     return w.result(n, t0, t1, latencies=lat, bad=bad)
 
 
-def rep(w: Worker) -> dict[str, Any]:
+def rep(w: Worker) -> WorkerResult:
     counters, idx = w.counters, w.idx
     st: list[Any] = [0, 0.0, 0.0]
 
-    def cb(m: Any) -> Any:
+    def cb(m: Any) -> object:
         c = st[0] + 1
         st[0] = c
         t = now()
@@ -148,7 +150,7 @@ def rep(w: Worker) -> dict[str, Any]:
     return w.result(st[0], st[1], st[2])
 
 
-def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> dict[str, Any]:
+def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> WorkerResult:
     """The timed part of a role making ``w.n`` calls one after the other, each waiting for
     its answer: ``op(i)``, its latency recorded; ``check(answer)`` False counts as
     bad. Closes ``nc`` afterwards."""
@@ -173,14 +175,14 @@ def sequential(w: Worker, nc: Any, op: Any, check: Any = None) -> dict[str, Any]
     return w.result(n, t0, t1, latencies=lat, bad=bad)
 
 
-def jspub(w: Worker) -> dict[str, Any]:
+def jspub(w: Worker) -> WorkerResult:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     pub, subj, payload = js.publish, w.subject, w.payload
     return sequential(w, nc, lambda i: pub(subj, payload))
 
 
-def jspubasync(w: Worker) -> dict[str, Any]:
+def jspubasync(w: Worker) -> WorkerResult:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout, publish_async_max_pending=w.spec["window"])
     pub, subj, payload, n, counters, idx = js.publish_async, w.subject, w.payload, w.n, w.counters, w.idx
@@ -212,12 +214,12 @@ def jspubasync(w: Worker) -> dict[str, Any]:
     return w.result(n, t0, t1, bad=bad)
 
 
-def jsfetch(w: Worker) -> dict[str, Any]:
+def jsfetch(w: Worker) -> WorkerResult:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     c = js.consumer(w.spec["stream"], w.spec["consumer"])
     batch, counters, idx, size = w.spec["batch"], w.counters, w.idx, w.size
-    acks = _ack_mode(w)
+    acks = ack_mode(w)
     got = bad = 0
     w.ready()
     start(w)
@@ -252,11 +254,11 @@ def jsfetch(w: Worker) -> dict[str, Any]:
     return w.result(got, t0, last, bad=bad)
 
 
-def jsconsume(w: Worker) -> dict[str, Any]:
+def jsconsume(w: Worker) -> WorkerResult:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     counters, idx = w.counters, w.idx
-    acks = _ack_mode(w)
+    acks = ack_mode(w)
     st: list[Any] = [0, 0.0, 0.0, 0]
     last: list[Any] = [None]
     count = tally(w, st)
@@ -270,6 +272,7 @@ def jsconsume(w: Worker) -> dict[str, Any]:
     cb: Any = count if acks == "none" else acking  # (no coroutine per message without acks)
 
     ordered = w.spec["role"] == "jsordered"
+    con: Any  # an ordered or a durable pull consumer: both consume()
     if ordered:
         con = js.ordered_consumer(w.spec["stream"], deliver_policy="by_start_sequence",
                                         opt_start_seq=w.spec["start_seq"])
@@ -293,7 +296,7 @@ def jsconsume(w: Worker) -> dict[str, Any]:
     return w.result(st[0], st[1] or t0, st[2] or t0, bad=st[3])
 
 
-def kvput(w: Worker) -> dict[str, Any]:
+def kvput(w: Worker) -> WorkerResult:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = js.key_value(w.spec["bucket"])
@@ -302,7 +305,7 @@ def kvput(w: Worker) -> dict[str, Any]:
     return sequential(w, nc, lambda i: put(f"{prefix}.{i}", payload))
 
 
-def kvget(w: Worker) -> dict[str, Any]:
+def kvget(w: Worker) -> WorkerResult:
     nc = _connect(w)
     js = nc.jetstream(timeout=w.timeout)
     kv = js.key_value(w.spec["bucket"])
