@@ -12,12 +12,15 @@ what a bound stream must look like. ``kv.py`` and ``objects.py`` each define one
 from __future__ import annotations
 
 from collections.abc import Iterator, Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import BucketNotFoundError, StreamNotFoundError
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.models import StreamInfo
 from ..jetstream.validate import validate_bucket_name
+
+if TYPE_CHECKING:
+    from .jetstream import JetStream
 
 H = TypeVar("H")
 
@@ -49,15 +52,15 @@ class BucketKind(Generic[H]):
     def stream_name(self, bucket: str) -> str:
         return self.stream_prefix + bucket
 
-    def _configs(self, js: Any, config: Any, fields: Mapping[str, Any]) -> Any:
+    def _configs(self, js: JetStream, config: Any, fields: Mapping[str, Any]) -> Any:
         cfg = config_from_kwargs(self.config_cls, config, **fields)
         return cfg, self.stream_config(js, cfg)
 
-    def create(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+    def create(self, js: JetStream, config: Any, fields: Mapping[str, Any]) -> H:
         cfg, scfg = self._configs(js, config, fields)
         return self.handle(js, js.create_stream(scfg), cfg.bucket)
 
-    def update(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+    def update(self, js: JetStream, config: Any, fields: Mapping[str, Any]) -> H:
         cfg, scfg = self._configs(js, config, fields)
         try:
             stream = js.update_stream(scfg)
@@ -65,11 +68,11 @@ class BucketKind(Generic[H]):
             raise _not_found(cfg.bucket) from None
         return self.handle(js, stream, cfg.bucket)
 
-    def create_or_update(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+    def create_or_update(self, js: JetStream, config: Any, fields: Mapping[str, Any]) -> H:
         cfg, scfg = self._configs(js, config, fields)
         return self.handle(js, js.create_or_update_stream(scfg), cfg.bucket)
 
-    def bind(self, js: Any, bucket: str) -> H:
+    def bind(self, js: JetStream, bucket: str) -> H:
         validate_bucket_name(bucket)
         try:
             stream = js.stream(self.stream_name(bucket))
@@ -79,20 +82,20 @@ class BucketKind(Generic[H]):
             self.check(stream.cached_info(), bucket)
         return self.handle(js, stream, bucket)
 
-    def delete(self, js: Any, bucket: str) -> bool:
+    def delete(self, js: JetStream, bucket: str) -> bool:
         validate_bucket_name(bucket)
         try:
             return bool(js.delete_stream(self.stream_name(bucket)))
         except StreamNotFoundError:
             raise _not_found(bucket) from None
 
-    def names(self, js: Any) -> Iterator[str]:
+    def names(self, js: JetStream) -> Iterator[str]:
         prefix = self.stream_prefix
         for name in js.stream_names(subject=self.list_subject):
             if name.startswith(prefix):
                 yield name[len(prefix):]
 
-    def statuses(self, js: Any) -> Iterator[Any]:
+    def statuses(self, js: JetStream) -> Iterator[Any]:
         prefix = self.stream_prefix
         for info in js.list_streams(subject=self.list_subject):
             name = info.config.name or ""

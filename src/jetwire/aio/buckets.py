@@ -11,12 +11,15 @@ what a bound stream must look like. ``kv.py`` and ``objects.py`` each define one
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import BucketNotFoundError, StreamNotFoundError
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.models import StreamInfo
 from ..jetstream.validate import validate_bucket_name
+
+if TYPE_CHECKING:
+    from .jetstream import JetStream
 
 H = TypeVar("H")
 
@@ -48,15 +51,15 @@ class BucketKind(Generic[H]):
     def stream_name(self, bucket: str) -> str:
         return self.stream_prefix + bucket
 
-    async def _configs(self, js: Any, config: Any, fields: Mapping[str, Any]) -> Any:
+    async def _configs(self, js: JetStream, config: Any, fields: Mapping[str, Any]) -> Any:
         cfg = config_from_kwargs(self.config_cls, config, **fields)
         return cfg, await self.stream_config(js, cfg)
 
-    async def create(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+    async def create(self, js: JetStream, config: Any, fields: Mapping[str, Any]) -> H:
         cfg, scfg = await self._configs(js, config, fields)
         return self.handle(js, await js.create_stream(scfg), cfg.bucket)
 
-    async def update(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+    async def update(self, js: JetStream, config: Any, fields: Mapping[str, Any]) -> H:
         cfg, scfg = await self._configs(js, config, fields)
         try:
             stream = await js.update_stream(scfg)
@@ -64,11 +67,11 @@ class BucketKind(Generic[H]):
             raise _not_found(cfg.bucket) from None
         return self.handle(js, stream, cfg.bucket)
 
-    async def create_or_update(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+    async def create_or_update(self, js: JetStream, config: Any, fields: Mapping[str, Any]) -> H:
         cfg, scfg = await self._configs(js, config, fields)
         return self.handle(js, await js.create_or_update_stream(scfg), cfg.bucket)
 
-    async def bind(self, js: Any, bucket: str) -> H:
+    async def bind(self, js: JetStream, bucket: str) -> H:
         validate_bucket_name(bucket)
         try:
             stream = await js.stream(self.stream_name(bucket))
@@ -78,20 +81,20 @@ class BucketKind(Generic[H]):
             self.check(stream.cached_info(), bucket)
         return self.handle(js, stream, bucket)
 
-    async def delete(self, js: Any, bucket: str) -> bool:
+    async def delete(self, js: JetStream, bucket: str) -> bool:
         validate_bucket_name(bucket)
         try:
             return bool(await js.delete_stream(self.stream_name(bucket)))
         except StreamNotFoundError:
             raise _not_found(bucket) from None
 
-    async def names(self, js: Any) -> AsyncIterator[str]:
+    async def names(self, js: JetStream) -> AsyncIterator[str]:
         prefix = self.stream_prefix
         async for name in js.stream_names(subject=self.list_subject):
             if name.startswith(prefix):
                 yield name[len(prefix):]
 
-    async def statuses(self, js: Any) -> AsyncIterator[Any]:
+    async def statuses(self, js: JetStream) -> AsyncIterator[Any]:
         prefix = self.stream_prefix
         async for info in js.list_streams(subject=self.list_subject):
             name = info.config.name or ""

@@ -16,7 +16,7 @@ import io
 import os
 from collections import deque
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._nuid import NUID
 from ..errors import (
@@ -55,6 +55,10 @@ from ..jetstream.validate import validate_bucket_name, validate_object_name
 from . import _prims as prims
 from .buckets import BucketKind
 from .push_core import END, MARKER, PushCore, Watcher, next_raw, started
+
+if TYPE_CHECKING:
+    from ..msg import Msg
+    from .jetstream import JetStream
 
 __all__ = ["ObjectResult", "ObjectStore", "ObjectWatcher"]
 
@@ -174,7 +178,7 @@ class ObjectResult:
     async def __aenter__(self) -> ObjectResult:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -188,7 +192,7 @@ class ObjectWatcher(Watcher):
         super().__init__(store._js, store._stream_name, [f"$O.{store._name}.M.>"], policy, initial=not updates_only)
         self._ignore_deletes = ignore_deletes
 
-    def _item(self, msg: Any) -> ObjectInfo | None:
+    def _item(self, msg: Msg) -> ObjectInfo | None:
         try:
             info = info_from_stored(msg.data, msg.metadata.timestamp)
         except BadObjectMetaError:
@@ -201,7 +205,7 @@ class ObjectWatcher(Watcher):
 class ObjectStore:
     """An object store bucket: ``js.object_store(bucket)`` or ``js.create_object_store(...)``."""
 
-    def __init__(self, js: Any, stream: Any, bucket: str) -> None:
+    def __init__(self, js: JetStream, stream: Any, bucket: str) -> None:
         self._js = js
         self._stream = stream
         self._stream_name = stream.name
@@ -488,11 +492,11 @@ async def _read_chunk(reader: Any, size: int) -> bytes:
 # bucket management (called by the JetStream context)
 
 
-async def _stream_config(js: Any, cfg: ObjectStoreConfig) -> Any:
+async def _stream_config(js: JetStream, cfg: ObjectStoreConfig) -> Any:
     return obj_stream_config(cfg)  # validates the bucket name before sending
 
 
-def _obj_handle(js: Any, stream: Any, bucket: str) -> ObjectStore:
+def _obj_handle(js: JetStream, stream: Any, bucket: str) -> ObjectStore:
     return ObjectStore(js, stream, bucket)
 
 
