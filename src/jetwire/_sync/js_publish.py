@@ -39,6 +39,8 @@ from .batch import AtomicBatch
 from .jsapi import ContextBase
 
 if TYPE_CHECKING:
+    from datetime import datetime, timedelta
+
     from ..protocol.headers import HeadersInit
 
 _encode_headers = _impl.encode_headers
@@ -46,7 +48,7 @@ _from_ack = PubAck.from_json_bytes
 _new_future = AckFuture  # a concurrent.futures.Future that is cheap to make and resolve
 
 
-def _ack_timeout(value: Any, name: str) -> float | None:
+def _ack_timeout(value: object, name: str) -> float | None:
     """An async-publish ack timeout: None (no deadline; also for infinity) or seconds > 0."""
     if value is None:
         return None
@@ -105,7 +107,7 @@ def _takes_three(cb: Callable[..., object]) -> bool:
 class Publisher(ContextBase):
     """Publishing (a part of ``JetStream``; its state is set by :meth:`_init_publishing`)."""
 
-    def _init_publishing(self, publish_async_max_pending: int, publish_async_timeout: Any,
+    def _init_publishing(self, publish_async_max_pending: int, publish_async_timeout: float | None,
                          publish_async_err_cb: Callable[..., object] | None,
                          publish_async_ack_cb: Callable[..., object] | None) -> None:
         if publish_async_max_pending < 1:
@@ -136,7 +138,7 @@ class Publisher(ContextBase):
         self._err_cb_js = publish_async_err_cb is not None and _takes_three(publish_async_err_cb)
         self._on_fail = None if publish_async_err_cb is None else self._async_failed
 
-    def _async_acked(self, fut: Any, ack: Any) -> None:
+    def _async_acked(self, fut: Any, ack: PubAck) -> None:
         """An async publish of this context was acknowledged: tell ``publish_async_ack_cb``
         (from the reader; through the callback dispatcher)."""
         n = self._ack_cb_args
@@ -159,8 +161,8 @@ class Publisher(ContextBase):
                       expected_last_subject_seq: int | None = None, expected_last_msg_id: str | None = None,
                       timeout: float | None = None, retry_attempts: int = 2, retry_wait: float = 0.25,
                       ttl: float | None = None, expected_last_subject_seq_subject: str | None = None,
-                      schedule: Any = None, schedule_target: str | None = None,
-                      schedule_ttl: Any = None) -> PubAck:
+                      schedule: str | datetime | timedelta | None = None, schedule_target: str | None = None,
+                      schedule_ttl: float | str | None = None) -> PubAck:
         """Publish to a stream and wait for its ack.
 
         The ``expected_*`` arguments make the stream refuse the message unless they hold
@@ -300,7 +302,7 @@ class Publisher(ContextBase):
                             msg_id: str | None = None, expected_stream: str | None = None,
                             expected_last_seq: int | None = None,
                             expected_last_subject_seq: int | None = None,
-                            expected_last_msg_id: str | None = None, timeout: Any = CONTEXT_TIMEOUT,
+                            expected_last_msg_id: str | None = None, timeout: float | None = CONTEXT_TIMEOUT,
                             retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2,
                             ttl: float | None = None) -> Any:
         """Publish without waiting for the ack; returns a future resolving to the

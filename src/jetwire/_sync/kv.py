@@ -57,7 +57,7 @@ from .buckets import BucketKind
 from .push_core import Watcher, started
 
 if TYPE_CHECKING:
-    from ..jetstream.models import StreamInfo
+    from ..jetstream.models import StreamConfig, StreamInfo
     from ..msg import Msg
     from ..protocol.headers import HeadersInit
     from .jetstream import JetStream
@@ -374,7 +374,7 @@ def _flatten(filters: Sequence[Any]) -> list[str] | None:
 # bucket management (KV_BUCKETS, called by the JetStream context)
 
 
-def _stream_config(js: JetStream, cfg: KeyValueConfig) -> Any:
+def _stream_config(js: JetStream, cfg: KeyValueConfig) -> StreamConfig:
     scfg = kv_stream_config(cfg)  # validates the bucket name and history before sending
     if scfg.allow_msg_ttl:
         level = (js.account_info()).api.level
@@ -393,5 +393,5 @@ def _kv_handle(js: JetStream, stream: Stream, bucket: str) -> KeyValue:
 
 
 # the bucket management of key-value stores (js.create_key_value(), ...)
-KV_BUCKETS: BucketKind[KeyValue] = BucketKind(KV_STREAM_PREFIX, f"{KV_SUBJECT_PREFIX}*.>", KeyValueConfig,
+KV_BUCKETS: BucketKind[KeyValue, KeyValueConfig, KeyValueStatus] = BucketKind(KV_STREAM_PREFIX, f"{KV_SUBJECT_PREFIX}*.>", KeyValueConfig,
                                               _stream_config, _kv_handle, KeyValueStatus, _check_kv)

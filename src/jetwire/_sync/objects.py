@@ -58,8 +58,10 @@ from .buckets import BucketKind
 from .push_core import END, MARKER, PushCore, Watcher, next_raw, started
 
 if TYPE_CHECKING:
+    from ..jetstream.models import StreamConfig
     from ..msg import Msg
     from .jetstream import JetStream
+    from .stream import Stream
 
 __all__ = ["ObjectResult", "ObjectStore", "ObjectWatcher"]
 
@@ -493,14 +495,14 @@ def _read_chunk(reader: Any, size: int) -> bytes:
 # bucket management (called by the JetStream context)
 
 
-def _stream_config(js: JetStream, cfg: ObjectStoreConfig) -> Any:
+def _stream_config(js: JetStream, cfg: ObjectStoreConfig) -> StreamConfig:
     return obj_stream_config(cfg)  # validates the bucket name before sending
 
 
-def _obj_handle(js: JetStream, stream: Any, bucket: str) -> ObjectStore:
+def _obj_handle(js: JetStream, stream: Stream, bucket: str) -> ObjectStore:
     return ObjectStore(js, stream, bucket)
 
 
 # the bucket management of object stores (js.create_object_store(), ...)
-OBJ_BUCKETS: BucketKind[ObjectStore] = BucketKind(OBJ_STREAM_PREFIX, "$O.*.C.>", ObjectStoreConfig, _stream_config,
+OBJ_BUCKETS: BucketKind[ObjectStore, ObjectStoreConfig, ObjectStoreStatus] = BucketKind(OBJ_STREAM_PREFIX, "$O.*.C.>", ObjectStoreConfig, _stream_config,
                                                   _obj_handle, ObjectStoreStatus)

@@ -18,7 +18,7 @@ import random
 import ssl
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence, Sized
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -343,7 +343,7 @@ class Client:
         self._ever_connected = False
         self._user_closed = False  # close()/drain() was called (no_callbacks_after_close)
         # PING waiters, oldest first (None for the ping timer's PINGs)
-        self._pongs: deque[Any] = deque()
+        self._pongs: deque[_api.Waiter | None] = deque()
         # request/reply multiplexing over one wildcard inbox subscription
         self._resp_sub: Subscription | None = None
         self._resp_prefix = ""
@@ -1084,7 +1084,7 @@ class Client:
         except TimeoutError:
             raise TimeoutError("flush timed out") from None
 
-    def _ping(self, waiter: Any, write_timeout: float | None = None) -> None:
+    def _ping(self, waiter: _api.Waiter, write_timeout: float | None = None) -> None:
         """Send a PING now; ``waiter`` (a future, or anything with its ``done``,
         ``set_result``, ``set_exception``) hears about its PONG. ``write_timeout``: the
         write's own bound (drain's time left; default the write deadline)."""
@@ -1347,7 +1347,7 @@ class Client:
     def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
                   publish_async_max_pending: int = 4000, trace_cb: Callable[..., object] | None = None,
                   publish_async_err_cb: Callable[..., object] | None = None,
-                  validate: bool = False, publish_async_timeout: Any = CONTEXT_TIMEOUT,
+                  validate: bool = False, publish_async_timeout: float | None = CONTEXT_TIMEOUT,
                   publish_async_ack_cb: Callable[..., object] | None = None) -> JetStream:
         """A JetStream context over this connection (options: see ``JetStream``;
         ``publish_async_timeout``: the default ack deadline of ``publish_async``, the
@@ -1411,14 +1411,14 @@ class Link:
     def send_now(self) -> None:
         self._nc._writer.flush_now()
 
-    def ping(self, waiter: Any) -> bool:
+    def ping(self, waiter: _api.Waiter) -> bool:
         nc = self._nc
         if not nc.is_connected:
             return False
         nc._ping(waiter)
         return True
 
-    def callback_thread(self, pending: Any) -> None:
+    def callback_thread(self, pending: Sized) -> None:
         return None  # aio-only
         # sync-only: self._nc._writer.callback_thread(pending)
 

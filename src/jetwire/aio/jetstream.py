@@ -16,7 +16,7 @@ Management goes through :meth:`JetStream.api_request`, one ``$JS.API`` request p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..jetstream.pubmux import CONTEXT_TIMEOUT
 from .js_consumers import ConsumerManager
@@ -80,7 +80,7 @@ class JetStream(StreamManager, ConsumerManager, Publisher, KeyValueManager, Obje
                  timeout: float = 5.0, publish_async_max_pending: int = 4000,
                  trace_cb: Callable[[str, bytes], object] | None = None,
                  publish_async_err_cb: Callable[..., object] | None = None, validate: bool = False,
-                 publish_async_timeout: Any = CONTEXT_TIMEOUT,
+                 publish_async_timeout: float | None = CONTEXT_TIMEOUT,
                  publish_async_ack_cb: Callable[..., object] | None = None) -> None:
         self._nc = nc
         # internal (no compatibility promise): the API requests of this context, which
