@@ -6,7 +6,7 @@ style templates and declarative ``ensure_stream`` (nats.go's ``jetstream.StreamM
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from typing import TYPE_CHECKING, Unpack, cast
 
 from .. import _impl
 from .._typing import JSONObject
@@ -106,13 +106,13 @@ class StreamManager(ContextBase):
         return name
 
     # -- templates and declarative management (jsm.go style) ----------------------------
-    def create_stream_from_default(self, name: str, template: Any, **overrides: Any) -> Stream:
+    def create_stream_from_default(self, name: str, template: StreamConfig | JSONObject, **overrides: object) -> Stream:
         """Create stream ``name`` from ``template`` (any ``StreamConfig``, e.g.
         ``DEFAULT_STREAM``, or a dict of its fields) with ``overrides`` (config field
         names; an unknown one raises ``TypeError`` before any request)."""
         return self.create_stream(stream_config(name, template, overrides))
 
-    def load_or_create_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+    def load_or_create_stream(self, name: str, template: StreamConfig | JSONObject = DEFAULT_STREAM, **overrides: object) -> Stream:
         """The stream ``name`` as it is, or, when it does not exist, created from
         ``template`` and ``overrides`` (jsm.go's ``LoadOrNewStreamFromDefault``: an
         existing stream is never compared nor changed)."""
@@ -126,7 +126,7 @@ class StreamManager(ContextBase):
         except StreamNameInUseError:  # created by someone else meanwhile
             return self.stream(name)
 
-    def ensure_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+    def ensure_stream(self, name: str, template: StreamConfig | JSONObject = DEFAULT_STREAM, **overrides: object) -> Stream:
         """Make stream ``name`` have the config of ``template`` and ``overrides``: create
         it when missing, update it when it differs only in fields the server can update,
         return it unchanged when equal (values the server fills in for unset fields do

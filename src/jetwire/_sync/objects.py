@@ -148,7 +148,7 @@ class ObjectResult:
         self._pos = pos + len(out)
         return out
 
-    def readinto(self, b: Any) -> int:
+    def readinto(self, b: bytearray | memoryview) -> int:
         """Read into a writable buffer; returns the number of bytes (0 at the end)."""
         view = memoryview(b).cast("B")
         data = self.read(len(view))
@@ -208,7 +208,7 @@ class ObjectWatcher(Watcher):
 class ObjectStore:
     """An object store bucket: ``js.object_store(bucket)`` or ``js.create_object_store(...)``."""
 
-    def __init__(self, js: JetStream, stream: Any, bucket: str) -> None:
+    def __init__(self, js: JetStream, stream: Stream, bucket: str) -> None:
         self._js = js
         self._stream = stream
         self._stream_name = stream.name
@@ -222,7 +222,7 @@ class ObjectStore:
         return self._name
 
     # -- writing ---------------------------------------------------------------------
-    def put(self, meta_or_name: Any, reader: Any = None) -> ObjectInfo:
+    def put(self, meta_or_name: str | ObjectMeta | ObjectInfo, reader: Any = None) -> ObjectInfo:
         """Store the bytes read from ``reader`` (a binary file object; ``read`` may be a
         coroutine in aio; ``bytes`` and ``str`` (UTF-8) are accepted too) as the object named by
         ``meta_or_name`` (a name or an :class:`ObjectMeta`), replacing any previous
@@ -295,7 +295,7 @@ class ObjectStore:
         """Store ``data`` encoded as UTF-8."""
         return self.put(name, data.encode("utf-8"))
 
-    def put_file(self, path: Any, name: str | None = None) -> ObjectInfo:
+    def put_file(self, path: str | os.PathLike[str], name: str | None = None) -> ObjectInfo:
         """Store the file at ``path``, named ``name`` or the path as given."""
         path = os.fspath(path)
         with open(path, "rb") as f:
@@ -347,7 +347,7 @@ class ObjectStore:
         """The whole object decoded as UTF-8."""
         return (self.get_bytes(name, show_deleted)).decode("utf-8")
 
-    def get_file(self, name: str, path: Any, show_deleted: bool = False) -> None:
+    def get_file(self, name: str, path: str | os.PathLike[str], show_deleted: bool = False) -> None:
         """Write the object to the file at ``path`` (removed again if the read fails)."""
         result = self.get(name, show_deleted)
         path = os.fspath(path)
@@ -369,7 +369,7 @@ class ObjectStore:
             result.close()
 
     # -- meta ------------------------------------------------------------------------
-    def update_meta(self, name: str, meta: Any) -> ObjectInfo:
+    def update_meta(self, name: str, meta: ObjectMeta | ObjectInfo) -> ObjectInfo:
         """Change the name, description, headers and metadata of ``name`` (data and chunk
         size stay). Renaming onto an existing object raises ``ObjectAlreadyExistsError``."""
         info = self.get_info(name)
@@ -416,7 +416,7 @@ class ObjectStore:
             raise LinkNotAllowedError("cannot link to a link")
         return self._put_link(name, obj_info.bucket or self._name, obj_info.name)
 
-    def add_bucket_link(self, name: str, bucket: Any) -> ObjectInfo:
+    def add_bucket_link(self, name: str, bucket: ObjectStore | str) -> ObjectInfo:
         """Add ``name``, a link to a whole bucket (an ``ObjectStore`` or a bucket name)."""
         validate_object_name(name)
         target = bucket.bucket if isinstance(bucket, ObjectStore) else bucket

@@ -60,8 +60,8 @@ class OrderedConsumer(Consumer):
     """
 
     def __init__(self, js: JetStream, stream: str, filter_subjects: str | Sequence[str] | None = None,
-                 deliver_policy: Any = DeliverPolicy.ALL, opt_start_seq: int | None = None,
-                 opt_start_time: datetime | None = None, replay_policy: Any = ReplayPolicy.INSTANT,
+                 deliver_policy: DeliverPolicy | str = DeliverPolicy.ALL, opt_start_seq: int | None = None,
+                 opt_start_time: datetime | None = None, replay_policy: ReplayPolicy | str = ReplayPolicy.INSTANT,
                  inactive_threshold: float | None = 300.0, headers_only: bool = False,
                  max_reset_attempts: int | None = None, metadata: dict[str, str] | None = None) -> None:
         self._js = js

@@ -47,6 +47,7 @@ from ..msg import Msg
 from . import _prims as prims
 
 if TYPE_CHECKING:
+    from ..connection import interface_sync as _api
     from ..protocol.headers import Headers
     from .jetstream import JetStream
 
@@ -128,7 +129,7 @@ class PushCore:
         self._owned = spec is not None  # the consumer was made here: delete it when done
         self._resetting = False
         self._seen = 0  # everything received (heartbeats included): the activity count
-        self._timer: Any = None
+        self._timer: _api.Cancellable | None = None
         self._unlisten: Callable[[], None] | None = None
         self._monitor: HeartbeatMonitor | None = None
         if self._state.take_marker():  # no initial values: the marker comes first

@@ -240,16 +240,16 @@ class Stream:
     def resume_consumer(self, name: str) -> ConsumerPauseResponse:
         return self._js.resume_consumer(self._name, name)
 
-    def create_consumer_from_default(self, template: Any, **overrides: Any) -> Consumer:
+    def create_consumer_from_default(self, template: ConsumerConfig | JSONObject, **overrides: object) -> Consumer:
         """Create a consumer from a template (see ``JetStream.create_consumer_from_default``)."""
         return self._js.create_consumer_from_default(self._name, template, **overrides)
 
-    def load_or_create_consumer(self, name: str, template: Any = DEFAULT_CONSUMER,
-                                      **overrides: Any) -> Consumer:
+    def load_or_create_consumer(self, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER,
+                                      **overrides: object) -> Consumer:
         """Load consumer ``name``, or create it from a template (see ``JetStream.load_or_create_consumer``)."""
         return self._js.load_or_create_consumer(self._name, name, template, **overrides)
 
-    def ensure_consumer(self, name: str, template: Any = DEFAULT_CONSUMER, **overrides: Any) -> Consumer:
+    def ensure_consumer(self, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER, **overrides: object) -> Consumer:
         """Create, update or check consumer ``name`` (see ``JetStream.ensure_consumer``)."""
         return self._js.ensure_consumer(self._name, name, template, **overrides)
 

@@ -104,7 +104,7 @@ class _Chunks(Inbox):
 # ------------------------------------------------------------------------- snapshot
 
 
-async def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int, check_msgs: bool,
+async def snapshot_stream(js: ContextBase, name: str, dest: str | os.PathLike[str], chunk_size: int, check_msgs: bool,
                           progress: Progress) -> SnapshotResult:
     validate_stream_name(name)
     check_chunk_size(chunk_size)
@@ -179,7 +179,7 @@ async def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int
 # ------------------------------------------------------------------------- restore
 
 
-async def restore_stream(js: ContextBase, src: Any, name: str | None, progress: Progress) -> StreamInfo:
+async def restore_stream(js: ContextBase, src: str | os.PathLike[str], name: str | None, progress: Progress) -> StreamInfo:
     if name is not None:
         validate_stream_name(name)
     link = js.api.link

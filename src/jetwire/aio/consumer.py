@@ -76,13 +76,13 @@ _isawaitable = inspect.isawaitable
 _FETCH_GRACE = 1.0
 
 
-def _reply_sub(link: _api.Link, handler: Callable[[Msg], None], signal: Any) -> Any:
+def _reply_sub(link: _api.Link, handler: Callable[[Msg], None], signal: _api.WakeSignal) -> _api.DirectSub:
     """A new inbox subscription whose messages go straight to ``handler`` (from the reader).
     The subscription wakes ``signal`` when it is closed (connection closed included)."""
     return link.subscribe_direct(link.new_inbox(), handler, wake=signal)
 
 
-def _two_arg(cb: Any) -> bool:
+def _two_arg(cb: Callable[..., object]) -> bool:
     """An error callback written ``cb(ctx, err)`` rather than ``cb(err)``."""
     try:
         params = inspect.signature(cb).parameters.values()
@@ -138,7 +138,7 @@ class MessageBatch:
         self._link = link
         self._q: deque[Msg] = deque()
         self._signal = prims.Signal()
-        self._sub: Any = None
+        self._sub: _api.DirectSub | None = None
         self._batch = batch
         self._max_bytes = max_bytes
         self._count = 0
@@ -272,14 +272,14 @@ class _Taken:
 
     __slots__ = ("_signal", "fired")
 
-    def __init__(self, signal: Any) -> None:
+    def __init__(self, signal: _api.WakeSignal) -> None:
         self._signal = signal
         self.fired = False
 
     def done(self) -> bool:
         return self.fired
 
-    def set_result(self, _value: Any) -> None:
+    def set_result(self, _value: object) -> None:
         self.fired = True
         self._signal.set()
 
@@ -597,7 +597,7 @@ class _Pulling:
         self._q: deque[Msg] = deque()
         self._signal = prims.Signal()
         self._seen = 0
-        self._sub: Any = None
+        self._sub: _api.DirectSub | None = None
         self._subject = ""
         self._inbox = ""
         self._stopped = False

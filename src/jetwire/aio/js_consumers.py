@@ -177,15 +177,15 @@ class ConsumerManager(ContextBase):
         return reset_info(resp)
 
     # -- templates and declarative management (jsm.go style) ----------------------------
-    async def create_consumer_from_default(self, stream: str, template: Any, **overrides: Any) -> Consumer:
+    async def create_consumer_from_default(self, stream: str, template: ConsumerConfig | JSONObject, **overrides: object) -> Consumer:
         """Create a consumer on ``stream`` from ``template`` (any ``ConsumerConfig``, e.g.
         ``DEFAULT_CONSUMER``, or a dict of its fields) with ``overrides`` (unknown names:
         ``TypeError`` before any request). Without ``name``/``durable_name`` it is ephemeral."""
         validate_stream_name(stream)
         return await self.create_consumer(stream, consumer_config(template, overrides))
 
-    async def load_or_create_consumer(self, stream: str, name: str, template: Any = DEFAULT_CONSUMER,
-                                      **overrides: Any) -> Consumer:
+    async def load_or_create_consumer(self, stream: str, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER,
+                                      **overrides: object) -> Consumer:
         """Consumer ``name`` of ``stream`` as it is, or, when it does not exist, created
         from ``template`` and ``overrides`` (durable, ``durable_name=name``, unless the
         config names it); an existing consumer is never compared nor changed."""
@@ -200,8 +200,8 @@ class ConsumerManager(ContextBase):
         except ConsumerExistsError:  # created by someone else meanwhile
             return await self.consumer(stream, name)
 
-    async def ensure_consumer(self, stream: str, name: str, template: Any = DEFAULT_CONSUMER,
-                              **overrides: Any) -> Consumer:
+    async def ensure_consumer(self, stream: str, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER,
+                              **overrides: object) -> Consumer:
         """``ensure_stream`` for consumer ``name`` of ``stream`` (durable unless the config
         names it): create, update when only updatable fields differ, or raise
         ``ConfigDriftError`` listing the fields that cannot be updated (deliver policy,

@@ -54,7 +54,7 @@ def check_push(info: ConsumerInfo) -> None:
         raise JetStreamError(f"consumer {info.name!r} is not a push consumer")
 
 
-def _two_arg(cb: Any) -> bool:
+def _two_arg(cb: Callable[..., object]) -> bool:
     try:
         params = inspect.signature(cb).parameters.values()
     except (TypeError, ValueError):

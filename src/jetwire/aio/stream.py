@@ -239,16 +239,16 @@ class Stream:
     async def resume_consumer(self, name: str) -> ConsumerPauseResponse:
         return await self._js.resume_consumer(self._name, name)
 
-    async def create_consumer_from_default(self, template: Any, **overrides: Any) -> Consumer:
+    async def create_consumer_from_default(self, template: ConsumerConfig | JSONObject, **overrides: object) -> Consumer:
         """Create a consumer from a template (see ``JetStream.create_consumer_from_default``)."""
         return await self._js.create_consumer_from_default(self._name, template, **overrides)
 
-    async def load_or_create_consumer(self, name: str, template: Any = DEFAULT_CONSUMER,
-                                      **overrides: Any) -> Consumer:
+    async def load_or_create_consumer(self, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER,
+                                      **overrides: object) -> Consumer:
         """Load consumer ``name``, or create it from a template (see ``JetStream.load_or_create_consumer``)."""
         return await self._js.load_or_create_consumer(self._name, name, template, **overrides)
 
-    async def ensure_consumer(self, name: str, template: Any = DEFAULT_CONSUMER, **overrides: Any) -> Consumer:
+    async def ensure_consumer(self, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER, **overrides: object) -> Consumer:
         """Create, update or check consumer ``name`` (see ``JetStream.ensure_consumer``)."""
         return await self._js.ensure_consumer(self._name, name, template, **overrides)
 
