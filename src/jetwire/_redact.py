@@ -64,7 +64,7 @@ def looks_secret(text: str) -> bool:
     return "\n" in text or "-----" in text or redact_text(text) != text
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """How a value that may be a path or secret text is named in a message: the path's
     repr, or ``<text, not shown>``."""
     if isinstance(value, str) and not looks_secret(value):

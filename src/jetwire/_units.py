@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from typing import SupportsIndex
 
 __all__ = [
     "NanoDatetime",
@@ -71,7 +71,7 @@ def go_duration_seconds(text: str) -> float | None:
     return _sum_tokens(text, _DUR_TOKEN, go=True)
 
 
-def parse_duration(value: Any) -> float:
+def parse_duration(value: object) -> float:
     """Float seconds from a duration a person gives: a number of seconds (``90``,
     ``1.5``, ``"90"``, ``"-1"``), a ``timedelta``, or Go-style text (``"500ms"``,
     ``"1m30s"``, ``"1h2m3.5s"``; also ``d``, ``w``, ``y``, any case, spaces between the
@@ -123,7 +123,7 @@ _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.I)
 _SIZE_MUL = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
-def parse_size(text: Any) -> int:
+def parse_size(text: object) -> int:
     """``128``, ``1k``, ``1KB``, ``1KiB``, ``2.5MB`` -> bytes (1024-based, like the nats CLI).
     ``-1`` means unlimited where a limit is asked for."""
     if isinstance(text, int):
@@ -167,10 +167,10 @@ class NanoDatetime(datetime):
         return datetime(self.year, self.month, self.day, self.hour, self.minute, self.second, self.microsecond,
                         self.tzinfo, fold=self.fold)
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[object, tuple[datetime, int]]:
         return (NanoDatetime.from_datetime, (self._plain(), self.nanosecond))
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, tuple[datetime, int]]:
         return self.__reduce_ex__(2)
 
     def __repr__(self) -> str:  # shown as the plain datetime; see ``nanosecond``
@@ -284,7 +284,7 @@ def format_rfc3339(dt: datetime, digits: int = 9) -> str:
     return f"{u.year:04d}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}.{frac}Z"
 
 
-def parse_time_input(value: Any, *, naive_local: bool = False) -> datetime:
+def parse_time_input(value: object, *, naive_local: bool = False) -> datetime:
     """An aware datetime from a time a person gives: a ``datetime``, epoch milliseconds
     (an integer or an integer string), or ISO 8601 / RFC 3339 text (``Z`` or an offset,
     up to 9 fractional digits, a space for the ``T``). A time without a zone is UTC, or

@@ -5,15 +5,19 @@ import base64
 import os
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._redact import looks_secret, shown
 from .errors import AuthorizationError
 
+if TYPE_CHECKING:
+    from ._typing import JSONObject
+    from .options import Options
+
 _CREDS_MARK = re.compile(rb"-{3,}\s*BEGIN [^\n]*JWT")
 
 
-def is_creds_text(value: Any) -> bool:
+def is_creds_text(value: object) -> bool:
     """Whether ``value`` (str or bytes) is the text of a ``.creds`` file rather than a path."""
     if isinstance(value, str):
         value = value.encode("utf-8", "replace")
@@ -29,7 +33,7 @@ def _read_text(value: str | bytes) -> str:
     return value
 
 
-def _read_bytes(source: Any, what: str) -> bytearray:
+def _read_bytes(source: str | bytes | bytearray | os.PathLike[str], what: str) -> bytearray:
     """The bytes of a file (``source`` a path), or of ``source`` itself when it is the
     file's text (bytes, or a str holding a ``.creds`` block). Errors never show text
     that looks like a secret (see ``_redact.shown``)."""
@@ -57,7 +61,7 @@ def _wipe(buf: bytearray) -> None:
         buf[i] = 0
 
 
-def _blocks(text: bytearray) -> list:
+def _blocks(text: bytearray) -> list[bytearray]:
     """The ``-----BEGIN ...-----`` delimited blocks of a credentials file (or the whole
     text, stripped, when it has none)."""
     found = [text[m.start(1):m.end(1)].strip() for m in _CREDS_BLOCK_B.finditer(text)]
@@ -69,7 +73,7 @@ _CREDS_BLOCK_B = re.compile(
 )
 
 
-def parse_creds(creds: Any) -> tuple[str, bytearray]:
+def parse_creds(creds: str | bytes | bytearray | os.PathLike[str]) -> tuple[str, bytearray]:
     """Return (jwt, seed) from a .creds file (a path) or its text (str or bytes); wipe
     the seed once used."""
     raw = _read_bytes(creds, "credentials")
@@ -141,13 +145,13 @@ class Credentials:
     calls them (plain or coroutine functions), and :meth:`connect_fields` takes their
     answers."""
 
-    def __init__(self, opts: Any) -> None:
+    def __init__(self, opts: Options) -> None:
         self.opts = opts
 
-    def callbacks(self, info: dict) -> list[tuple[str, Callable[..., Any], tuple]]:
+    def callbacks(self, info: JSONObject) -> list[tuple[str, Callable[..., object], tuple[bytes, ...]]]:
         o = self.opts
         nonce = info.get("nonce")
-        out: list[tuple[str, Callable[..., Any], tuple]] = []
+        out: list[tuple[str, Callable[..., object], tuple[bytes, ...]]] = []
         if o.token_cb is not None:
             out.append(("token", o.token_cb, ()))
         if o.user_cb is not None:
@@ -158,11 +162,11 @@ class Credentials:
             out.append(("sig", o.signature_cb, (nonce.encode(),)))
         return out
 
-    def connect_fields(self, info: dict, url_user: str | None, url_password: str | None,
-                       answers: dict[str, Any] | None = None) -> dict:
+    def connect_fields(self, info: JSONObject, url_user: str | None, url_password: str | None,
+                       answers: dict[str, Any] | None = None) -> dict[str, str]:
         o = self.opts
         answers = answers or {}
-        out: dict = {}
+        out: dict[str, str] = {}
         nonce = info.get("nonce")
         if "jwt" in answers:  # UserJWT: the callbacks sign, the client never sees the seed
             out["jwt"] = _text(answers["jwt"], "user_jwt_cb")
@@ -175,10 +179,12 @@ class Credentials:
             out["sig"] = _signature(answers.get("sig"))
         elif o.creds or o.user_jwt is not None:
             if o.user_jwt is not None:
+                assert o.nkey_seed is not None  # make_options refuses user_jwt without it
                 jwt, seed = o.user_jwt, load_seed(o.nkey_seed)
             elif isinstance(o.creds, tuple):
                 jwt, seed = parse_creds_pair(*o.creds)
             else:
+                assert o.creds is not None  # the branch is taken for creds when user_jwt is None
                 jwt, seed = parse_creds(o.creds)
             out["jwt"] = jwt
             if nonce:
@@ -212,7 +218,7 @@ class Credentials:
         return out
 
 
-def _text(value: Any, what: str) -> str:
+def _text(value: object, what: str) -> str:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).decode()
     if not isinstance(value, str) or not value:
@@ -220,7 +226,7 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
-def _signature(sig: Any) -> str:
+def _signature(sig: object) -> str:
     if not isinstance(sig, (bytes, bytearray)) or not sig:
         raise AuthorizationError("signature_cb must return the raw signature bytes of the nonce")
     return b64url(bytes(sig))

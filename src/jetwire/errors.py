@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._typing import JSONObject
+    from .protocol.headers import HeadersInit
 
 
 class NatsError(Exception):
@@ -41,7 +45,7 @@ class ProtocolError(NatsError):
     def __init__(self, message: str = "", subject: str | None = None) -> None:
         super().__init__(message)
         self.subject = subject
-        self.events: list = []
+        self.events: list[Any] = []
 
 
 class AuthorizationError(NatsError):
@@ -119,7 +123,7 @@ class JetStreamError(NatsError):
 class APIError(JetStreamError):
     """An error answer of the JetStream API, with the server's ``code`` and ``err_code``."""
 
-    def __init__(self, code: int | None = None, err_code: int | None = None, description: str = "", **extra: Any):
+    def __init__(self, code: int | None = None, err_code: int | None = None, description: str = "", **extra: str | None):
         self.code = code
         self.err_code = err_code
         self.description = description
@@ -215,7 +219,7 @@ class AtomicBatchError(APIError):
     10179, 10199, 10201) are this class too."""
 
     def __init__(self, code: int | None = None, err_code: int | None = None, description: str = "",
-                 batch_id: str | None = None, error: BaseException | None = None, **extra: Any):
+                 batch_id: str | None = None, error: BaseException | None = None, **extra: str | None):
         self.batch_id = batch_id
         self.error = error
         super().__init__(code, err_code, description, **extra)
@@ -313,7 +317,7 @@ class TooManyStalledMsgsError(JetStreamError):
     """``publish_async`` found no room in its window in time."""
 
 
-def _show(v: Any) -> str:
+def _show(v: object) -> str:
     """A config value in an error message (an enum as its wire string)."""
     return repr(getattr(v, "value", v))
 
@@ -325,7 +329,7 @@ class ConfigDriftError(JetStreamError):
     as wire values; ``kind``: ``"stream"`` or ``"consumer"``; ``name``: what was checked."""
 
     def __init__(self, kind: str, name: str, fields: list[str],
-                 changes: dict[str, tuple[Any, Any]] | None = None) -> None:
+                 changes: dict[str, tuple[object, object]] | None = None) -> None:
         self.kind = kind
         self.name = name
         self.fields = list(fields)
@@ -394,14 +398,15 @@ class ServiceError(NatsError):
     ``Nats-Service-Error``): ``code`` and ``description`` (both str), the answer's ``data``
     and ``headers``. A handler may raise it to answer with that code and description."""
 
-    def __init__(self, code: Any = "500", description: str = "", data: bytes = b"", headers: Any = None) -> None:
+    def __init__(self, code: object = "500", description: str = "", data: bytes = b"",
+                 headers: HeadersInit | None = None) -> None:
         self.code = str(code)
         self.description = description
         self.data = data
         self.headers = headers
         super().__init__(f"{self.code}: {description}" if description else self.code)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[type[ServiceError], tuple[str, str, bytes]]:
         return (type(self), (self.code, self.description, self.data))
 
 
@@ -452,7 +457,7 @@ ERR_CODES: dict[int, type[APIError]] = {
 }
 
 
-def payload_type_error(value: Any, name: str = "data", *also: str) -> builtins.TypeError:
+def payload_type_error(value: object, name: str = "data", *also: str) -> builtins.TypeError:
     """The ``TypeError`` for a payload that is not bytes-like (one text everywhere):
     ``name`` is the argument as the public signature names it, ``also`` what else that
     argument takes (e.g. ``"str"``)."""
@@ -460,7 +465,7 @@ def payload_type_error(value: Any, name: str = "data", *also: str) -> builtins.T
     return builtins.TypeError(f"{name} must be {', '.join(kinds[:-1])} or {kinds[-1]}, not {type(value).__name__}")
 
 
-def api_error(error: dict, request: str | None = None) -> APIError:
+def api_error(error: JSONObject, request: str | None = None) -> APIError:
     """Build the typed error for a JetStream API ``error`` object (``request``: the API
     subject it answered, relative to the prefix, named in the message)."""
     err_code = error.get("err_code")

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from jetwire._typing import JSONObject
 from jetwire._units import format_rfc3339, parse_rfc3339
 from jetwire.jetstream._json import Model
 from jetwire.jetstream.event_models import *  # noqa: F403
@@ -65,7 +66,7 @@ class UnknownEvent:
 AnyEvent = Event | UnknownEvent
 
 
-def _unknown(d: Any, typ: str | None = None) -> UnknownEvent:
+def _unknown(d: object, typ: str | None = None) -> UnknownEvent:
     if not isinstance(d, dict):
         return UnknownEvent(data=d)
     t = d.get("type")
@@ -81,7 +82,7 @@ def _unknown(d: Any, typ: str | None = None) -> UnknownEvent:
                         id=ident if isinstance(ident, str) else "", timestamp=ts, data=d)
 
 
-def parse(data: bytes | bytearray | memoryview | str | dict[str, Any]) -> AnyEvent:
+def parse(data: bytes | bytearray | memoryview | str | JSONObject) -> AnyEvent:
     """The typed event of an advisory or metric (JSON bytes/str, or a decoded dict);
     :class:`UnknownEvent` for an unknown type or a document its class cannot read.
     Only bytes that are not JSON raise (``ValueError``)."""
@@ -95,12 +96,13 @@ def parse(data: bytes | bytearray | memoryview | str | dict[str, Any]) -> AnyEve
     if cls is None:
         return _unknown(d)
     try:
-        return cls.from_json(d)
+        event: Event = cls.from_json(d)
+        return event
     except Exception:  # a field of a shape the class cannot read (a nested object that is not one)
         return _unknown(d, d.get("type"))
 
 
-def kinds_filter(kinds: Iterable[str] | None) -> frozenset | None:
+def kinds_filter(kinds: Iterable[str] | None) -> frozenset[str] | None:
     """The set of accepted types for ``js.events(kinds=...)``: full type strings or their
     last token (``"api_audit"``); ``None`` accepts everything."""
     if kinds is None:
@@ -110,7 +112,7 @@ def kinds_filter(kinds: Iterable[str] | None) -> frozenset | None:
     return frozenset(kinds)
 
 
-def accepts(kinds: frozenset | None, typ: str) -> bool:
+def accepts(kinds: frozenset[str] | None, typ: str) -> bool:
     return kinds is None or typ in kinds or typ.rsplit(".", 1)[-1] in kinds
 
 
@@ -118,11 +120,11 @@ def accepts(kinds: frozenset | None, typ: str) -> bool:
 # rendering
 
 
-def _wire(event: AnyEvent) -> Any:
+def _wire(event: AnyEvent) -> object:
     return event.to_json_dict()
 
 
-def _dumps(doc: Any, indent: bool = False) -> str:
+def _dumps(doc: object, indent: bool = False) -> str:
     """``doc`` as JSON text. orjson refuses integers beyond 64 bits, which a document can
     hold once its durations are nanoseconds again (any JSON number is accepted on the
     way in); the standard library writes those exactly."""
@@ -132,7 +134,7 @@ def _dumps(doc: Any, indent: bool = False) -> str:
         return json.dumps(doc, indent=2 if indent else None, ensure_ascii=False)
 
 
-def _text_value(v: Any) -> str:
+def _text_value(v: object) -> str:
     if isinstance(v, datetime):
         return v.astimezone(UTC).isoformat()
     if isinstance(v, Enum):
@@ -144,7 +146,7 @@ def _text_value(v: Any) -> str:
     return str(v)
 
 
-def _extended_lines(obj: Any, indent: int, out: list[str]) -> None:
+def _extended_lines(obj: object, indent: int, out: list[str]) -> None:
     pad = " " * indent
     if isinstance(obj, Model):
         items = [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name != "_extra"]
@@ -174,10 +176,10 @@ def _schema_url(typ: str) -> str | None:
     return "https://nats.io/schemas/" + typ[len("io.nats."):].replace(".", "/") + ".json"
 
 
-def _cloudevent(event: AnyEvent) -> dict[str, Any]:
+def _cloudevent(event: AnyEvent) -> JSONObject:
     parts = event.type.split(".")
     ts = event.timestamp
-    doc: dict[str, Any] = {
+    doc: JSONObject = {
         "specversion": "1.0",
         "id": event.id or "",
         "source": f"urn:nats:{parts[2]}" if len(parts) > 3 else "urn:nats",

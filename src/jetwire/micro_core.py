@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
 from . import _impl
+from ._typing import JSONObject
 from ._units import format_rfc3339, ns_to_seconds, parse_rfc3339, seconds_to_ns
 from .errors import (
     BadSubjectError,
@@ -27,6 +28,10 @@ from .errors import (
     ServiceError,
 )
 from .jetstream._json import Model, duration
+
+if TYPE_CHECKING:
+    from .msg import Msg
+    from .protocol.headers import HeadersInit
 
 __all__ = ["EndpointInfo", "EndpointStats", "ServiceInfo", "ServicePing", "ServiceStats"]
 
@@ -52,27 +57,27 @@ _BAD_SUBJECT_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
 # ------------------------------------------------------------------------ validation
 
 
-def check_name(name: Any) -> str:
+def check_name(name: object) -> str:
     """A service name: ``[A-Za-z0-9_-]+``, else ``InvalidServiceNameError``."""
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidServiceNameError(f"invalid service name {name!r}: use A-Z, a-z, 0-9, '-' and '_'")
     return name
 
 
-def check_version(version: Any) -> str:
+def check_version(version: object) -> str:
     """A semantic version (2.0.0), else ``InvalidServiceVersionError``."""
     if not isinstance(version, str) or not _SEMVER_RE.fullmatch(version):
         raise InvalidServiceVersionError(f"invalid service version {version!r}: not a semantic version (x.y.z)")
     return version
 
 
-def check_endpoint_name(name: Any) -> str:
+def check_endpoint_name(name: object) -> str:
     if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidServiceConfigError(f"invalid endpoint name {name!r}: use A-Z, a-z, 0-9, '-' and '_'")
     return name
 
 
-def check_subject(subject: Any, what: str = "endpoint subject") -> str:
+def check_subject(subject: str, what: str = "endpoint subject") -> str:
     """A subject an endpoint can listen on: tokens joined by '.', wildcards allowed as
     whole tokens, '>' only as the last token, no whitespace or control characters (the
     subscription rules, ``validate_filter``)."""
@@ -83,7 +88,7 @@ def check_subject(subject: Any, what: str = "endpoint subject") -> str:
     return subject
 
 
-def check_group_name(name: Any) -> str:
+def check_group_name(name: str) -> str:
     """A group prefix: a subject without '>' (ADR-32), or '' (no prefix)."""
     if name == "":
         return name
@@ -93,7 +98,7 @@ def check_group_name(name: Any) -> str:
     return name
 
 
-def check_queue_group(qg: Any) -> str | None:
+def check_queue_group(qg: str | None) -> str | None:
     """None (inherit), '' (no queue group), or a queue group name (one token-ish: no
     whitespace, no '>' or '*')."""
     if qg is None or qg == "":
@@ -103,7 +108,7 @@ def check_queue_group(qg: Any) -> str | None:
     return qg
 
 
-def check_metadata(metadata: Any, what: str = "metadata") -> dict[str, str]:
+def check_metadata(metadata: object, what: str = "metadata") -> dict[str, str]:
     """A copy of ``metadata`` (str -> str; None gives {}): it is immutable once set."""
     if metadata is None:
         return {}
@@ -158,7 +163,7 @@ def format_time(t: datetime) -> str:
     return format_rfc3339(t.astimezone(UTC), digits=6)
 
 
-def parse_time(text: Any) -> datetime | None:
+def parse_time(text: object) -> datetime | None:
     """An RFC 3339 time as an aware datetime (``_units.parse_rfc3339``); None when
     absent or unreadable (a discovery answer is read, never refused, for its time)."""
     if not isinstance(text, str):
@@ -190,11 +195,11 @@ class EndpointInfo(Model):
     metadata: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> EndpointInfo:
+    def from_dict(cls, d: JSONObject) -> EndpointInfo:
         return cls(name=d.get("name", ""), subject=d.get("subject", ""), queue_group=d.get("queue_group") or "",
                    metadata=d.get("metadata") or {})
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"name": self.name, "subject": self.subject, "queue_group": self.queue_group,
                 "metadata": self.metadata}
 
@@ -215,14 +220,14 @@ class EndpointStats(Model):
     data: Any = None
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> EndpointStats:
+    def from_dict(cls, d: JSONObject) -> EndpointStats:
         return cls(name=d.get("name", ""), subject=d.get("subject", ""), queue_group=d.get("queue_group") or "",
                    num_requests=int(d.get("num_requests") or 0), num_errors=int(d.get("num_errors") or 0),
                    last_error=d.get("last_error") or "",
                    processing_time=_seconds(d.get("processing_time")),
                    average_processing_time=_seconds(d.get("average_processing_time")), data=d.get("data"))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"name": self.name, "subject": self.subject, "queue_group": self.queue_group,
                 "num_requests": self.num_requests, "num_errors": self.num_errors, "last_error": self.last_error,
                 "processing_time": _nanos(self.processing_time),
@@ -242,11 +247,11 @@ class ServicePing(Model):
     type: str = PING_RESPONSE_TYPE
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ServicePing:
+    def from_dict(cls, d: JSONObject) -> ServicePing:
         return cls(name=d.get("name", ""), id=d.get("id", ""), version=d.get("version", ""),
                    metadata=d.get("metadata") or {}, type=d.get("type", PING_RESPONSE_TYPE))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"type": self.type, "name": self.name, "id": self.id, "version": self.version,
                 "metadata": self.metadata}
 
@@ -266,13 +271,13 @@ class ServiceInfo(Model):
     type: str = INFO_RESPONSE_TYPE
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ServiceInfo:
+    def from_dict(cls, d: JSONObject) -> ServiceInfo:
         return cls(name=d.get("name", ""), id=d.get("id", ""), version=d.get("version", ""),
                    description=d.get("description") or "", metadata=d.get("metadata") or {},
                    endpoints=[EndpointInfo.from_dict(e) for e in d.get("endpoints") or ()],
                    type=d.get("type", INFO_RESPONSE_TYPE))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"type": self.type, "name": self.name, "id": self.id, "version": self.version,
                 "metadata": self.metadata, "description": self.description,
                 "endpoints": [e.to_dict() for e in self.endpoints]}
@@ -293,13 +298,13 @@ class ServiceStats(Model):
     type: str = STATS_RESPONSE_TYPE
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ServiceStats:
+    def from_dict(cls, d: JSONObject) -> ServiceStats:
         return cls(name=d.get("name", ""), id=d.get("id", ""), version=d.get("version", ""),
                    started=parse_time(d.get("started")), metadata=d.get("metadata") or {},
                    endpoints=[EndpointStats.from_dict(e) for e in d.get("endpoints") or ()],
                    type=d.get("type", STATS_RESPONSE_TYPE))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"type": self.type, "name": self.name, "id": self.id, "version": self.version,
                 "metadata": self.metadata, "started": format_time(self.started or now_utc()),
                 "endpoints": [e.to_dict() for e in self.endpoints]}
@@ -316,10 +321,10 @@ def _seconds(nanos: Any) -> float:
         return 0.0
 
 
-DOC_TYPES: dict[str, Any] = {"PING": ServicePing, "INFO": ServiceInfo, "STATS": ServiceStats}
+DOC_TYPES: dict[str, type[ServicePing] | type[ServiceInfo] | type[ServiceStats]] = {"PING": ServicePing, "INFO": ServiceInfo, "STATS": ServiceStats}
 
 
-def parse_doc(verb: str, data: bytes) -> Any:
+def parse_doc(verb: str, data: bytes) -> ServicePing | ServiceInfo | ServiceStats:
     """The typed document of a ``$SRV.<verb>`` answer (``ValueError`` when it is not JSON)."""
     d = orjson.loads(data)
     if not isinstance(d, dict):
@@ -362,7 +367,7 @@ class EndpointCore:
     def info(self) -> EndpointInfo:
         return EndpointInfo(self.name, self.subject, self.queue_group, dict(self.metadata))
 
-    def stats(self, data: Any = None) -> EndpointStats:
+    def stats(self, data: object = None) -> EndpointStats:
         n = self.num_requests
         total = self.processing_ns
         return EndpointStats(self.name, self.subject, self.queue_group, n, self.num_errors, self.last_error,
@@ -374,7 +379,7 @@ class ServiceCore:
 
     def __init__(self, name: str, version: str, id: str, description: str | None,
                  metadata: dict[str, str] | None, queue_group: str | None,
-                 stats_handler: Callable[[Any], Any] | None) -> None:
+                 stats_handler: Callable[[Any], object] | None) -> None:
         self.name = check_name(name)
         self.version = check_version(version)
         if description is not None and not isinstance(description, str):
@@ -418,7 +423,7 @@ class ServiceCore:
     def answer(self, verb: str) -> bytes:
         """The JSON a ``$SRV.<verb>`` request is answered with."""
         if verb == "PING":
-            doc: Any = self.ping()
+            doc: ServicePing | ServiceInfo | ServiceStats = self.ping()
         elif verb == "INFO":
             doc = self.info()
         else:
@@ -426,7 +431,7 @@ class ServiceCore:
         return orjson.dumps(doc.to_dict(), default=_json_default)
 
 
-def _json_default(obj: Any) -> Any:
+def _json_default(obj: object) -> object:
     if isinstance(obj, datetime):
         return format_time(obj)
     if isinstance(obj, (bytes, bytearray)):
@@ -439,7 +444,7 @@ def _json_default(obj: Any) -> Any:
 # ------------------------------------------------------------------------ errors on the wire
 
 
-def error_headers(code: Any, description: Any, headers: Any = None) -> dict[str, Any]:
+def error_headers(code: object, description: object, headers: HeadersInit | None = None) -> dict[str, Any]:
     """The headers of a service error answer: ``headers`` plus ``Nats-Service-Error`` and
     ``Nats-Service-Error-Code``."""
     code = str(code)
@@ -458,7 +463,7 @@ def error_headers(code: Any, description: Any, headers: Any = None) -> dict[str,
     return out
 
 
-def error_of(msg: Any) -> ServiceError | None:
+def error_of(msg: Msg) -> ServiceError | None:
     """The ``ServiceError`` a reply carries in its headers, or None."""
     h = msg.headers
     if h is None:

@@ -5,10 +5,13 @@ Network methods delegate to the connection that delivered the message, so in
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _impl
 from .errors import NatsError
+
+if TYPE_CHECKING:
+    from .protocol.headers import HeadersInit
 
 _ACK = b"+ACK"
 _NAK = b"-NAK"
@@ -32,7 +35,7 @@ class Msg(_impl.MsgBase):
             raise NatsError("message is not bound to a connection")
         return client
 
-    def respond(self, data: bytes = b"", headers: Any = None) -> Any:
+    def respond(self, data: bytes = b"", headers: HeadersInit | None = None) -> Any:
         """Publish ``data`` to this message's reply subject."""
         if not self.reply:
             raise NatsError("message has no reply subject")

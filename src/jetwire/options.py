@@ -5,7 +5,7 @@ import difflib
 import os
 import random
 import ssl
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -38,13 +38,13 @@ class Options:
     """An nkey seed, or the path of a file holding one."""
     creds: str | bytes | os.PathLike[str] | tuple[str, str] | None = None
     """A ``.creds`` file's path, its text (``str`` or ``bytes``), or a (jwt file, seed file) pair."""
-    token_cb: Callable[[], Any] | None = None
+    token_cb: Callable[[], object] | None = None
     """``() -> token``, asked on every (re)connect (plain or coroutine function in ``jetwire.aio``)."""
-    user_cb: Callable[[], Any] | None = None
+    user_cb: Callable[[], object] | None = None
     """``() -> (user, password)``, asked on every (re)connect."""
-    user_jwt_cb: Callable[[], Any] | None = None
+    user_jwt_cb: Callable[[], object] | None = None
     """``() -> user JWT``, asked on every (re)connect; needs ``signature_cb``."""
-    signature_cb: Callable[[bytes], Any] | None = None
+    signature_cb: Callable[[bytes], object] | None = None
     """``(nonce) -> signature``: signs the server's nonce (the client never sees the seed)."""
     nkey: str | None = None
     """The public nkey, used with ``signature_cb`` or ``nkey_seed``."""
@@ -62,7 +62,7 @@ class Options:
     """Client certificate (mutual TLS)."""
     tls_key_file: str | None = None
     """The client certificate's key; needs ``tls_cert_file``."""
-    tls_context_cb: Callable[[], Any] | None = None
+    tls_context_cb: Callable[[], object] | None = None
     """``() -> ssl.SSLContext``, asked on every connect (rotated certificates apply)."""
     no_echo: bool = False
     """Do not receive the messages this connection publishes."""
@@ -90,23 +90,23 @@ class Options:
     """The same for TLS connections."""
     reconnect_buffer_size: int = 8 * 1024 * 1024
     """Bytes of publishes kept while reconnecting (over it: ``ReconnectBufferFullError``)."""
-    reconnect_delay_cb: Callable[[int], Any] | None = None
+    reconnect_delay_cb: Callable[[int], object] | None = None
     """``(passes) -> seconds``: the pause before each pass over the pool (replaces the wait and jitter)."""
-    reconnect_to_server_cb: Callable[[list[str], Any], Any] | None = None
+    reconnect_to_server_cb: Callable[[list[str], Any], object] | None = None
     """``(servers, info) -> (server, delay)`` or None: picks each reconnect's server (nats.go's ReconnectToServer)."""
     ignore_auth_error_abort: bool = False
     """Keep reconnecting after the same authorization error twice (default: close)."""
     no_callbacks_after_close: bool = False
     """No callbacks (closed_cb, disconnected_cb, ...) once ``close()``/``drain()`` was called."""
-    socket_factory: Callable[..., Any] | None = None
+    socket_factory: Callable[[str, int, float], Any] | None = None
     """``(host, port, timeout) -> socket``: dials instead of the default (e.g. through a proxy)."""
     ws_proxy_path: str | None = None
     """WebSocket: a path appended to each ``ws://``/``wss://`` URL's path."""
     ws_compression: bool = False
     """WebSocket: permessage-deflate when the server allows it."""
-    ws_headers: Any | None = None
+    ws_headers: Mapping[str, str | bytes | Sequence[str | bytes]] | None = None
     """WebSocket: HTTP headers of the upgrade request (name -> value or list of values)."""
-    ws_headers_cb: Callable[[], Any] | None = None
+    ws_headers_cb: Callable[[], object] | None = None
     """WebSocket: ``() -> headers``, asked on every connect (instead of ``ws_headers``)."""
     skip_subject_validation: bool = False
     """No client-side subject checks on publish and subscribe (the server still refuses what it cannot take)."""
@@ -130,21 +130,21 @@ class Options:
     """asyncio only: seconds the event loop polls for an expected reply instead of sleeping (0: off)."""
     max_control_line: int = 4096
     """Longest protocol line accepted from the server, in bytes."""
-    error_cb: Callable[..., Any] | None = None
+    error_cb: Callable[..., object] | None = None
     """``(error)``: asynchronous errors (slow consumers, refused subscriptions, ...)."""
-    disconnected_cb: Callable[..., Any] | None = None
+    disconnected_cb: Callable[..., object] | None = None
     """``()``: the connection was lost."""
-    reconnected_cb: Callable[..., Any] | None = None
+    reconnected_cb: Callable[..., object] | None = None
     """``()``: the connection is back."""
-    closed_cb: Callable[..., Any] | None = None
+    closed_cb: Callable[..., object] | None = None
     """``()``: the connection is closed for good."""
-    reconnect_error_cb: Callable[..., Any] | None = None
+    reconnect_error_cb: Callable[..., object] | None = None
     """``(error)``: a failed reconnect attempt (default: it goes to ``error_cb``)."""
-    connected_cb: Callable[..., Any] | None = None
+    connected_cb: Callable[..., object] | None = None
     """``()``: the first connection is made (also a late one, with ``retry_on_failed_connect``)."""
-    discovered_servers_cb: Callable[..., Any] | None = None
+    discovered_servers_cb: Callable[..., object] | None = None
     """``()``: the cluster announced new servers."""
-    lame_duck_mode_cb: Callable[..., Any] | None = None
+    lame_duck_mode_cb: Callable[..., object] | None = None
     """``()``: the server is entering lame duck mode (about to shut down)."""
 
     def __repr__(self) -> str:
@@ -177,7 +177,7 @@ def unexpected_keyword(func: str, key: str, valid: Iterable[str]) -> TypeError:
     return TypeError(f"{func}() got an unexpected keyword argument {key!r}{hint}")
 
 
-def make_options(servers: str | Sequence[str] | None, kwargs: dict) -> Options:
+def make_options(servers: str | Sequence[str] | None, kwargs: dict[str, Any]) -> Options:
     """Build Options from connect()'s arguments; unknown keywords raise TypeError."""
     known = Options.__dataclass_fields__
     for k in kwargs:
@@ -215,7 +215,7 @@ _WS_OWN_HEADERS = frozenset({"host", "upgrade", "connection", "sec-websocket-key
                              "transfer-encoding"})
 
 
-def ws_header_list(headers: Any) -> list[tuple[bytes, bytes]]:
+def ws_header_list(headers: object) -> list[tuple[bytes, bytes]]:
     """``ws_headers`` (or what ``ws_headers_cb`` returned) as the upgrade request's extra
     header lines: a mapping of name to a value or a list of values. ``TypeError`` for
     another type, ``ValueError`` for a name or value that would break the request (empty
@@ -241,7 +241,7 @@ def ws_header_list(headers: Any) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def _check_inbox_prefix(prefix: Any) -> None:
+def _check_inbox_prefix(prefix: str) -> None:
     """Inboxes are ``<prefix>.<id>`` and requests subscribe to ``<prefix>.<id>.*``: a
     subject without wildcards (``BadSubjectError`` before connecting)."""
     try:

@@ -34,6 +34,7 @@ from typing import Any, Union, get_args, get_origin
 
 import orjson
 
+from jetwire._typing import JSONObject
 from jetwire.errors import SchemaValidationError
 from jetwire.jetstream import api_models as api
 from jetwire.jetstream import event_models as ev
@@ -59,7 +60,7 @@ _REPLICAS = {"minimum": 0, "maximum": 5}
 _SUBJECT = {"minLength": 1}
 
 # Constraints a type hint cannot express: model class -> field -> extra schema keywords.
-RULES: dict[type, dict[str, dict[str, Any]]] = {
+RULES: dict[type, dict[str, JSONObject]] = {
     m.StreamConfig: {
         "name": _NAME, "description": {"maxLength": 4096}, "subjects": {"items": _SUBJECT},
         "max_consumers": _LIMIT, "max_msgs": _LIMIT, "max_bytes": _LIMIT, "max_msgs_per_subject": _LIMIT,
@@ -119,7 +120,7 @@ REQUIRED: dict[type, tuple[str, ...]] = {
 }
 
 # Rules between fields: model class -> extra schema keywords of its object.
-_OBJECT_RULES: dict[type, dict[str, Any]] = {
+_OBJECT_RULES: dict[type, JSONObject] = {
     m.ConsumerConfig: {"allOf": [
         {"if": {"properties": {"deliver_policy": {"const": "by_start_sequence"}}, "required": ["deliver_policy"]},
          "then": {"required": ["opt_start_seq"]}},
@@ -228,14 +229,14 @@ _SUBJECT_TYPES: list[tuple[str, int, str]] = [  # (prefix, tokens after it or -1
 # building schemas from models
 
 
-def _strip_optional(tp: Any) -> tuple[Any, bool]:
+def _strip_optional(tp: object) -> tuple[object, bool]:
     if get_origin(tp) in (Union, types.UnionType):  # Optional[X] and X | None
         args = [a for a in get_args(tp) if a is not type(None)]
         return (args[0] if len(args) == 1 else Any), len(args) != len(get_args(tp))
     return tp, False
 
 
-def _enum_schema(tp: type, shape: str) -> dict[str, Any]:
+def _enum_schema(tp: type, shape: str) -> JSONObject:
     values = [e.value for e in tp]  # type: ignore[attr-defined]
     values += [v for v in _ENUM_EXTRA.get(tp, ()) if v not in values]
     if shape != REQUEST:
@@ -243,7 +244,7 @@ def _enum_schema(tp: type, shape: str) -> dict[str, Any]:
     return {"type": "string", "enum": values}
 
 
-def _value_schema(tp: Any, kind: str | None, shape: str) -> dict[str, Any]:
+def _value_schema(tp: object, kind: str | None, shape: str) -> JSONObject:
     tp, _ = _strip_optional(tp)
     origin = get_origin(tp)
     if kind == "duration":
@@ -279,8 +280,8 @@ def _value_schema(tp: Any, kind: str | None, shape: str) -> dict[str, Any]:
     return {}
 
 
-def _rules_for(cls: type) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def _rules_for(cls: type) -> dict[str, JSONObject]:
+    out: dict[str, JSONObject] = {}
     for base in reversed(cls.__mro__):
         out.update(RULES.get(base, {}))
     return out
@@ -295,7 +296,7 @@ def _required_for(cls: type) -> list[str]:
     return []
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: JSONObject, extra: JSONObject) -> JSONObject:
     out = dict(base)
     for k, v in extra.items():
         if k == "items" and isinstance(out.get("items"), dict):
@@ -305,12 +306,12 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _model_schema(cls: type, shape: str) -> dict[str, Any]:
+def _model_schema(cls: type, shape: str) -> JSONObject:
     plan = _plan(cls)
     hints = typing.get_type_hints(cls)
     rules = _rules_for(cls)
     wire = {name: (jname, fout) for name, jname, fout, _default, _always in plan.fields}
-    props: dict[str, Any] = {}
+    props: JSONObject = {}
     for f in dataclasses.fields(cls):
         if f.name == "_extra" or f.name not in wire:
             continue
@@ -332,7 +333,7 @@ def _model_schema(cls: type, shape: str) -> dict[str, Any]:
         props[jname] = s
     if issubclass(cls, ev.Event) and cls.TYPE:
         props["type"] = {"type": "string", "const": cls.TYPE}
-    out: dict[str, Any] = {"type": "object", "properties": props}
+    out: JSONObject = {"type": "object", "properties": props}
     required = [r for r in _required_for(cls) if r in props]
     if required:
         out["required"] = required
@@ -345,8 +346,8 @@ def _model_schema(cls: type, shape: str) -> dict[str, Any]:
     return out
 
 
-_SCHEMAS: dict[str, dict[str, Any]] = {}
-_VALIDATORS: dict[str, Callable[[Any], Any]] = {}
+_SCHEMAS: dict[str, JSONObject] = {}
+_VALIDATORS: dict[str, Callable[[object], object]] = {}
 
 
 def names() -> list[str]:
@@ -354,7 +355,7 @@ def names() -> list[str]:
     return sorted(_TYPES)
 
 
-def schema(type: str) -> dict[str, Any]:
+def schema(type: str) -> JSONObject:
     """The JSON Schema (draft-07) of ``type``, a full name such as
     ``"io.nats.jetstream.api.v1.stream_configuration"``; ``ValueError`` for an unknown type."""
     type = _resolve(type)
@@ -382,11 +383,11 @@ def _resolve(type: str) -> str:
     return found[0] if len(found) == 1 else type
 
 
-def _copy(s: dict[str, Any]) -> dict[str, Any]:
-    return typing.cast(dict[str, Any], orjson.loads(orjson.dumps(s)))
+def _copy(s: JSONObject) -> JSONObject:
+    return typing.cast("JSONObject", orjson.loads(orjson.dumps(s)))
 
 
-def type_of(data: Any) -> str:
+def type_of(data: object) -> str:
     """The ``type`` of a NATS document (a dict, or JSON bytes/str), or
     ``"io.nats.unknown_message"`` when it has none."""
     if isinstance(data, (bytes, bytearray, memoryview, str)):
@@ -398,7 +399,7 @@ def type_of(data: Any) -> str:
     return t if isinstance(t, str) and t.startswith("io.nats.") else UNKNOWN
 
 
-def _validator(type: str) -> Callable[[Any], Any]:
+def _validator(type: str) -> Callable[[object], object]:
     v = _VALIDATORS.get(type)
     if v is None:
         type = _resolve(type)
@@ -410,7 +411,7 @@ def _validator(type: str) -> Callable[[Any], Any]:
     return v
 
 
-def validate(data: Any, type: str) -> list[str]:
+def validate(data: object, type: str) -> list[str]:
     """Check ``data`` (a dict, JSON bytes/str, or a model instance) against the schema of
     ``type``: an empty list when it is valid, else one string per problem,
     ``"<json path>: <what> (rule <keyword>)"``. ``ValueError`` for an unknown type."""
@@ -441,10 +442,10 @@ def _error_text(exc: Any, base: str) -> str:
     return f"{path}: {msg} (rule {exc.rule})"
 
 
-_PART_VALIDATORS: dict[str, Callable[[Any], Any]] = {}
+_PART_VALIDATORS: dict[str, Callable[[object], object]] = {}
 
 
-def _check_part(part: dict[str, Any], value: Any, path: str) -> list[str]:
+def _check_part(part: JSONObject, value: object, path: str) -> list[str]:
     import fastjsonschema
 
     key = orjson.dumps(part, option=orjson.OPT_SORT_KEYS).decode()
@@ -459,7 +460,7 @@ def _check_part(part: dict[str, Any], value: Any, path: str) -> list[str]:
     return []
 
 
-def _all_errors(data: Any, s: dict[str, Any], path: str) -> list[str]:
+def _all_errors(data: object, s: JSONObject, path: str) -> list[str]:
     """Every problem of ``data`` (the slow path, once a document failed): objects are
     walked field by field, anything else checked whole."""
     any_of = s.get("anyOf")
@@ -502,14 +503,14 @@ def request_type(subject: str) -> str | None:
     return None
 
 
-def complete(data: dict[str, Any], type: str) -> dict[str, Any]:
+def complete(data: JSONObject, type: str) -> JSONObject:
     """``data`` with every required field it lacks set to its default (at the top and in
     nested objects the schema requires), so the request validates against the
     published schemas too. The caller's dict is not changed."""
-    return typing.cast(dict[str, Any], _complete(data, _SCHEMAS.get(type) or schema(type)))
+    return typing.cast("JSONObject", _complete(data, _SCHEMAS.get(type) or schema(type)))
 
 
-def _complete(data: Any, s: dict[str, Any]) -> Any:
+def _complete(data: object, s: JSONObject) -> object:
     if not isinstance(data, dict) or s.get("type") != "object":
         return data
     props = s.get("properties", {})
@@ -528,7 +529,7 @@ def _complete(data: Any, s: dict[str, Any]) -> Any:
     return out
 
 
-def check_request(subject: str, payload: dict | bytes | None) -> dict | bytes | None:
+def check_request(subject: str, payload: JSONObject | bytes | None) -> JSONObject | bytes | None:
     """The hook of ``nc.jetstream(validate=True)``: the payload of the API request to
     ``subject`` (relative to the API prefix), completed with the required fields it
     lacks; ``SchemaValidationError`` (with ``.errors``) when it does not validate.

@@ -22,6 +22,9 @@ def main() -> int:
     builder = SparkSession.builder.appName("jetwire-cluster-driver")
     for k, v in args["conf"].items():
         builder = builder.config(k, v)
+    # the writer gets its rows in Arrow batches of 10: a micro-batch is written as it is
+    # transformed, so the kill lands while one is half written
+    builder = builder.config("spark.sql.execution.arrow.maxRecordsPerBatch", "10")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
 

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -172,6 +174,7 @@ def _log_tail(tmp_path, name):
     return (tmp_path / f"{name}.log").read_bytes().decode(errors="replace")[-3000:]
 
 
+@pytest.mark.timeout(300)  # two driver start-ups, each bounded below (120 s and 150 s)
 def test_driver_killed_mid_stream_and_restarted(free_spark_cluster, spark_nats, make_stream, fill, js, tmp_path):
     """The driver of stream -> transform -> stream (micro-batches of 200 sequences, two
     partitions, 5 ms per row) is SIGKILLed (with its JVM) while a micro-batch is half

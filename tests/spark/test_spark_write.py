@@ -148,7 +148,7 @@ def test_replay_after_the_duplicate_window_is_stored_again(spark, spark_nats, ma
     every row a second time."""
     import time
 
-    stream = make_stream(allow_direct=True, duplicate_window=0.5)
+    stream = make_stream(allow_direct=True, duplicate_window=5.0)  # the second job runs within it
     base = stream.lower()
     df = spark.createDataFrame([(f"{base}.x", f"d{i}", f"id-{i}") for i in range(20)],
                                "subject string, data string, key string").coalesce(1)  # id-19 last

@@ -226,7 +226,7 @@ class Transport:
         if not self._tls or sock is None or self.closed:
             return None
         with self._ssl_lock:  # one thread at a time in the OpenSSL connection
-            return tls_state(sock)
+            return tls_state(sock)  # type: ignore[arg-type]  # an SSLSocket once TLS is on
 
     def close(self) -> None:
         if self.closed:

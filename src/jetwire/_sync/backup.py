@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     APIError,
@@ -58,7 +58,10 @@ from .inbox import Inbox
 from .jsapi import ContextBase
 from .stream import stream_info_of
 
-Progress = Callable[[int, int | None], Any] | None
+if TYPE_CHECKING:
+    from ..connection import interface_sync as _api
+
+Progress = Callable[[int, int | None], object] | None
 
 # how long a failed restore's partial stream is retried for deletion in the background
 _CLEANUP_WINDOW = 60.0
@@ -85,7 +88,7 @@ class _Chunks(Inbox):
 
     __slots__ = ("received", "written")
 
-    def __init__(self, link: Any) -> None:
+    def __init__(self, link: _api.Link) -> None:
         self.received = 0  # bytes queued: changed by the reader only
         self.written = 0  # bytes written: changed by the caller only
         super().__init__(link)
@@ -102,7 +105,7 @@ class _Chunks(Inbox):
 # ------------------------------------------------------------------------- snapshot
 
 
-def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int, check_msgs: bool,
+def snapshot_stream(js: ContextBase, name: str, dest: str | os.PathLike[str], chunk_size: int, check_msgs: bool,
                           progress: Progress) -> SnapshotResult:
     validate_stream_name(name)
     check_chunk_size(chunk_size)
@@ -130,8 +133,8 @@ def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int, chec
         end: Msg | None = None
         while end is None:
             inbox.wait(timeout, what)
-            batch: list = []
-            replies: list = []
+            batch: list[Any] = []
+            replies: list[Any] = []
             size = 0
             while q:
                 msg, reply = q.popleft()
@@ -177,7 +180,7 @@ def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int, chec
 # ------------------------------------------------------------------------- restore
 
 
-def restore_stream(js: ContextBase, src: Any, name: str | None, progress: Progress) -> StreamInfo:
+def restore_stream(js: ContextBase, src: str | os.PathLike[str], name: str | None, progress: Progress) -> StreamInfo:
     if name is not None:
         validate_stream_name(name)
     link = js.api.link
@@ -227,7 +230,7 @@ def _check_subjects(js: ContextBase, stream: str, config: Any) -> None:
                            description=f"subjects overlap with an existing stream: {subject!r} is in {others[0]}")
 
 
-def _send(link: Any, answers: Inbox, subject: str, data: bytes, timeout: float, what: str) -> Msg:
+def _send(link: _api.Link, answers: Inbox, subject: str, data: bytes, timeout: float, what: str) -> Msg:
     """One restore chunk, and the server's answer to it."""
     link.publish_raw(subject, answers.subject, None, data)
     link.send_now()
@@ -314,7 +317,7 @@ def _clean_later(js: ContextBase, stream: str) -> None:
     link = js.api.link
     if link.is_closed:
         return
-    pending = link.shared(_CLEANUPS, dict)
+    pending: dict[str, Any] = link.shared(_CLEANUPS, dict)
     if stream in pending:
         return
     done = prims.Signal()
@@ -341,13 +344,14 @@ def _delete_partial(js: ContextBase, stream: str, done: Any) -> None:
                     return
             prims.sleep(0.25)
     finally:
-        link.shared(_CLEANUPS, dict).pop(stream, None)
+        cleanups: dict[str, Any] = link.shared(_CLEANUPS, dict)
+        cleanups.pop(stream, None)
         done.set()
 
 
-def _wait_cleanup(link: Any, stream: str, timeout: float) -> None:
+def _wait_cleanup(link: _api.Link, stream: str, timeout: float) -> None:
     """Let a background cleanup of an earlier failed restore of ``stream`` finish first."""
-    pending = link.shared(_CLEANUPS, dict)
+    pending: dict[str, Any] = link.shared(_CLEANUPS, dict)
     done = pending.get(stream)
     if done is not None:
         done.wait(timeout)

@@ -4,12 +4,17 @@ generated from it). ``js.atomic_batch()`` makes an :class:`AtomicBatch`; the hea
 the reading of the answer are ``jetwire/jetstream/batch.py``."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _impl
 from ..errors import AtomicBatchError, NoRespondersError, NoStreamResponseError, TimeoutError
 from ..jetstream.batch import batch_ack, batch_failed, batch_headers
 from ..jetstream.models import BatchAck
+
+if TYPE_CHECKING:
+    from ..connection import interface_sync as _api
+    from ..protocol.headers import HeadersInit
+    from .client import Client
 
 __all__ = ["AtomicBatch"]
 
@@ -35,7 +40,7 @@ class AtomicBatch:
     ``commit()`` (or ``discard()``) another ``add``/``commit`` raises
     ``AtomicBatchError``."""
 
-    def __init__(self, nc: Any, link: Any, timeout: float, batch_id: str) -> None:
+    def __init__(self, nc: Client, link: _api.Link, timeout: float, batch_id: str) -> None:
         self._nc = nc
         self._link = link
         self._timeout = timeout
@@ -65,7 +70,7 @@ class AtomicBatch:
         if self._closed:
             raise AtomicBatchError(description="the batch was already committed or discarded", batch_id=self._id)
 
-    def add(self, subject: str, data: bytes = b"", headers: Any = None, *, msg_id: str | None = None,
+    def add(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None, *, msg_id: str | None = None,
             expected_stream: str | None = None, expected_last_seq: int | None = None,
             expected_last_subject_seq: int | None = None,
             expected_last_subject_seq_subject: str | None = None, ttl: Any = None) -> Any:
@@ -81,7 +86,7 @@ class AtomicBatch:
         self._seq += 1
         return r
 
-    def commit(self, subject: str, data: bytes = b"", headers: Any = None, *, msg_id: str | None = None,
+    def commit(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None, *, msg_id: str | None = None,
                      expected_stream: str | None = None, expected_last_seq: int | None = None,
                      expected_last_subject_seq: int | None = None,
                      expected_last_subject_seq_subject: str | None = None, ttl: Any = None,

@@ -11,22 +11,29 @@ what a bound stream must look like. ``kv.py`` and ``objects.py`` each define one
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Callable, Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Iterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from .._typing import JSONObject
 from ..errors import BucketNotFoundError, StreamNotFoundError
-from ..jetstream._json import config_from_kwargs
-from ..jetstream.models import StreamInfo
+from ..jetstream._json import Model, config_from_kwargs
+from ..jetstream.models import StreamConfig, StreamInfo
 from ..jetstream.validate import validate_bucket_name
 
-H = TypeVar("H")
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+    from .stream import Stream
+
+H = TypeVar("H")  # the handle class
+C = TypeVar("C", bound=Model)  # the bucket config class
+S = TypeVar("S")  # the status class
 
 
-def _not_found(bucket: Any) -> BucketNotFoundError:
+def _not_found(bucket: object) -> BucketNotFoundError:
     return BucketNotFoundError(f"bucket {bucket!r} not found")
 
 
-class BucketKind(Generic[H]):
+class BucketKind(Generic[H, C, S]):
     """One kind of bucket (see the module docstring).
 
     ``stream_config(js, cfg)``: the stream config of a bucket config (checks it; may
@@ -34,9 +41,10 @@ class BucketKind(Generic[H]):
     handle; ``status(info, bucket)``: its status; ``check(info, bucket)``: raises when a
     stream of the right name is no bucket of this kind."""
 
-    def __init__(self, stream_prefix: str, list_subject: str, config_cls: type[Any],
-                 stream_config: Callable[[Any, Any], Any], handle: Callable[[Any, Any, str], H],
-                 status: Callable[[StreamInfo, str], Any],
+    def __init__(self, stream_prefix: str, list_subject: str, config_cls: type[C],
+                 stream_config: Callable[[JetStream, C], StreamConfig],
+                 handle: Callable[[JetStream, Stream, str], H],
+                 status: Callable[[StreamInfo, str], S],
                  check: Callable[[StreamInfo, str], None] | None = None) -> None:
         self.stream_prefix = stream_prefix
         self.list_subject = list_subject
@@ -49,15 +57,16 @@ class BucketKind(Generic[H]):
     def stream_name(self, bucket: str) -> str:
         return self.stream_prefix + bucket
 
-    def _configs(self, js: Any, config: Any, fields: Mapping[str, Any]) -> Any:
+    def _configs(self, js: JetStream, config: C | JSONObject | None,
+                       fields: Mapping[str, object]) -> tuple[Any, StreamConfig]:
         cfg = config_from_kwargs(self.config_cls, config, **fields)
         return cfg, self.stream_config(js, cfg)
 
-    def create(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+    def create(self, js: JetStream, config: C | JSONObject | None, fields: Mapping[str, object]) -> H:
         cfg, scfg = self._configs(js, config, fields)
         return self.handle(js, js.create_stream(scfg), cfg.bucket)
 
-    def update(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+    def update(self, js: JetStream, config: C | JSONObject | None, fields: Mapping[str, object]) -> H:
         cfg, scfg = self._configs(js, config, fields)
         try:
             stream = js.update_stream(scfg)
@@ -65,11 +74,12 @@ class BucketKind(Generic[H]):
             raise _not_found(cfg.bucket) from None
         return self.handle(js, stream, cfg.bucket)
 
-    def create_or_update(self, js: Any, config: Any, fields: Mapping[str, Any]) -> H:
+    def create_or_update(self, js: JetStream, config: C | JSONObject | None,
+                               fields: Mapping[str, object]) -> H:
         cfg, scfg = self._configs(js, config, fields)
         return self.handle(js, js.create_or_update_stream(scfg), cfg.bucket)
 
-    def bind(self, js: Any, bucket: str) -> H:
+    def bind(self, js: JetStream, bucket: str) -> H:
         validate_bucket_name(bucket)
         try:
             stream = js.stream(self.stream_name(bucket))
@@ -79,20 +89,20 @@ class BucketKind(Generic[H]):
             self.check(stream.cached_info(), bucket)
         return self.handle(js, stream, bucket)
 
-    def delete(self, js: Any, bucket: str) -> bool:
+    def delete(self, js: JetStream, bucket: str) -> bool:
         validate_bucket_name(bucket)
         try:
             return bool(js.delete_stream(self.stream_name(bucket)))
         except StreamNotFoundError:
             raise _not_found(bucket) from None
 
-    def names(self, js: Any) -> Iterator[str]:
+    def names(self, js: JetStream) -> Iterator[str]:
         prefix = self.stream_prefix
         for name in js.stream_names(subject=self.list_subject):
             if name.startswith(prefix):
                 yield name[len(prefix):]
 
-    def statuses(self, js: Any) -> Iterator[Any]:
+    def statuses(self, js: JetStream) -> Iterator[S]:
         prefix = self.stream_prefix
         for info in js.list_streams(subject=self.list_subject):
             name = info.config.name or ""

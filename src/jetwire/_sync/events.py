@@ -5,13 +5,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import SubscriptionClosedError
 from ..events import AnyEvent, accepts, kinds_filter, parse
 from ..msg import Msg
 from . import _prims as prims
 from .inbox import Mailbox
+
+if TYPE_CHECKING:
+    from ..connection import interface_sync as _api
 
 
 class EventStream(Mailbox):
@@ -22,7 +25,7 @@ class EventStream(Mailbox):
     JetStream ``domain``, events that name another domain are skipped. Messages that
     are not JSON are skipped and reported to the connection's ``error_cb``."""
 
-    def __init__(self, link: Any, subjects: list[str], kinds: Iterable[str] | None = None,
+    def __init__(self, link: _api.Link, subjects: list[str], kinds: Iterable[str] | None = None,
                  domain: str | None = None) -> None:
         self._kinds = kinds_filter(kinds)
         self._domain = domain
@@ -87,5 +90,5 @@ class EventStream(Mailbox):
     def __enter__(self) -> EventStream:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -23,7 +23,8 @@ class Operations(ContextBase):
         """Usage and limits of the account (``JetStreamNotEnabledError`` without JetStream)."""
         resp = self.api_request("INFO")
         resp.pop("type", None)
-        return AccountInfo.from_json(resp)
+        info: AccountInfo = AccountInfo.from_json(resp)
+        return info
 
     # -- cluster operations (jsm.go) ---------------------------------------------------
     def stream_leader_stepdown(self, name: str, preferred: str | None = None) -> None:

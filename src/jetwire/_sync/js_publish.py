@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _impl
 from ..errors import (
@@ -38,12 +38,17 @@ from . import _prims as prims
 from .batch import AtomicBatch
 from .jsapi import ContextBase
 
+if TYPE_CHECKING:
+    from datetime import datetime, timedelta
+
+    from ..protocol.headers import HeadersInit
+
 _encode_headers = _impl.encode_headers
 _from_ack = PubAck.from_json_bytes
 _new_future = AckFuture  # a concurrent.futures.Future that is cheap to make and resolve
 
 
-def _ack_timeout(value: Any, name: str) -> float | None:
+def _ack_timeout(value: object, name: str) -> float | None:
     """An async-publish ack timeout: None (no deadline; also for infinity) or seconds > 0."""
     if value is None:
         return None
@@ -69,7 +74,7 @@ def _parse_ack(data: bytes) -> PubAck:
     return ack
 
 
-def _positional(cb: Callable[..., Any]) -> int:
+def _positional(cb: Callable[..., object]) -> int:
     """How many positional arguments ``cb`` takes (-1: any number, or unknown)."""
     try:
         params = inspect.signature(cb).parameters.values()
@@ -84,7 +89,7 @@ def _positional(cb: Callable[..., Any]) -> int:
     return n
 
 
-def _takes_three(cb: Callable[..., Any]) -> bool:
+def _takes_three(cb: Callable[..., object]) -> bool:
     """Whether ``cb`` takes nats.go's ``(js, msg, err)`` (else ``(msg, err)``)."""
     try:
         params = inspect.signature(cb).parameters.values()
@@ -102,9 +107,9 @@ def _takes_three(cb: Callable[..., Any]) -> bool:
 class Publisher(ContextBase):
     """Publishing (a part of ``JetStream``; its state is set by :meth:`_init_publishing`)."""
 
-    def _init_publishing(self, publish_async_max_pending: int, publish_async_timeout: Any,
-                         publish_async_err_cb: Callable[..., Any] | None,
-                         publish_async_ack_cb: Callable[..., Any] | None) -> None:
+    def _init_publishing(self, publish_async_max_pending: int, publish_async_timeout: float | None,
+                         publish_async_err_cb: Callable[..., object] | None,
+                         publish_async_ack_cb: Callable[..., object] | None) -> None:
         if publish_async_max_pending < 1:
             raise ValueError("publish_async_max_pending must be at least 1")
         api = self.api
@@ -133,31 +138,31 @@ class Publisher(ContextBase):
         self._err_cb_js = publish_async_err_cb is not None and _takes_three(publish_async_err_cb)
         self._on_fail = None if publish_async_err_cb is None else self._async_failed
 
-    def _async_acked(self, fut: Any, ack: Any) -> None:
+    def _async_acked(self, fut: Any, ack: PubAck) -> None:
         """An async publish of this context was acknowledged: tell ``publish_async_ack_cb``
         (from the reader; through the callback dispatcher)."""
         n = self._ack_cb_args
         if n == 3:
-            self._link.dispatch(self._ack_cb, self, fut.msg, ack)
+            self._link.dispatch(self._ack_cb, self, fut.msg, ack)  # type: ignore[arg-type]  # set: _on_ack
         elif n == 2:
-            self._link.dispatch(self._ack_cb, fut.msg, ack)
+            self._link.dispatch(self._ack_cb, fut.msg, ack)  # type: ignore[arg-type]
         else:
-            self._link.dispatch(self._ack_cb, ack)
+            self._link.dispatch(self._ack_cb, ack)  # type: ignore[arg-type]
 
     def _async_failed(self, fut: Any, exc: BaseException) -> None:
         """An async publish of this context failed: tell ``publish_async_err_cb``."""
         if self._err_cb_js:
-            self._link.dispatch(self._err_cb, self, fut.msg, exc)
+            self._link.dispatch(self._err_cb, self, fut.msg, exc)  # type: ignore[arg-type]  # set: _on_fail
         else:
-            self._link.dispatch(self._err_cb, fut.msg, exc)
+            self._link.dispatch(self._err_cb, fut.msg, exc)  # type: ignore[arg-type]
 
-    def publish(self, subject: str, data: bytes = b"", headers: Any = None, msg_id: str | None = None,
+    def publish(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None, msg_id: str | None = None,
                       expected_stream: str | None = None, expected_last_seq: int | None = None,
                       expected_last_subject_seq: int | None = None, expected_last_msg_id: str | None = None,
                       timeout: float | None = None, retry_attempts: int = 2, retry_wait: float = 0.25,
                       ttl: float | None = None, expected_last_subject_seq_subject: str | None = None,
-                      schedule: Any = None, schedule_target: str | None = None,
-                      schedule_ttl: Any = None) -> PubAck:
+                      schedule: str | datetime | timedelta | None = None, schedule_target: str | None = None,
+                      schedule_ttl: float | str | None = None) -> PubAck:
         """Publish to a stream and wait for its ack.
 
         The ``expected_*`` arguments make the stream refuse the message unless they hold
@@ -293,11 +298,11 @@ class Publisher(ContextBase):
             except Exception:  # timed out (checked above) or resolved concurrently
                 pass
 
-    def publish_async(self, subject: str, data: bytes = b"", headers: Any = None,
+    def publish_async(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None,
                             msg_id: str | None = None, expected_stream: str | None = None,
                             expected_last_seq: int | None = None,
                             expected_last_subject_seq: int | None = None,
-                            expected_last_msg_id: str | None = None, timeout: Any = CONTEXT_TIMEOUT,
+                            expected_last_msg_id: str | None = None, timeout: float | None = CONTEXT_TIMEOUT,
                             retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2,
                             ttl: float | None = None) -> Any:
         """Publish without waiting for the ack; returns a future resolving to the

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Callable
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Unpack, cast
 
+from .._typing import JSONObject
 from ..jetstream.backup_core import SnapshotResult
 from ..jetstream.config_kwargs import KeyValueConfigFields, ObjectStoreConfigFields
 from ..jetstream.kv_models import KeyValueConfig, KeyValueStatus
@@ -20,82 +21,85 @@ from .jsapi import ContextBase
 from .kv import KV_BUCKETS, KeyValue
 from .objects import OBJ_BUCKETS, ObjectStore
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+
 
 class KeyValueManager(ContextBase):
     """Key-value buckets (a part of ``JetStream``)."""
 
-    def create_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+    def create_key_value(self, config: KeyValueConfig | JSONObject | None = None,
                                **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Create a key-value bucket from a ``KeyValueConfig`` (or a dict) and/or its
         fields (``bucket``, ``history``, ``ttl``, ...). The same bucket again with the same
         config returns it; with another config raises ``StreamNameInUseError``.
         ``InvalidBucketNameError``/``HistoryTooLargeError`` before anything is sent."""
-        return KV_BUCKETS.create(self, config, fields)
+        return KV_BUCKETS.create(cast("JetStream", self), config, fields)
 
-    def update_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+    def update_key_value(self, config: KeyValueConfig | JSONObject | None = None,
                                **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Update a bucket's config (``BucketNotFoundError`` when it does not exist)."""
-        return KV_BUCKETS.update(self, config, fields)
+        return KV_BUCKETS.update(cast("JetStream", self), config, fields)
 
-    def create_or_update_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+    def create_or_update_key_value(self, config: KeyValueConfig | JSONObject | None = None,
                                          **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Create the bucket, or update it when it exists."""
-        return KV_BUCKETS.create_or_update(self, config, fields)
+        return KV_BUCKETS.create_or_update(cast("JetStream", self), config, fields)
 
     def key_value(self, bucket: str) -> KeyValue:
         """Bind to an existing bucket (``BucketNotFoundError`` when it does not exist)."""
-        return KV_BUCKETS.bind(self, bucket)
+        return KV_BUCKETS.bind(cast("JetStream", self), bucket)
 
     def delete_key_value(self, bucket: str) -> bool:
         """Delete a bucket and everything in it (``BucketNotFoundError`` when missing)."""
-        return KV_BUCKETS.delete(self, bucket)
+        return KV_BUCKETS.delete(cast("JetStream", self), bucket)
 
     def key_value_store_names(self) -> Iterator[str]:
         """Name of every key-value bucket (``for`` in aio)."""
-        for name in KV_BUCKETS.names(self):
+        for name in KV_BUCKETS.names(cast("JetStream", self)):
             yield name
 
     def key_value_stores(self) -> Iterator[KeyValueStatus]:
         """``KeyValueStatus`` of every key-value bucket (``for`` in aio)."""
-        for status in KV_BUCKETS.statuses(self):
+        for status in KV_BUCKETS.statuses(cast("JetStream", self)):
             yield status
 
 
 class ObjectStoreManager(ContextBase):
     """Object stores (a part of ``JetStream``)."""
 
-    def create_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+    def create_object_store(self, config: ObjectStoreConfig | JSONObject | None = None,
                                   **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Create an object store bucket from an ``ObjectStoreConfig`` (or a dict) and/or
         its fields (``InvalidBucketNameError`` before anything is sent)."""
-        return OBJ_BUCKETS.create(self, config, fields)
+        return OBJ_BUCKETS.create(cast("JetStream", self), config, fields)
 
-    def update_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+    def update_object_store(self, config: ObjectStoreConfig | JSONObject | None = None,
                                   **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Update an object store's config (``BucketNotFoundError`` when missing)."""
-        return OBJ_BUCKETS.update(self, config, fields)
+        return OBJ_BUCKETS.update(cast("JetStream", self), config, fields)
 
-    def create_or_update_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+    def create_or_update_object_store(self, config: ObjectStoreConfig | JSONObject | None = None,
                                             **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Create the object store, or update it when it exists."""
-        return OBJ_BUCKETS.create_or_update(self, config, fields)
+        return OBJ_BUCKETS.create_or_update(cast("JetStream", self), config, fields)
 
     def object_store(self, bucket: str) -> ObjectStore:
         """Bind to an existing object store (``BucketNotFoundError`` when missing)."""
-        return OBJ_BUCKETS.bind(self, bucket)
+        return OBJ_BUCKETS.bind(cast("JetStream", self), bucket)
 
     def delete_object_store(self, bucket: str) -> bool:
         """Delete an object store and every object in it (``BucketNotFoundError`` when missing)."""
-        return OBJ_BUCKETS.delete(self, bucket)
+        return OBJ_BUCKETS.delete(cast("JetStream", self), bucket)
 
     def object_store_names(self) -> Iterator[str]:
         """Name of every object store (``for`` in aio)."""
-        for name in OBJ_BUCKETS.names(self):
+        for name in OBJ_BUCKETS.names(cast("JetStream", self)):
             yield name
 
     def object_stores(self) -> Iterator[ObjectStoreStatus]:
         """``ObjectStoreStatus`` of every object store (``for`` in aio)."""
-        for status in OBJ_BUCKETS.statuses(self):
+        for status in OBJ_BUCKETS.statuses(cast("JetStream", self)):
             yield status
 
 
@@ -104,7 +108,7 @@ class BackupManager(ContextBase):
 
     def snapshot_stream(self, name: str, dest: str | os.PathLike[str], chunk_size: int = 128 * 1024,
                               check_msgs: bool = False,
-                              progress: Callable[[int, int | None], Any] | None = None) -> SnapshotResult:
+                              progress: Callable[[int, int | None], object] | None = None) -> SnapshotResult:
         """Back stream ``name`` up into directory ``dest`` (made if missing): ``backup.json``
         (its config and state) and ``stream.tar.s2`` (the server's snapshot, consumers
         included), the layout of ``nats stream backup``. ``chunk_size`` (1 KiB..1 MiB) is
@@ -117,7 +121,7 @@ class BackupManager(ContextBase):
         return backup.snapshot_stream(self, name, dest, chunk_size, check_msgs, progress)
 
     def restore_stream(self, src: str | os.PathLike[str], name: str | None = None,
-                             progress: Callable[[int, int | None], Any] | None = None) -> StreamInfo:
+                             progress: Callable[[int, int | None], object] | None = None) -> StreamInfo:
         """Restore the stream backed up in directory ``src`` (as ``snapshot_stream`` or
         ``nats stream backup`` wrote it), its consumers included, under ``name`` when
         given (where the server allows it), and return its info.

@@ -6,9 +6,10 @@ style templates and declarative ``ensure_stream`` (nats.go's ``jetstream.StreamM
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Unpack, cast
 
 from .. import _impl
+from .._typing import JSONObject
 from ..errors import StreamNameInUseError, StreamNotFoundError
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.config_kwargs import StreamConfigFields
@@ -20,18 +21,21 @@ from ..jetstream.validate import validate_stream_name
 from .jsapi import ContextBase
 from .stream import Stream, stream_info_of
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+
 
 class StreamManager(ContextBase):
     """Streams (a part of ``JetStream``)."""
 
-    def _checked_stream(self, cfg: StreamConfig, resp: dict[str, Any]) -> Stream:
+    def _checked_stream(self, cfg: StreamConfig, resp: JSONObject) -> Stream:
         info = stream_info_of(resp)
         got = info.config
         check_supported(cfg.allow_msg_ttl, got.allow_msg_ttl, "per-message TTLs (allow_msg_ttl: 2.11+)")
         check_supported(cfg.allow_msg_counter, got.allow_msg_counter, "counters (allow_msg_counter: 2.12+)")
-        return Stream(self, info)
+        return Stream(cast("JetStream", self), info)
 
-    def create_stream(self, config: StreamConfig | dict[str, Any] | None = None,
+    def create_stream(self, config: StreamConfig | JSONObject | None = None,
                             **fields: Unpack[StreamConfigFields]) -> Stream:
         """Create a stream from a ``StreamConfig`` (or a dict) and/or its fields.
         Creating a stream that exists with the same config returns it; with another
@@ -42,7 +46,7 @@ class StreamManager(ContextBase):
         resp = self.api_request(f"STREAM.CREATE.{name}", cfg.to_json_dict())
         return self._checked_stream(cfg, resp)
 
-    def update_stream(self, config: StreamConfig | dict[str, Any] | None = None,
+    def update_stream(self, config: StreamConfig | JSONObject | None = None,
                             **fields: Unpack[StreamConfigFields]) -> Stream:
         """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
@@ -51,7 +55,7 @@ class StreamManager(ContextBase):
         resp = self.api_request(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
         return self._checked_stream(cfg, resp)
 
-    def create_or_update_stream(self, config: StreamConfig | dict[str, Any] | None = None,
+    def create_or_update_stream(self, config: StreamConfig | JSONObject | None = None,
                                       **fields: Unpack[StreamConfigFields]) -> Stream:
         """Update the stream, or create it when it does not exist."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
@@ -64,13 +68,13 @@ class StreamManager(ContextBase):
         """Look a stream up now (``StreamNotFoundError`` when it does not exist)."""
         validate_stream_name(name)
         resp = self.api_request(f"STREAM.INFO.{name}")
-        return Stream(self, stream_info_of(resp))
+        return Stream(cast("JetStream", self), stream_info_of(resp))
 
     def stream_info(self, name: str, subjects_filter: str | None = None,
                           deleted_details: bool = False) -> StreamInfo:
         """Shortcut for ``(js.stream(name)).info(...)``."""
         validate_stream_name(name)
-        s = Stream(self, StreamInfo(config=StreamConfig(name=name)))
+        s = Stream(cast("JetStream", self), StreamInfo(config=StreamConfig(name=name)))
         return s.info(subjects_filter, deleted_details)
 
     def delete_stream(self, name: str) -> bool:
@@ -98,16 +102,17 @@ class StreamManager(ContextBase):
         names = resp.get("streams") or []
         if not names:
             raise StreamNotFoundError(code=404, err_code=10059, description=f"no stream matches subject {subject!r}")
-        return names[0]
+        name: str = names[0]
+        return name
 
     # -- templates and declarative management (jsm.go style) ----------------------------
-    def create_stream_from_default(self, name: str, template: Any, **overrides: Any) -> Stream:
+    def create_stream_from_default(self, name: str, template: StreamConfig | JSONObject, **overrides: object) -> Stream:
         """Create stream ``name`` from ``template`` (any ``StreamConfig``, e.g.
         ``DEFAULT_STREAM``, or a dict of its fields) with ``overrides`` (config field
         names; an unknown one raises ``TypeError`` before any request)."""
         return self.create_stream(stream_config(name, template, overrides))
 
-    def load_or_create_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+    def load_or_create_stream(self, name: str, template: StreamConfig | JSONObject = DEFAULT_STREAM, **overrides: object) -> Stream:
         """The stream ``name`` as it is, or, when it does not exist, created from
         ``template`` and ``overrides`` (jsm.go's ``LoadOrNewStreamFromDefault``: an
         existing stream is never compared nor changed)."""
@@ -121,7 +126,7 @@ class StreamManager(ContextBase):
         except StreamNameInUseError:  # created by someone else meanwhile
             return self.stream(name)
 
-    def ensure_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+    def ensure_stream(self, name: str, template: StreamConfig | JSONObject = DEFAULT_STREAM, **overrides: object) -> Stream:
         """Make stream ``name`` have the config of ``template`` and ``overrides``: create
         it when missing, update it when it differs only in fields the server can update,
         return it unchanged when equal (values the server fills in for unset fields do

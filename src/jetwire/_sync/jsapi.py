@@ -14,21 +14,25 @@ Publishes and pulls on the hot path are not API requests and do not pass here.
 from __future__ import annotations
 
 from collections.abc import Iterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .. import _impl
 from .._nuid import NUID
+from .._typing import JSONObject
 from ..errors import InvalidOptionError, JetStreamError, JetStreamNotEnabledError, NoRespondersError, api_error
 from ..jetstream.manage import generate_consumer_name
 from ..msg import Msg
 from ..schemas import check_request
 from . import _prims as prims
 
+if TYPE_CHECKING:
+    from .client import Client
+
 DEFAULT_PREFIX = "$JS.API"
 
-Payload = dict | bytes | None
+Payload = JSONObject | bytes | None
 
 
 def api_prefix(domain: str | None, prefix: str | None) -> str:
@@ -42,7 +46,7 @@ def api_prefix(domain: str | None, prefix: str | None) -> str:
     return DEFAULT_PREFIX
 
 
-def api_answer(data: bytes, request: str | None = None) -> dict[str, Any]:
+def api_answer(data: bytes, request: str | None = None) -> JSONObject:
     """The decoded answer of an API request, or the typed error it carries (naming
     ``request``, the API subject)."""
     try:
@@ -64,8 +68,8 @@ class JSApi:
     ``timeout`` (seconds, the default of every request), ``trace_cb``, ``validate``,
     ``nuid``."""
 
-    def __init__(self, nc: Any, domain: str | None = None, prefix: str | None = None,
-                 timeout: float = 5.0, trace_cb: Callable[[str, bytes], Any] | None = None,
+    def __init__(self, nc: Client, domain: str | None = None, prefix: str | None = None,
+                 timeout: float = 5.0, trace_cb: Callable[[str, bytes], object] | None = None,
                  validate: bool = False) -> None:
         self.nc = nc
         self.link = nc.link
@@ -117,7 +121,7 @@ class JSApi:
         _impl.validate_subject(full)
         return full, data
 
-    def request(self, subject: str, payload: Payload = None, timeout: float | None = None) -> dict[str, Any]:
+    def request(self, subject: str, payload: Payload = None, timeout: float | None = None) -> JSONObject:
         """One API request (``subject`` relative to the prefix): the JSON answer, or its
         typed error (``JetStreamNotEnabledError`` when nothing answers). The body of
         ``JetStream.api_request``."""
@@ -173,8 +177,8 @@ class ContextBase:
     def domain(self) -> str | None:
         return self.api.domain
 
-    def api_request(self, subject: str, payload: dict | bytes | None = None,
-                          timeout: float | None = None) -> dict[str, Any]:
+    def api_request(self, subject: str, payload: Payload = None,
+                          timeout: float | None = None) -> JSONObject:
         """One JetStream API request: ``subject`` is relative to the API prefix (``"STREAM.INFO.ORDERS"``;
         the domain or ``api_prefix`` is applied), ``payload`` a dict (sent as JSON), bytes or None.
         Returns the JSON answer as a dict or raises its typed error (``APIError``
@@ -186,7 +190,7 @@ class ContextBase:
         (``SchemaValidationError``, nothing sent)."""
         return self.api.request(subject, payload, timeout)
 
-    def api_pages(self, subject: str, key: str, body: dict[str, Any] | None = None) -> Iterator[Any]:
+    def api_pages(self, subject: str, key: str, body: JSONObject | None = None) -> Iterator[Any]:
         """The items under ``key`` of a paged listing (``STREAM.LIST``, ``CONSUMER.NAMES.S``,
         ...), each page requested with ``body`` plus its ``offset`` as iteration gets there."""
         offset = 0

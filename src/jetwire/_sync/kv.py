@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     APIError,
@@ -55,6 +55,13 @@ from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
 from ..jetstream.validate import validate_key
 from .buckets import BucketKind
 from .push_core import Watcher, started
+
+if TYPE_CHECKING:
+    from ..jetstream.models import StreamConfig, StreamInfo
+    from ..msg import Msg
+    from ..protocol.headers import HeadersInit
+    from .jetstream import JetStream
+    from .stream import Stream
 
 __all__ = ["KeyValue", "KeyWatcher"]
 
@@ -111,7 +118,7 @@ class KeyWatcher(Watcher):
     def __repr__(self) -> str:
         return f"<KeyWatcher bucket={self._bucket!r} filters={self._filters!r}>"
 
-    def _item(self, msg: Any) -> KeyValueEntry | None:
+    def _item(self, msg: Msg) -> KeyValueEntry | None:
         entry = entry_from_delivery(self._bucket, self._prefix_len, msg)
         if self._ignore_deletes and entry.operation is not _PUT:
             return None
@@ -128,14 +135,14 @@ class KeyValue:
     # idle heartbeat of the watchers' consumers (seconds); 3 missed ones recreate it
     _push_heartbeat = DEFAULT_PUSH_HEARTBEAT
 
-    def __init__(self, js: Any, stream: Any) -> None:
+    def __init__(self, js: JetStream, stream: Any) -> None:
         info = stream.cached_info()
         cfg = info.config
         self._js = js
         self._stream = stream
         self._stream_name: str = cfg.name
         bucket = cfg.name[len(KV_STREAM_PREFIX):] if cfg.name.startswith(KV_STREAM_PREFIX) else cfg.name
-        self._name = bucket
+        self._name: str = bucket
         self._pre = f"{KV_SUBJECT_PREFIX}{bucket}."
         put_pre = self._pre
         use_js_prefix = not js.api.default_prefix
@@ -228,7 +235,7 @@ class KeyValue:
                 raise
             raise WrongLastSequenceError(code=exc.code, err_code=exc.err_code, description=exc.description) from None
 
-    def _update(self, key: str, data: bytes, revision: int, headers: Any = None) -> int:
+    def _update(self, key: str, data: bytes, revision: int, headers: HeadersInit | None = None) -> int:
         try:
             ack = self._js.publish(self._put_pre + key, data, headers, expected_last_subject_seq=revision)
         except MsgTTLDisabledError as exc:
@@ -252,7 +259,7 @@ class KeyValue:
         bucket needs ``limit_marker_ttl``, else ``MsgTTLDisabledError``)."""
         return self._marker(key, _PURGE_HDRS, last_revision, ttl)
 
-    def _marker(self, key: str, headers: dict, last_revision: int | None, ttl: float | None = None) -> bool:
+    def _marker(self, key: str, headers: dict[str, str], last_revision: int | None, ttl: float | None = None) -> bool:
         validate_key(key)
         try:
             self._js.publish(self._put_pre + key, b"", headers=headers,
@@ -367,7 +374,7 @@ def _flatten(filters: Sequence[Any]) -> list[str] | None:
 # bucket management (KV_BUCKETS, called by the JetStream context)
 
 
-def _stream_config(js: Any, cfg: KeyValueConfig) -> Any:
+def _stream_config(js: JetStream, cfg: KeyValueConfig) -> StreamConfig:
     scfg = kv_stream_config(cfg)  # validates the bucket name and history before sending
     if scfg.allow_msg_ttl:
         level = (js.account_info()).api.level
@@ -376,15 +383,15 @@ def _stream_config(js: Any, cfg: KeyValueConfig) -> Any:
     return scfg
 
 
-def _check_kv(info: Any, bucket: str) -> None:
+def _check_kv(info: StreamInfo, bucket: str) -> None:
     if (info.config.max_msgs_per_subject or 0) < 1:
         raise JetStreamError(f"stream {kv_stream_name(bucket)!r} is not a key-value bucket")
 
 
-def _kv_handle(js: Any, stream: Any, bucket: str) -> KeyValue:
+def _kv_handle(js: JetStream, stream: Stream, bucket: str) -> KeyValue:
     return KeyValue(js, stream)  # the bucket's name is the stream's (or its mirror's origin)
 
 
 # the bucket management of key-value stores (js.create_key_value(), ...)
-KV_BUCKETS: BucketKind[KeyValue] = BucketKind(KV_STREAM_PREFIX, f"{KV_SUBJECT_PREFIX}*.>", KeyValueConfig,
+KV_BUCKETS: BucketKind[KeyValue, KeyValueConfig, KeyValueStatus] = BucketKind(KV_STREAM_PREFIX, f"{KV_SUBJECT_PREFIX}*.>", KeyValueConfig,
                                               _stream_config, _kv_handle, KeyValueStatus, _check_kv)

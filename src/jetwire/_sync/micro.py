@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
@@ -29,6 +29,13 @@ from .._nuid import next_nuid
 from ..errors import InvalidServiceConfigError, NatsError, ServiceError, payload_type_error
 from ..micro_core import EndpointInfo, EndpointStats, ServiceInfo, ServicePing, ServiceStats
 from . import _prims as prims
+
+if TYPE_CHECKING:
+
+    from ..connection import interface_sync as _api
+    from ..msg import Msg
+    from ..protocol.headers import Headers, HeadersInit
+    from .client import Client
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -69,7 +76,7 @@ class Request:
 
     __slots__ = ("_ep", "_error", "_nc", "_responded", "_t0", "msg")
 
-    def __init__(self, msg: Any, nc: Any, ep: Endpoint | None = None) -> None:
+    def __init__(self, msg: Msg, nc: Client, ep: Endpoint | None = None) -> None:
         self.msg = msg
         self._nc = nc
         self._error: str | None = None
@@ -82,7 +89,7 @@ class Request:
         return self.msg.data
 
     @property
-    def headers(self) -> Any:
+    def headers(self) -> Headers | None:
         """The request's ``Headers``, or None."""
         return self.msg.headers
 
@@ -94,7 +101,7 @@ class Request:
     def reply(self) -> str | None:
         return self.msg.reply
 
-    def respond(self, data: bytes = b"", headers: Any = None) -> Any:
+    def respond(self, data: bytes = b"", headers: HeadersInit | None = None) -> Any:
         """Answer with ``data`` (and ``headers``)."""
         reply = self.msg.reply
         if not reply:
@@ -112,11 +119,12 @@ class Request:
             return self._nc.publish(reply, data)
         return self._nc.publish(reply, data, headers=headers)
 
-    def respond_json(self, obj: Any, headers: Any = None) -> Any:
+    def respond_json(self, obj: object, headers: HeadersInit | None = None) -> Any:
         """Answer with ``obj`` as JSON."""
         return self.respond(orjson.dumps(obj), headers)
 
-    def respond_error(self, code: Any, description: str, data: bytes = b"", headers: Any = None) -> Any:
+    def respond_error(self, code: object, description: str, data: bytes = b"",
+                      headers: HeadersInit | None = None) -> Any:
         """Answer with a service error (headers ``Nats-Service-Error-Code: code`` and
         ``Nats-Service-Error: description``); it counts as an error of the endpoint."""
         hdrs = core.error_headers(code, description, headers)
@@ -134,7 +142,7 @@ class _Workers:
     only when none is waking already, and a worker taking an item while more wait wakes the
     next: a burst costs a wake-up or two, however long it is."""
 
-    def __init__(self, handle: Callable[[Any], Any], limit: int, name: str, link: Any) -> None:
+    def __init__(self, handle: Callable[[Any], Any], limit: int, name: str, link: _api.Link) -> None:
         self._handle = handle
         self._link = link
         self._limit = max(1, int(limit))
@@ -143,7 +151,7 @@ class _Workers:
         # a stats_handler may read an endpoint's counters while the service reads them all
         self._lock = threading.RLock()
         self._backlog: deque[Any] = deque()
-        self._idle: list[Any] = []  # the signals of idle workers
+        self._idle: list[prims.Signal] = []  # the signals of idle workers
         self._workers = 0
         self._waking = 0  # woken or started, not yet taking work
         self._busy = 0  # items being handled
@@ -159,7 +167,7 @@ class _Workers:
         if wake is not None:
             self._start(wake)
 
-    def _wake_locked(self) -> Any:
+    def _wake_locked(self) -> prims.Signal | Literal[True] | None:
         """When an item waits, there is room for it and no worker is on its way: an idle
         worker's signal to set, or True to start a worker; else None."""
         if self._waking or not self._backlog or self._busy >= self._limit:
@@ -173,13 +181,13 @@ class _Workers:
             return True
         return None
 
-    def _start(self, wake: Any) -> None:
+    def _start(self, wake: prims.Signal | Literal[True]) -> None:
         if wake is True:
             prims.spawn(self._work, prims.Signal(), name=self._name)
         else:
             wake.set()
 
-    def _work(self, sig: Any) -> None:
+    def _work(self, sig: prims.Signal) -> None:
         lock = self._lock
         backlog = self._backlog
         handle = self._handle
@@ -249,7 +257,7 @@ class Endpoint:
     ``stats_handler`` is given. A request is counted as its answer is sent (its time up to
     then), so whoever received the answer finds it in the stats."""
 
-    def __init__(self, svc: Service, ep: core.EndpointCore, handler: Callable[[Request], Any],
+    def __init__(self, svc: Service, ep: core.EndpointCore, handler: Callable[[Request], object],
                  concurrency: int) -> None:
         self._svc = svc
         self._core = ep
@@ -258,7 +266,7 @@ class Endpoint:
         self._error_cb = svc._error_cb
         self._workers = _Workers(self._handle, concurrency, f"jetwire-micro-{svc.name}-{ep.name}", svc._link)
         self._lock = self._workers._lock
-        self._sub: Any = None
+        self._sub: _api.DirectSub | None = None
 
     name = property(lambda self: self._core.name)
     subject = property(lambda self: self._core.subject)
@@ -294,7 +302,7 @@ class Endpoint:
                 ep.num_errors += 1
                 ep.last_error = req._error
 
-    def _handle(self, msg: Any) -> None:
+    def _handle(self, msg: Msg) -> None:
         """Run the handler for one request. It is counted when it answers (the time up to
         the answer; an error answer counts an error), or when the handler returns without
         answering; a handler that raises answers a 500 (or its ``ServiceError``)."""
@@ -339,7 +347,7 @@ class _EndpointAdder:
     _prefix: str
     _queue_group: str | None
 
-    def add_endpoint(self, name: str, handler: Callable[[Request], Any], subject: str | None = None,
+    def add_endpoint(self, name: str, handler: Callable[[Request], object], subject: str | None = None,
                            queue_group: str | None = None, metadata: dict[str, str] | None = None) -> Endpoint:
         """Add an endpoint listening on ``<prefix>.<subject or name>``. ``queue_group``:
         None inherits the group's or service's (default ``"q"``); ``""`` means none (every
@@ -379,8 +387,8 @@ class Service(_EndpointAdder):
     """A running service (made by :func:`add_service`): ``add_endpoint``, ``add_group``,
     ``info()``, ``stats()``, ``reset()``, ``stop()``, ``stopped``, ``id``."""
 
-    def __init__(self, nc: Any, sc: core.ServiceCore, error_cb: Callable[..., Any] | None,
-                 done_cb: Callable[..., Any] | None, concurrency: int) -> None:
+    def __init__(self, nc: Client, sc: core.ServiceCore, error_cb: Callable[..., object] | None,
+                 done_cb: Callable[..., object] | None, concurrency: int) -> None:
         self._nc = nc
         self._link = nc.link
         self._core = sc
@@ -391,7 +399,7 @@ class Service(_EndpointAdder):
         self._done_cb = done_cb
         self._concurrency = concurrency
         self._endpoints: list[Endpoint] = []
-        self._verb_subs: list[Any] = []
+        self._verb_subs: list[_api.DirectSub] = []
         self._verbs = _Workers(self._answer, 1, f"jetwire-micro-{sc.name}", self._link)
         self._stopped = False
         self._stopping = False
@@ -428,7 +436,7 @@ class Service(_EndpointAdder):
         return self._stopped
 
     # -- endpoints -----------------------------------------------------------------------
-    def _add(self, prefix: str, name: str, handler: Callable[[Request], Any], subject: str | None,
+    def _add(self, prefix: str, name: str, handler: Callable[[Request], object], subject: str | None,
                    queue_group: str | None, parent_qg: str | None,
                    metadata: dict[str, str] | None) -> Endpoint:
         if not callable(handler):
@@ -454,15 +462,15 @@ class Service(_EndpointAdder):
         self._remove_close_cb = link.on_close(self._on_close)
         self._nc.flush()
 
-    def _verb_handler(self, verb: str) -> Callable[[Any], None]:
+    def _verb_handler(self, verb: str) -> Callable[[Msg], None]:
         submit = self._verbs.submit
 
-        def on_msg(msg: Any) -> None:
+        def on_msg(msg: Msg) -> None:
             submit((verb, msg))
 
         return on_msg
 
-    def _answer(self, item: Any) -> None:
+    def _answer(self, item: tuple[str, Msg]) -> None:
         verb, msg = item
         if not msg.reply:
             return
@@ -473,7 +481,7 @@ class Service(_EndpointAdder):
         except Exception as exc:
             self._link.report_error(exc)
 
-    def _endpoint_locks(self) -> Any:
+    def _endpoint_locks(self) -> _Locks:
         return _Locks([e._lock for e in self._endpoints])
 
     def info(self) -> ServiceInfo:
@@ -549,7 +557,7 @@ class Service(_EndpointAdder):
     def __enter__(self) -> Service:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def __repr__(self) -> str:
@@ -568,16 +576,16 @@ class _Locks:
         for lk in self._locks:
             lk.acquire()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for lk in reversed(self._locks):
             lk.release()
 
 
-def add_service(nc: Any, name: str, version: str, description: str | None = None,
+def add_service(nc: Client, name: str, version: str, description: str | None = None,
                       metadata: dict[str, str] | None = None, queue_group: str | None = DEFAULT_QUEUE_GROUP,
-                      stats_handler: Callable[[Endpoint], Any] | None = None,
-                      error_cb: Callable[[BaseException], Any] | None = None,
-                      done_cb: Callable[[Service], Any] | None = None,
+                      stats_handler: Callable[[Endpoint], object] | None = None,
+                      error_cb: Callable[[BaseException], object] | None = None,
+                      done_cb: Callable[[Service], object] | None = None,
                       concurrency: int | None = None) -> Service:
     """Start a service on connection ``nc``: it answers ``$SRV.PING|INFO|STATS`` (for all
     services, its name, its id) at once; add endpoints with ``add_endpoint``/``add_group``.
@@ -608,7 +616,7 @@ def add_service(nc: Any, name: str, version: str, description: str | None = None
 # ============================================================================ discovery client
 
 
-def _discover(nc: Any, verb: str, name: str | None, id: str | None,
+def _discover(nc: Client, verb: str, name: str | None, id: str | None,
                     timeout: float, max_results: int | None) -> list[Any]:
     subject = core.control_subject(verb, name, id)
     if max_results is not None and max_results < 1:
@@ -619,7 +627,7 @@ def _discover(nc: Any, verb: str, name: str | None, id: str | None,
     lock = prims.write_lock()
     done = prims.Signal()
 
-    def on_msg(msg: Any) -> None:  # from the reader
+    def on_msg(msg: Msg) -> None:  # from the reader
         h = msg.headers
         if h is not None and h.status == "503" and not msg.data:  # no responders: nobody will answer
             done.set()
@@ -648,26 +656,26 @@ def _discover(nc: Any, verb: str, name: str | None, id: str | None,
     return out
 
 
-def ping(nc: Any, name: str | None = None, id: str | None = None,
+def ping(nc: Client, name: str | None = None, id: str | None = None,
                timeout: float = 1.0, max_results: int | None = None) -> list[ServicePing]:
     """Every service (of ``name``; the instance ``id``) answering ``$SRV.PING`` within
     ``timeout`` seconds (or the first ``max_results``)."""
     return _discover(nc, "PING", name, id, timeout, max_results)
 
 
-def info(nc: Any, name: str | None = None, id: str | None = None,
+def info(nc: Client, name: str | None = None, id: str | None = None,
                timeout: float = 1.0, max_results: int | None = None) -> list[ServiceInfo]:
     """``ServiceInfo`` of every service answering ``$SRV.INFO`` within ``timeout``."""
     return _discover(nc, "INFO", name, id, timeout, max_results)
 
 
-def stats(nc: Any, name: str | None = None, id: str | None = None,
+def stats(nc: Client, name: str | None = None, id: str | None = None,
                 timeout: float = 1.0, max_results: int | None = None) -> list[ServiceStats]:
     """``ServiceStats`` of every service answering ``$SRV.STATS`` within ``timeout``."""
     return _discover(nc, "STATS", name, id, timeout, max_results)
 
 
-def request(nc: Any, subject: str, data: bytes = b"", headers: Any = None, timeout: float = 1.0) -> Any:
+def request(nc: Client, subject: str, data: bytes = b"", headers: HeadersInit | None = None, timeout: float = 1.0) -> Msg:
     """Send a request to a service endpoint: the reply ``Msg``, or ``ServiceError(code,
     description)`` when the service answered with an error."""
     msg = nc.request(subject, data, timeout=timeout, headers=headers)

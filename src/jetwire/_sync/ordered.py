@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._nuid import NUID
+from .._typing import JSONObject
 from .._units import format_rfc3339
 from ..errors import (
     ConsumerNotFoundError,
@@ -32,12 +33,15 @@ from ..msg import Msg
 from . import _prims as prims
 from .consumer import Consumer, MessageBatch, abandon, parse_fields
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+
 _DELETE_TIMEOUT = 2.0
 
 _nuid = NUID()
 
 
-def start_ordered_consumer(js: Any, stream: str, **options: Any) -> OrderedConsumer:
+def start_ordered_consumer(js: JetStream, stream: str, **options: Any) -> OrderedConsumer:
     """An ordered consumer on ``stream`` with its first consumer made (checks the
     stream exists): ``js.ordered_consumer(stream, **options)``."""
     oc = OrderedConsumer(js, stream, **options)
@@ -55,9 +59,9 @@ class OrderedConsumer(Consumer):
     ``OrderedConsumerResetError`` is raised (or reported to ``error_cb``).
     """
 
-    def __init__(self, js: Any, stream: str, filter_subjects: str | Sequence[str] | None = None,
-                 deliver_policy: Any = DeliverPolicy.ALL, opt_start_seq: int | None = None,
-                 opt_start_time: datetime | None = None, replay_policy: Any = ReplayPolicy.INSTANT,
+    def __init__(self, js: JetStream, stream: str, filter_subjects: str | Sequence[str] | None = None,
+                 deliver_policy: DeliverPolicy | str = DeliverPolicy.ALL, opt_start_seq: int | None = None,
+                 opt_start_time: datetime | None = None, replay_policy: ReplayPolicy | str = ReplayPolicy.INSTANT,
                  inactive_threshold: float | None = 300.0, headers_only: bool = False,
                  max_reset_attempts: int | None = None, metadata: dict[str, str] | None = None) -> None:
         self._js = js
@@ -198,7 +202,7 @@ class OrderedConsumer(Consumer):
 
     def _fetch(self, batch: int, max_bytes: int, max_wait: float | None, heartbeat: float | None,
                      no_wait: bool, accept: Callable[[Msg], bool] | None,
-                     prio: dict | None = None, confirm: bool = False) -> MessageBatch:
+                     prio: JSONObject | None = None, confirm: bool = False) -> MessageBatch:
         # a lost consumer is recreated, not reported: the fetch is confirmed (a 503 before
         # the PONG), then pulled again from a new consumer; a lost stream raises
         self._prepare(fetch=True)
@@ -234,7 +238,7 @@ class OrderedConsumer(Consumer):
                 raise TimeoutError(f"no message from ordered consumer within {timeout}s")
 
     # -- continuous pulls ------------------------------------------------------------
-    def consume(self, cb: Callable[[Msg], Any], **kwargs: Any) -> Any:  # type: ignore[override]
+    def consume(self, cb: Callable[[Msg], object], **kwargs: Any) -> Any:  # type: ignore[override]
         """Like :meth:`Consumer.consume`; consumer deletion and missed heartbeats are reported
         to ``error_cb`` and repaired by recreating the consumer."""
         self._prepare(fetch=False)
@@ -257,7 +261,8 @@ class OrderedConsumer(Consumer):
         return info
 
     def cached_info(self) -> ConsumerInfo:
-        return self._info
+        info: ConsumerInfo = self._info
+        return info
 
 
 __all__ = ["OrderedConsumer"]

@@ -15,8 +15,9 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._typing import JSONObject
 from ..errors import (
     ConnectionClosedError,
     ConsumerNotFoundError,
@@ -35,6 +36,9 @@ from . import _prims as prims
 from .iteration import MsgIteration
 from .push_core import END, PushCore, halt, listen, started
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+
 log = logging.getLogger("jetwire")
 
 _isawaitable = inspect.isawaitable
@@ -43,14 +47,14 @@ _isawaitable = inspect.isawaitable
 # js.subscribe / js.subscribe_bind
 
 
-def _lookup(js: Any, stream: str, name: str) -> ConsumerInfo | None:
+def _lookup(js: JetStream, stream: str, name: str) -> ConsumerInfo | None:
     try:
         return js.consumer_info(stream, name)
     except ConsumerNotFoundError:
         return None
 
 
-def subscribe(js: Any, subject: str, queue: str | None = None, cb: Callable[[Msg], Any] | None = None,
+def subscribe(js: JetStream, subject: str, queue: str | None = None, cb: Callable[[Msg], object] | None = None,
                     durable: str | None = None, stream: str | None = None, config: Any = None,
                     manual_ack: bool = False, ordered_consumer: bool = False,
                     idle_heartbeat: float | None = None, flow_control: bool = False,
@@ -129,7 +133,7 @@ def subscribe(js: Any, subject: str, queue: str | None = None, cb: Callable[[Msg
     return _bind(js, stream, info, subject, queue, cb, manual_ack)
 
 
-def subscribe_bind(js: Any, stream: str, consumer: str, cb: Callable[[Msg], Any] | None = None,
+def subscribe_bind(js: JetStream, stream: str, consumer: str, cb: Callable[[Msg], object] | None = None,
                          queue: str | None = None, manual_ack: bool = False) -> PushSubscription:
     """Bind to the existing push consumer ``consumer`` of ``stream``."""
     info = _lookup(js, stream, consumer)
@@ -139,8 +143,8 @@ def subscribe_bind(js: Any, stream: str, consumer: str, cb: Callable[[Msg], Any]
     return _bind(js, stream, info, subject, queue or info.config.deliver_group, cb, manual_ack)
 
 
-def _bind(js: Any, stream: str, info: ConsumerInfo, subject: str, queue: str | None,
-                cb: Callable[[Msg], Any] | None, manual_ack: bool) -> PushSubscription:
+def _bind(js: JetStream, stream: str, info: ConsumerInfo, subject: str, queue: str | None,
+                cb: Callable[[Msg], object] | None, manual_ack: bool) -> PushSubscription:
     ccfg = info.config
     if not ccfg.deliver_subject:
         raise JetStreamError(f"consumer {info.name!r} is pull based: use consumer.fetch()/consume()")
@@ -172,8 +176,8 @@ class PushSubscription(PushCore, MsgIteration):
 
     _report_status = True
 
-    def __init__(self, js: Any, stream: str, subject: str, queue: str | None, cb: Callable[[Msg], Any] | None,
-                 manual_ack: bool, ack_none: bool, heartbeat: float, spec: dict[str, Any] | None = None) -> None:
+    def __init__(self, js: JetStream, stream: str, subject: str, queue: str | None, cb: Callable[[Msg], object] | None,
+                 manual_ack: bool, ack_none: bool, heartbeat: float, spec: JSONObject | None = None) -> None:
         super().__init__(js, stream, heartbeat, spec, marker=False)
         self.subject = subject
         self.queue = queue
@@ -199,7 +203,7 @@ class PushSubscription(PushCore, MsgIteration):
             if self._link.is_closed:
                 raise ConnectionClosedError("connection closed")
             raise SubscriptionClosedError("subscription closed")
-        return msg
+        return msg  # type: ignore[no-any-return]  # END is the only non-Msg item
 
     def _run(self) -> None:
         cb = self._cb

@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _impl
 from ..errors import BadSubjectError, ConsumerDeletedError, InvalidOptionError, JetStreamError
@@ -28,6 +28,10 @@ from ..msg import Msg
 from . import _prims as prims
 from .push_core import END, PushCore
 
+if TYPE_CHECKING:
+    from ..protocol.headers import Headers
+    from .jetstream import JetStream
+
 log = logging.getLogger("jetwire")
 
 _isawaitable = inspect.isawaitable
@@ -36,7 +40,7 @@ _isawaitable = inspect.isawaitable
 def push_config(config: Any, fields: Mapping[str, Any]) -> ConsumerConfig:
     """The checked config of a push consumer to create: a deliver subject is required
     and must be a subject one can publish to (no wildcards)."""
-    cfg = config_from_kwargs(ConsumerConfig, config, **fields)
+    cfg: ConsumerConfig = config_from_kwargs(ConsumerConfig, config, **fields)
     if not cfg.deliver_subject:
         raise InvalidOptionError("a push consumer needs a deliver_subject")
     _impl.validate_subject(cfg.deliver_subject)
@@ -51,7 +55,7 @@ def check_push(info: ConsumerInfo) -> None:
         raise JetStreamError(f"consumer {info.name!r} is not a push consumer")
 
 
-def _two_arg(cb: Any) -> bool:
+def _two_arg(cb: Callable[..., object]) -> bool:
     try:
         params = inspect.signature(cb).parameters.values()
     except (TypeError, ValueError):
@@ -64,7 +68,7 @@ class PushConsumer:
     """A push consumer of a stream: ``consume(cb, error_cb=None)``, ``info()``,
     ``cached_info()``, ``name``, ``stream``. One ``consume()`` at a time per handle."""
 
-    def __init__(self, js: Any, stream: str, info: ConsumerInfo) -> None:
+    def __init__(self, js: JetStream, stream: str, info: ConsumerInfo) -> None:
         self._js = js
         self._stream = stream
         self._name = info.name
@@ -91,7 +95,7 @@ class PushConsumer:
     def __repr__(self) -> str:
         return f"<PushConsumer stream={self._stream!r} name={self._name!r}>"
 
-    def consume(self, cb: Callable[[Msg], Any], error_cb: Callable[..., Any] | None = None) -> PushConsumeContext:
+    def consume(self, cb: Callable[[Msg], object], error_cb: Callable[..., object] | None = None) -> PushConsumeContext:
         """Call ``cb(msg)`` (plain or, in aio, a coroutine function) for every message
         delivered, one at a time and in order; ``cb`` acknowledges. ``error_cb(err)`` or
         ``error_cb(ctx, err)`` hears about missed heartbeats (``NoHeartbeatError``),
@@ -115,7 +119,7 @@ class PushConsumeContext(PushCore):
     """A running push ``consume()``: ``stop()``, ``drain()``, ``closed()``,
     ``is_closed``, ``delivered``."""
 
-    def __init__(self, owner: PushConsumer, cb: Callable[[Msg], Any], error_cb: Callable[..., Any] | None) -> None:
+    def __init__(self, owner: PushConsumer, cb: Callable[[Msg], object], error_cb: Callable[..., object] | None) -> None:
         info = owner.cached_info()
         super().__init__(owner._js, owner.stream, info.config.idle_heartbeat or 0.0, None, marker=False)
         self._owner = owner
@@ -147,7 +151,7 @@ class PushConsumeContext(PushCore):
         else:
             self._link.dispatch(cb, exc)
 
-    def _other_status(self, h: Any) -> None:
+    def _other_status(self, h: Headers) -> None:
         if h.status == "409" and "consumer deleted" in (h.description or "").lower():
             self._report(ConsumerDeletedError(f"push consumer {self._consumer!r} was deleted"))
             self._halt()  # wakes the callback task, which ends

@@ -22,8 +22,9 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._typing import JSONObject
 from ..errors import (
     JetStreamError,
     NoHeartbeatError,
@@ -44,6 +45,11 @@ from ..jetstream.push import (
 )
 from ..msg import Msg
 from . import _prims as prims
+
+if TYPE_CHECKING:
+    from ..connection import interface_sync as _api
+    from ..protocol.headers import Headers
+    from .jetstream import JetStream
 
 __all__ = ["END", "MARKER", "PushCore", "Watcher", "halt", "listen", "next_raw", "started"]
 
@@ -103,8 +109,8 @@ class PushCore:
 
     _report_status = False  # report status messages other than 100 to the error callback
 
-    def __init__(self, js: Any, stream: str, heartbeat: float = DEFAULT_PUSH_HEARTBEAT,
-                 spec: dict[str, Any] | None = None, initial: bool = True, marker: bool = True) -> None:
+    def __init__(self, js: JetStream, stream: str, heartbeat: float = DEFAULT_PUSH_HEARTBEAT,
+                 spec: JSONObject | None = None, initial: bool = True, marker: bool = True) -> None:
         self._js = js
         self._link = js.api.link
         self._stream = stream
@@ -123,7 +129,7 @@ class PushCore:
         self._owned = spec is not None  # the consumer was made here: delete it when done
         self._resetting = False
         self._seen = 0  # everything received (heartbeats included): the activity count
-        self._timer: Any = None
+        self._timer: _api.Cancellable | None = None
         self._unlisten: Callable[[], None] | None = None
         self._monitor: HeartbeatMonitor | None = None
         if self._state.take_marker():  # no initial values: the marker comes first
@@ -244,7 +250,7 @@ class PushCore:
         elif kind == PUSH_GAP:
             self._request_reset()
 
-    def _on_status(self, h: Any, reply: str | None) -> None:
+    def _on_status(self, h: Headers, reply: str | None) -> None:
         link = self._link
         state = self._state
         answer = None
@@ -273,7 +279,7 @@ class PushCore:
         if self._spec is not None:
             self._request_reset()
 
-    def _other_status(self, h: Any) -> None:
+    def _other_status(self, h: Headers) -> None:
         """A status other than heartbeats and flow control (from the reader)."""
         if self._report_status:
             self._report(JetStreamError(f"push consumer {self._consumer!r}: {h.status} {h.description or ''}".rstrip()))
@@ -385,7 +391,7 @@ class Watcher(PushCore):
     decoded by :meth:`_item`: first the initial values, then ``None`` exactly once,
     then live updates until :meth:`stop`."""
 
-    def __init__(self, js: Any, stream: str, filters: Sequence[str], deliver_policy: str,
+    def __init__(self, js: JetStream, stream: str, filters: Sequence[str], deliver_policy: str,
                  opt_start_seq: int | None = None, headers_only: bool = False, initial: bool = True,
                  heartbeat: float = DEFAULT_PUSH_HEARTBEAT) -> None:
         self._filters = list(filters)
@@ -394,7 +400,7 @@ class Watcher(PushCore):
                          initial)
         self._marker_sent = False
 
-    def _item(self, msg: Any) -> Any:
+    def _item(self, msg: Msg) -> Any:
         """What a delivery yields; None skips it."""
         raise NotImplementedError
 
@@ -425,5 +431,5 @@ class Watcher(PushCore):
     def __enter__(self) -> Any:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from .. import _impl
+from .._typing import JSONObject
 from ..errors import APIError, NoRespondersError
 from ..jetstream.config_kwargs import ConsumerConfigFields
 from ..jetstream.ensure_core import DEFAULT_CONSUMER
@@ -16,15 +17,19 @@ from .consumer import Consumer
 from .inbox import Inbox
 from .ordered import OrderedConsumer
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+
 _PAGE_KEYS = ("type", "total", "offset", "limit")
 _validate_filter = _impl.validate_filter  # subjects with wildcards (whole tokens)
 
 
-def stream_info_of(resp: dict[str, Any]) -> StreamInfo:
+def stream_info_of(resp: JSONObject) -> StreamInfo:
     """The ``StreamInfo`` of an API answer (its paging fields dropped)."""
     for k in _PAGE_KEYS:
         resp.pop(k, None)
-    return StreamInfo.from_json(resp)
+    info: StreamInfo = StreamInfo.from_json(resp)
+    return info
 
 
 class Stream:
@@ -34,7 +39,7 @@ class Stream:
     Made by ``js.create_stream()``, ``js.update_stream()`` or ``js.stream(name)``.
     """
 
-    def __init__(self, js: Any, info: StreamInfo) -> None:
+    def __init__(self, js: JetStream, info: StreamInfo) -> None:
         self._js = js
         self._info = info
         self._name: str = info.config.name or ""
@@ -56,7 +61,7 @@ class Stream:
         ``deleted_details`` fills ``state.deleted`` with the deleted sequences."""
         js = self._js
         subject = f"STREAM.INFO.{self._name}"
-        req: dict[str, Any] = {}
+        req: JSONObject = {}
         if subjects_filter:
             req["subjects_filter"] = subjects_filter
         if deleted_details:
@@ -117,7 +122,7 @@ class Stream:
             raise ValueError("subject is required")
         return self._get({"last_by_subj": subject}, subject, direct)
 
-    def _get(self, req: dict[str, Any], last_subject: str | None, direct: bool) -> RawStreamMsg:
+    def _get(self, req: JSONObject, last_subject: str | None, direct: bool) -> RawStreamMsg:
         js = self._js
         if direct or self._info.config.allow_direct:
             api = js.api
@@ -132,7 +137,8 @@ class Stream:
                                description="direct get: no responders (does the stream allow direct?)") from exc
             return direct_msg(msg)
         resp = js.api_request(f"STREAM.MSG.GET.{self._name}", req)
-        return RawStreamMsg.from_json(resp)
+        raw: RawStreamMsg = RawStreamMsg.from_json(resp)
+        return raw
 
     def get_msgs(self, batch: int | None = None, seq: int | None = None,
                        start_time: datetime | None = None, subject: str | None = None,
@@ -192,17 +198,17 @@ class Stream:
         return True
 
     # -- consumers -------------------------------------------------------------------
-    def create_consumer(self, config: ConsumerConfig | dict[str, Any] | None = None,
+    def create_consumer(self, config: ConsumerConfig | JSONObject | None = None,
                               **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Create a consumer (see ``JetStream.create_consumer``)."""
         return self._js.create_consumer(self._name, config, **fields)
 
-    def update_consumer(self, config: ConsumerConfig | dict[str, Any] | None = None,
+    def update_consumer(self, config: ConsumerConfig | JSONObject | None = None,
                               **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Update an existing consumer (``ConsumerDoesNotExistError`` when missing)."""
         return self._js.update_consumer(self._name, config, **fields)
 
-    def create_or_update_consumer(self, config: ConsumerConfig | dict[str, Any] | None = None,
+    def create_or_update_consumer(self, config: ConsumerConfig | JSONObject | None = None,
                                         **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Create the consumer, or update it when it exists."""
         return self._js.create_or_update_consumer(self._name, config, **fields)
@@ -234,16 +240,16 @@ class Stream:
     def resume_consumer(self, name: str) -> ConsumerPauseResponse:
         return self._js.resume_consumer(self._name, name)
 
-    def create_consumer_from_default(self, template: Any, **overrides: Any) -> Consumer:
+    def create_consumer_from_default(self, template: ConsumerConfig | JSONObject, **overrides: object) -> Consumer:
         """Create a consumer from a template (see ``JetStream.create_consumer_from_default``)."""
         return self._js.create_consumer_from_default(self._name, template, **overrides)
 
-    def load_or_create_consumer(self, name: str, template: Any = DEFAULT_CONSUMER,
-                                      **overrides: Any) -> Consumer:
+    def load_or_create_consumer(self, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER,
+                                      **overrides: object) -> Consumer:
         """Load consumer ``name``, or create it from a template (see ``JetStream.load_or_create_consumer``)."""
         return self._js.load_or_create_consumer(self._name, name, template, **overrides)
 
-    def ensure_consumer(self, name: str, template: Any = DEFAULT_CONSUMER, **overrides: Any) -> Consumer:
+    def ensure_consumer(self, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER, **overrides: object) -> Consumer:
         """Create, update or check consumer ``name`` (see ``JetStream.ensure_consumer``)."""
         return self._js.ensure_consumer(self._name, name, template, **overrides)
 

@@ -6,11 +6,12 @@ import functools
 import inspect
 import weakref
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, TypeVar
 
 from ..errors import TimeoutError as NatsTimeoutError
 
+T = TypeVar("T")
 IS_ASYNC = True
 _ref = weakref.ref
 Future = asyncio.Future
@@ -23,7 +24,7 @@ def new_future() -> asyncio.Future[Any]:
 new_waiter = new_future  # a future for exactly one waiter (the blocking flavour's is lighter)
 
 
-def future_maker(cls: Any = None) -> Callable[[], asyncio.Future[Any]]:
+def future_maker(cls: type[asyncio.Future[Any]] | None = None) -> Callable[[], asyncio.Future[Any]]:
     """A function making futures (of class ``cls``, an ``asyncio.Future``, if given) of
     the running loop: ``new_future`` without looking the loop up per call (which costs a
     ``getpid`` system call). Call it from the loop the futures are for."""
@@ -48,7 +49,7 @@ class _Deadlines:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.queues: dict[float, deque[tuple[float, Any]]] = {}
+        self.queues: dict[float, deque[tuple[float, weakref.ref[asyncio.Future[Any]]]]] = {}
         self.handle: asyncio.TimerHandle | None = None
         self.armed_at = _INF
 
@@ -88,7 +89,7 @@ class _Deadlines:
 _INF = float("inf")
 
 
-async def wait_future(fut: asyncio.Future[Any], timeout: float | None) -> Any:
+async def wait_future(fut: asyncio.Future[T], timeout: float | None) -> T:
     """Wait for ``fut``; on timeout raise jetwire's TimeoutError (the future is failed, not cancelled)."""
     if timeout is None or fut.done():
         return await fut
@@ -109,7 +110,7 @@ class Signal:
 
     def __init__(self) -> None:
         self._flag = False
-        self._waiter: asyncio.Future[Any] | None = None
+        self._waiter: asyncio.Future[bool] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def set(self) -> None:
@@ -134,7 +135,7 @@ class Signal:
         loop = self._loop
         if loop is None or loop.is_closed():
             loop = self._loop = asyncio.get_running_loop()
-        fut = loop.create_future()
+        fut: asyncio.Future[bool] = loop.create_future()
         self._waiter = fut
         handle = None
         if timeout is not None:
@@ -147,7 +148,7 @@ class Signal:
             self._waiter = None
 
 
-def _false(fut: asyncio.Future[Any]) -> None:
+def _false(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
         fut.set_result(False)
 
@@ -160,7 +161,7 @@ class NoLock:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         return None
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
@@ -187,12 +188,12 @@ async def sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-def spawn(fn: Callable[..., Any], *args: Any, name: str | None = None) -> asyncio.Task[Any]:
+def spawn(fn: Callable[..., Coroutine[object, object, T]], *args: object, name: str | None = None) -> asyncio.Task[T]:
     """Run ``fn(*args)`` (a coroutine function) concurrently."""
     return asyncio.get_running_loop().create_task(fn(*args), name=name)
 
 
-async def join(task: Any, timeout: float | None = None) -> bool:
+async def join(task: asyncio.Future[T] | None, timeout: float | None = None) -> bool:
     """Wait for a spawned task to finish; False on timeout."""
     if task is None or task is asyncio.current_task():
         return True
@@ -218,7 +219,7 @@ class _Rest:
         self.coro = coro
         self.first = first
 
-    def __await__(self) -> Any:
+    def __await__(self) -> Generator[object, object, object]:
         coro, y = self.coro, self.first
         self.coro = self.first = None
         while True:
@@ -239,11 +240,11 @@ class _Rest:
                     return stop.value
 
 
-async def _finish(rest: _Rest) -> Any:
+async def _finish(rest: _Rest) -> object:
     return await rest
 
 
-def eager_start(coro: Any) -> asyncio.Task[Any] | None:
+def eager_start(coro: Coroutine[object, object, object]) -> asyncio.Task[object] | None:
     """Run ``coro`` now, on the caller's stack, up to its first wait (as Python 3.12's eager
     tasks do): None when it finished there (what it raised is raised here), else a task
     that runs the rest. Until that first wait ``asyncio.current_task()`` is the caller's."""
@@ -254,12 +255,12 @@ def eager_start(coro: Any) -> asyncio.Task[Any] | None:
     return asyncio.get_running_loop().create_task(_finish(_Rest(coro, first)))
 
 
-def cancel(task: Any) -> None:
+def cancel(task: asyncio.Future[T] | None) -> None:
     if task is not None and task is not asyncio.current_task():
         task.cancel()
 
 
-async def call(cb: Callable[..., Any], *args: Any) -> Any:
+async def call(cb: Callable[..., object], *args: object) -> Any:
     """Call a user callback that may be a plain or a coroutine function."""
     r = cb(*args)
     if inspect.isawaitable(r):
@@ -276,7 +277,7 @@ class _Repeat:
 
     __slots__ = ("_fn", "_handle", "_interval", "_loop")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, interval: float, fn: Callable[[], Any]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, interval: float, fn: Callable[[], object]) -> None:
         self._interval = interval
         self._fn = fn
         self._loop = loop
@@ -305,22 +306,22 @@ class Scheduler:
         self._loop = asyncio.get_running_loop()
         self._on_error = on_error
 
-    def _guard(self, fn: Callable[..., Any], args: Any) -> None:
+    def _guard(self, fn: Callable[..., object], args: tuple[object, ...]) -> None:
         try:
             fn(*args)
         except Exception as exc:
             self._on_error(exc)
 
-    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any:
+    def call_later(self, delay: float, fn: Callable[..., object], *args: object) -> asyncio.TimerHandle:
         return self._loop.call_later(delay, self._guard, fn, args)
 
-    def call_every(self, interval: float, fn: Callable[[], Any]) -> Any:
+    def call_every(self, interval: float, fn: Callable[[], object]) -> _Repeat:
         return _Repeat(self._loop, interval, lambda: self._guard(fn, ()))
 
-    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+    def dispatch(self, cb: Callable[..., object], *args: object) -> None:
         self._loop.create_task(self._run(cb, args))
 
-    async def _run(self, cb: Callable[..., Any], args: Any) -> None:
+    async def _run(self, cb: Callable[..., object], args: tuple[object, ...]) -> None:
         try:
             await call(cb, *args)
         except Exception as exc:

@@ -10,7 +10,8 @@ from collections.abc import Callable, Sized
 from typing import Any
 
 from .. import _impl
-from ..connection.core import tls_state
+from .._typing import JSONObject
+from ..connection.core import ConnectionCore, tls_state
 from ..errors import ProtocolError
 from ._prims import NO_LOCK
 
@@ -143,7 +144,7 @@ class Transport:
         if proto.lost:
             on_lost(None)
 
-    def write(self, data: Any) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         tr = self._tr
         if tr is None or self.closed:
             raise ConnectionError("not connected")
@@ -185,7 +186,7 @@ class Transport:
         return self._proto.paused
 
     @property
-    def tls_info(self) -> dict[str, Any] | None:
+    def tls_info(self) -> JSONObject | None:
         """The TLS session (``connection.core.tls_state``), None without TLS."""
         tr = self._tr
         if tr is None or self.closed:
@@ -226,7 +227,7 @@ class Writer:
     into a full transport takes the slow path (which waits for the drain).
     """
 
-    def __init__(self, core: Any, write_timeout: float | None = None,
+    def __init__(self, core: ConnectionCore, write_timeout: float | None = None,
                  on_stuck: Callable[[BaseException], None] | None = None) -> None:
         self.core = core
         self.outbox = outbox = core.outbox

@@ -124,7 +124,7 @@ class WsTransport(Transport):
         if proto.lost:
             on_lost(None)
 
-    def write(self, data: Any) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         ws = self._ws
         tr = self._tr
         if tr is None or ws is None or self.closed:

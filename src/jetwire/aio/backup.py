@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     APIError,
@@ -57,7 +57,10 @@ from .inbox import Inbox
 from .jsapi import ContextBase
 from .stream import stream_info_of
 
-Progress = Callable[[int, int | None], Any] | None
+if TYPE_CHECKING:
+    from ..connection import interface as _api
+
+Progress = Callable[[int, int | None], object] | None
 
 # how long a failed restore's partial stream is retried for deletion in the background
 _CLEANUP_WINDOW = 60.0
@@ -84,7 +87,7 @@ class _Chunks(Inbox):
 
     __slots__ = ("received", "written")
 
-    def __init__(self, link: Any) -> None:
+    def __init__(self, link: _api.Link) -> None:
         self.received = 0  # bytes queued: changed by the reader only
         self.written = 0  # bytes written: changed by the caller only
         super().__init__(link)
@@ -101,7 +104,7 @@ class _Chunks(Inbox):
 # ------------------------------------------------------------------------- snapshot
 
 
-async def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int, check_msgs: bool,
+async def snapshot_stream(js: ContextBase, name: str, dest: str | os.PathLike[str], chunk_size: int, check_msgs: bool,
                           progress: Progress) -> SnapshotResult:
     validate_stream_name(name)
     check_chunk_size(chunk_size)
@@ -129,8 +132,8 @@ async def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int
         end: Msg | None = None
         while end is None:
             await inbox.wait(timeout, what)
-            batch: list = []
-            replies: list = []
+            batch: list[Any] = []
+            replies: list[Any] = []
             size = 0
             while q:
                 msg, reply = q.popleft()
@@ -176,7 +179,7 @@ async def snapshot_stream(js: ContextBase, name: str, dest: Any, chunk_size: int
 # ------------------------------------------------------------------------- restore
 
 
-async def restore_stream(js: ContextBase, src: Any, name: str | None, progress: Progress) -> StreamInfo:
+async def restore_stream(js: ContextBase, src: str | os.PathLike[str], name: str | None, progress: Progress) -> StreamInfo:
     if name is not None:
         validate_stream_name(name)
     link = js.api.link
@@ -226,7 +229,7 @@ async def _check_subjects(js: ContextBase, stream: str, config: Any) -> None:
                            description=f"subjects overlap with an existing stream: {subject!r} is in {others[0]}")
 
 
-async def _send(link: Any, answers: Inbox, subject: str, data: bytes, timeout: float, what: str) -> Msg:
+async def _send(link: _api.Link, answers: Inbox, subject: str, data: bytes, timeout: float, what: str) -> Msg:
     """One restore chunk, and the server's answer to it."""
     link.publish_raw(subject, answers.subject, None, data)
     link.send_now()
@@ -313,7 +316,7 @@ def _clean_later(js: ContextBase, stream: str) -> None:
     link = js.api.link
     if link.is_closed:
         return
-    pending = link.shared(_CLEANUPS, dict)
+    pending: dict[str, Any] = link.shared(_CLEANUPS, dict)
     if stream in pending:
         return
     done = prims.Signal()
@@ -340,13 +343,14 @@ async def _delete_partial(js: ContextBase, stream: str, done: Any) -> None:
                     return
             await prims.sleep(0.25)
     finally:
-        link.shared(_CLEANUPS, dict).pop(stream, None)
+        cleanups: dict[str, Any] = link.shared(_CLEANUPS, dict)
+        cleanups.pop(stream, None)
         done.set()
 
 
-async def _wait_cleanup(link: Any, stream: str, timeout: float) -> None:
+async def _wait_cleanup(link: _api.Link, stream: str, timeout: float) -> None:
     """Let a background cleanup of an earlier failed restore of ``stream`` finish first."""
-    pending = link.shared(_CLEANUPS, dict)
+    pending: dict[str, Any] = link.shared(_CLEANUPS, dict)
     done = pending.get(stream)
     if done is not None:
         await done.wait(timeout)

@@ -18,18 +18,20 @@ import random
 import ssl
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence, Sized
 from typing import (
     TYPE_CHECKING,
     Any,
     ParamSpec,
     TypeVar,
+    cast,
 )
 
 import orjson
 
 from .. import _impl
 from .._redact import redact_text
+from .._typing import JSONObject
 from ..connection.core import (
     CLOSED,
     CONNECTED,
@@ -72,6 +74,7 @@ from ..errors import (
 from ..jetstream.pubmux import CONTEXT_TIMEOUT
 from ..msg import Msg
 from ..options import Options, Server, make_options, unexpected_keyword, ws_header_list
+from ..protocol.headers import HeadersInit
 from . import _prims as prims
 from ._transport import (
     Spinner,  # aio-only
@@ -81,11 +84,14 @@ from ._transport import (
 from .iteration import MsgIteration
 
 if TYPE_CHECKING:
+    from ..connection import interface as _api
+    from ..connection.interface import Cancellable, WakeSignal
     from .jetstream import JetStream
 
 log = logging.getLogger("jetwire")
 
 T = TypeVar("T")
+_CB = TypeVar("_CB")
 
 _append_unsub = _impl.append_unsub
 _encode_headers = _impl.encode_headers
@@ -101,7 +107,7 @@ class _Barrier:
 
     __slots__ = ("fn", "lock", "n")
 
-    def __init__(self, fn: Callable[..., Any], n: int) -> None:
+    def __init__(self, fn: Callable[[], object], n: int) -> None:
         self.fn = fn
         self.n = n
         self.lock = prims.write_lock()
@@ -134,7 +140,7 @@ class _BarrierMark:
         return None
 
     @_client.setter
-    def _client(self, value: Any) -> None:
+    def _client(self, value: object) -> None:
         raise _MarkReached(self)
 
     def reach(self) -> bool:
@@ -152,7 +158,7 @@ class Subscription(SubscriptionBase, MsgIteration):
 
     __slots__ = ()
 
-    def add_status_listener(self, cb: Callable[[str], Any]) -> Callable[[], None]:
+    def add_status_listener(self, cb: Callable[[str], object]) -> Callable[[], None]:
         """``cb(status)`` (plain, or a coroutine function in aio; on the connection's
         callback dispatcher) on every change of ``sub.status``: ``"slow_consumer"`` when
         it starts dropping messages, ``"active"`` when that episode ends, ``"draining"``,
@@ -203,7 +209,7 @@ class Subscription(SubscriptionBase, MsgIteration):
     def _discard(self) -> None:
         """Drop the pending messages; barrier marks stay queued (the runner reaches them
         once a callback still running returns)."""
-        marks = [m for m in self._pending if m.__class__ is _BarrierMark] if self._cb is not None else None
+        marks = [m for m in self._pending if m.__class__ is _BarrierMark] if self._cb is not None else None  # type: ignore[comparison-overlap]
         SubscriptionBase._discard(self)
         if marks:
             self._pending.extend(marks)
@@ -242,7 +248,7 @@ class Subscription(SubscriptionBase, MsgIteration):
             await self._deliver_all()
         finally:
             self._runner_done = True  # marks queued from now on are counted by barrier()
-            marks: list[Any] = [m for m in self._pending if m.__class__ is _BarrierMark]
+            marks: list[Any] = [m for m in self._pending if m.__class__ is _BarrierMark]  # type: ignore[comparison-overlap]
             for m in marks:
                 if m.reach():
                     self._client._sched.dispatch(m.barrier.fn)
@@ -329,7 +335,7 @@ class Client:
         self._ever_connected = False
         self._user_closed = False  # close()/drain() was called (no_callbacks_after_close)
         # PING waiters, oldest first (None for the ping timer's PINGs)
-        self._pongs: deque[Any] = deque()
+        self._pongs: deque[_api.Waiter | None] = deque()
         # request/reply multiplexing over one wildcard inbox subscription
         self._resp_sub: Subscription | None = None
         self._resp_prefix = ""
@@ -342,7 +348,7 @@ class Client:
         self._on_lost_cbs: list[Callable[[BaseException], None]] = []
         self._on_close_cbs: list[Callable[[BaseException], None]] = []
         self._shared: dict[str, Any] = {}
-        self._status_cbs: list[Callable[[str], Any]] = []  # add_status_listener
+        self._status_cbs: list[Callable[[str], object]] = []  # add_status_listener
         # force_reconnect: the next reconnect attempt goes at once (the wait is woken)
         self._skip_wait = False
         self._reconnect_wake = prims.Signal()
@@ -489,7 +495,7 @@ class Client:
         self._writer.set_transport(tr)
         self._writer.flush_now()
 
-    def _need_tls_for(self, srv: Server, ctx: Any) -> Callable[[bytes], bool]:
+    def _need_tls_for(self, srv: Server, ctx: ssl.SSLContext | None) -> Callable[[bytes], bool]:
         def need(head: bytes) -> bool:
             if ctx is not None:
                 return True
@@ -583,7 +589,7 @@ class Client:
         if self._status_cbs:
             self._dispatch_status(self._status_cbs, status)
 
-    def _dispatch_status(self, cbs: list[Callable[[str], Any]], status: str) -> None:
+    def _dispatch_status(self, cbs: list[Callable[[str], object]], status: str) -> None:
         sched = self._sched
         if sched is None or self._quiet():
             return
@@ -680,7 +686,7 @@ class Client:
         core = self._core
         return self._user_closed and core is not None and core.opts.no_callbacks_after_close
 
-    async def _call_cb(self, cb: Callable[..., Any], *args: Any) -> None:
+    async def _call_cb(self, cb: Callable[..., object], *args: object) -> None:
         """Call a user callback now (plain or coroutine function); an exception goes to
         ``error_cb`` (and is logged when it is ``error_cb`` that failed)."""
         if self._quiet():
@@ -701,6 +707,7 @@ class Client:
             await self._call_cb(opts.disconnected_cb)
         tries = 0
         passes = 0
+        srv: Server | None
         while core.status == RECONNECTING:
             chosen = None
             if opts.reconnect_to_server_cb is not None:
@@ -765,7 +772,7 @@ class Client:
             core.last_error = NoServersError(f"reconnect attempts exhausted: {redact_text(str(last))}")
             await self._close(flush=False)
 
-    async def _server_chosen(self, cb: Callable[..., Any]) -> Any:
+    async def _server_chosen(self, cb: Callable[..., object]) -> tuple[Server, float] | None:
         """Ask ``reconnect_to_server_cb(servers, info)`` for (server, delay): the pool
         entry and the delay in seconds, or None (the usual rotation and delay then) when it
         raised or answered something that is not (one of ``nc.servers``, a delay >= 0):
@@ -822,7 +829,7 @@ class Client:
 
     # -- publishing ------------------------------------------------------------------
     def publish(self, subject: str, data: bytes = b"", reply: str | None = None,
-                headers: Any = None) -> Any:
+                headers: HeadersInit | None = None) -> Any:
         """Publish ``data`` to ``subject`` (optionally with a reply subject and headers).
 
         The message is queued when this is called, on every path; a bad subject, a
@@ -843,7 +850,7 @@ class Client:
     _publish_slow = publish
 
     def _publish_unchecked(self, subject: str, data: bytes = b"", reply: str | None = None,
-                           headers: Any = None) -> Any:
+                           headers: HeadersInit | None = None) -> Any:
         """``publish`` with ``skip_subject_validation``: the outbox's fast path, and what its
         subject checks refuse queued with only the protocol's own checks."""
         try:
@@ -855,7 +862,7 @@ class Client:
         writer.kick()
         return writer.after_publish()
 
-    def _append(self, subject: str, data: bytes, reply: str | None, headers: Any) -> None:
+    def _append(self, subject: str, data: bytes, reply: str | None, headers: HeadersInit | None) -> None:
         """Check and queue one PUB/HPUB (``headers``: a mapping, or None)."""
         self._append_raw(subject, reply, None if headers is None else _encode_headers(headers), data)
 
@@ -926,7 +933,7 @@ class Client:
         return self.publish(msg.subject, msg.data, msg.reply, msg.headers)
 
     # -- subscribing -----------------------------------------------------------------
-    async def subscribe(self, subject: str, queue: str | None = None, cb: Callable[..., Any] | None = None,
+    async def subscribe(self, subject: str, queue: str | None = None, cb: Callable[[Msg], object] | None = None,
                         max_msgs: int = 0, pending_msgs_limit: int | None = None,
                         pending_bytes_limit: int | None = None) -> Subscription:
         """Subscribe to ``subject`` (wildcards allowed), optionally in a queue group."""
@@ -945,8 +952,8 @@ class Client:
             raise ConnectionClosedError("connection is draining")
         return core
 
-    def _subscribe(self, subject: str, queue: str | None, cb: Callable[..., Any] | None, max_msgs: int,
-                   pmsgs: int, pbytes: int, direct: Callable[[Msg], None] | None, wake: Any) -> Subscription:
+    def _subscribe(self, subject: str, queue: str | None, cb: Callable[[Msg], object] | None, max_msgs: int,
+                   pmsgs: int, pbytes: int, direct: Callable[[Msg], None] | None, wake: WakeSignal | None) -> Subscription:
         core = self._live_core()
         core.check_filter(subject, queue)  # nothing is sent for a SUB the server would refuse
         if queue == "":
@@ -1040,7 +1047,7 @@ class Client:
         finally:
             self._resp_map.pop(token, None)
 
-    async def request(self, subject: str, data: bytes = b"", timeout: float = 1.0, headers: Any = None) -> Msg:
+    async def request(self, subject: str, data: bytes = b"", timeout: float = 1.0, headers: HeadersInit | None = None) -> Msg:
         """Send a request and wait for one reply (``NoRespondersError`` at once if nobody listens)."""
         token, fut = self._start_request(subject, data, None if headers is None else _encode_headers(headers))
         try:  # _wait_reply, inlined: one coroutine less per request
@@ -1084,7 +1091,7 @@ class Client:
         except TimeoutError:
             raise TimeoutError("flush timed out") from None
 
-    def _ping(self, waiter: Any, write_timeout: float | None = None) -> None:
+    def _ping(self, waiter: _api.Waiter, write_timeout: float | None = None) -> None:
         """Send a PING now; ``waiter`` (a future, or anything with its ``done``,
         ``set_result``, ``set_exception``) hears about its PONG. ``write_timeout``: the
         write's own bound (drain's time left; default the write deadline)."""
@@ -1139,7 +1146,7 @@ class Client:
         if tr is self._transport:
             self._on_lost(tr, None)
 
-    def barrier(self, fn: Callable[[], Any]) -> Any:
+    def barrier(self, fn: Callable[[], object]) -> Any:
         """Call ``fn()`` (plain, or a coroutine function in aio) once every message
         callback already dispatched has returned (nats.go's Barrier): a mark is queued
         behind the messages each callback subscription holds now, and ``fn`` runs on the
@@ -1163,7 +1170,7 @@ class Client:
         return _impl.DONE  # aio-only
         # sync-only: return None
 
-    def add_status_listener(self, cb: Callable[[str], Any]) -> Callable[[], None]:
+    def add_status_listener(self, cb: Callable[[str], object]) -> Callable[[], None]:
         """``cb(status)`` (plain, or a coroutine function in aio; on the callback
         dispatcher, in order) on every change of ``nc.status`` from now on:
         ``"DISCONNECTED"``, ``"RECONNECTING"``, ``"CONNECTED"``, ``"DRAINING_SUBS"``,
@@ -1273,7 +1280,7 @@ class Client:
     async def __aenter__(self) -> Client:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
     # -- state -----------------------------------------------------------------------
@@ -1313,7 +1320,7 @@ class Client:
         return self._core.pool.urls(discovered_only=True) if self._core is not None else []
 
     @property
-    def server_info(self) -> dict[str, Any]:
+    def server_info(self) -> JSONObject:
         return dict(self._core.info) if self._core is not None else {}
 
     @property
@@ -1329,7 +1336,7 @@ class Client:
         return self._core.last_error if self._core is not None else None
 
     @property
-    def tls_info(self) -> dict[str, Any] | None:
+    def tls_info(self) -> JSONObject | None:
         """The live TLS session while connected over TLS, else None: ``version``
         (``"TLSv1.3"``), ``cipher`` (its name), ``cipher_bits``, ``peer_cert`` (the
         server's certificate, decoded as ``ssl`` does; ``{}`` when it was not verified),
@@ -1345,10 +1352,10 @@ class Client:
         return self._core.info.get("client_id") if self._core is not None else None
 
     def jetstream(self, domain: str | None = None, api_prefix: str | None = None, timeout: float = 5.0,
-                  publish_async_max_pending: int = 4000, trace_cb: Callable[..., Any] | None = None,
-                  publish_async_err_cb: Callable[..., Any] | None = None,
-                  validate: bool = False, publish_async_timeout: Any = CONTEXT_TIMEOUT,
-                  publish_async_ack_cb: Callable[..., Any] | None = None) -> JetStream:
+                  publish_async_max_pending: int = 4000, trace_cb: Callable[..., object] | None = None,
+                  publish_async_err_cb: Callable[..., object] | None = None,
+                  validate: bool = False, publish_async_timeout: float | None = CONTEXT_TIMEOUT,
+                  publish_async_ack_cb: Callable[..., object] | None = None) -> JetStream:
         """A JetStream context over this connection (options: see ``JetStream``;
         ``publish_async_timeout``: the default ack deadline of ``publish_async``, the
         context's ``timeout`` unless given, None for none; ``publish_async_ack_cb(ack)``:
@@ -1414,14 +1421,14 @@ class Link:
     def send_now(self) -> None:
         self._nc._writer.flush_now()
 
-    def ping(self, waiter: Any) -> bool:
+    def ping(self, waiter: _api.Waiter) -> bool:
         nc = self._nc
         if not nc.is_connected:
             return False
         nc._ping(waiter)
         return True
 
-    def callback_thread(self, pending: Any) -> None:
+    def callback_thread(self, pending: Sized) -> None:
         return None  # aio-only
         # sync-only: self._nc._writer.callback_thread(pending)
 
@@ -1432,11 +1439,11 @@ class Link:
 
     # -- receiving ---------------------------------------------------------------------
     def subscribe_direct(self, subject: str, handler: Callable[[Msg], None], queue: str | None = None,
-                         wake: Any = None) -> Subscription:
+                         wake: WakeSignal | None = None) -> Subscription:
         return self._nc._subscribe(subject, queue, None, 0, -1, -1, handler, wake)
 
-    def unsubscribe(self, sub: Any) -> None:
-        self._nc._drop_sub(sub)
+    def unsubscribe(self, sub: _api.DirectSub) -> None:
+        self._nc._drop_sub(cast(Subscription, sub))
 
     # -- request / reply ---------------------------------------------------------------
     async def request_raw(self, subject: str, payload: bytes, headers: bytes | None, timeout: float) -> Msg:
@@ -1465,29 +1472,33 @@ class Link:
     def report_error(self, exc: BaseException) -> None:
         self._nc._report_error(exc)
 
-    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+    def dispatch(self, cb: Callable[..., object], *args: object) -> None:
         nc = self._nc
         sched = nc._sched
         if sched is not None and not nc._quiet():
             sched.dispatch(cb, *args)
 
-    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Any:
-        return self._nc._sched.call_later(delay, fn, *args)
+    def call_later(self, delay: float, fn: Callable[..., object], *args: object) -> Cancellable:
+        sched: prims.Scheduler = self._nc._sched
+        return sched.call_later(delay, fn, *args)
 
-    def call_every(self, interval: float, fn: Callable[[], Any]) -> Any:
-        return self._nc._sched.call_every(interval, fn)
+    def call_every(self, interval: float, fn: Callable[[], object]) -> Cancellable:
+        sched: prims.Scheduler = self._nc._sched
+        return sched.call_every(interval, fn)
 
-    def spawn(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> object:  # aio-only
+    # sync-only: def spawn(self, fn: Callable[..., object], *args: object) -> object:
         return prims.spawn(self._guarded, fn, *args)
 
-    async def _guarded(self, fn: Callable[..., Any], *args: Any) -> None:
+    async def _guarded(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:  # aio-only
+    # sync-only: def _guarded(self, fn: Callable[..., object], *args: object) -> None:
         try:
             await fn(*args)
         except Exception as exc:
             self._nc._report_error(exc)
 
 
-def _register(cbs: list[Any], cb: Any) -> Callable[[], None]:
+def _register(cbs: list[_CB], cb: _CB) -> Callable[[], None]:
     cbs.append(cb)
 
     def remove() -> None:
@@ -1529,10 +1540,10 @@ async def connect(
     token: str | None = None,
     nkey_seed: str | None = None,
     creds: str | bytes | os.PathLike[str] | tuple[str, str] | None = None,
-    token_cb: Callable[[], Any] | None = None,
-    user_cb: Callable[[], Any] | None = None,
-    user_jwt_cb: Callable[[], Any] | None = None,
-    signature_cb: Callable[[bytes], Any] | None = None,
+    token_cb: Callable[[], object] | None = None,
+    user_cb: Callable[[], object] | None = None,
+    user_jwt_cb: Callable[[], object] | None = None,
+    signature_cb: Callable[[bytes], object] | None = None,
     nkey: str | None = None,
     user_jwt: str | None = None,
     tls: ssl.SSLContext | bool | None = None,
@@ -1541,7 +1552,7 @@ async def connect(
     tls_ca_file: str | None = None,
     tls_cert_file: str | None = None,
     tls_key_file: str | None = None,
-    tls_context_cb: Callable[[], Any] | None = None,
+    tls_context_cb: Callable[[], object] | None = None,
     no_echo: bool = False,
     verbose: bool = False,
     pedantic: bool = False,
@@ -1555,15 +1566,15 @@ async def connect(
     reconnect_jitter: float = 0.1,
     reconnect_jitter_tls: float = 1.0,
     reconnect_buffer_size: int = 8 * 1024 * 1024,
-    reconnect_delay_cb: Callable[[int], Any] | None = None,
-    reconnect_to_server_cb: Callable[[list[str], Any], Any] | None = None,
+    reconnect_delay_cb: Callable[[int], object] | None = None,
+    reconnect_to_server_cb: Callable[[list[str], Any], object] | None = None,
     ignore_auth_error_abort: bool = False,
     no_callbacks_after_close: bool = False,
-    socket_factory: Callable[..., Any] | None = None,
+    socket_factory: Callable[[str, int, float], Any] | None = None,
     ws_proxy_path: str | None = None,
     ws_compression: bool = False,
-    ws_headers: Any | None = None,
-    ws_headers_cb: Callable[[], Any] | None = None,
+    ws_headers: Mapping[str, str | bytes | Sequence[str | bytes]] | None = None,
+    ws_headers_cb: Callable[[], object] | None = None,
     skip_subject_validation: bool = False,
     ignore_discovered_servers: bool = False,
     permission_err_on_subscribe: bool = False,
@@ -1575,14 +1586,14 @@ async def connect(
     flush_timeout: float = 10.0,
     busy_poll: float = 200e-6,
     max_control_line: int = 4096,
-    error_cb: Callable[..., Any] | None = None,
-    disconnected_cb: Callable[..., Any] | None = None,
-    reconnected_cb: Callable[..., Any] | None = None,
-    closed_cb: Callable[..., Any] | None = None,
-    reconnect_error_cb: Callable[..., Any] | None = None,
-    connected_cb: Callable[..., Any] | None = None,
-    discovered_servers_cb: Callable[..., Any] | None = None,
-    lame_duck_mode_cb: Callable[..., Any] | None = None,
+    error_cb: Callable[..., object] | None = None,
+    disconnected_cb: Callable[..., object] | None = None,
+    reconnected_cb: Callable[..., object] | None = None,
+    closed_cb: Callable[..., object] | None = None,
+    reconnect_error_cb: Callable[..., object] | None = None,
+    connected_cb: Callable[..., object] | None = None,
+    discovered_servers_cb: Callable[..., object] | None = None,
+    lame_duck_mode_cb: Callable[..., object] | None = None,
 ) -> Client:
     """Connect to NATS and return the connected client.
 
@@ -1597,14 +1608,14 @@ async def connect(
         nkey_seed (str | None, default None): An nkey seed, or the path of a file holding one.
         creds (str | bytes | os.PathLike[str] | tuple[str, str] | None, default None): A ``.creds``
             file's path, its text (``str`` or ``bytes``), or a (jwt file, seed file) pair.
-        token_cb (Callable[[], Any] | None, default None): ``() -> token``, asked on every (re)connect
-            (plain or coroutine function in ``jetwire.aio``).
-        user_cb (Callable[[], Any] | None, default None): ``() -> (user, password)``, asked on every
+        token_cb (Callable[[], object] | None, default None): ``() -> token``, asked on every
+            (re)connect (plain or coroutine function in ``jetwire.aio``).
+        user_cb (Callable[[], object] | None, default None): ``() -> (user, password)``, asked on every
             (re)connect.
-        user_jwt_cb (Callable[[], Any] | None, default None): ``() -> user JWT``, asked on every
+        user_jwt_cb (Callable[[], object] | None, default None): ``() -> user JWT``, asked on every
             (re)connect; needs ``signature_cb``.
-        signature_cb (Callable[[bytes], Any] | None, default None): ``(nonce) -> signature``: signs the
-            server's nonce (the client never sees the seed).
+        signature_cb (Callable[[bytes], object] | None, default None): ``(nonce) -> signature``: signs
+            the server's nonce (the client never sees the seed).
         nkey (str | None, default None): The public nkey, used with ``signature_cb`` or ``nkey_seed``.
         user_jwt (str | None, default None): A user JWT as a string; needs ``nkey_seed``.
         tls (ssl.SSLContext | bool | None, default None): An ``ssl.SSLContext``, or True for the default
@@ -1616,7 +1627,7 @@ async def connect(
         tls_ca_file (str | None, default None): CA bundle that verifies the server's certificate.
         tls_cert_file (str | None, default None): Client certificate (mutual TLS).
         tls_key_file (str | None, default None): The client certificate's key; needs ``tls_cert_file``.
-        tls_context_cb (Callable[[], Any] | None, default None): ``() -> ssl.SSLContext``, asked on
+        tls_context_cb (Callable[[], object] | None, default None): ``() -> ssl.SSLContext``, asked on
             every connect (rotated certificates apply).
         no_echo (bool, default False): Do not receive the messages this connection publishes.
         verbose (bool, default False): Ask the server to acknowledge every protocol message (+OK).
@@ -1636,23 +1647,24 @@ async def connect(
         reconnect_jitter_tls (float, default 1.0): The same for TLS connections.
         reconnect_buffer_size (int, default 8 * 1024 * 1024): Bytes of publishes kept while reconnecting
             (over it: ``ReconnectBufferFullError``).
-        reconnect_delay_cb (Callable[[int], Any] | None, default None): ``(passes) -> seconds``: the
+        reconnect_delay_cb (Callable[[int], object] | None, default None): ``(passes) -> seconds``: the
             pause before each pass over the pool (replaces the wait and jitter).
-        reconnect_to_server_cb (Callable[[list[str], Any], Any] | None, default None): ``(servers, info)
-            -> (server, delay)`` or None: picks each reconnect's server (nats.go's ReconnectToServer).
+        reconnect_to_server_cb (Callable[[list[str], Any], object] | None, default None): ``(servers,
+            info) -> (server, delay)`` or None: picks each reconnect's server (nats.go's
+            ReconnectToServer).
         ignore_auth_error_abort (bool, default False): Keep reconnecting after the same authorization
             error twice (default: close).
         no_callbacks_after_close (bool, default False): No callbacks (closed_cb, disconnected_cb, ...)
             once ``close()``/``drain()`` was called.
-        socket_factory (Callable[..., Any] | None, default None): ``(host, port, timeout) -> socket``:
-            dials instead of the default (e.g. through a proxy).
+        socket_factory (Callable[[str, int, float], Any] | None, default None): ``(host, port, timeout)
+            -> socket``: dials instead of the default (e.g. through a proxy).
         ws_proxy_path (str | None, default None): WebSocket: a path appended to each
             ``ws://``/``wss://`` URL's path.
         ws_compression (bool, default False): WebSocket: permessage-deflate when the server allows it.
-        ws_headers (Any | None, default None): WebSocket: HTTP headers of the upgrade request (name ->
-            value or list of values).
-        ws_headers_cb (Callable[[], Any] | None, default None): WebSocket: ``() -> headers``, asked on
-            every connect (instead of ``ws_headers``).
+        ws_headers (Mapping[str, str | bytes | Sequence[str | bytes]] | None, default None): WebSocket:
+            HTTP headers of the upgrade request (name -> value or list of values).
+        ws_headers_cb (Callable[[], object] | None, default None): WebSocket: ``() -> headers``, asked
+            on every connect (instead of ``ws_headers``).
         skip_subject_validation (bool, default False): No client-side subject checks on publish and
             subscribe (the server still refuses what it cannot take).
         ignore_discovered_servers (bool, default False): Do not add the servers the cluster announces to
@@ -1671,19 +1683,20 @@ async def connect(
         busy_poll (float, default 200e-6): asyncio only: seconds the event loop polls for an expected
             reply instead of sleeping (0: off).
         max_control_line (int, default 4096): Longest protocol line accepted from the server, in bytes.
-        error_cb (Callable[..., Any] | None, default None): ``(error)``: asynchronous errors (slow
+        error_cb (Callable[..., object] | None, default None): ``(error)``: asynchronous errors (slow
             consumers, refused subscriptions, ...).
-        disconnected_cb (Callable[..., Any] | None, default None): ``()``: the connection was lost.
-        reconnected_cb (Callable[..., Any] | None, default None): ``()``: the connection is back.
-        closed_cb (Callable[..., Any] | None, default None): ``()``: the connection is closed for good.
-        reconnect_error_cb (Callable[..., Any] | None, default None): ``(error)``: a failed reconnect
+        disconnected_cb (Callable[..., object] | None, default None): ``()``: the connection was lost.
+        reconnected_cb (Callable[..., object] | None, default None): ``()``: the connection is back.
+        closed_cb (Callable[..., object] | None, default None): ``()``: the connection is closed for
+            good.
+        reconnect_error_cb (Callable[..., object] | None, default None): ``(error)``: a failed reconnect
             attempt (default: it goes to ``error_cb``).
-        connected_cb (Callable[..., Any] | None, default None): ``()``: the first connection is made
+        connected_cb (Callable[..., object] | None, default None): ``()``: the first connection is made
             (also a late one, with ``retry_on_failed_connect``).
-        discovered_servers_cb (Callable[..., Any] | None, default None): ``()``: the cluster announced
-            new servers.
-        lame_duck_mode_cb (Callable[..., Any] | None, default None): ``()``: the server is entering lame
-            duck mode (about to shut down).
+        discovered_servers_cb (Callable[..., object] | None, default None): ``()``: the cluster
+            announced new servers.
+        lame_duck_mode_cb (Callable[..., object] | None, default None): ``()``: the server is entering
+            lame duck mode (about to shut down).
 
     A keyword that is not an option raises ``TypeError`` naming the nearest one.
     """

@@ -16,9 +16,10 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _impl
+from .._typing import JSONObject
 from ..errors import (
     ConnectionClosedError,
     ConsumerDeletedError,
@@ -60,6 +61,11 @@ from ..jetstream.pull import (
 from ..msg import Msg
 from . import _prims as prims
 
+if TYPE_CHECKING:
+    from ..connection import interface as _api
+    from ..protocol.headers import Headers
+    from .jetstream import JetStream
+
 log = logging.getLogger("jetwire")
 
 _monotonic = time.monotonic
@@ -70,13 +76,13 @@ _isawaitable = inspect.isawaitable
 _FETCH_GRACE = 1.0
 
 
-def _reply_sub(link: Any, handler: Callable[[Msg], None], signal: Any) -> Any:
+def _reply_sub(link: _api.Link, handler: Callable[[Msg], None], signal: _api.WakeSignal) -> _api.DirectSub:
     """A new inbox subscription whose messages go straight to ``handler`` (from the reader).
     The subscription wakes ``signal`` when it is closed (connection closed included)."""
     return link.subscribe_direct(link.new_inbox(), handler, wake=signal)
 
 
-def _two_arg(cb: Any) -> bool:
+def _two_arg(cb: Callable[..., object]) -> bool:
     """An error callback written ``cb(ctx, err)`` rather than ``cb(err)``."""
     try:
         params = inspect.signature(cb).parameters.values()
@@ -127,12 +133,12 @@ class MessageBatch:
         "error",
     )
 
-    def __init__(self, link: Any, batch: int, max_bytes: int, timeout: float, heartbeat: float,
+    def __init__(self, link: _api.Link, batch: int, max_bytes: int, timeout: float, heartbeat: float,
                  accept: Callable[[Msg], bool] | None = None, where: str = "") -> None:
         self._link = link
         self._q: deque[Msg] = deque()
         self._signal = prims.Signal()
-        self._sub: Any = None
+        self._sub: _api.DirectSub | None = None
         self._batch = batch
         self._max_bytes = max_bytes
         self._count = 0
@@ -266,14 +272,14 @@ class _Taken:
 
     __slots__ = ("_signal", "fired")
 
-    def __init__(self, signal: Any) -> None:
+    def __init__(self, signal: _api.WakeSignal) -> None:
         self._signal = signal
         self.fired = False
 
     def done(self) -> bool:
         return self.fired
 
-    def set_result(self, _value: Any) -> None:
+    def set_result(self, _value: object) -> None:
         self.fired = True
         self._signal.set()
 
@@ -299,7 +305,7 @@ class Consumer:
     a 423 status (the pin moved) clears it and the next pull goes without one.
     """
 
-    def __init__(self, js: Any, stream: str, info: ConsumerInfo) -> None:
+    def __init__(self, js: JetStream, stream: str, info: ConsumerInfo) -> None:
         self._js = js
         self._stream = stream
         self._name = info.name
@@ -344,7 +350,7 @@ class Consumer:
         with self._pin_lock:
             return self._pin_id
 
-    def _note_pin(self, h: Any) -> None:
+    def _note_pin(self, h: Headers) -> None:
         """A delivered message's headers (from the reader): keep its pin id."""
         pid = h.get(PIN_ID_HDR)
         if pid:
@@ -357,7 +363,7 @@ class Consumer:
             self._pin_id = None
 
     def _priority(self, group: str | None, min_pending: int | None, min_ack_pending: int | None,
-                  priority: int | None) -> dict | None:
+                  priority: int | None) -> JSONObject | None:
         """The checked priority-group fields of a pull (None for a consumer without groups)."""
         return priority_fields(self.cached_info().config.priority_groups, group, min_pending, min_ack_pending,
                                priority)
@@ -402,7 +408,7 @@ class Consumer:
 
     async def _fetch(self, batch: int, max_bytes: int, max_wait: float | None, heartbeat: float | None,
                      no_wait: bool, accept: Callable[[Msg], bool] | None,
-                     prio: dict | None = None, confirm: bool = False) -> MessageBatch:
+                     prio: JSONObject | None = None, confirm: bool = False) -> MessageBatch:
         if batch < 1:
             raise ValueError("batch must be at least 1")
         pin = self.pin_id if prio is not None else None
@@ -491,10 +497,10 @@ class Consumer:
         raise TimeoutError(f"no message from consumer {self._name!r} within {timeout}s")
 
     # -- continuous pulls ------------------------------------------------------------
-    async def consume(self, cb: Callable[[Msg], Any], max_messages: int | None = None,
+    async def consume(self, cb: Callable[[Msg], object], max_messages: int | None = None,
                       max_bytes: int | None = None, expires: float = 30.0,
                       threshold_messages: int | None = None, threshold_bytes: int | None = None,
-                      heartbeat: float | None = None, error_cb: Callable[..., Any] | None = None,
+                      heartbeat: float | None = None, error_cb: Callable[..., object] | None = None,
                       stop_after: int | None = None, group: str | None = None,
                       min_pending: int | None = None, min_ack_pending: int | None = None,
                       priority: int | None = None) -> ConsumeContext:
@@ -553,7 +559,7 @@ class Consumer:
         """Whether ``msg`` is the next in order (None: not a data message; False: a gap)."""
         return True
 
-    async def _recreate(self, sleep: Callable[[float], Any] | None = None) -> None:
+    async def _recreate(self, sleep: Callable[[float], object] | None = None) -> None:
         """Replace the consumer by a new one (after a gap, a lost consumer, a reconnect)."""
         raise NotImplementedError
 
@@ -579,7 +585,7 @@ class _Pulling:
     _report_warnings = True
     _hb_errors = True  # missed heartbeats are reported (messages(err_on_missing_heartbeat=False): not)
 
-    def __init__(self, owner: Any, opts: ConsumeOptions, prio: dict | None = None) -> None:
+    def __init__(self, owner: Any, opts: ConsumeOptions, prio: JSONObject | None = None) -> None:
         self._owner = owner
         self._ordered = owner if owner._ordered_flag() else None
         self._link = owner._js.api.link
@@ -591,7 +597,7 @@ class _Pulling:
         self._q: deque[Msg] = deque()
         self._signal = prims.Signal()
         self._seen = 0
-        self._sub: Any = None
+        self._sub: _api.DirectSub | None = None
         self._subject = ""
         self._inbox = ""
         self._stopped = False
@@ -855,8 +861,8 @@ class _Pulling:
 class ConsumeContext(_Pulling):
     """A running ``consume()``: ``stop()``, ``drain()``, ``closed()``."""
 
-    def __init__(self, owner: Any, opts: ConsumeOptions, cb: Callable[[Msg], Any],
-                 error_cb: Callable[..., Any] | None, prio: dict | None = None) -> None:
+    def __init__(self, owner: Any, opts: ConsumeOptions, cb: Callable[[Msg], object],
+                 error_cb: Callable[..., object] | None, prio: JSONObject | None = None) -> None:
         if cb is None:
             raise ValueError("consume() needs a callback")
         super().__init__(owner, opts, prio)

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import SubscriptionClosedError
 from ..events import AnyEvent, accepts, kinds_filter, parse
 from ..msg import Msg
 from . import _prims as prims
 from .inbox import Mailbox
+
+if TYPE_CHECKING:
+    from ..connection import interface as _api
 
 
 class EventStream(Mailbox):
@@ -21,7 +24,7 @@ class EventStream(Mailbox):
     JetStream ``domain``, events that name another domain are skipped. Messages that
     are not JSON are skipped and reported to the connection's ``error_cb``."""
 
-    def __init__(self, link: Any, subjects: list[str], kinds: Iterable[str] | None = None,
+    def __init__(self, link: _api.Link, subjects: list[str], kinds: Iterable[str] | None = None,
                  domain: str | None = None) -> None:
         self._kinds = kinds_filter(kinds)
         self._domain = domain
@@ -86,5 +89,5 @@ class EventStream(Mailbox):
     async def __aenter__(self) -> EventStream:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         self.stop()

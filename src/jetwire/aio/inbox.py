@@ -5,11 +5,14 @@ restore answers, batched direct gets) and ``EventStream`` (advisories and metric
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConnectionClosedError, ConnectionLostError, TimeoutError
 from ..msg import Msg
 from . import _prims as prims
+
+if TYPE_CHECKING:
+    from ..connection import interface as _api
 
 __all__ = ["Inbox", "Mailbox"]
 
@@ -21,7 +24,7 @@ class Mailbox:
 
     __slots__ = ("__weakref__", "_link", "q", "signal", "subs")
 
-    def __init__(self, link: Any, subjects: list[str]) -> None:
+    def __init__(self, link: _api.Link, subjects: list[str]) -> None:
         self._link = link
         self.q: deque[Any] = deque()
         self.signal = prims.Signal()
@@ -73,7 +76,7 @@ class Inbox(Mailbox):
 
     __slots__ = ("_unhook", "lost")
 
-    def __init__(self, link: Any) -> None:
+    def __init__(self, link: _api.Link) -> None:
         self.lost: BaseException | None = None
         super().__init__(link, [link.new_inbox()])
         self._unhook = link.on_lost(self._on_lost)
@@ -101,7 +104,8 @@ class Inbox(Mailbox):
     async def take(self, timeout: float, what: str) -> Msg:
         """The next message (see :meth:`wait`)."""
         await self.wait(timeout, what)
-        return self.q.popleft()
+        msg: Msg = self.q.popleft()
+        return msg
 
     def close(self) -> None:
         self._unhook()

@@ -16,7 +16,7 @@ Management goes through :meth:`JetStream.api_request`, one ``$JS.API`` request p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..jetstream.pubmux import CONTEXT_TIMEOUT
 from .js_consumers import ConsumerManager
@@ -25,6 +25,9 @@ from .js_publish import Publisher
 from .js_stores import BackupManager, KeyValueManager, ObjectStoreManager
 from .js_streams import StreamManager
 from .jsapi import JSApi
+
+if TYPE_CHECKING:
+    from .client import Client
 
 __all__ = ["JetStream"]
 
@@ -73,12 +76,12 @@ class JetStream(StreamManager, ConsumerManager, Publisher, KeyValueManager, Obje
     ``fut.msg``) so it can be published again.
     """
 
-    def __init__(self, nc: Any, domain: str | None = None, api_prefix: str | None = None,
+    def __init__(self, nc: Client, domain: str | None = None, api_prefix: str | None = None,
                  timeout: float = 5.0, publish_async_max_pending: int = 4000,
-                 trace_cb: Callable[[str, bytes], Any] | None = None,
-                 publish_async_err_cb: Callable[..., Any] | None = None, validate: bool = False,
-                 publish_async_timeout: Any = CONTEXT_TIMEOUT,
-                 publish_async_ack_cb: Callable[..., Any] | None = None) -> None:
+                 trace_cb: Callable[[str, bytes], object] | None = None,
+                 publish_async_err_cb: Callable[..., object] | None = None, validate: bool = False,
+                 publish_async_timeout: float | None = CONTEXT_TIMEOUT,
+                 publish_async_ack_cb: Callable[..., object] | None = None) -> None:
         self._nc = nc
         # internal (no compatibility promise): the API requests of this context, which
         # the handles it makes use openly

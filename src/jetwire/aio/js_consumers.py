@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
+from .._typing import JSONObject
 from ..errors import ConsumerExistsError, ConsumerNotFoundError, JetStreamError, TimeoutError
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.config_kwargs import ConsumerConfigFields
@@ -42,8 +43,11 @@ from .ordered import OrderedConsumer, start_ordered_consumer
 from .push import PushSubscription, subscribe, subscribe_bind
 from .push_consumer import PushConsumer, check_push, push_config
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
 
-def _clean(resp: dict[str, Any]) -> dict[str, Any]:
+
+def _clean(resp: JSONObject) -> JSONObject:
     resp.pop("type", None)
     return resp
 
@@ -51,7 +55,7 @@ def _clean(resp: dict[str, Any]) -> dict[str, Any]:
 class ConsumerManager(ContextBase):
     """Consumers (a part of ``JetStream``)."""
 
-    async def create_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+    async def create_consumer(self, stream: str, config: ConsumerConfig | JSONObject | None = None,
                               **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Create a consumer on ``stream`` from a ``ConsumerConfig`` (or a dict) and/or its
         fields. Without ``name``/``durable_name`` it is ephemeral. Creating it again with
@@ -59,12 +63,12 @@ class ConsumerManager(ContextBase):
         ``ack_policy`` defaults to ``AckPolicy.EXPLICIT``."""
         return await self._upsert_consumer(stream, config, fields, "create")
 
-    async def update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+    async def update_consumer(self, stream: str, config: ConsumerConfig | JSONObject | None = None,
                               **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Update a consumer (``ConsumerDoesNotExistError`` when it does not exist)."""
         return await self._upsert_consumer(stream, config, fields, "update")
 
-    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+    async def create_or_update_consumer(self, stream: str, config: ConsumerConfig | JSONObject | None = None,
                                         **fields: Unpack[ConsumerConfigFields]) -> Consumer:
         """Create the consumer, or update it when it exists."""
         return await self._upsert_consumer(stream, config, fields, "")
@@ -88,14 +92,14 @@ class ConsumerManager(ContextBase):
         if cfg.filter_subjects and not info.config.filter_subjects:
             raise JetStreamError("the server does not support multiple filter subjects")
         check_supported(cfg.priority_groups, info.config.priority_groups, "priority groups (2.11+)")
-        return Consumer(self, stream, info)
+        return Consumer(cast("JetStream", self), stream, info)
 
     async def consumer(self, stream: str, name: str) -> Consumer:
         """Look a consumer up now (``ConsumerNotFoundError`` when it does not exist)."""
         validate_stream_name(stream)
         validate_consumer_name(name)
         resp = await self.api_request(f"CONSUMER.INFO.{stream}.{name}")
-        return Consumer(self, stream, ConsumerInfo.from_json(_clean(resp)))
+        return Consumer(cast("JetStream", self), stream, ConsumerInfo.from_json(_clean(resp)))
 
     async def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
         """Shortcut for ``(await js.consumer(stream, name)).cached_info()``."""
@@ -134,7 +138,8 @@ class ConsumerManager(ContextBase):
         validate_stream_name(stream)
         validate_consumer_name(name)
         resp = await self.api_request(f"CONSUMER.PAUSE.{stream}.{name}", pause_request(until))
-        return ConsumerPauseResponse.from_json(_clean(resp))
+        paused: ConsumerPauseResponse = ConsumerPauseResponse.from_json(_clean(resp))
+        return paused
 
     async def unpin_consumer(self, stream: str, consumer: str, group: str) -> None:
         """Unpin the pinned client of priority group ``group`` of a ``pinned_client``
@@ -172,15 +177,15 @@ class ConsumerManager(ContextBase):
         return reset_info(resp)
 
     # -- templates and declarative management (jsm.go style) ----------------------------
-    async def create_consumer_from_default(self, stream: str, template: Any, **overrides: Any) -> Consumer:
+    async def create_consumer_from_default(self, stream: str, template: ConsumerConfig | JSONObject, **overrides: object) -> Consumer:
         """Create a consumer on ``stream`` from ``template`` (any ``ConsumerConfig``, e.g.
         ``DEFAULT_CONSUMER``, or a dict of its fields) with ``overrides`` (unknown names:
         ``TypeError`` before any request). Without ``name``/``durable_name`` it is ephemeral."""
         validate_stream_name(stream)
         return await self.create_consumer(stream, consumer_config(template, overrides))
 
-    async def load_or_create_consumer(self, stream: str, name: str, template: Any = DEFAULT_CONSUMER,
-                                      **overrides: Any) -> Consumer:
+    async def load_or_create_consumer(self, stream: str, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER,
+                                      **overrides: object) -> Consumer:
         """Consumer ``name`` of ``stream`` as it is, or, when it does not exist, created
         from ``template`` and ``overrides`` (durable, ``durable_name=name``, unless the
         config names it); an existing consumer is never compared nor changed."""
@@ -195,8 +200,8 @@ class ConsumerManager(ContextBase):
         except ConsumerExistsError:  # created by someone else meanwhile
             return await self.consumer(stream, name)
 
-    async def ensure_consumer(self, stream: str, name: str, template: Any = DEFAULT_CONSUMER,
-                              **overrides: Any) -> Consumer:
+    async def ensure_consumer(self, stream: str, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER,
+                              **overrides: object) -> Consumer:
         """``ensure_stream`` for consumer ``name`` of ``stream`` (durable unless the config
         names it): create, update when only updatable fields differ, or raise
         ``ConfigDriftError`` listing the fields that cannot be updated (deliver policy,
@@ -218,10 +223,10 @@ class ConsumerManager(ContextBase):
     async def ordered_consumer(self, stream: str, **options: Any) -> OrderedConsumer:
         """An ordered consumer on ``stream`` (options as ``OrderedConsumer`` takes them)."""
         validate_stream_name(stream)
-        return await start_ordered_consumer(self, stream, **options)
+        return await start_ordered_consumer(cast("JetStream", self), stream, **options)
 
     # -- push consumers (nats.go legacy style; implemented in push.py) ---------------
-    async def subscribe(self, subject: str, queue: str | None = None, cb: Callable[..., Any] | None = None,
+    async def subscribe(self, subject: str, queue: str | None = None, cb: Callable[..., object] | None = None,
                         **options: Any) -> PushSubscription:
         """Subscribe to ``subject`` through a push consumer: ``durable=``, ``stream=``,
         ``config=``, ``manual_ack=``, ``ordered_consumer=``, ``idle_heartbeat=``,
@@ -229,15 +234,15 @@ class ConsumerManager(ContextBase):
         ``SkipConsumerLookup``: no ``CONSUMER.INFO`` for a durable; the consumer is
         created, or updated to the config given, from the options alone). Returns a
         ``PushSubscription``."""
-        return await subscribe(self, subject, queue, cb, **options)
+        return await subscribe(cast("JetStream", self), subject, queue, cb, **options)
 
-    async def subscribe_bind(self, stream: str, consumer: str, cb: Callable[..., Any] | None = None,
+    async def subscribe_bind(self, stream: str, consumer: str, cb: Callable[..., object] | None = None,
                              **options: Any) -> PushSubscription:
         """Bind to an existing push consumer (``queue=``, ``manual_ack=``)."""
-        return await subscribe_bind(self, stream, consumer, cb, **options)
+        return await subscribe_bind(cast("JetStream", self), stream, consumer, cb, **options)
 
     # -- push consumers on the new API (nats.go jetstream.PushConsumer) ---------------
-    async def create_push_consumer(self, stream: str, config: ConsumerConfig | dict[str, Any] | None = None,
+    async def create_push_consumer(self, stream: str, config: ConsumerConfig | JSONObject | None = None,
                                    **fields: Unpack[ConsumerConfigFields]) -> PushConsumer:
         """Create a push consumer on ``stream`` (nats.go's ``CreatePushConsumer``): a
         ``ConsumerConfig`` (or a dict) and/or its fields, ``deliver_subject`` required
@@ -248,7 +253,7 @@ class ConsumerManager(ContextBase):
         (``consume(cb)``)."""
         cfg = push_config(config, fields)
         c = await self._upsert_consumer(stream, cfg, {}, "create")
-        return PushConsumer(self, stream, c.cached_info())
+        return PushConsumer(cast("JetStream", self), stream, c.cached_info())
 
     async def push_consumer(self, stream: str, name: str) -> PushConsumer:
         """Look up the existing push consumer ``name`` of ``stream`` (nats.go's
@@ -256,4 +261,4 @@ class ConsumerManager(ContextBase):
         ``JetStreamError`` when it is a pull consumer (no deliver subject)."""
         info = await self.consumer_info(stream, name)
         check_push(info)
-        return PushConsumer(self, stream, info)
+        return PushConsumer(cast("JetStream", self), stream, info)

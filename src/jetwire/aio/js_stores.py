@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Unpack, cast
 
+from .._typing import JSONObject
 from ..jetstream.backup_core import SnapshotResult
 from ..jetstream.config_kwargs import KeyValueConfigFields, ObjectStoreConfigFields
 from ..jetstream.kv_models import KeyValueConfig, KeyValueStatus
@@ -19,82 +20,85 @@ from .jsapi import ContextBase
 from .kv import KV_BUCKETS, KeyValue
 from .objects import OBJ_BUCKETS, ObjectStore
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+
 
 class KeyValueManager(ContextBase):
     """Key-value buckets (a part of ``JetStream``)."""
 
-    async def create_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+    async def create_key_value(self, config: KeyValueConfig | JSONObject | None = None,
                                **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Create a key-value bucket from a ``KeyValueConfig`` (or a dict) and/or its
         fields (``bucket``, ``history``, ``ttl``, ...). The same bucket again with the same
         config returns it; with another config raises ``StreamNameInUseError``.
         ``InvalidBucketNameError``/``HistoryTooLargeError`` before anything is sent."""
-        return await KV_BUCKETS.create(self, config, fields)
+        return await KV_BUCKETS.create(cast("JetStream", self), config, fields)
 
-    async def update_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+    async def update_key_value(self, config: KeyValueConfig | JSONObject | None = None,
                                **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Update a bucket's config (``BucketNotFoundError`` when it does not exist)."""
-        return await KV_BUCKETS.update(self, config, fields)
+        return await KV_BUCKETS.update(cast("JetStream", self), config, fields)
 
-    async def create_or_update_key_value(self, config: KeyValueConfig | dict[str, Any] | None = None,
+    async def create_or_update_key_value(self, config: KeyValueConfig | JSONObject | None = None,
                                          **fields: Unpack[KeyValueConfigFields]) -> KeyValue:
         """Create the bucket, or update it when it exists."""
-        return await KV_BUCKETS.create_or_update(self, config, fields)
+        return await KV_BUCKETS.create_or_update(cast("JetStream", self), config, fields)
 
     async def key_value(self, bucket: str) -> KeyValue:
         """Bind to an existing bucket (``BucketNotFoundError`` when it does not exist)."""
-        return await KV_BUCKETS.bind(self, bucket)
+        return await KV_BUCKETS.bind(cast("JetStream", self), bucket)
 
     async def delete_key_value(self, bucket: str) -> bool:
         """Delete a bucket and everything in it (``BucketNotFoundError`` when missing)."""
-        return await KV_BUCKETS.delete(self, bucket)
+        return await KV_BUCKETS.delete(cast("JetStream", self), bucket)
 
     async def key_value_store_names(self) -> AsyncIterator[str]:
         """Name of every key-value bucket (``async for`` in aio)."""
-        async for name in KV_BUCKETS.names(self):
+        async for name in KV_BUCKETS.names(cast("JetStream", self)):
             yield name
 
     async def key_value_stores(self) -> AsyncIterator[KeyValueStatus]:
         """``KeyValueStatus`` of every key-value bucket (``async for`` in aio)."""
-        async for status in KV_BUCKETS.statuses(self):
+        async for status in KV_BUCKETS.statuses(cast("JetStream", self)):
             yield status
 
 
 class ObjectStoreManager(ContextBase):
     """Object stores (a part of ``JetStream``)."""
 
-    async def create_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+    async def create_object_store(self, config: ObjectStoreConfig | JSONObject | None = None,
                                   **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Create an object store bucket from an ``ObjectStoreConfig`` (or a dict) and/or
         its fields (``InvalidBucketNameError`` before anything is sent)."""
-        return await OBJ_BUCKETS.create(self, config, fields)
+        return await OBJ_BUCKETS.create(cast("JetStream", self), config, fields)
 
-    async def update_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+    async def update_object_store(self, config: ObjectStoreConfig | JSONObject | None = None,
                                   **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Update an object store's config (``BucketNotFoundError`` when missing)."""
-        return await OBJ_BUCKETS.update(self, config, fields)
+        return await OBJ_BUCKETS.update(cast("JetStream", self), config, fields)
 
-    async def create_or_update_object_store(self, config: ObjectStoreConfig | dict[str, Any] | None = None,
+    async def create_or_update_object_store(self, config: ObjectStoreConfig | JSONObject | None = None,
                                             **fields: Unpack[ObjectStoreConfigFields]) -> ObjectStore:
         """Create the object store, or update it when it exists."""
-        return await OBJ_BUCKETS.create_or_update(self, config, fields)
+        return await OBJ_BUCKETS.create_or_update(cast("JetStream", self), config, fields)
 
     async def object_store(self, bucket: str) -> ObjectStore:
         """Bind to an existing object store (``BucketNotFoundError`` when missing)."""
-        return await OBJ_BUCKETS.bind(self, bucket)
+        return await OBJ_BUCKETS.bind(cast("JetStream", self), bucket)
 
     async def delete_object_store(self, bucket: str) -> bool:
         """Delete an object store and every object in it (``BucketNotFoundError`` when missing)."""
-        return await OBJ_BUCKETS.delete(self, bucket)
+        return await OBJ_BUCKETS.delete(cast("JetStream", self), bucket)
 
     async def object_store_names(self) -> AsyncIterator[str]:
         """Name of every object store (``async for`` in aio)."""
-        async for name in OBJ_BUCKETS.names(self):
+        async for name in OBJ_BUCKETS.names(cast("JetStream", self)):
             yield name
 
     async def object_stores(self) -> AsyncIterator[ObjectStoreStatus]:
         """``ObjectStoreStatus`` of every object store (``async for`` in aio)."""
-        async for status in OBJ_BUCKETS.statuses(self):
+        async for status in OBJ_BUCKETS.statuses(cast("JetStream", self)):
             yield status
 
 
@@ -103,7 +107,7 @@ class BackupManager(ContextBase):
 
     async def snapshot_stream(self, name: str, dest: str | os.PathLike[str], chunk_size: int = 128 * 1024,
                               check_msgs: bool = False,
-                              progress: Callable[[int, int | None], Any] | None = None) -> SnapshotResult:
+                              progress: Callable[[int, int | None], object] | None = None) -> SnapshotResult:
         """Back stream ``name`` up into directory ``dest`` (made if missing): ``backup.json``
         (its config and state) and ``stream.tar.s2`` (the server's snapshot, consumers
         included), the layout of ``nats stream backup``. ``chunk_size`` (1 KiB..1 MiB) is
@@ -116,7 +120,7 @@ class BackupManager(ContextBase):
         return await backup.snapshot_stream(self, name, dest, chunk_size, check_msgs, progress)
 
     async def restore_stream(self, src: str | os.PathLike[str], name: str | None = None,
-                             progress: Callable[[int, int | None], Any] | None = None) -> StreamInfo:
+                             progress: Callable[[int, int | None], object] | None = None) -> StreamInfo:
         """Restore the stream backed up in directory ``src`` (as ``snapshot_stream`` or
         ``nats stream backup`` wrote it), its consumers included, under ``name`` when
         given (where the server allows it), and return its info.

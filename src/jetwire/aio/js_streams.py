@@ -5,9 +5,10 @@ style templates and declarative ``ensure_stream`` (nats.go's ``jetstream.StreamM
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Unpack, cast
 
 from .. import _impl
+from .._typing import JSONObject
 from ..errors import StreamNameInUseError, StreamNotFoundError
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.config_kwargs import StreamConfigFields
@@ -19,18 +20,21 @@ from ..jetstream.validate import validate_stream_name
 from .jsapi import ContextBase
 from .stream import Stream, stream_info_of
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+
 
 class StreamManager(ContextBase):
     """Streams (a part of ``JetStream``)."""
 
-    def _checked_stream(self, cfg: StreamConfig, resp: dict[str, Any]) -> Stream:
+    def _checked_stream(self, cfg: StreamConfig, resp: JSONObject) -> Stream:
         info = stream_info_of(resp)
         got = info.config
         check_supported(cfg.allow_msg_ttl, got.allow_msg_ttl, "per-message TTLs (allow_msg_ttl: 2.11+)")
         check_supported(cfg.allow_msg_counter, got.allow_msg_counter, "counters (allow_msg_counter: 2.12+)")
-        return Stream(self, info)
+        return Stream(cast("JetStream", self), info)
 
-    async def create_stream(self, config: StreamConfig | dict[str, Any] | None = None,
+    async def create_stream(self, config: StreamConfig | JSONObject | None = None,
                             **fields: Unpack[StreamConfigFields]) -> Stream:
         """Create a stream from a ``StreamConfig`` (or a dict) and/or its fields.
         Creating a stream that exists with the same config returns it; with another
@@ -41,7 +45,7 @@ class StreamManager(ContextBase):
         resp = await self.api_request(f"STREAM.CREATE.{name}", cfg.to_json_dict())
         return self._checked_stream(cfg, resp)
 
-    async def update_stream(self, config: StreamConfig | dict[str, Any] | None = None,
+    async def update_stream(self, config: StreamConfig | JSONObject | None = None,
                             **fields: Unpack[StreamConfigFields]) -> Stream:
         """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
@@ -50,7 +54,7 @@ class StreamManager(ContextBase):
         resp = await self.api_request(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
         return self._checked_stream(cfg, resp)
 
-    async def create_or_update_stream(self, config: StreamConfig | dict[str, Any] | None = None,
+    async def create_or_update_stream(self, config: StreamConfig | JSONObject | None = None,
                                       **fields: Unpack[StreamConfigFields]) -> Stream:
         """Update the stream, or create it when it does not exist."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
@@ -63,13 +67,13 @@ class StreamManager(ContextBase):
         """Look a stream up now (``StreamNotFoundError`` when it does not exist)."""
         validate_stream_name(name)
         resp = await self.api_request(f"STREAM.INFO.{name}")
-        return Stream(self, stream_info_of(resp))
+        return Stream(cast("JetStream", self), stream_info_of(resp))
 
     async def stream_info(self, name: str, subjects_filter: str | None = None,
                           deleted_details: bool = False) -> StreamInfo:
         """Shortcut for ``(await js.stream(name)).info(...)``."""
         validate_stream_name(name)
-        s = Stream(self, StreamInfo(config=StreamConfig(name=name)))
+        s = Stream(cast("JetStream", self), StreamInfo(config=StreamConfig(name=name)))
         return await s.info(subjects_filter, deleted_details)
 
     async def delete_stream(self, name: str) -> bool:
@@ -97,16 +101,17 @@ class StreamManager(ContextBase):
         names = resp.get("streams") or []
         if not names:
             raise StreamNotFoundError(code=404, err_code=10059, description=f"no stream matches subject {subject!r}")
-        return names[0]
+        name: str = names[0]
+        return name
 
     # -- templates and declarative management (jsm.go style) ----------------------------
-    async def create_stream_from_default(self, name: str, template: Any, **overrides: Any) -> Stream:
+    async def create_stream_from_default(self, name: str, template: StreamConfig | JSONObject, **overrides: object) -> Stream:
         """Create stream ``name`` from ``template`` (any ``StreamConfig``, e.g.
         ``DEFAULT_STREAM``, or a dict of its fields) with ``overrides`` (config field
         names; an unknown one raises ``TypeError`` before any request)."""
         return await self.create_stream(stream_config(name, template, overrides))
 
-    async def load_or_create_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+    async def load_or_create_stream(self, name: str, template: StreamConfig | JSONObject = DEFAULT_STREAM, **overrides: object) -> Stream:
         """The stream ``name`` as it is, or, when it does not exist, created from
         ``template`` and ``overrides`` (jsm.go's ``LoadOrNewStreamFromDefault``: an
         existing stream is never compared nor changed)."""
@@ -120,7 +125,7 @@ class StreamManager(ContextBase):
         except StreamNameInUseError:  # created by someone else meanwhile
             return await self.stream(name)
 
-    async def ensure_stream(self, name: str, template: Any = DEFAULT_STREAM, **overrides: Any) -> Stream:
+    async def ensure_stream(self, name: str, template: StreamConfig | JSONObject = DEFAULT_STREAM, **overrides: object) -> Stream:
         """Make stream ``name`` have the config of ``template`` and ``overrides``: create
         it when missing, update it when it differs only in fields the server can update,
         return it unchanged when equal (values the server fills in for unset fields do

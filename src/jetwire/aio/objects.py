@@ -16,7 +16,7 @@ import io
 import os
 from collections import deque
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._nuid import NUID
 from ..errors import (
@@ -55,6 +55,12 @@ from ..jetstream.validate import validate_bucket_name, validate_object_name
 from . import _prims as prims
 from .buckets import BucketKind
 from .push_core import END, MARKER, PushCore, Watcher, next_raw, started
+
+if TYPE_CHECKING:
+    from ..jetstream.models import StreamConfig
+    from ..msg import Msg
+    from .jetstream import JetStream
+    from .stream import Stream
 
 __all__ = ["ObjectResult", "ObjectStore", "ObjectWatcher"]
 
@@ -141,7 +147,7 @@ class ObjectResult:
         self._pos = pos + len(out)
         return out
 
-    async def readinto(self, b: Any) -> int:
+    async def readinto(self, b: bytearray | memoryview) -> int:
         """Read into a writable buffer; returns the number of bytes (0 at the end)."""
         view = memoryview(b).cast("B")
         data = await self.read(len(view))
@@ -174,7 +180,7 @@ class ObjectResult:
     async def __aenter__(self) -> ObjectResult:
         return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -188,7 +194,7 @@ class ObjectWatcher(Watcher):
         super().__init__(store._js, store._stream_name, [f"$O.{store._name}.M.>"], policy, initial=not updates_only)
         self._ignore_deletes = ignore_deletes
 
-    def _item(self, msg: Any) -> ObjectInfo | None:
+    def _item(self, msg: Msg) -> ObjectInfo | None:
         try:
             info = info_from_stored(msg.data, msg.metadata.timestamp)
         except BadObjectMetaError:
@@ -201,7 +207,7 @@ class ObjectWatcher(Watcher):
 class ObjectStore:
     """An object store bucket: ``js.object_store(bucket)`` or ``js.create_object_store(...)``."""
 
-    def __init__(self, js: Any, stream: Any, bucket: str) -> None:
+    def __init__(self, js: JetStream, stream: Stream, bucket: str) -> None:
         self._js = js
         self._stream = stream
         self._stream_name = stream.name
@@ -215,7 +221,7 @@ class ObjectStore:
         return self._name
 
     # -- writing ---------------------------------------------------------------------
-    async def put(self, meta_or_name: Any, reader: Any = None) -> ObjectInfo:
+    async def put(self, meta_or_name: str | ObjectMeta | ObjectInfo, reader: Any = None) -> ObjectInfo:
         """Store the bytes read from ``reader`` (a binary file object; ``read`` may be a
         coroutine in aio; ``bytes`` and ``str`` (UTF-8) are accepted too) as the object named by
         ``meta_or_name`` (a name or an :class:`ObjectMeta`), replacing any previous
@@ -288,7 +294,7 @@ class ObjectStore:
         """Store ``data`` encoded as UTF-8."""
         return await self.put(name, data.encode("utf-8"))
 
-    async def put_file(self, path: Any, name: str | None = None) -> ObjectInfo:
+    async def put_file(self, path: str | os.PathLike[str], name: str | None = None) -> ObjectInfo:
         """Store the file at ``path``, named ``name`` or the path as given."""
         path = os.fspath(path)
         with open(path, "rb") as f:
@@ -340,7 +346,7 @@ class ObjectStore:
         """The whole object decoded as UTF-8."""
         return (await self.get_bytes(name, show_deleted)).decode("utf-8")
 
-    async def get_file(self, name: str, path: Any, show_deleted: bool = False) -> None:
+    async def get_file(self, name: str, path: str | os.PathLike[str], show_deleted: bool = False) -> None:
         """Write the object to the file at ``path`` (removed again if the read fails)."""
         result = await self.get(name, show_deleted)
         path = os.fspath(path)
@@ -362,7 +368,7 @@ class ObjectStore:
             result.close()
 
     # -- meta ------------------------------------------------------------------------
-    async def update_meta(self, name: str, meta: Any) -> ObjectInfo:
+    async def update_meta(self, name: str, meta: ObjectMeta | ObjectInfo) -> ObjectInfo:
         """Change the name, description, headers and metadata of ``name`` (data and chunk
         size stay). Renaming onto an existing object raises ``ObjectAlreadyExistsError``."""
         info = await self.get_info(name)
@@ -409,7 +415,7 @@ class ObjectStore:
             raise LinkNotAllowedError("cannot link to a link")
         return await self._put_link(name, obj_info.bucket or self._name, obj_info.name)
 
-    async def add_bucket_link(self, name: str, bucket: Any) -> ObjectInfo:
+    async def add_bucket_link(self, name: str, bucket: ObjectStore | str) -> ObjectInfo:
         """Add ``name``, a link to a whole bucket (an ``ObjectStore`` or a bucket name)."""
         validate_object_name(name)
         target = bucket.bucket if isinstance(bucket, ObjectStore) else bucket
@@ -488,14 +494,14 @@ async def _read_chunk(reader: Any, size: int) -> bytes:
 # bucket management (called by the JetStream context)
 
 
-async def _stream_config(js: Any, cfg: ObjectStoreConfig) -> Any:
+async def _stream_config(js: JetStream, cfg: ObjectStoreConfig) -> StreamConfig:
     return obj_stream_config(cfg)  # validates the bucket name before sending
 
 
-def _obj_handle(js: Any, stream: Any, bucket: str) -> ObjectStore:
+def _obj_handle(js: JetStream, stream: Stream, bucket: str) -> ObjectStore:
     return ObjectStore(js, stream, bucket)
 
 
 # the bucket management of object stores (js.create_object_store(), ...)
-OBJ_BUCKETS: BucketKind[ObjectStore] = BucketKind(OBJ_STREAM_PREFIX, "$O.*.C.>", ObjectStoreConfig, _stream_config,
+OBJ_BUCKETS: BucketKind[ObjectStore, ObjectStoreConfig, ObjectStoreStatus] = BucketKind(OBJ_STREAM_PREFIX, "$O.*.C.>", ObjectStoreConfig, _stream_config,
                                                   _obj_handle, ObjectStoreStatus)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._typing import JSONObject
 from ..errors import (
     ConnectionClosedError,
     ConsumerNotFoundError,
@@ -34,6 +35,9 @@ from . import _prims as prims
 from .iteration import MsgIteration
 from .push_core import END, PushCore, halt, listen, started
 
+if TYPE_CHECKING:
+    from .jetstream import JetStream
+
 log = logging.getLogger("jetwire")
 
 _isawaitable = inspect.isawaitable
@@ -42,14 +46,14 @@ _isawaitable = inspect.isawaitable
 # js.subscribe / js.subscribe_bind
 
 
-async def _lookup(js: Any, stream: str, name: str) -> ConsumerInfo | None:
+async def _lookup(js: JetStream, stream: str, name: str) -> ConsumerInfo | None:
     try:
         return await js.consumer_info(stream, name)
     except ConsumerNotFoundError:
         return None
 
 
-async def subscribe(js: Any, subject: str, queue: str | None = None, cb: Callable[[Msg], Any] | None = None,
+async def subscribe(js: JetStream, subject: str, queue: str | None = None, cb: Callable[[Msg], object] | None = None,
                     durable: str | None = None, stream: str | None = None, config: Any = None,
                     manual_ack: bool = False, ordered_consumer: bool = False,
                     idle_heartbeat: float | None = None, flow_control: bool = False,
@@ -128,7 +132,7 @@ async def subscribe(js: Any, subject: str, queue: str | None = None, cb: Callabl
     return await _bind(js, stream, info, subject, queue, cb, manual_ack)
 
 
-async def subscribe_bind(js: Any, stream: str, consumer: str, cb: Callable[[Msg], Any] | None = None,
+async def subscribe_bind(js: JetStream, stream: str, consumer: str, cb: Callable[[Msg], object] | None = None,
                          queue: str | None = None, manual_ack: bool = False) -> PushSubscription:
     """Bind to the existing push consumer ``consumer`` of ``stream``."""
     info = await _lookup(js, stream, consumer)
@@ -138,8 +142,8 @@ async def subscribe_bind(js: Any, stream: str, consumer: str, cb: Callable[[Msg]
     return await _bind(js, stream, info, subject, queue or info.config.deliver_group, cb, manual_ack)
 
 
-async def _bind(js: Any, stream: str, info: ConsumerInfo, subject: str, queue: str | None,
-                cb: Callable[[Msg], Any] | None, manual_ack: bool) -> PushSubscription:
+async def _bind(js: JetStream, stream: str, info: ConsumerInfo, subject: str, queue: str | None,
+                cb: Callable[[Msg], object] | None, manual_ack: bool) -> PushSubscription:
     ccfg = info.config
     if not ccfg.deliver_subject:
         raise JetStreamError(f"consumer {info.name!r} is pull based: use consumer.fetch()/consume()")
@@ -171,8 +175,8 @@ class PushSubscription(PushCore, MsgIteration):
 
     _report_status = True
 
-    def __init__(self, js: Any, stream: str, subject: str, queue: str | None, cb: Callable[[Msg], Any] | None,
-                 manual_ack: bool, ack_none: bool, heartbeat: float, spec: dict[str, Any] | None = None) -> None:
+    def __init__(self, js: JetStream, stream: str, subject: str, queue: str | None, cb: Callable[[Msg], object] | None,
+                 manual_ack: bool, ack_none: bool, heartbeat: float, spec: JSONObject | None = None) -> None:
         super().__init__(js, stream, heartbeat, spec, marker=False)
         self.subject = subject
         self.queue = queue
@@ -198,7 +202,7 @@ class PushSubscription(PushCore, MsgIteration):
             if self._link.is_closed:
                 raise ConnectionClosedError("connection closed")
             raise SubscriptionClosedError("subscription closed")
-        return msg
+        return msg  # type: ignore[no-any-return]  # END is the only non-Msg item
 
     async def _run(self) -> None:
         cb = self._cb

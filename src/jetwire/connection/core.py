@@ -13,6 +13,7 @@ and taken by the driver's writer.
 from __future__ import annotations
 
 import re
+import ssl
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ import orjson
 
 from .. import _impl
 from .._nuid import NUID
+from .._typing import JSONObject
 from .._version import __version__
 from ..auth import Credentials
 from ..errors import (
@@ -70,7 +72,7 @@ _SUB_VIOLATION = re.compile(r'permissions violation for subscription to "([^"]*)
                             re.IGNORECASE)
 
 
-def lax_wire(text: Any, what: str = "subject") -> bytes:
+def lax_wire(text: object, what: str = "subject") -> bytes:
     """``skip_subject_validation``: the wire bytes of a subject, reply or queue group
     checked only for what the protocol line itself needs (a non-empty ``str`` without
     whitespace or control characters: the encoder's rules for queue groups); empty
@@ -84,7 +86,7 @@ def lax_wire(text: Any, what: str = "subject") -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-def tls_state(ssl_object: Any) -> dict[str, Any] | None:
+def tls_state(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> JSONObject | None:
     """The live TLS session of a connection as ``nc.tls_info`` shows it (None without
     TLS): ``version`` (``"TLSv1.3"``), ``cipher`` (its name), ``cipher_bits``,
     ``peer_cert`` (the server's certificate as ``ssl.SSLSocket.getpeercert()`` decodes
@@ -127,7 +129,7 @@ class InfoReceived(Event):
 
     __slots__ = ("discovered", "info", "lame_duck")
 
-    def __init__(self, info: dict[str, Any], discovered: list[str], lame_duck: bool) -> None:
+    def __init__(self, info: JSONObject, discovered: list[str], lame_duck: bool) -> None:
         self.info = info
         self.discovered = discovered
         self.lame_duck = lame_duck
@@ -184,7 +186,7 @@ class SubscriptionBase(_impl.SubState):
     )
 
     def __init__(self, owner: Any, sid: int, subject: str, queue: str | None,
-                 cb: Callable[..., Any] | None, signal: Any, pending_msgs_limit: int,
+                 cb: Callable[[Msg], object] | None, signal: Any, pending_msgs_limit: int,
                  pending_bytes_limit: int) -> None:
         self._client = owner  # what messages handed out are bound to (msg.respond, acks)
         self.sid = sid
@@ -205,7 +207,7 @@ class SubscriptionBase(_impl.SubState):
         self._task: Any = None
         self._draining = False
         self._status = SUB_ACTIVE
-        self._status_cbs: list[Callable[[str], Any]] | None = None  # add_status_listener
+        self._status_cbs: list[Callable[[str], object]] | None = None  # add_status_listener
         self._perm_err: BaseException | None = None  # the server refused it (permission_err_on_subscribe)
         self._runner_done = False  # the callback runner (task/thread) has ended
 
@@ -251,7 +253,7 @@ class SubscriptionBase(_impl.SubState):
 
     def _take(self) -> Msg | None:
         """Pop the next pending message (or None)."""
-        msg = self._next()
+        msg: Msg | None = self._next()
         if msg is not None and self._slow:
             self._end_slow_episode()
         return msg
@@ -282,7 +284,7 @@ class ConnectionCore:
         self.pings_out = 0
         self.pool = ServerPool(opts.servers, randomize=not opts.dont_randomize)
         self.creds = Credentials(opts)
-        self.info: dict[str, Any] = {}
+        self.info: JSONObject = {}
         self.headers_ok = True
         self._status = DISCONNECTED
         self.on_status: Callable[[str], None] | None = None  # the driver hears of each change
@@ -352,7 +354,7 @@ class ConnectionCore:
             sub._mark_closed()
 
     # -- handshake -------------------------------------------------------------------
-    def process_info(self, info: dict[str, Any], initial: bool) -> InfoReceived | None:
+    def process_info(self, info: JSONObject, initial: bool) -> InfoReceived | None:
         """Take an INFO; for an asynchronous one (not ``initial``) the event to act on."""
         self.info = info
         self.max_payload = int(info.get("max_payload", self.max_payload))
@@ -372,7 +374,7 @@ class ConnectionCore:
         """The CONNECT line (``answers``: what the auth callbacks returned, see
         ``Credentials.callbacks``)."""
         o = self.opts
-        fields: dict[str, Any] = {
+        fields: JSONObject = {
             "verbose": o.verbose,
             "pedantic": o.pedantic,
             "lang": LANG,
@@ -411,7 +413,7 @@ class ConnectionCore:
         else:
             buf += b"SUB %s %d\r\n" % (s, sid)
 
-    def append_pub_lax(self, subject: str, reply: str | None, hdr: Any, data: Any) -> None:
+    def append_pub_lax(self, subject: str, reply: str | None, hdr: bytes | None, data: bytes) -> None:
         """``skip_subject_validation``: append a PUB/HPUB (``hdr``: encoded headers or
         None) whose subject and reply are checked only by :func:`lax_wire`, counted as
         the outbox counts (the caller holds the writer's lock)."""
@@ -446,7 +448,7 @@ class ConnectionCore:
         return bytes(buf)
 
     # -- receiving -------------------------------------------------------------------
-    def receive_data(self, data: Any) -> list[Event]:
+    def receive_data(self, data: bytes) -> list[Event]:
         """Parse ``data``, route every message to its subscription, and return the
         connection-level events of this read (usually none).
 

@@ -17,8 +17,16 @@ or wait.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Sized
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from .._typing import JSONObject
+
+if TYPE_CHECKING:
+    from ..aio.client import Client  # aio-only
+
+    # sync-only: from .._sync.client import Client
+    from ..msg import Msg
 
 T = TypeVar("T")
 
@@ -27,6 +35,17 @@ class Cancellable(Protocol):
     """A scheduled call or timer: ``cancel()`` stops it (safe to repeat)."""
 
     def cancel(self) -> None: ...
+
+
+class Waiter(Protocol):
+    """What a PING waits with: a future, or anything with its ``done``, ``set_result``
+    and ``set_exception``."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: Any, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
 
 
 class WakeSignal(Protocol):
@@ -67,7 +86,7 @@ class Link(Protocol):
 
     # -- state -------------------------------------------------------------------------
     @property
-    def client(self) -> Any:
+    def client(self) -> Client:
         """The public client (``request``, ``flush``, ``subscribe``, ...)."""
 
     @property
@@ -108,14 +127,14 @@ class Link(Protocol):
     def send_now(self) -> None:
         """Hand what is queued to the socket now rather than at the end of the turn."""
 
-    def ping(self, waiter: Any) -> bool:
+    def ping(self, waiter: Waiter) -> bool:
         """Send a PING now, after everything queued: the server has processed all that
         went before once its PONG is back. ``waiter`` (``done()``, ``set_result(v)``,
         ``set_exception(e)``, like a future) is answered from the reader when the PONG
         arrives, or failed when the connection is lost. False, nothing sent, when not
         connected. Never blocks."""
 
-    def callback_thread(self, pending: Any) -> None:
+    def callback_thread(self, pending: Sized) -> None:
         """The calling thread runs user callbacks fed from ``pending`` (a sized queue):
         while that is empty, its first publish is sent at once from this thread rather
         than by the flusher thread (blocking flavour; nothing to do in asyncio)."""
@@ -125,7 +144,7 @@ class Link(Protocol):
         the blocking flavour, whose writes block)."""
 
     # -- receiving ---------------------------------------------------------------------
-    def subscribe_direct(self, subject: str, handler: Callable[[Any], None], queue: str | None = None,
+    def subscribe_direct(self, subject: str, handler: Callable[[Msg], None], queue: str | None = None,
                          wake: WakeSignal | None = None) -> DirectSub:
         """Subscribe ``subject``; ``handler(msg)`` is called from the reader for every
         message (no queue, no pending limits). ``wake`` is set when the subscription is
@@ -136,7 +155,7 @@ class Link(Protocol):
 
     # -- request / reply ---------------------------------------------------------------
     async def request_raw(self, subject: str, payload: bytes, headers: bytes | None,
-                          timeout: float) -> Any:
+                          timeout: float) -> Msg:
         """One request over the connection's shared inbox: the reply ``Msg``;
         ``NoRespondersError`` or ``TimeoutError``."""
 
@@ -159,19 +178,20 @@ class Link(Protocol):
     def report_error(self, exc: BaseException) -> None:
         """Hand ``exc`` to the user's ``error_cb`` (on the callback dispatcher)."""
 
-    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+    def dispatch(self, cb: Callable[..., object], *args: object) -> None:
         """Call the user's callback ``cb(*args)`` (plain, or a coroutine function in
         aio) on the callback dispatcher, in order with the connection's other callbacks;
         nothing once the user closed the connection with ``no_callbacks_after_close``.
         An exception it raises goes to ``error_cb``."""
 
-    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Cancellable:
+    def call_later(self, delay: float, fn: Callable[..., object], *args: object) -> Cancellable:
         """Call plain ``fn(*args)`` once after ``delay`` seconds on the connection's timer."""
 
-    def call_every(self, interval: float, fn: Callable[[], Any]) -> Cancellable:
+    def call_every(self, interval: float, fn: Callable[[], object]) -> Cancellable:
         """Call plain ``fn()`` every ``interval`` seconds on the connection's timer."""
 
-    def spawn(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> object:  # aio-only
+    # sync-only: def spawn(self, fn: Callable[..., object], *args: object) -> object:
         """Run ``fn(*args)`` (a coroutine function in aio) in the background: a task, or
         a thread in the blocking flavour (for rare, long jobs such as recreating a
         consumer). An exception goes to ``error_cb``."""
@@ -188,11 +208,11 @@ class TransportAPI(Protocol):
         """Connect (TLS as asked or as the server requires) and return the first bytes read
         (the INFO line and anything after it)."""
 
-    def start(self, on_data: Callable[[Any], None], on_lost: Callable[[BaseException | None], None],
+    def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[BaseException | None], None],
               rest: bytes) -> None:
         """Start reading: ``on_data(bytes)`` for every read, ``on_lost(exc)`` once at the end."""
 
-    def write(self, data: Any) -> None: ...
+    def write(self, data: bytes | bytearray | memoryview) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -200,7 +220,7 @@ class TransportAPI(Protocol):
     def write_paused(self) -> bool: ...
 
     @property
-    def tls_info(self) -> dict[str, Any] | None:
+    def tls_info(self) -> JSONObject | None:
         """The live TLS session (``version``, ``cipher``, ``peer_cert``, ...), None without TLS."""
 
     def close(self) -> None: ...
@@ -246,11 +266,11 @@ class WriterAPI(Protocol):
 class SchedulerAPI(Protocol):
     """One connection's timers and callback dispatcher (``prims.Scheduler``)."""
 
-    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Cancellable: ...
+    def call_later(self, delay: float, fn: Callable[..., object], *args: object) -> Cancellable: ...
 
-    def call_every(self, interval: float, fn: Callable[[], Any]) -> Cancellable: ...
+    def call_every(self, interval: float, fn: Callable[[], object]) -> Cancellable: ...
 
-    def dispatch(self, cb: Callable[..., Any], *args: Any) -> None:
+    def dispatch(self, cb: Callable[..., object], *args: object) -> None:
         """Run user callback ``cb(*args)`` (plain, or a coroutine function in aio) in order
         with the connection's other callbacks; errors go to the scheduler's error hook."""
 
@@ -283,10 +303,10 @@ class PrimsAPI(Protocol):
 
     async def sleep(self, seconds: float) -> None: ...
 
-    def spawn(self, fn: Callable[..., Any], *args: Any, name: str | None = None) -> Any: ...
+    def spawn(self, fn: Callable[..., Any], *args: object, name: str | None = None) -> Any: ...
 
     async def join(self, task: Any, timeout: float | None = None) -> bool: ...
 
-    async def call(self, cb: Callable[..., Any], *args: Any) -> Any: ...
+    async def call(self, cb: Callable[..., object], *args: object) -> Any: ...
 
     def monotonic(self) -> float: ...

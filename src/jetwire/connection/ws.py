@@ -78,7 +78,7 @@ class WsAdapter:
         self._control = bytearray()
         self._head_bytes = 0
         #: the server's CLOSE frame (code, reason), once received
-        self.peer_closed: tuple | None = None
+        self.peer_closed: tuple[int, str] | None = None
         #: permessage-deflate was agreed
         self.compressed = False
 
@@ -96,7 +96,7 @@ class WsAdapter:
         return self._ws.send(Request(host=self.host, target=self.path, extensions=extensions,
                                      extra_headers=list(self.headers)))
 
-    def receive(self, data: Any) -> bytes:
+    def receive(self, data: bytes | bytearray | memoryview) -> bytes:
         """Take bytes read from the socket; return the NATS bytes they complete."""
         conn = self._conn
         if conn is None:

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar, Union, cast, get
 import orjson
 
 # durations and times: the one home of the units (jetwire._units)
+from .._typing import JSONObject as JSONObject  # a decoded JSON object; models turn it into typed fields
 from .._units import format_rfc3339, ns_to_seconds, parse_rfc3339, seconds_to_ns
 
 if TYPE_CHECKING:
@@ -68,9 +69,6 @@ __all__ = [
 _NS = 1_000_000_000
 _META_KEY = "jetwire"
 
-#: a JSON object as the server sends it or is sent (``orjson`` in and out): its values
-#: are arbitrary JSON, which models (:class:`Model`) turn into typed fields
-JSONObject = dict[str, Any]
 
 #: one field's converter: a wire value to its Python value, or back (``None``: identity)
 _Conv = Callable[[Any], Any]

@@ -88,5 +88,5 @@ else:  # at run time: the selected implementation's, on first use
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__() -> list:
+def __dir__() -> list[str]:
     return sorted(set(globals()) | _IMPL_NAMES)

@@ -19,7 +19,7 @@ every key and value.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Union
+from typing import Any, TypeVar, Union, overload
 
 from ..errors import BadHeaderError
 
@@ -27,14 +27,25 @@ __all__ = ["Headers", "HeadersInit", "as_text", "check_key", "check_value"]
 
 HeadersInit = Union["Headers", Mapping[str, str | list[str] | tuple[str, ...]], Iterable[tuple[str, str]]]
 
-def as_text(value: Any) -> Any:
+_T = TypeVar("_T")
+
+
+@overload
+def as_text(value: bytes | bytearray | memoryview) -> str: ...
+
+
+@overload
+def as_text(value: _T) -> _T | str: ...
+
+
+def as_text(value: object) -> object:
     """``bytes`` as ``str`` with surrogate escapes (lossless); anything else unchanged."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "surrogateescape")
     return value
 
 
-def check_key(key: Any) -> None:
+def check_key(key: object) -> None:
     """Raise ``BadHeaderError`` unless ``key`` is a header name: no ':', no whitespace or
     control characters (bytes that are not UTF-8, kept as surrogate escapes, are allowed)."""
     if (
@@ -47,7 +58,7 @@ def check_key(key: Any) -> None:
         raise BadHeaderError(f"invalid header key {key!r}: no ':', whitespace or control characters")
 
 
-def check_value(value: Any) -> None:
+def check_value(value: object) -> None:
     """Raise ``BadHeaderError`` unless ``value`` is a str (or bytes) without CR or LF."""
     if not isinstance(value, str):
         if isinstance(value, (bytes, bytearray)):
@@ -124,7 +135,13 @@ class Headers:
     def __getitem__(self, key: str) -> str:
         return self._d[key][0]
 
-    def get(self, key: str, default: Any = None) -> Any:
+    @overload
+    def get(self, key: str) -> str | None: ...
+
+    @overload
+    def get(self, key: str, default: _T) -> str | _T: ...
+
+    def get(self, key: str, default: object = None) -> object:
         """The first value of ``key``, or ``default``."""
         values = self._d.get(key)
         return values[0] if values else default
