@@ -299,6 +299,19 @@ class DataLossError(JetStreamError):
     purge or deletion): the Spark reader raises it when ``failOnDataLoss`` is true."""
 
 
+class CommitLogError(JetStreamError):
+    """The Spark streaming writer's commit log (option ``commitBucket``: the last
+    committed micro-batch per query, in a KV bucket) could not be read or written:
+    permissions, no JetStream, a timeout or an unreadable entry. The task or the batch's
+    commit fails with it instead of guessing: nothing is skipped on a log it cannot read.
+    ``bucket``, ``key``: where the log was looked for."""
+
+    def __init__(self, message: str, bucket: str = "", key: str = "") -> None:
+        super().__init__(message)
+        self.bucket = bucket
+        self.key = key
+
+
 class SchemaValidationError(JetStreamError, ValueError):
     """A JetStream API request that does not validate against its JSON Schema
     (``nc.jetstream(validate=True)``); nothing was sent. ``errors``: one string per
@@ -530,6 +543,7 @@ __all__ = [
     'InvalidOptionError',
     'MsgIteratorClosedError',
     'DataLossError',
+    'CommitLogError',
     'SchemaValidationError',
     'OrderedConsumerResetError',
     'TooManyStalledMsgsError',

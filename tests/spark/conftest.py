@@ -12,6 +12,8 @@ jetwire and pyarrow), and everything binds to loopback. ``cluster_spark`` is a s
 on a real standalone cluster (``spark_cluster``: a master and two one-core workers from
 the pyspark distribution, started once per run by ``jetwire.testing.spark_cluster``);
 one process has one SparkContext, so asking for the other kind stops the active one.
+``spark_connect`` is a Spark Connect server (``jetwire.testing.spark_cluster``), used
+by clients in subprocesses.
 """
 from __future__ import annotations
 
@@ -202,6 +204,23 @@ def fill(js: Any) -> Callable[..., None]:
             f.result()
 
     return _fill
+
+
+@pytest.fixture(scope="session")
+def spark_connect(spark_available: None) -> Iterator[Any]:
+    """A Spark Connect server on loopback (``local[2,2]``), whose Python workers run this
+    interpreter with this jetwire on their path. Its clients must run in another
+    process: PySpark refuses a Connect session in a process with a classic one."""
+    import jetwire
+    from jetwire.testing.spark_cluster import SparkConnectServer
+
+    src = os.path.dirname(os.path.dirname(os.path.abspath(jetwire.__file__)))
+    server = SparkConnectServer("local[2,2]", pythonpath=[src])
+    server.start(timeout=120)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         "jetwire.spark needs pyspark>=4.0 and pyarrow: pip install 'jetwire[spark]'"
     ) from exc
 
+from ..errors import CommitLogError as CommitLogError
 from ..errors import DataLossError as DataLossError
 from ._options import OptionError as OptionError
 from .source import (
@@ -31,6 +32,7 @@ from .source import (
 
 # the data source classes of ``source.__all__`` and the names above (a test compares them)
 __all__ = [
+    "CommitLogError",
     "DataLossError",
     "JetStreamCommitMessage",
     "JetStreamDataSource",

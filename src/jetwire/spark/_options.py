@@ -217,7 +217,15 @@ class ReadOptions(_Options):
 
 
 class WriteOptions(_Options):
-    """Parsed writer options. Plain values only: it is pickled."""
+    """Parsed writer options. Plain values only: it is pickled.
+
+    ``subject``, ``maxPendingAcks``, ``ackTimeout``, ``msgIdColumn``, ``msgIdPrefix``
+    (see ``docs/guide/spark.md``) and, for streaming writes only, ``commitBucket``: the
+    KV bucket (created on first use) where the driver records each query's last
+    committed micro-batch id (key: the query id) after all of the batch's acks; a task of
+    a batch at or below it (a replay) publishes nothing, even after the stream's
+    duplicate window. Its reads and writes wait at most ``ackTimeout``.
+    """
 
     def __init__(self, options: Mapping[str, Any] | None) -> None:
         o = lower_options(options)
@@ -241,6 +249,13 @@ class WriteOptions(_Options):
         if self.msg_id_column and self.msg_id_prefix:
             raise OptionError("give option 'msgIdColumn' or 'msgIdPrefix', not both")
         self.expected_stream = (o.get("expectedstream") or o.get("stream") or "").strip() or None
+        self.commit_bucket = (o.get("commitbucket") or "").strip() or None
+        if self.commit_bucket is not None:
+            from ..jetstream.validate import is_valid_bucket_name
+
+            if not is_valid_bucket_name(self.commit_bucket):
+                raise OptionError(f"option 'commitBucket' must be a KV bucket name (A-Z, a-z, 0-9, '_', '-'), "
+                                  f"not {self.commit_bucket!r}")
 
 
 def parse_time(value: Any, name: str) -> Any:

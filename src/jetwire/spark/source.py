@@ -27,7 +27,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from ..errors import CommitLogError
 from ._arrow import READ_SCHEMA_DDL
+from ._commit import commit_batch, committed_batch
 from ._options import OptionError, ReadOptions, WriteOptions
 from ._read import (
     DataLossError,
@@ -98,11 +100,16 @@ class JetStreamPartition(InputPartition):
 class JetStreamCommitMessage(WriteResult, WriterCommitMessage):
     """One write task's result (the fields of :class:`WriteResult`): rows published, how
     many the stream reported as duplicates (``Nats-Msg-Id`` seen within its duplicate
-    window) and the first/last stream sequence stored."""
+    window) and the first/last stream sequence stored. With ``commitBucket``: the
+    streaming query's id, and ``skipped``, the rows of a replayed micro-batch (one the
+    commit log already holds) that were not published."""
+
+    query_id: str | None = None
+    skipped: int = 0
 
     @classmethod
-    def of(cls, r: WriteResult) -> JetStreamCommitMessage:
-        return cls(**dataclasses.asdict(r))
+    def of(cls, r: WriteResult, **extra: Any) -> JetStreamCommitMessage:
+        return cls(**dataclasses.asdict(r), **extra)
 
 
 def _summarise(messages: Sequence[WriterCommitMessage | None]) -> dict:
@@ -113,6 +120,7 @@ def _summarise(messages: Sequence[WriterCommitMessage | None]) -> dict:
         "tasks": len(done),
         "count": sum(m.count for m in done),
         "duplicates": sum(m.duplicates for m in done),
+        "skipped": sum(m.skipped for m in done),
         "first_seq": min(firsts) if firsts else None,
         "last_seq": max(lasts) if lasts else None,
     }
@@ -130,6 +138,28 @@ def _task_ids() -> tuple:
         return 0, None
     batch = tc.getLocalProperty("streaming.sql.batchId")
     return tc.partitionId(), (int(batch) if batch not in (None, "") else None)
+
+
+def _query_id() -> str | None:
+    """The id of the streaming query running this task (Spark's ``StreamingQuery.id``,
+    stored in the checkpoint: the same after a restart), or None outside one."""
+    try:
+        from pyspark import TaskContext
+
+        tc = TaskContext.get()
+    except Exception:  # pragma: no cover
+        return None
+    qid = tc.getLocalProperty("sql.streaming.queryId") if tc is not None else None
+    return qid or None
+
+
+def _drain(iterator: Iterator[Any]) -> int:
+    """Consume a task's input without publishing it; the number of rows."""
+    n = 0
+    for item in iterator:
+        rows = getattr(item, "num_rows", None)
+        n += rows if isinstance(rows, int) else 1
+    return n
 
 
 class JetStreamDataSource(DataSource):
@@ -152,7 +182,11 @@ class JetStreamDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> JetStreamWriter:
         if overwrite:
             raise OptionError("a JetStream stream is append-only: use mode('append') (overwrite is not supported)")
-        return JetStreamWriter(WriteOptions(self.options))
+        opts = WriteOptions(self.options)
+        if opts.commit_bucket is not None:
+            raise OptionError("option 'commitBucket' is for streaming writes (writeStream): a batch write has no "
+                              "micro-batch ids to commit; use msgIdColumn to make a re-run idempotent")
+        return JetStreamWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> JetStreamStreamWriter:
         if overwrite:
@@ -343,17 +377,48 @@ class JetStreamWriter(_BatchWriterBase):
 
 class JetStreamStreamWriter(_StreamWriterBase):
     """Streaming writer: like the batch writer, per micro-batch. With ``msgIdPrefix``
-    the ids are ``<prefix>:<batchId>:<partition>:<row>``."""
+    the ids are ``<prefix>:<batchId>:<partition>:<row>``. With ``commitBucket`` the
+    driver records the query's last committed batch id in that KV bucket once every task
+    of the batch has all its acks, and a task of a batch at or below it (a replay)
+    publishes nothing (see :mod:`jetwire.spark._commit`)."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[Any]) -> JetStreamCommitMessage:
         pid, batch_id = _task_ids()
-        return JetStreamCommitMessage.of(write_partition(self.opts, iterator, pid, batch_id))
+        o = self.opts
+        if o.commit_bucket is None:
+            return JetStreamCommitMessage.of(write_partition(o, iterator, pid, batch_id))
+        qid = _query_id()
+        if qid is None or batch_id is None:
+            raise CommitLogError("option 'commitBucket': this task belongs to no streaming query (no "
+                                 "sql.streaming.queryId / streaming.sql.batchId in its context)",
+                                 bucket=o.commit_bucket)
+        done = committed_batch(o.conn, o.commit_bucket, qid, o.ack_timeout)
+        if done is not None and batch_id <= done:
+            skipped = _drain(iterator)
+            log.warning("jetstream sink: batch %d of query %s is a replay (committed up to batch %d in %r): "
+                        "partition %d publishes none of its %d rows", batch_id, qid, done, o.commit_bucket,
+                        pid, skipped)
+            return JetStreamCommitMessage(partition_id=pid, query_id=qid, skipped=skipped)
+        return JetStreamCommitMessage.of(write_partition(o, iterator, pid, batch_id), query_id=qid)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.info("jetstream sink: batch %d committed %s", batchId, _summarise(messages))
+        summary = _summarise(messages)
+        bucket = self.opts.commit_bucket
+        if bucket is not None:
+            qids = {m.query_id for m in messages if isinstance(m, JetStreamCommitMessage)}
+            if len(qids) > 1 or None in qids:
+                raise CommitLogError(f"option 'commitBucket': batch {batchId}'s tasks report query ids "
+                                     f"{sorted(map(str, qids))}, not one", bucket=bucket)
+            if qids:  # a batch without tasks published nothing and has nothing to record
+                qid = qids.pop()
+                assert qid is not None
+                if not commit_batch(self.opts.conn, bucket, qid, batchId, summary, self.opts.ack_timeout):
+                    log.info("jetstream sink: batch %d of query %s was already committed in %r", batchId, qid,
+                             bucket)
+        log.info("jetstream sink: batch %d committed %s", batchId, summary)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning("jetstream sink: batch %d aborted after %s (already published messages stay in the stream)",

@@ -1,6 +1,8 @@
 """A Spark standalone cluster on loopback for tests: one master and N workers started
 from the ``pyspark`` distribution (``bin/spark-class``), each worker with its own
 executor JVMs -- what users run, unlike ``local[n]`` where everything shares one JVM.
+:class:`SparkConnectServer` is a Spark Connect server for clients that reach Spark
+through ``sc://`` (its jobs on ``local[n]`` or on such a cluster).
 
     from jetwire.testing.spark_cluster import SparkStandaloneCluster
 
@@ -31,13 +33,13 @@ from typing import Any
 
 from .server import free_port
 
-__all__ = ["SparkClusterError", "SparkStandaloneCluster", "executor_jvm_pid", "spark_home"]
+__all__ = ["SparkClusterError", "SparkConnectServer", "SparkStandaloneCluster", "executor_jvm_pid", "spark_home"]
 
 # small, short-lived JVMs: the C1 compiler only and the serial GC start faster and use
 # fewer threads (the machines these tests run on have two cores)
 _FAST_START = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
-_live: set[SparkStandaloneCluster] = set()
+_live: set[SparkStandaloneCluster | SparkConnectServer] = set()
 _live_lock = threading.Lock()
 
 
@@ -258,6 +260,163 @@ class SparkStandaloneCluster:
 
     def __enter__(self) -> SparkStandaloneCluster:
         return self.start() if not self._procs else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class SparkConnectServer:
+    """A Spark Connect server on ``127.0.0.1`` (``sbin/start-connect-server.sh --wait``
+    from the ``pyspark`` distribution, in the foreground, in its own process group):
+    clients reach it at :attr:`url` (``sc://127.0.0.1:<port>``) with
+    ``SparkSession.builder.remote(url)``. ``master`` is where the server runs its jobs
+    (``local[2,2]``, or a standalone cluster's ``master_url``); its Python workers run
+    ``python`` (default: this interpreter) with ``pythonpath`` on their path -- that is
+    where a Python data source's code runs, so jetwire must be importable there.
+    ``port`` is a free one unless given. :meth:`start` waits at most ``timeout`` seconds
+    for the gRPC port (else :class:`SparkClusterError` with the log's tail);
+    :meth:`stop` (also ``__exit__`` and interpreter exit) kills the process group."""
+
+    def __init__(self, master: str = "local[2,2]", *, port: int | None = None, python: str | None = None,
+                 pythonpath: Sequence[str] = (), conf: dict[str, str] | None = None,
+                 env: dict[str, str] | None = None, driver_memory: str = "1g") -> None:
+        self.host = "127.0.0.1"
+        self.master = master
+        self.port = port or 0
+        self.python = python or sys.executable
+        self.pythonpath = list(pythonpath)
+        self.conf = dict(conf or {})
+        self.extra_env = dict(env or {})
+        self.driver_memory = driver_memory
+        self.tmpdir: str | None = None
+        self._proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def log_path(self) -> str | None:
+        return os.path.join(self.tmpdir, "connect.log") if self.tmpdir else None
+
+    def __repr__(self) -> str:
+        return f"<SparkConnectServer {self.url} master={self.master} running={self.running}>"
+
+    def _env(self) -> dict[str, str]:
+        assert self.tmpdir is not None
+        env = dict(os.environ)
+        for k in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_API_MODE"):
+            env.pop(k, None)
+        env.update({
+            "SPARK_HOME": spark_home(),
+            "SPARK_LOCAL_IP": self.host,
+            "SPARK_NO_DAEMONIZE": "1",
+            "SPARK_PID_DIR": self.tmpdir,
+            "SPARK_LOG_DIR": self.tmpdir,
+            "SPARK_IDENT_STRING": f"jetwire-{self.port}",
+            "PYSPARK_PYTHON": self.python,
+            "PYSPARK_DRIVER_PYTHON": self.python,
+        })
+        if self.pythonpath:
+            env["PYTHONPATH"] = os.pathsep.join(self.pythonpath + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        env.update(self.extra_env)
+        return env
+
+    def _args(self) -> list[str]:
+        conf = {
+            "spark.connect.grpc.binding.address": self.host,
+            "spark.connect.grpc.binding.port": str(self.port),
+            "spark.driver.host": self.host,
+            "spark.driver.bindAddress": self.host,
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.pyspark.python": self.python,
+            **self.conf,
+        }
+        if self.pythonpath:
+            conf.setdefault("spark.executorEnv.PYTHONPATH", os.pathsep.join(self.pythonpath))
+        args = [os.path.join(spark_home(), "sbin", "start-connect-server.sh"), "--wait", "--master", self.master,
+                "--driver-memory", self.driver_memory, "--driver-java-options", _FAST_START]
+        for k, v in conf.items():
+            args += ["--conf", f"{k}={v}"]
+        return args
+
+    def start(self, timeout: float = 90.0) -> SparkConnectServer:
+        if self._proc is not None:
+            raise SparkClusterError("Spark Connect server already started")
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            raise SparkClusterError("no `java` on PATH and JAVA_HOME is unset; Spark needs a JDK (17+)")
+        self.tmpdir = tempfile.mkdtemp(prefix="jetwire-spark-connect-")
+        if not self.port:
+            self.port = free_port(self.host)
+        with _live_lock:
+            _live.add(self)
+        try:
+            assert self.log_path is not None
+            with open(self.log_path, "wb") as out:
+                self._proc = subprocess.Popen(["bash", *self._args()], env=self._env(), stdin=subprocess.DEVNULL,
+                                              stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                              cwd=self.tmpdir)
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        """Until the gRPC port accepts connections (bounded; a dead server fails at once)."""
+        import socket
+
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._proc is None or self._proc.poll() is not None:
+                code = None if self._proc is None else self._proc.returncode
+                raise SparkClusterError(f"the Spark Connect server exited with {code}\n{self.log_tail()}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=1.0):
+                    return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SparkClusterError(f"Spark Connect server not listening on {self.host}:{self.port} within "
+                                        f"{timeout:.0f}s\n{self.log_tail()}")
+            time.sleep(0.2)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            assert self.log_path is not None
+            with open(self.log_path, "rb") as f:
+                return "\n".join(f.read().decode(errors="replace").splitlines()[-lines:])
+        except (OSError, AssertionError):
+            return ""
+
+    def stop(self) -> None:
+        """Kill the server's process group (the JVM and its Python workers)."""
+        p, self._proc = self._proc, None
+        if p is not None:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                pass
+        with _live_lock:
+            _live.discard(self)
+        tmp, self.tmpdir = self.tmpdir, None
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def __enter__(self) -> SparkConnectServer:
+        return self.start() if self._proc is None else self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
