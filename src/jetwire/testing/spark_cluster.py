@@ -289,7 +289,7 @@ class SparkConnectServer:
         self.extra_env = dict(env or {})
         self.driver_memory = driver_memory
         self.tmpdir: str | None = None
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
