@@ -268,7 +268,7 @@ class _Run:
 def _spawn(ctx: BaseContext, run: _Run, counters: Counters, base: dict[str, object], flavour: str,
            events: tuple[object, object], cpus: list[int] | None, wait_external: bool) -> None:
     """One (not yet started) process per worker, its spec from ``base`` and its group."""
-    from ._benchwork import worker_main
+    from ._worker_main import worker_main
 
     for g, lo, _ in counters.spans:
         for i, n in enumerate(g.counts):

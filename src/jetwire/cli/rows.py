@@ -25,10 +25,11 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, Protocol
 
 from ._engine import in_msgs
 from ._results import RowResult
+from ._rowkit import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowCtx, RowFailed, ack_subjects, cpu_now, now
 from ._workloads import CLIENT_ROWS, COUNTS, ROW_ORDER, ROWS, Row, supported
 
 if TYPE_CHECKING:
@@ -36,27 +37,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CLIENT_ROWS", "COUNTS", "FETCH", "IDLE", "PAYLOAD", "RATE", "REQUESTERS", "ROWS", "ROW_ORDER", "WAIT",
            "WINDOW", "Row", "RowCtx", "RowFailed", "ack_subjects", "cpu_now", "main", "now", "run_row", "supported"]
-
-now = time.perf_counter
-cpu_now = time.process_time
-
-
-class RowFailed(Exception):
-    """A row whose messages were not all accounted for (or that could not run)."""
-
-
-class RowCtx(TypedDict, total=False):
-    """What a row's set-up, its timed part and its accounting share."""
-
-    stream: str  # JetStream rows: the stream, its subject, the pull consumer
-    subject: str
-    consumer: str
-    n: int
-    received: int  # pull rows: what the timed part got
-    parse_seconds: float  # row m
-    cpu_seconds: float  # row m
-    cpu: float  # a peer running another process: that process's CPU seconds
-
 
 class Peer(Protocol):
     """A peer's client object (benchmarks/): its name, and its own row functions when it
@@ -66,23 +46,6 @@ class Peer(Protocol):
 
 
 RowFn = Callable[..., object]  # row(cl, url, n, ctx): seconds, latencies or (seconds, latencies)
-
-
-IDLE = 5.0  # seconds without a new delivery after which missing messages count as lost
-
-PAYLOAD = b"x" * 16
-REQUESTERS = 16  # row s: concurrent requesters (one connection)
-WINDOW = 1000  # row e: acks in flight
-FETCH = 1000  # rows f, f2: fetch batch; row g: consume's max_messages
-WAIT = 10.0  # seconds a pull may come back empty before the row fails
-RATE = 20_000  # row h: messages per second
-
-
-def ack_subjects(n: int) -> list[str]:
-    """Row m: ``n`` distinct ack subjects as the server sends them (stream and consumer
-    sequences, delivery count, nanosecond time, pending count)."""
-    ts = 1_700_000_000_000_000_000
-    return [f"$JS.ACK.BENCH_M.worker.1.{i + 1}.{i + 1}.{ts + i * 1000}.{n - i - 1}" for i in range(n)]
 
 
 def _pure_metadata_rate(n: int) -> tuple[float, float]:

@@ -26,7 +26,7 @@ from jetwire.aio import _prims as prims
 from jetwire.msg import Msg
 from jetwire.protocol.metadata import parse_metadata
 
-from .rows import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowCtx, RowFailed, ack_subjects, cpu_now, now
+from ._rowkit import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowCtx, RowFailed, ack_subjects, cpu_now, now
 
 Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``await done.wait(t) -> bool``)
 Callback = Callable[[Any], None]  # a message callback (the message: jetwire's or the peer's)
