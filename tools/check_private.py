@@ -29,19 +29,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("jetwire/msg.py", "_js_double_ack"): "Msg.ack_sync -> its client's double ack",
     # the compiled Msg twin's ack flag (a slot of MsgBase, no public name in either twin)
     ("jetwire/aio/push.py", "_ackd"): "auto-ack skips a message the callback acknowledged",
-    # the models' store of unknown wire fields (jetstream/_json.py Model._extra)
-    ("jetwire/events.py", "_extra"): "unknown fields of an event document",
-    ("jetwire/jetstream/ensure_core.py", "_extra"): "server fill-ins kept out of drift comparison",
     # the pure twins set the slots the compiled code sets (headers._make, columns)
     ("jetwire/protocol/_pure/headers.py", "_d"): "the pure twin of the compiled header decoder",
     ("jetwire/protocol/_pure/columns.py", "_d"): "the pure twin of the compiled column readers",
     # the router's SubState (compiled twin) drops what a closed subscription holds
     ("jetwire/connection/core.py", "_discard"): "SubState._discard, the router's queue",
-    # the standard library's own internals, not another jetwire module's
-    ("jetwire/jetstream/_json.py", "_value2member_map_"): "enum.Enum's value lookup",
-    ("jetwire/spark/_write.py", "_state"): "concurrent.futures.Future internals",
-    ("jetwire/spark/_write.py", "_exception"): "concurrent.futures.Future internals",
-    ("jetwire/spark/_write.py", "_result"): "concurrent.futures.Future internals",
 }
 
 

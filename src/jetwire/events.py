@@ -28,7 +28,7 @@ import orjson
 
 from jetwire._typing import JSONObject
 from jetwire._units import format_rfc3339, parse_rfc3339
-from jetwire.jetstream._json import Model
+from jetwire.jetstream._json import Model, unknown_fields
 from jetwire.jetstream.event_models import *  # noqa: F403
 from jetwire.jetstream.event_models import EVENT_TYPES, Event, _hms
 from jetwire.jetstream.event_models import __all__ as _models_all
@@ -150,7 +150,7 @@ def _extended_lines(obj: object, indent: int, out: list[str]) -> None:
     pad = " " * indent
     if isinstance(obj, Model):
         items = [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.name != "_extra"]
-        items += list(obj._extra.items())
+        items += list(unknown_fields(obj).items())
     elif isinstance(obj, dict):
         items = list(obj.items())
     else:

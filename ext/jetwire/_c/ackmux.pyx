@@ -96,6 +96,19 @@ class AckFuture(_CFuture):
     def done(self):
         return self._state in _DONE
 
+    def result(self, timeout=None):
+        """As ``Future.result``; a resolved future answers without building its condition
+        (what reading an ack costs on a hot path)."""
+        if self._state == FINISHED:
+            exc = self._exception
+            if exc is not None:
+                try:
+                    raise exc
+                finally:
+                    exc = None  # no reference cycle through the traceback
+            return self._result
+        return _CFuture.result(self, timeout)
+
     def cancel(self):
         """Cancel a pending future. No executor will ever run it, so it is at once
         "cancelled and notified": ``concurrent.futures.wait``/``as_completed`` count it

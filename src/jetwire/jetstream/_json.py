@@ -64,6 +64,7 @@ __all__ = [
     "enum_value",
     "headers_to_json",
     "jfield",
+    "unknown_fields",
 ]
 
 _NS = 1_000_000_000
@@ -119,7 +120,7 @@ def enum_value(v: object) -> object:
 
 
 def _enum_parser(tp: type[Enum]) -> _Conv:
-    lookup = tp._value2member_map_
+    lookup = {m.value: m for m in tp}  # its members by wire value
 
     def conv(v: Any) -> object:
         m = lookup.get(v)
@@ -447,6 +448,12 @@ class Model:
 
 
 # ---------------------------------------------------------------------------------
+def unknown_fields(m: Model) -> JSONObject:
+    """The JSON keys of ``m`` that are none of its fields (newer servers' fields), kept
+    so that they go back to the server as they came; a live dict (changes stay)."""
+    return m._extra
+
+
 # create_x(config=None, **fields)
 
 

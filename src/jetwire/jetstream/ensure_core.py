@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from ..errors import ConfigDriftError
-from ._json import JSONObject, config_from_kwargs
+from ._json import JSONObject, config_from_kwargs, unknown_fields
 from .models import (
     AckPolicy,
     ConsumerConfig,
@@ -265,7 +265,7 @@ def _drift(k: _Kind, wanted: StreamConfig | ConsumerConfig, stored: StreamConfig
     filled = set(k.filled)
     if k is _CONSUMER and a.get("ack_policy") == AckPolicy.FLOW_CONTROL.value:
         filled |= {"flow_control", "idle_heartbeat"}  # the server sets both for this policy
-    keys = list(k.names) + [x for x in wanted._extra if x not in k.names]
+    keys = list(k.names) + [x for x in unknown_fields(wanted) if x not in k.names]
     out = Drift()
     for key in keys:
         if key in filled and key not in a:
@@ -273,8 +273,8 @@ def _drift(k: _Kind, wanted: StreamConfig | ConsumerConfig, stored: StreamConfig
         w, s = a.get(key), b.get(key)
         if w == s:
             continue
-        out.changes[key] = (getattr(stored, key, None) if key in k.names else stored._extra.get(key),
-                            getattr(wanted, key, None) if key in k.names else wanted._extra.get(key))
+        out.changes[key] = (getattr(stored, key, None) if key in k.names else unknown_fields(stored).get(key),
+                            getattr(wanted, key, None) if key in k.names else unknown_fields(wanted).get(key))
         rule = k.fixed.get(key)
         if rule is not None and rule(s, w):
             out.fixed.append(key)
@@ -310,7 +310,8 @@ def update_config(wanted: _Config, stored: StreamConfig | ConsumerConfig) -> _Co
     for key in k.filled:
         if getattr(out, key) is None:
             setattr(out, key, copy.deepcopy(getattr(stored, key)))
-    for key, v in stored._extra.items():
-        if key not in out._extra:
-            out._extra[key] = copy.deepcopy(v)
+    kept = unknown_fields(out)
+    for key, v in unknown_fields(stored).items():
+        if key not in kept:
+            kept[key] = copy.deepcopy(v)
     return out

@@ -62,6 +62,19 @@ class AckFuture(_CFuture):
     def done(self) -> bool:
         return self._state in _DONE
 
+    def result(self, timeout: float | None = None) -> Any:
+        """As ``Future.result``; a resolved future answers without building its condition
+        (what reading an ack costs on a hot path)."""
+        if self._state == FINISHED:
+            exc = self._exception
+            if exc is not None:
+                try:
+                    raise exc
+                finally:
+                    exc = None  # no reference cycle through the traceback
+            return self._result
+        return _CFuture.result(self, timeout)
+
     def cancel(self) -> bool:
         """Cancel a pending future. No executor will ever run it, so it is at once
         "cancelled and notified": ``concurrent.futures.wait``/``as_completed`` count it
