@@ -33,6 +33,10 @@ from ._read import open_js
 __all__ = ["WriteResult", "write_partition"]
 
 
+#: one row to publish: (subject or None, data, headers or None, message id or None)
+_Row = tuple[Any, Any, Any, Any]
+
+
 @dataclass
 class WriteResult:
     """What one task published (the payload of its Spark commit message)."""
@@ -108,19 +112,20 @@ class _Columns:
             raise OptionError("give each row a 'subject' column or set the 'subject' option")
 
 
-def _rows_of_batch(rb: Any, cols: _Columns) -> Iterator[tuple]:
+def _rows_of_batch(rb: Any, cols: _Columns) -> Iterator[_Row]:
     """(subject, data, headers, msg_id) per row of an Arrow record batch."""
     n = rb.num_rows
     names = rb.schema.names
     def col(name: str | None) -> list[Any]:
         if name is None:
             return [None] * n
-        return rb.column(names.index(name)).to_pylist()
+        values: list[Any] = rb.column(names.index(name)).to_pylist()
+        return values
     return zip(col(cols.subject), col(cols.data), col(cols.headers), col(cols.msg_id), strict=False)
 
 
-def _rows_of_rows(first: Any, rest: Iterable[Any], cols: _Columns) -> Iterator[tuple]:
-    def one(r: Any) -> tuple:
+def _rows_of_rows(first: Any, rest: Iterable[Any], cols: _Columns) -> Iterator[_Row]:
+    def one(r: Any) -> _Row:
         d = r.asDict(recursive=False) if hasattr(r, "asDict") else dict(r)
         return (d.get(cols.subject) if cols.subject else None, d.get(cols.data),
                 d.get(cols.headers) if cols.headers else None, d.get(cols.msg_id) if cols.msg_id else None)
@@ -182,7 +187,7 @@ class _RowPublisher:
         self.id_base = id_base
         self.futs: deque[Any] = deque()
 
-    def publish(self, source: Iterable[tuple], start: int) -> None:
+    def publish(self, source: Iterable[_Row], start: int) -> None:
         fixed_subject = self.opts.subject
         id_base = self.id_base
         stall = self.opts.ack_timeout

@@ -27,6 +27,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from .._typing import JSONObject
 from ..errors import CommitLogError
 from ._arrow import READ_SCHEMA_DDL
 from ._commit import commit_batch, committed_batch
@@ -112,7 +113,7 @@ class JetStreamCommitMessage(WriteResult, WriterCommitMessage):
         return cls(**dataclasses.asdict(r), **extra)
 
 
-def _summarise(messages: Sequence[WriterCommitMessage | None]) -> dict:
+def _summarise(messages: Sequence[WriterCommitMessage | None]) -> JSONObject:
     done = [m for m in messages if isinstance(m, JetStreamCommitMessage)]
     firsts = [m.first_seq for m in done if m.first_seq is not None]
     lasts = [m.last_seq for m in done if m.last_seq is not None]
@@ -126,7 +127,7 @@ def _summarise(messages: Sequence[WriterCommitMessage | None]) -> dict:
     }
 
 
-def _task_ids() -> tuple:
+def _task_ids() -> tuple[int, int | None]:
     """(partition id, streaming batch id or None) of the running Spark task."""
     try:
         from pyspark import TaskContext
@@ -240,7 +241,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._pos: int | None = None  # Spark < 4.2: where the next batch starts
         self._conn: Any = None  # (nc, js) kept by the driver-side reader between triggers
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> JSONObject:
         d = dict(self.__dict__)
         d["_conn"] = None
         return d
@@ -267,10 +268,10 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         latest = self._state().next_seq
         if self._target is not None:
             latest = min(latest, self._target)
-        return latest
+        return int(latest)
 
     # -- Spark API
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> JSONObject:
         o = self.opts
         nc, js = self._js()
         st = self._state()
@@ -293,7 +294,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return ReadMaxRows(self.opts.max_per_trigger)
         return ReadAllAvailable() if ReadAllAvailable is not None else None
 
-    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+    def latestOffset(self, start: JSONObject | None = None, limit: Any = None) -> JSONObject:
         latest = self._latest()
         if start is None:  # Spark < 4.2 calls latestOffset() without arguments
             begin = self._pos
@@ -308,13 +309,13 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             end = max(end, begin)  # never go backwards (e.g. the stream was purged)
         return {"seq": end}
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> JSONObject | None:
         try:
             return {"seq": self._state().next_seq}
         except Exception:
             return None
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: JSONObject, end: JSONObject) -> Sequence[InputPartition]:
         o = self.opts
         lo, hi = int(start["seq"]), int(end["seq"])
         self._pos = hi
@@ -341,7 +342,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return read_range(o.conn, o.stream, partition.to_range(), o.subject, o.fetch_batch, o.fetch_timeout,
                           check_loss=o.fail_on_data_loss)
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: JSONObject) -> None:
         self._pos = int(end["seq"])
 
     def stop(self) -> None:
@@ -359,7 +360,7 @@ class JetStreamWriter(_BatchWriterBase):
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
-        self.summary: dict | None = None
+        self.summary: JSONObject | None = None
 
     def write(self, iterator: Iterator[Any]) -> JetStreamCommitMessage:
         pid, batch_id = _task_ids()
