@@ -80,6 +80,11 @@ def new_waiter() -> Waiter:
     return Waiter()
 
 
+def waiter_maker() -> Callable[[], Waiter]:
+    """What makes a request's reply waiter: ``new_waiter``."""
+    return new_waiter
+
+
 def wait_future(fut: "concurrent.futures.Future[Any]", timeout: Optional[float]) -> Any:
     if fut.__class__ is Waiter:
         if fut._lock.acquire(True, -1 if timeout is None else max(timeout, 0.0)) or fut._done:

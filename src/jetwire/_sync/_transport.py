@@ -276,6 +276,22 @@ _DEFER = ("defer",)  # _Local.idle of a thread that never writes (truthy: not an
 _mono = time.monotonic
 
 
+class Spinner:
+    """The asyncio flavour's ``busy_poll`` (its loop polls while a reply is due). Here the
+    reader thread wakes for a reply by itself: nothing polls, every hook is a no-op."""
+
+    __slots__ = ()
+
+    def __init__(self, budget: float, outstanding: Any, pongs: Any = ()) -> None:
+        pass
+
+    def arm(self) -> None:
+        pass
+
+    def replied(self) -> None:
+        pass
+
+
 class Writer:
     """Moves the core's write buffer (``core.outbox``) to the socket from a flusher thread
     (or inline when large).

@@ -34,6 +34,11 @@ def future_maker(cls: type[asyncio.Future[Any]] | None = None) -> Callable[[], a
     return functools.partial(cls, loop=loop)
 
 
+def waiter_maker() -> Callable[[], asyncio.Future[Any]]:
+    """What makes a request's reply waiter: futures of the running loop (``future_maker``)."""
+    return future_maker()
+
+
 
 class _Deadlines:
     """The timeouts of ``wait_future`` on one loop, with one loop timer for all of them.

@@ -77,7 +77,7 @@ from ..options import Options, Server, make_options, unexpected_keyword, ws_head
 from ..protocol.headers import HeadersInit
 from . import _prims as prims
 from ._transport import (
-    Spinner,  # aio-only
+    Spinner,
     Transport,
     Writer,
 )
@@ -372,10 +372,9 @@ class Client:
         if opts.skip_subject_validation:  # what the outbox's checks refuse goes the lax way
             self._outbox_publish = outbox.publish
             self.publish = self._publish_unchecked  # type: ignore[method-assign]
-        self._new_waiter = prims.future_maker()  # aio-only: no loop look-up per request
-        # the loop polls while a reply is due (busy_poll)  # aio-only
-        self._spin = Spinner(opts.busy_poll, self._resp_map, self._pongs)  # aio-only
-        # sync-only: self._new_waiter = prims.new_waiter
+        self._new_waiter = prims.waiter_maker()  # asyncio: no loop look-up per request
+        # asyncio: the loop polls while a reply is due (busy_poll); blocking: no-ops
+        self._spin = Spinner(opts.busy_poll, self._resp_map, self._pongs)
         core.status = CONNECTING
         last: BaseException | None = None
         auth_err: BaseException | None = None
@@ -546,7 +545,7 @@ class Client:
                 if self._pongs:
                     fut = self._pongs.popleft()
                     if fut is not None and not fut.done():
-                        self._spin.replied()  # aio-only
+                        self._spin.replied()
                         fut.set_result(True)
             elif kind is SubscriptionError:
                 err = ev.error
@@ -1006,7 +1005,7 @@ class Client:
         fut = self._resp_map.pop(msg.subject[self._resp_prefix_len:], None)
         if fut is None or fut.done():
             return
-        self._spin.replied()  # aio-only
+        self._spin.replied()
         h = msg.headers
         if h is not None and h.status == "503" and not msg.data:
             fut.set_exception(NoRespondersError("no responders for request"))
@@ -1026,15 +1025,15 @@ class Client:
         try:
             if hdr is None and prims.IS_ASYNC:
                 self.publish(subject, data, prefix + token)  # one call into the outbox, which kicks
-                self._spin.arm()  # aio-only
+                self._spin.arm()
                 return token, fut
             self._append_raw(subject, prefix + token, hdr, data)
         except BaseException:
             self._resp_map.pop(token, None)
             raise
         self._writer.kick()  # aio-only
-        self._spin.arm()  # aio-only
         # sync-only: self._writer.send_soon()
+        self._spin.arm()
         return token, fut
 
     async def _wait_reply(self, subject: str, token: str, fut: Any, timeout: float) -> Msg:
@@ -1101,7 +1100,7 @@ class Client:
             core.outbox.buf += PING
             self._pongs.append(waiter)
         self._writer.flush_now(write_timeout)
-        self._spin.arm()  # aio-only
+        self._spin.arm()
 
     async def rtt(self) -> float:
         """Round-trip time to the server in seconds."""

@@ -289,6 +289,9 @@ class PrimsAPI(Protocol):
 
     def new_waiter(self) -> Any: ...
 
+    def waiter_maker(self) -> Callable[[], Any]:
+        """What makes a request's reply waiter (asyncio: bound to the running loop)."""
+
     def wait_future(self, fut: Any, timeout: float | None) -> Any: ...
 
     def Signal(self) -> WakeSignal: ...
