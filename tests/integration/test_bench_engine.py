@@ -10,23 +10,16 @@ import re
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
+from _cli import run  # tests/integration/_cli.py
 from rich.console import Console
 
 from jetwire.cli import _engine, _modes
 from jetwire.cli._render import render_plain, render_rich, write_csv
 from jetwire.cli._results import CompareReport, GroupResult, Latency, Measurement, ModeReport, WorkerResult
-from jetwire.cli.main import cli
 
 CPUS = sorted(os.sched_getaffinity(0))
 
 
-def run(*args: Any) -> Any:
-    try:
-        runner = CliRunner(mix_stderr=False)  # click < 8.2
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 def rich_text(rep: ModeReport | CompareReport) -> str:

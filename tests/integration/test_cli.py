@@ -18,12 +18,11 @@ from typing import Any
 
 import pytest
 import rich  # noqa: F401
-from click.testing import CliRunner
+from _cli import run  # tests/integration/_cli.py
 
 import jetwire
 from jetwire import _units
 from jetwire.cli import _stats
-from jetwire.cli.main import cli
 from jetwire.events import parse, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,13 +32,6 @@ def uid(prefix: str = "T") -> str:
     return f"{prefix}{uuid.uuid4().hex[:10].upper()}"
 
 
-def run(*args: Any, input: Any = None) -> Any:
-    """Invoke in-process; stdout and stderr kept apart."""
-    try:
-        runner = CliRunner(mix_stderr=False)  # click < 8.2
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
 
 
 def stderr_of(res: Any) -> str:

@@ -8,18 +8,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
+from _cli import run  # tests/integration/_cli.py
 
 import jetwire
-from jetwire.cli.main import cli
-
-
-def run(*args: Any) -> Any:
-    try:
-        runner = CliRunner(mix_stderr=False)  # click < 8.2
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 def test_backup_and_restore_one_and_all_streams(nats_server_factory: Any, tmp_path: Path) -> None:

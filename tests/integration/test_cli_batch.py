@@ -10,22 +10,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
+from _cli import run  # tests/integration/_cli.py
 
 import jetwire
-from jetwire.cli.main import cli
 
 
 def uid(prefix: str = "T") -> str:
     return f"{prefix}{uuid.uuid4().hex[:10].upper()}"
 
 
-def run(*args: Any, input: Any = None) -> Any:
-    try:
-        runner = CliRunner(mix_stderr=False)  # click < 8.2
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], input=input, catch_exceptions=False)
 
 
 def stderr_of(res: Any) -> str:

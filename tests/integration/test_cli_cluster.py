@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 import rich  # noqa: F401
-from click.testing import CliRunner
+from _cli import run  # tests/integration/_cli.py
 
 import jetwire
-from jetwire.cli.main import cli
 from jetwire.testing import NatsCluster
 
 ACCOUNTS = """
@@ -37,12 +36,6 @@ def cluster():
         c.stop()
 
 
-def run(*args: Any) -> Any:
-    try:
-        runner = CliRunner(mix_stderr=False)  # click < 8.2
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 def stderr_of(res: Any) -> str:

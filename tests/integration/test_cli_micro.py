@@ -3,21 +3,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
 
 import rich  # noqa: F401
-from click.testing import CliRunner
+from _cli import run  # tests/integration/_cli.py
 
 import jetwire
-from jetwire.cli.main import cli
-
-
-def run(*args: Any) -> Any:
-    try:
-        runner = CliRunner(mix_stderr=False)  # click < 8.2
-    except TypeError:
-        runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
 def test_micro_ls_info_stats(nats_url):

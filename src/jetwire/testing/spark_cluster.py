@@ -43,6 +43,27 @@ _live: set[SparkStandaloneCluster | SparkConnectServer] = set()
 _live_lock = threading.Lock()
 
 
+
+def _kill_group(p: subprocess.Popen[bytes]) -> None:
+    """SIGKILL ``p``'s process group (a JVM and what it started) and reap ``p``."""
+    if p.poll() is None:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        pass
+
+
+def _forget(owner: SparkStandaloneCluster | SparkConnectServer, tmpdir: str | None) -> None:
+    """``owner`` is stopped: no longer live, and its scratch folder removed."""
+    with _live_lock:
+        _live.discard(owner)
+    if tmpdir:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
 class SparkClusterError(RuntimeError):
     """The cluster did not start (or a process of it is missing)."""
 
@@ -243,20 +264,9 @@ class SparkStandaloneCluster:
         """Kill every JVM of the cluster (workers first, each with its executors)."""
         procs, self._procs = self._procs, []
         for p in reversed(procs):
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:  # pragma: no cover
-                pass
-        with _live_lock:
-            _live.discard(self)
+            _kill_group(p)
         tmp, self.tmpdir = self.tmpdir, None
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+        _forget(self, tmp)
 
     def __enter__(self) -> SparkStandaloneCluster:
         return self.start() if not self._procs else self
@@ -400,20 +410,9 @@ class SparkConnectServer:
         """Kill the server's process group (the JVM and its Python workers)."""
         p, self._proc = self._proc, None
         if p is not None:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:  # pragma: no cover
-                pass
-        with _live_lock:
-            _live.discard(self)
+            _kill_group(p)
         tmp, self.tmpdir = self.tmpdir, None
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+        _forget(self, tmp)
 
     def __enter__(self) -> SparkConnectServer:
         return self.start() if self._proc is None else self
