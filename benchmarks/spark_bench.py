@@ -154,6 +154,7 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--storage", default="file", choices=["file", "memory"])
     ap.add_argument("--read-modes", default="auto", help="jetwire readMode values to time (comma-separated)")
     ap.add_argument("--partitions", type=int, default=0, help="numPartitions for reads (0: the default planning)")
+    ap.add_argument("--fetch-batch", type=int, default=0, help="fetchBatch for jetwire reads (0: the default)")
     ap.add_argument("--skip", default="", help="comma-separated: read, write, natspy, null, raw")
     ap.add_argument("--server", default=None, help="use this NATS URL instead of an embedded server")
     args = ap.parse_args(argv)
@@ -177,7 +178,10 @@ def main(argv: Any = None) -> int:
         if "read" not in skip:
             _fill(url, "BENCH_R", n, args.size, args.storage)
             for mode in args.read_modes.split(","):
-                readers.append((f"read jetwire ({mode})", "jetstream", {"readMode": mode}))
+                opts = {"readMode": mode}
+                if args.fetch_batch:
+                    opts["fetchBatch"] = str(args.fetch_batch)
+                readers.append((f"read jetwire ({mode})", "jetstream", opts))
             if "natspy" not in skip:
                 readers.append(("read nats-py", "jetstream_natspy", {}))
             if "null" not in skip:

@@ -27,8 +27,10 @@ __all__ = [
     "OP_PONG",
     "PING",
     "PONG",
+    "AckCollector",
     "AckFuture",
     "AckMux",
+    "AckRows",
     "DirectCollector",
     "DirectRows",
     "Lock",
@@ -102,8 +104,10 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         OP_PONG,
         PING,
         PONG,
+        AckCollector,
         AckFuture,
         AckMux,
+        AckRows,
         DirectCollector,
         DirectRows,
         Lock,
@@ -149,6 +153,8 @@ else:
     ack_columns = _mod.ack_columns
     rfc3339_us = _mod.rfc3339_us
     DirectRows = _mod.DirectRows
+    AckRows = _mod.AckRows
+    AckCollector = _mod.AckCollector
     DirectCollector = _mod.DirectCollector
     validate_subject = _mod.validate_subject
     validate_filter = _mod.validate_filter

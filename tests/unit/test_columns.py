@@ -1,5 +1,5 @@
 """Messages to column buffers for bulk readers (``DirectRows`` filled by a
-``DirectCollector``, ``ack_columns``, ``rfc3339_us``), each run against both
+``DirectCollector``, ``AckRows`` filled by an ``AckCollector``, ``ack_columns``, ``rfc3339_us``), each run against both
 implementations."""
 from __future__ import annotations
 
@@ -187,3 +187,54 @@ def test_ack_columns_errors(impl, msg_cls):
     with pytest.raises(OverflowError):
         impl.ack_columns([msg_cls("a", b"", reply=f"$JS.ACK.S.C.1.{2**64}.1.{TS}.1")], 10)
 
+
+
+def status_msg(msg_cls, subject, status, description=""):
+    h = Headers()
+    h.status, h.description = status, description
+    return msg_cls(subject, b"", headers=h)
+
+
+def pull_collect(impl, msgs, hi=100, want=10, reply=REPLY):
+    """Feed ``msgs`` to an ``AckCollector`` whose target is a fresh ``AckRows``: (rows, events)."""
+    events = []
+    c = impl.AckCollector(events.append)
+    rows = impl.AckRows(reply, hi, want)
+    c.target = rows
+    for m in msgs:
+        c(m)
+    return rows, events
+
+
+def test_ack_collector_full_pull(impl, msg_cls):
+    msgs = [pulled(msg_cls, s, 100) for s in (1, 2, 3)]
+    rows, events = pull_collect(impl, msgs, want=3)
+    assert events == [None] and len(rows) == 3 and rows.last_seq == 3 and not rows.end and rows.delivered == 3
+    subjects, seqs, times, data, headers = rows.columns()
+    assert list(seqs) == [1, 2, 3] and list(times) == [(TS + s * 1000) // 1000 for s in (1, 2, 3)]
+    assert subjects == ["orders.new"] * 3 and data == [b"d"] * 3 and headers is None
+    rows, events = pull_collect(impl, msgs[:2], want=3)
+    assert events == [] and len(rows) == 2  # the pull is still open
+
+
+def test_ack_collector_ends_and_drops_the_rest(impl, msg_cls):
+    # no more pending: the rows end at once (no wait for the pull to expire); later ones are dropped
+    rows, events = pull_collect(impl, [pulled(msg_cls, 1, 1), pulled(msg_cls, 2, 0), pulled(msg_cls, 3, 0)])
+    assert events == [None] and rows.end and list(rows.columns()[1]) == [1, 2] and rows.delivered == 2
+    # the range end: hi - 1 is taken, a delivery at or past hi is not
+    rows, events = pull_collect(impl, [pulled(msg_cls, 5, 9), pulled(msg_cls, 6, 9)], hi=6)
+    assert events == [None] and rows.end and list(rows.columns()[1]) == [5]
+    rows, events = pull_collect(impl, [pulled(msg_cls, 8, 9)], hi=6)
+    assert events == [None] and rows.end and len(rows) == 0
+
+
+def test_ack_collector_statuses_and_errors(impl, msg_cls):
+    late = status_msg(msg_cls, "_INBOX.other", "408", "Request Timeout")
+    mine = status_msg(msg_cls, REPLY, "409", "Consumer Deleted")
+    rows, events = pull_collect(impl, [late, pulled(msg_cls, 1, 5), mine])
+    assert events == [mine] and len(rows) == 1  # a status on another subject (an old pull) is dropped
+    rows, events = pull_collect(impl, [msg_cls("a", b"x", reply="_INBOX.not.an.ack"), pulled(msg_cls, 1, 5)])
+    assert events == [None] and isinstance(rows.error, NotJSMessageError) and len(rows) == 0
+    c = impl.AckCollector(events.append)
+    c(pulled(msg_cls, 1, 5))  # no target: dropped
+    assert events == [None]

@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Messages to column values for bulk readers (pure twin, with the rules:
 ``jetwire.protocol._pure.columns``): ``DirectRows`` filled by a ``DirectCollector`` for
-batched direct get replies, ``ack_columns`` for pull-consumer messages. Sequences and times are filled into
+batched direct get replies, ``AckRows`` (filled by an ``AckCollector``, or by
+``ack_columns``) for pull-consumer messages. Sequences and times are filled into
 ``array('q')`` buffers in C, with no Python int per row; the direct-get headers are
 read straight from the decoded header dict and the RFC 3339 time parsed in C."""
 include "common.pxi"
@@ -139,18 +140,51 @@ cdef inline object _first(dict d, object key):
     return (<list>values)[0]
 
 
-def ack_columns(msgs, long long hi):
-    """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
-    stream sequence ``hi`` (see the pure twin)."""
-    cdef list subjects = [], data = []
-    cdef object headers = None, m, reply, h, subject, payload
-    cdef array.array seqs = array.clone(_QTEMPLATE, 0, False)
-    cdef array.array times = array.clone(_QTEMPLATE, 0, False)
-    cdef long long nums[5]
-    cdef long long sseq
-    cdef Py_ssize_t i = 0, cap = 0
-    cdef bint end = False
-    for m in msgs:
+cdef class AckRows:
+    """The rows of pull-consumer messages below stream sequence ``hi``, taken one by one
+    (by ``ack_columns`` or, as they arrive, by an ``AckCollector``; see the pure twin)."""
+
+    cdef public object reply
+    cdef public object error
+    cdef readonly long long hi
+    cdef readonly Py_ssize_t want
+    cdef readonly Py_ssize_t delivered
+    cdef readonly bint end
+    cdef list _subjects, _data
+    cdef object _headers
+    cdef array.array _seqs, _times
+    cdef Py_ssize_t _n, _cap
+
+    def __init__(self, reply, long long hi, Py_ssize_t want=0):
+        self.reply = reply
+        self.error = None
+        self.hi = hi
+        self.want = want
+        self.delivered = 0
+        self.end = False
+        self._subjects = []
+        self._data = []
+        self._headers = None
+        self._seqs = array.clone(_QTEMPLATE, 0, False)
+        self._times = array.clone(_QTEMPLATE, 0, False)
+        self._n = 0
+        self._cap = 0
+
+    def __len__(self):
+        return self._n
+
+    @property
+    def last_seq(self):
+        """The sequence of the last row (0 when there is none)."""
+        return self._seqs.data.as_longlongs[self._n - 1] if self._n else 0
+
+    cdef bint _add(self, object m) except -1:
+        """Take ``m``; True when nothing more is to be taken (``end``)."""
+        cdef object reply, h, subject, payload
+        cdef long long nums[5]
+        cdef long long sseq
+        cdef Py_ssize_t i = self._n
+        self.delivered += 1
         if isinstance(m, MsgBase):
             reply = (<MsgBase>m).c_reply
         else:
@@ -159,9 +193,9 @@ def ack_columns(msgs, long long hi):
             raise NotJSMessageError("message has no JetStream ack subject")
         ack_numbers(reply, nums)
         sseq = nums[1]
-        if sseq >= hi:
-            end = True
-            break
+        if sseq >= self.hi:
+            self.end = True
+            return True
         if isinstance(m, MsgBase):
             subject = (<MsgBase>m).c_subject
             payload = (<MsgBase>m).c_data
@@ -170,27 +204,78 @@ def ack_columns(msgs, long long hi):
             subject = m.subject
             payload = m.data
             h = m.headers
-        if i == cap:
-            cap = cap * 2 if cap else 1024
-            array.resize(seqs, cap)
-            array.resize(times, cap)
-        seqs.data.as_longlongs[i] = sseq
-        times.data.as_longlongs[i] = nums[3] // 1000
-        PyList_Append(subjects, subject)
-        PyList_Append(data, payload)
+        if i == self._cap:
+            self._cap = self._cap * 2 if self._cap else 1024
+            array.resize(self._seqs, self._cap)
+            array.resize(self._times, self._cap)
+        self._seqs.data.as_longlongs[i] = sseq
+        self._times.data.as_longlongs[i] = nums[3] // 1000
+        PyList_Append(self._subjects, subject)
+        PyList_Append(self._data, payload)
         if h is not None and len(h):
-            if headers is None:
-                headers = [None] * i
-            PyList_Append(headers, [(k, list(v)) for k, v in h._d.items()])
-        elif headers is not None:
-            PyList_Append(headers, None)
-        i += 1
-        if nums[4] == 0 or sseq + 1 >= hi:
-            end = True
+            if self._headers is None:
+                self._headers = [None] * i
+            PyList_Append(self._headers, [(k, list(v)) for k, v in h._d.items()])
+        elif self._headers is not None:
+            PyList_Append(self._headers, None)
+        self._n = i + 1
+        if nums[4] == 0 or sseq + 1 >= self.hi:
+            self.end = True
+        return self.end
+
+    def add(self, m):
+        """Take ``m`` (raises what a bad ack subject raises); True when ``end``."""
+        return self._add(m)
+
+    def columns(self):
+        """``(subjects, seqs, times_us, data, headers)`` (see the pure twin)."""
+        array.resize(self._seqs, self._n)
+        array.resize(self._times, self._n)
+        self._cap = self._n
+        return self._subjects, self._seqs, self._times, self._data, self._headers
+
+
+def ack_columns(msgs, long long hi):
+    """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
+    stream sequence ``hi`` (see the pure twin)."""
+    cdef AckRows rows = AckRows(None, hi)
+    for m in msgs:
+        if rows._add(m):
             break
-    array.resize(seqs, i)
-    array.resize(times, i)
-    return subjects, seqs, times, data, headers, end
+    return rows.columns() + (rows.end,)
+
+
+cdef class AckCollector:
+    """The direct handler of a pull's reply subscription (see the pure twin)."""
+
+    cdef public object target
+    cdef public object on_event
+
+    def __init__(self, on_event):
+        self.target = None
+        self.on_event = on_event
+
+    def __call__(self, m):
+        cdef object t = self.target, h
+        cdef AckRows rows
+        cdef bint done
+        if t is None:
+            return
+        rows = <AckRows?>t
+        h = (<MsgBase>m).c_headers if isinstance(m, MsgBase) else m.headers
+        if h is not None and h.status is not None and not ((<MsgBase>m).c_data if isinstance(m, MsgBase) else m.data):
+            if ((<MsgBase>m).c_subject if isinstance(m, MsgBase) else m.subject) == rows.reply:
+                self.on_event(m)
+            return
+        if rows.end or rows.error is not None:
+            return
+        try:
+            done = rows._add(m)
+        except Exception as exc:
+            rows.error = exc
+            done = True
+        if done or rows.delivered >= rows.want:
+            self.on_event(None)
 
 
 cdef class DirectRows:

@@ -8,7 +8,7 @@ them on the hot path). Their pure-Python twins are the modules of
 ``jetwire.protocol._pure``; ``jetwire._impl`` selects one side as a whole (importing
 this package fails when any of the extensions is not built)."""
 from .ackmux import AckFuture, AckMux
-from .columns import DirectCollector, DirectRows, ack_columns, rfc3339_us
+from .columns import AckCollector, AckRows, DirectCollector, DirectRows, ack_columns, rfc3339_us
 from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_unsub, validate_filter, validate_subject
 from .headers import decode_headers, encode_headers
 from .lock import Lock, WriteLock
@@ -28,8 +28,10 @@ __all__ = [
     "OP_PONG",
     "PING",
     "PONG",
+    "AckCollector",
     "AckFuture",
     "AckMux",
+    "AckRows",
     "DirectCollector",
     "DirectRows",
     "Lock",

@@ -15,7 +15,8 @@ from .headers import Headers
 # every name of the implementations (listed once, in ``_pure.__all__``) but the
 # connection-core pieces, which stay internal (``jetwire._impl``)
 _CORE_NAMES = {"Outbox", "DONE", "SubState", "Router", "AckMux", "AckFuture", "Lock", "WriteLock",
-               "ack_columns", "rfc3339_us", "DirectRows", "DirectCollector"}
+               "ack_columns", "rfc3339_us", "DirectRows", "DirectCollector",
+               "AckRows", "AckCollector"}
 _IMPL_NAMES = (frozenset(_pure.__all__) - _CORE_NAMES) | {"speedups_enabled", "implementations"}
 
 # Headers and every name of _IMPL_NAMES (a test compares them)

@@ -12,12 +12,14 @@ Two ways of reading a half-open range ``[lo, hi)`` of stream sequences:
 * **consumer** -- a short-lived ephemeral pull consumer (ack none, memory storage,
   one replica) starting at ``lo``, deleted in ``finally``; its ack subjects carry the
   stream sequence, the time in nanoseconds and the number of matching messages still
-  pending, which ends the range without waiting for a fetch to expire.
+  pending, which ends the range without waiting for a pull to expire. ``auto`` reads
+  this way (cheaper per message than direct get, on the client and on the server).
 
 Both keep one request in flight ahead of the consumer of the data: the reader thread
-of the connection collects the replies of a request (a direct handler on a private
-inbox, no queue and no per-message wake-up) and, when the request completes, sends the
-next one at once, so the server prepares batch *k+1* while batch *k* is turned into an
+of the connection turns the replies of a request into column values as they arrive (a
+compiled direct handler on a private inbox: ``DirectCollector`` / ``AckCollector``, no
+queue, no message kept, no per-message wake-up or Python call) and, when the request
+completes, sends the next one at once, so the server prepares batch *k+1* while batch *k* is turned into an
 Arrow record batch.
 """
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ..errors import (
     StreamNotFoundError,
     TimeoutError,
 )
+from ..jetstream.pull import pull_request, status_error
 from ._arrow import TS_TYPE, BatchBuilder
 from ._options import OptionError, connect_kwargs, jetstream_kwargs, parse_time
 
@@ -168,8 +171,10 @@ def stream_state(nc: Any, js: Any, stream: str) -> StreamState:
 
 
 def resolve_mode(requested: str, state: StreamState) -> str:
-    """``direct`` or ``consumer`` for ``readMode`` (auto: direct when the stream allows it
-    and the server has batched direct get, 2.11+)."""
+    """``direct`` or ``consumer`` for ``readMode``. ``auto`` reads with consumers: a pull
+    delivery carries its metadata in the ack subject (a direct-get reply carries six
+    headers to format on the server and decode on the client), so consumers cost less on
+    both sides (see docs/guide/spark.md, *Performance*)."""
     batch_ok = _version_tuple(state.server_version) >= (2, 11)
     if requested == "consumer":
         return "consumer"
@@ -181,7 +186,7 @@ def resolve_mode(requested: str, state: StreamState) -> str:
             raise OptionError(f"batched direct get needs nats-server 2.11 or later (server is "
                               f"{state.server_version}); use readMode 'consumer' or 'auto'")
         return "direct"
-    return "direct" if (state.allow_direct and batch_ok) else "consumer"
+    return "consumer"
 
 
 def time_to_seq(nc: Any, js: Any, state: StreamState, when: Any) -> int:
@@ -431,6 +436,60 @@ class _DirectPump(_Pump):
         self._complete(f)
 
 
+class _PullPump(_Pump):
+    """Pulls of a consumer (``$JS.API.CONSUMER.MSG.NEXT``) whose deliveries become column
+    values as they arrive, in compiled code (``AckCollector`` filling each fetch's
+    ``AckRows`` from the ack subjects): no message is kept and nothing per message runs in
+    Python. A pull is complete when it delivered its batch, when the range or the stream
+    is exhausted (a delivery past ``hi``, at ``hi - 1``, or with nothing more pending:
+    no wait for the pull to expire), or with a status (``408``: expired)."""
+
+    def __init__(self, nc: Any, api_prefix: str, stream: str, consumer: str, lo: int, hi: int, batch: int,
+                 timeout: float) -> None:
+        self.next_subject = f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
+        self.where = f"consumer {consumer!r} of stream {stream!r}"
+        self._collector = _impl.AckCollector(self._on_event)
+        super().__init__(nc, lo, hi, batch, timeout)
+
+    def _handler(self) -> Any:
+        return self._collector
+
+    def _started(self, f: _Fetch | None) -> None:
+        if f is not None:
+            f.rows = _impl.AckRows(f.reply, self.hi, max(1, min(self.batch, self.hi - self.next_seq)))
+            self._collector.target = f.rows
+        else:
+            self._collector.target = None
+
+    def _request(self, f: _Fetch) -> tuple[str, bytes]:
+        return self.next_subject, pull_request(f.rows.want, self.timeout)
+
+    def _on_event(self, m: Any) -> None:
+        """The pull in flight ended (``m`` None) or got a status reply ``m``."""
+        f = self._cur
+        if f is None:
+            return
+        rows = f.rows
+        if m is not None:
+            h = m.headers
+            if h.status == "100":
+                return  # (a heartbeat: none is asked for)
+            if h.status not in ("404", "408"):
+                f.error = status_error(h.status, h.description, self.where) or APIError(
+                    code=int(h.status) if h.status.isdigit() else None, err_code=None,
+                    description=f"pull of {self.where}: {h.status} {h.description or ''}".rstrip())
+            elif not len(rows) and not rows.end:
+                f.error = TimeoutError(f"consumer delivered nothing within fetchTimeout={self.timeout}s "
+                                       "although messages are pending")
+        if rows.error is not None:
+            f.error = rows.error
+        elif rows.end:
+            f.end = True
+        elif len(rows):
+            self.next_seq = rows.last_seq + 1
+        self._complete(f)
+
+
 # --------------------------------------------------------------------------- to Arrow
 # The per-message work is in compiled code (jetwire._impl: ``DirectCollector`` turns each
 # direct-get reply into a row of ``DirectRows`` on the reader thread as it arrives,
@@ -459,6 +518,15 @@ def _direct_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> pa.RecordBatc
     seq_arr = _int64(seqs, n)
     batch = builder.build(subjects, seq_arr, ts, data, headers)
     return _trim(batch, seq_arr, hi)
+
+
+def _pull_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> pa.RecordBatch | None:
+    rows = f.rows
+    if rows is None or not len(rows):
+        return None
+    subjects, seqs, times, data, headers = rows.columns()
+    n = len(subjects)
+    return builder.build(subjects, _int64(seqs, n), _int64(times, n, TS_TYPE), data, headers)
 
 
 def _trim(batch: pa.RecordBatch, seqs: pa.Array, hi: int) -> pa.RecordBatch | None:
@@ -528,37 +596,16 @@ def _read_consumer(nc: Any, js: Any, stream: str, part: RangePartition, subject:
     try:
         if int(cons.cached_info().num_pending or 0) == 0:
             return
-        yield from _pulled(cons, part.hi, batch, timeout, builder)
+        pump = _PullPump(nc, js.api_prefix, stream, name, part.lo, part.hi, batch, timeout)
+        try:
+            yield from _pumped(pump, _pull_to_batch, builder, part.hi)
+        finally:
+            pump.close()
     finally:
         try:
             js.delete_consumer(stream, name)
         except Exception:
             pass  # ephemeral: the server removes it after inactive_threshold anyway
-
-
-def _pulled(cons: Any, hi: int, batch: int, timeout: float, builder: BatchBuilder) -> Iterator[pa.RecordBatch]:
-    """Record batches of ``cons`` up to stream sequence ``hi``, through the consumer's own
-    ``fetch`` (jetwire's one pull implementation). The next pull is sent before a batch
-    is converted, so the server prepares it meanwhile."""
-    ack_columns = _impl.ack_columns
-    pending = cons.fetch(batch, max_wait=timeout)
-    while True:
-        subjects, seqs, times, data, headers, end = ack_columns(pending, hi)
-        if pending.error is not None:
-            raise pending.error
-        if not subjects and not end:
-            raise TimeoutError(f"consumer delivered nothing within fetchTimeout={timeout}s "
-                               "although messages are pending")
-        nxt = None if end else cons.fetch(batch, max_wait=timeout)
-        n = len(subjects)
-        if n:
-            seq_arr = _int64(seqs, n)
-            rb = _trim(builder.build(subjects, seq_arr, _int64(times, n, TS_TYPE), data, headers), seq_arr, hi)
-            if rb is not None and rb.num_rows:
-                yield rb
-        if nxt is None:
-            return
-        pending = nxt
 
 
 def direct_get_batch(nc: Any, stream: str, seq: int, batch: int, subject: str | None = None,

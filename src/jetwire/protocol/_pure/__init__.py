@@ -30,7 +30,7 @@ blocking flavour); the asyncio flavour sets none. See ``lock.py``.
 from __future__ import annotations
 
 from .ackmux import AckFuture, AckMux
-from .columns import DirectCollector, DirectRows, ack_columns, rfc3339_us
+from .columns import AckCollector, AckRows, DirectCollector, DirectRows, ack_columns, rfc3339_us
 from .common import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG
 from .encoder import (
     DONE,
@@ -61,8 +61,10 @@ __all__ = [
     "OP_PONG",
     "PING",
     "PONG",
+    "AckCollector",
     "AckFuture",
     "AckMux",
+    "AckRows",
     "DirectCollector",
     "DirectRows",
     "Lock",

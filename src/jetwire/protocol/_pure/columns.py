@@ -5,10 +5,11 @@
   carry the message's subject, sequence and time (``Nats-Subject``, ``Nats-Sequence``,
   ``Nats-Time-Stamp``, RFC 3339 with up to 9 fractional digits), turned into rows as
   they arrive.
-* ``ack_columns(msgs, hi)``: messages of a pull consumer, whose ack subjects carry the
-  stream sequence, the time in nanoseconds and the pending count; it takes messages
-  (from any iterable, e.g. a fetch still arriving) until one at or past stream sequence
-  ``hi``, one with no more pending, or the one at ``hi - 1``.
+* ``AckRows`` / ``AckCollector`` and ``ack_columns(msgs, hi)``: messages of a pull
+  consumer, whose ack subjects carry the stream sequence, the time in nanoseconds and
+  the pending count; rows are taken (as they arrive, on the reader thread, or from any
+  iterable) until one at or past stream sequence ``hi``, one with no more pending, or
+  the one at ``hi - 1``.
 
 Sequences and times come back as ``array('q')`` (times in microseconds since the epoch,
 floored): Arrow wraps them without a Python int per row. A time that is not the RFC 3339
@@ -24,7 +25,7 @@ from typing import Any
 from ...errors import NotJSMessageError
 from .metadata import parse_metadata_fields
 
-__all__ = ["DIRECT_KEYS", "DirectCollector", "DirectRows", "ack_columns", "rfc3339_us"]
+__all__ = ["DIRECT_KEYS", "AckCollector", "AckRows", "DirectCollector", "DirectRows", "ack_columns", "rfc3339_us"]
 
 K_SUBJECT = "Nats-Subject"
 K_SEQ = "Nats-Sequence"
@@ -101,18 +102,42 @@ def _seq(s: str) -> int:
     raise ValueError(f"invalid {K_SEQ} header {s!r} in a direct get reply")
 
 
-def ack_columns(msgs: Iterable[Any], hi: int) -> tuple[list[str], array[int], array[int], list[bytes],
-                                                       list[Any] | None, bool]:
-    """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
-    stream sequence ``hi`` (see the module docstring); ``end``: nothing more to read. A
-    reply that is not an ack subject raises ``NotJSMessageError``."""
-    subjects: list[str] = []
-    seqs = array("q")
-    times = array("q")
-    data: list[bytes] = []
-    headers: list[Any] | None = None
-    end = False
-    for m in msgs:
+class AckRows:
+    """The rows of pull-consumer messages below stream sequence ``hi``, taken one by one
+    with ``add(m)`` (by ``ack_columns``, or on the reader thread by an ``AckCollector``):
+    a message at or past ``hi`` is not taken and ends the rows; the one at ``hi - 1`` or
+    one with no more pending is taken and ends them (``end``; ``add`` then returns True).
+    ``delivered`` counts the messages offered, ``want`` is the pull's batch size (0: none).
+    ``columns()`` gives ``(subjects, seqs, times_us, data, headers)``; ``headers`` is None
+    when no message has headers, else one entry per row: None or a list of
+    ``(name, [values])``. A reply that is not an ack subject raises ``NotJSMessageError``."""
+
+    __slots__ = ("_data", "_headers", "_seqs", "_subjects", "_times", "delivered", "end", "error", "hi",
+                 "reply", "want")
+
+    def __init__(self, reply: str | None, hi: int, want: int = 0) -> None:
+        self.reply = reply
+        self.error: BaseException | None = None
+        self.hi = hi
+        self.want = want
+        self.delivered = 0
+        self.end = False
+        self._subjects: list[str] = []
+        self._seqs = array("q")
+        self._times = array("q")
+        self._data: list[bytes] = []
+        self._headers: list[Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self._subjects)
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence of the last row (0 when there is none)."""
+        return self._seqs[-1] if self._seqs else 0
+
+    def add(self, m: Any) -> bool:
+        self.delivered += 1
         reply = m.reply
         if not reply:
             raise NotJSMessageError("message has no JetStream ack subject")
@@ -120,25 +145,75 @@ def ack_columns(msgs: Iterable[Any], hi: int) -> tuple[list[str], array[int], ar
         if max(f[4:9]) > _INT64_MAX:
             raise OverflowError("ack subject number out of range")
         sseq = f[5]
-        if sseq >= hi:
-            end = True
-            break
-        i = len(subjects)
-        subjects.append(m.subject)
-        seqs.append(sseq)
-        times.append(f[7] // 1000)
-        data.append(m.data)
+        if sseq >= self.hi:
+            self.end = True
+            return True
+        i = len(self._subjects)
+        self._subjects.append(m.subject)
+        self._seqs.append(sseq)
+        self._times.append(f[7] // 1000)
+        self._data.append(m.data)
         h = m.headers
+        headers = self._headers
         if h is not None and len(h):
             if headers is None:
-                headers = [None] * i
+                headers = self._headers = [None] * i
             headers.append([(k, list(v)) for k, v in h._d.items()])
         elif headers is not None:
             headers.append(None)
-        if f[8] == 0 or sseq + 1 >= hi:
-            end = True
+        if f[8] == 0 or sseq + 1 >= self.hi:
+            self.end = True
+        return self.end
+
+    def columns(self) -> tuple[list[str], array[int], array[int], list[bytes], list[Any] | None]:
+        """``(subjects, seqs, times_us, data, headers)``."""
+        return self._subjects, self._seqs, self._times, self._data, self._headers
+
+
+def ack_columns(msgs: Iterable[Any], hi: int) -> tuple[list[str], array[int], array[int], list[bytes],
+                                                       list[Any] | None, bool]:
+    """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
+    stream sequence ``hi`` (see the module docstring and ``AckRows``); ``end``: nothing
+    more to read."""
+    rows = AckRows(None, hi)
+    for m in msgs:
+        if rows.add(m):
             break
-    return subjects, seqs, times, data, headers, end
+    return (*rows.columns(), rows.end)
+
+
+class AckCollector:
+    """The direct handler of a pull's reply subscription: a status reply (``408``, ``409``,
+    ``503``, ...) on ``target.reply`` goes to ``on_event(msg)`` (one on another subject, a
+    late status, is dropped); a delivered message becomes a row of ``target`` (an
+    ``AckRows``), and ``on_event(None)`` runs once the rows end, fail (``target.error``:
+    what ``add`` raised) or hold the pull's ``want`` messages. Messages after that, or
+    with no ``target``, are dropped."""
+
+    __slots__ = ("on_event", "target")
+
+    def __init__(self, on_event: Any) -> None:
+        self.target: AckRows | None = None
+        self.on_event = on_event
+
+    def __call__(self, m: Any) -> None:
+        t = self.target
+        if t is None:
+            return
+        h = m.headers
+        if h is not None and h.status is not None and not m.data:
+            if m.subject == t.reply:
+                self.on_event(m)
+            return
+        if t.end or t.error is not None:
+            return
+        try:
+            done = t.add(m)
+        except Exception as exc:
+            t.error = exc
+            done = True
+        if done or t.delivered >= t.want:
+            self.on_event(None)
 
 
 class DirectRows:
