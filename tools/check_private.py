@@ -24,16 +24,9 @@ SKIP = re.compile(r"/(_sync|_c)/|interface_sync\.py$|rows_sync\.py$|workers_sync
 
 # (file relative to the package's parent, attribute): why it stays
 ALLOWED: dict[tuple[str, str], str] = {
-    # the message asks its own client for the double ack (Msg's _client is bound by the
-    # compiled twin; the client's method is not part of the public API)
-    ("jetwire/msg.py", "_js_double_ack"): "Msg.ack_sync -> its client's double ack",
-    # the compiled Msg twin's ack flag (a slot of MsgBase, no public name in either twin)
-    ("jetwire/aio/push.py", "_ackd"): "auto-ack skips a message the callback acknowledged",
     # the pure twins set the slots the compiled code sets (headers._make, columns)
     ("jetwire/protocol/_pure/headers.py", "_d"): "the pure twin of the compiled header decoder",
     ("jetwire/protocol/_pure/columns.py", "_d"): "the pure twin of the compiled column readers",
-    # the router's SubState (compiled twin) drops what a closed subscription holds
-    ("jetwire/connection/core.py", "_discard"): "SubState._discard, the router's queue",
 }
 
 

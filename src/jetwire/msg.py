@@ -46,7 +46,7 @@ class Msg(_impl.MsgBase):
         """Acknowledge and wait for the server to confirm (double ack)."""
         reply = self._ack_subject()  # checked: bound, not acked yet, a JetStream message
         client: Any = self._client
-        return client._js_double_ack(self, reply, _ACK, timeout)
+        return client.link.double_ack(self, reply, _ACK, timeout)
 
     double_ack = ack_sync
 

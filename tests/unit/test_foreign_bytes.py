@@ -260,7 +260,7 @@ def test_a_subscription_queue_shared_by_reader_and_consumer(impl, msg_cls):
     assert got == [b"%d" % i for i in range(n)]
     assert sub._pending_bytes == 0 and not sub._pending and not sub._lock.locked()
     router.feed(b"".join(frames[:5]))
-    sub._discard()
+    sub.discard_pending()
     assert sub._pending_bytes == 0 and not sub._pending
 
 

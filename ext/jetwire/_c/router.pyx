@@ -24,7 +24,7 @@ cdef class SubState:
 
     Threads: ``_lock`` (None in the asyncio flavour) guards ``_pending`` and
     ``_pending_bytes``, which the reader (``Router``) and the consumer (``_next``,
-    ``_deliver``, ``_discard``) both change; a ``jetwire._c.lock.Lock`` is taken
+    ``_deliver``, ``discard_pending``) both change; a ``jetwire._c.lock.Lock`` is taken
     from C, any other lock through its ``acquire``/``release``. The other fields are
     written by one thread each (``_slow`` is a hint both may flip).
 
@@ -71,7 +71,7 @@ cdef class SubState:
             if r is not None and _isawaitable(r):
                 return r
 
-    def _discard(self):
+    def discard_pending(self):
         """Drop every pending message (``_pending`` emptied, ``_pending_bytes`` 0)."""
         cdef object lock = self._lock
         if lock is not None:

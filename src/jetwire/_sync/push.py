@@ -22,6 +22,7 @@ from ..errors import (
     ConnectionClosedError,
     ConsumerNotFoundError,
     JetStreamError,
+    MsgAlreadyAckedError,
     NatsError,
     SubscriptionClosedError,
 )
@@ -218,8 +219,11 @@ class PushSubscription(PushCore, MsgIteration):
                     return
                 try:
                     r = cb(msg)  # type: ignore[misc]
-                    if self._auto_ack and not msg._ackd:
-                        msg.ack()
+                    if self._auto_ack:
+                        try:
+                            msg.ack()
+                        except MsgAlreadyAckedError:
+                            pass  # the callback acknowledged it itself
                 except Exception as exc:  # a failing callback must not stop delivery
                     self._link.report_error(exc)
         finally:

@@ -206,11 +206,11 @@ class Subscription(SubscriptionBase, MsgIteration):
         if not self._slow and self._status == SUB_SLOW:
             self._set_status("active")
 
-    def _discard(self) -> None:
+    def discard_pending(self) -> None:
         """Drop the pending messages; barrier marks stay queued (the runner reaches them
         once a callback still running returns)."""
         marks = [m for m in self._pending if m.__class__ is _BarrierMark] if self._cb is not None else None  # type: ignore[comparison-overlap]
-        SubscriptionBase._discard(self)
+        SubscriptionBase.discard_pending(self)
         if marks:
             self._pending.extend(marks)
             self._signal.set()
@@ -1409,6 +1409,9 @@ class Link:
 
     def try_publish_frames(self, frames: Any, count: int, payload_bytes: int) -> bool:
         return self._nc._try_append_frames(frames, count, payload_bytes)
+
+    def double_ack(self, msg: Msg, reply: str, payload: bytes, timeout: float | None) -> Any:
+        return self._nc._js_double_ack(msg, reply, payload, timeout)
 
     def request_nowait(self, subject: str, payload: bytes = b"") -> bool:
         nc = self._nc

@@ -21,6 +21,7 @@ from ..errors import (
     ConnectionClosedError,
     ConsumerNotFoundError,
     JetStreamError,
+    MsgAlreadyAckedError,
     NatsError,
     SubscriptionClosedError,
 )
@@ -219,8 +220,11 @@ class PushSubscription(PushCore, MsgIteration):
                     r = cb(msg)  # type: ignore[misc]
                     if r is not None and _isawaitable(r):  # aio-only
                         await r  # aio-only
-                    if self._auto_ack and not msg._ackd:
-                        await msg.ack()
+                    if self._auto_ack:
+                        try:
+                            await msg.ack()
+                        except MsgAlreadyAckedError:
+                            pass  # the callback acknowledged it itself
                 except Exception as exc:  # a failing callback must not stop delivery
                     self._link.report_error(exc)
         finally:

@@ -343,7 +343,7 @@ class ConnectionCore:
         if sub._closed:
             return False
         if discard:
-            sub._discard()
+            sub.discard_pending()
         sub._mark_closed()
         return True
 

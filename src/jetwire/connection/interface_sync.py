@@ -124,6 +124,11 @@ class Link(Protocol):
         """Send a request whose answer nobody waits for (e.g. delete a consumer on the
         way out). Only while connected; never blocks."""
 
+    def double_ack(self, msg: Msg, reply: str, payload: bytes, timeout: float | None) -> Any:
+        """``msg.ack_sync()``: ``payload`` goes to ``reply`` (the message's checked ack
+        subject) at call time; the result (aio: an awaitable) waits for the server's
+        confirmation, then marks ``msg`` acknowledged."""
+
     def send_now(self) -> None:
         """Hand what is queued to the socket now rather than at the end of the turn."""
 

@@ -24,7 +24,7 @@ class SubState:
 
     Threads: ``_lock`` (None in the asyncio flavour) guards ``_pending`` and
     ``_pending_bytes``, which the reader (``Router``) and the consumer (``_next``,
-    ``_deliver``, ``_discard``) both change. The other fields are written by one thread
+    ``_deliver``, ``discard_pending``) both change. The other fields are written by one thread
     each (``_slow`` is a hint both may flip).
 
     Queued messages are not bound yet (in the compiled module they stay untracked by
@@ -104,7 +104,7 @@ class SubState:
             if r is not None and _isawaitable(r):
                 return r
 
-    def _discard(self) -> None:
+    def discard_pending(self) -> None:
         """Drop every pending message (``_pending`` emptied, ``_pending_bytes`` 0)."""
         lock = self._lock
         if lock is None:
