@@ -9,7 +9,7 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
-from tests.aio._helpers import Seqs, fill, new_stream
+from tests.aio._helpers import Errors, Seqs, fill, new_stream
 
 
 async def no_ack_pending(sub, timeout: float = 5.0) -> None:
@@ -42,6 +42,34 @@ async def test_push_callback_auto_acks(nats_url):
         await sub.unsubscribe()
         with pytest.raises(jetwire.ConsumerNotFoundError):  # the ephemeral consumer is deleted
             await js.consumer_info(stream, name)
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_auto_ack_leaves_a_message_the_callback_acknowledged(nats_url):
+    """With auto-ack on, a callback may acknowledge a message itself (here every second
+    one, with ``term``, which auto-ack could not have sent): nothing is sent twice, no
+    error reaches ``error_cb``, and every message ends acknowledged."""
+    errors = Errors()
+    nc = await jetwire.connect(nats_url, error_cb=errors)
+    js, stream = await new_stream(nc, 20)
+    try:
+        rec = Seqs()
+        done = rec.at(20)
+
+        async def cb(msg):
+            if msg.metadata.sequence.stream % 2 == 0:
+                await msg.term()
+            rec(msg)
+
+        sub = await js.subscribe(f"{stream}.>", cb=cb)
+        assert await done.wait(10)
+        await no_ack_pending(sub)
+        info = await sub.consumer_info()
+        assert info.num_ack_pending == 0 and info.num_redelivered == 0
+        assert errors.errors == []
+        await sub.unsubscribe()
     finally:
         await js.delete_stream(stream)
         await nc.close()

@@ -10,7 +10,7 @@ import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
-from tests.sync._helpers import Seqs, fill, new_stream
+from tests.sync._helpers import Errors, Seqs, fill, new_stream
 
 
 def no_ack_pending(sub, timeout: float = 5.0) -> None:
@@ -43,6 +43,34 @@ def test_push_callback_auto_acks(nats_url):
         sub.unsubscribe()
         with pytest.raises(jetwire.ConsumerNotFoundError):  # the ephemeral consumer is deleted
             js.consumer_info(stream, name)
+    finally:
+        js.delete_stream(stream)
+        nc.close()
+
+
+def test_auto_ack_leaves_a_message_the_callback_acknowledged(nats_url):
+    """With auto-ack on, a callback may acknowledge a message itself (here every second
+    one, with ``term``, which auto-ack could not have sent): nothing is sent twice, no
+    error reaches ``error_cb``, and every message ends acknowledged."""
+    errors = Errors()
+    nc = jetwire.connect(nats_url, error_cb=errors)
+    js, stream = new_stream(nc, 20)
+    try:
+        rec = Seqs()
+        done = rec.at(20)
+
+        def cb(msg):
+            if msg.metadata.sequence.stream % 2 == 0:
+                msg.term()
+            rec(msg)
+
+        sub = js.subscribe(f"{stream}.>", cb=cb)
+        assert done.wait(10)
+        no_ack_pending(sub)
+        info = sub.consumer_info()
+        assert info.num_ack_pending == 0 and info.num_redelivered == 0
+        assert errors.errors == []
+        sub.unsubscribe()
     finally:
         js.delete_stream(stream)
         nc.close()
