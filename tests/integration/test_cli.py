@@ -348,7 +348,7 @@ def test_reply_answers_requests_from_a_template_or_echo(nats_url: str) -> None:
         out, _ = p.communicate(timeout=20)
         assert p.returncode == 0 and out.count("Answered a request") == 2
         q.send_signal(signal.SIGINT)  # Ctrl-C: says what was done, exits 130 as every command does
-        _, err = q.communicate(timeout=20)
+        _, err = q.communicate(timeout=60)
         assert q.returncode == 130 and "interrupted: 1 answered" in err and "Traceback" not in err
     finally:
         for proc in (p, q):
@@ -366,7 +366,7 @@ def test_ctrl_c_exits_130_with_what_was_done(nats_url: str) -> None:
         try:
             _wait_line(p.stderr, ready)
             p.send_signal(signal.SIGINT)
-            _, err = p.communicate(timeout=20)
+            _, err = p.communicate(timeout=60)
         finally:
             if p.poll() is None:
                 p.kill()

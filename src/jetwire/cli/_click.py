@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -211,13 +212,26 @@ def connected(conn: ConnSettings, **extra: Any) -> Iterator[Client]:
     kw.setdefault("connect_timeout", 5.0)
     kw.update(extra)
     nc = jetwire.connect(server_url(conn.get("server")), **kw)
+    stopped = False
     try:
         yield nc
+    except KeyboardInterrupt:
+        stopped = True
+        raise
     finally:
-        try:
-            nc.close()
-        except Exception:
-            pass
+        if stopped:  # Ctrl-C: the command exits within seconds, however the close goes
+            closer = threading.Thread(target=_close_quietly, args=(nc,), name="jetwire-cli-close", daemon=True)
+            closer.start()
+            closer.join(5.0)
+        else:
+            _close_quietly(nc)
+
+
+def _close_quietly(nc: Client) -> None:
+    try:
+        nc.close()
+    except Exception:
+        pass
 
 
 # ------------------------------------------------------------------------- output
