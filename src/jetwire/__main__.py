@@ -1,10 +1,16 @@
 """``python -m jetwire``: the ``jetwire`` command line."""
 from __future__ import annotations
 
+import signal
 import sys
 
 
 def main() -> int:
+    # Ctrl-C and SIGTERM reach the command even when it was started with them blocked
+    # (a signal mask is inherited from the parent: a launcher that blocked them while it
+    # forked would otherwise leave the command deaf to Ctrl-C for its whole run)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         import click  # noqa: F401 - the extra's packages, checked before anything else
         import rich  # noqa: F401
