@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import rich  # noqa: F401
-from _cli import run  # tests/integration/_cli.py
+from _cli import like_a_terminal, run  # tests/integration/_cli.py
 
 import jetwire
 from jetwire import _units
@@ -335,7 +335,7 @@ def test_reply_answers_requests_from_a_template_or_echo(nats_url: str) -> None:
     p = subprocess.Popen(jetwire_cmd("reply", subj, "#{count} for {subject}: {request}", "--count", "2",
                                      "-s", nats_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     q = subprocess.Popen(jetwire_cmd("reply", f"{subj}.echo", "--echo", "--queue", "q", "-q", "-s", nats_url),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=like_a_terminal)
     try:
         _wait_line(p.stderr, "Answering requests on")
         _wait_line(q.stderr, "Answering requests on")
@@ -362,7 +362,7 @@ def test_ctrl_c_exits_130_with_what_was_done(nats_url: str) -> None:
     for cmd, ready, done in ((["sub", uid("x.").lower()], "Subscribing on", "interrupted: 0 received"),
                              (["events"], "Listening for advisories", "interrupted: 0 received")):
         p = subprocess.Popen(jetwire_cmd(*cmd, "-s", nats_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+                             text=True, preexec_fn=like_a_terminal)
         try:
             _wait_line(p.stderr, ready)
             p.send_signal(signal.SIGINT)

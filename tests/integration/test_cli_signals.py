@@ -12,8 +12,10 @@ from jetwire.testing import NatsServer
 def test_ctrl_c_reaches_a_command_started_with_sigint_blocked(nats_server: NatsServer) -> None:
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # the child inherits the mask
     try:
+        # SIGINT left blocked (the point of the test), its disposition the default
         p = subprocess.Popen([sys.executable, "-m", "jetwire", "sub", "cli.signals.x", "-s", nats_server.url],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
     try:
