@@ -201,7 +201,8 @@ def test_driver_killed_mid_stream_and_restarted(free_spark_cluster, spark_nats, 
     finally:
         _kill_group(first)
     at_kill = _count(js, dst)
-    assert 200 <= at_kill < n and at_kill % 200, at_kill
+    assert 200 <= at_kill < n, at_kill
+    mid_batch = bool(at_kill % 200)  # the kill may land just as a micro-batch completed
 
     second = _driver(free_spark_cluster, tmp_path, "second", trigger="finish", **args)
     try:
@@ -223,4 +224,5 @@ def test_driver_killed_mid_stream_and_restarted(free_spark_cluster, spark_nats, 
     for key, rows in per_partition.items():  # in order per partition, no gap
         assert [r for r, _ in rows] == list(range(len(rows))), key
         assert [s for _, s in rows] == list(range(rows[0][1], rows[0][1] + len(rows))), key
-    assert len(seen) > n  # the replayed micro-batch was published again: duplicates dropped
+    if mid_batch:
+        assert len(seen) > n  # the replayed micro-batch was published again: duplicates dropped
