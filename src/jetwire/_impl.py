@@ -53,6 +53,7 @@ __all__ = [
     "implementations",
     "parse_metadata",
     "parse_metadata_fields",
+    "recv_spin",
     "rfc3339_us",
     "speedups_enabled",
     "validate_filter",
@@ -128,6 +129,7 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         encode_headers,
         parse_metadata,
         parse_metadata_fields,
+        recv_spin,
         rfc3339_us,
         validate_filter,
         validate_subject,
@@ -170,3 +172,4 @@ else:
     AckMux = _mod.AckMux
     AckFuture = _mod.AckFuture
     Lock = _mod.Lock
+    recv_spin = _mod.recv_spin

@@ -127,7 +127,12 @@ class Options:
     flush_timeout: float = 10.0
     """Seconds ``flush()`` waits for the server's PONG by default."""
     busy_poll: float = 200e-6
-    """asyncio only: seconds the event loop polls for an expected reply instead of sleeping (0: off)."""
+    """Seconds the event loop (asyncio) polls for an expected reply instead of sleeping, and the
+    longest poll of ``poll_io`` (0: off)."""
+    poll_io: bool | None = None
+    """While traffic flows, keep polling the socket for up to ``busy_poll`` seconds after each read
+    (and, asyncio, each write) instead of sleeping: None (default) where the process may use 4 or
+    more CPUs, where a sleeping core's wake-up costs more than the poll."""
     max_control_line: int = 4096
     """Longest protocol line accepted from the server, in bytes."""
     error_cb: Callable[..., object] | None = None
@@ -198,6 +203,8 @@ def make_options(servers: str | Sequence[str] | None, kwargs: dict[str, Any]) ->
     opts = Options(servers=urls, **kwargs)
     if opts.max_pings_outstanding < 1:
         raise ValueError("max_pings_outstanding must be at least 1")
+    if opts.poll_io is not None and not isinstance(opts.poll_io, bool):
+        raise ValueError(f"poll_io must be True, False or None (automatic), not {opts.poll_io!r}")
     if not opts.busy_poll >= 0:
         raise ValueError(f"busy_poll must be 0 (off) or a positive number of seconds, not {opts.busy_poll!r}")
     _check_auth(opts)
@@ -411,3 +418,22 @@ class ServerPool:
                 random.shuffle(added)
             self.servers.extend(added)
         return [s.display for s in added]
+
+
+def io_poll_budget(opts: Options) -> float:
+    """How long a connection keeps polling its socket after I/O while traffic flows
+    (``poll_io``): ``busy_poll`` where it is on, else 0. Automatic (None): on where this
+    process may run on 4 or more CPUs. With fewer, the server's own threads need the core a
+    poll would take, and a sleeping core's wake-up costs less there."""
+    on = opts.poll_io
+    if on is None:
+        on = usable_cpus() >= 4
+    return opts.busy_poll if on else 0.0
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

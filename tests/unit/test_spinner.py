@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import time
 from collections import deque
 
 import pytest
 
+from jetwire import options
 from jetwire.aio._transport import Spinner
-from jetwire.options import make_options
+from jetwire.options import io_poll_budget, make_options
 
 
 def test_budget_zero_is_off() -> None:
@@ -132,3 +134,71 @@ def test_bad_busy_poll_is_refused(bad: float) -> None:
 def test_busy_poll_defaults_on() -> None:
     assert make_options(None, {}).busy_poll == 200e-6
     assert make_options(None, {"busy_poll": 0}).busy_poll == 0
+
+
+@pytest.mark.parametrize("bad", [1, "yes", 0.5])
+def test_poll_io_takes_a_bool_or_none(bad: object) -> None:
+    with pytest.raises(ValueError, match="poll_io"):
+        make_options("nats://127.0.0.1:4222", {"poll_io": bad})
+
+
+def test_poll_io_budget_follows_the_option_and_the_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert io_poll_budget(make_options(None, {"poll_io": True})) == 200e-6
+    assert io_poll_budget(make_options(None, {"poll_io": True, "busy_poll": 0})) == 0
+    assert io_poll_budget(make_options(None, {"poll_io": False})) == 0
+    monkeypatch.setattr(options, "usable_cpus", lambda: 16)
+    assert io_poll_budget(make_options(None, {})) == 200e-6
+    monkeypatch.setattr(options, "usable_cpus", lambda: 2)
+    assert io_poll_budget(make_options(None, {})) == 0
+
+
+def test_usable_cpus_is_the_affinity_mask() -> None:
+    assert options.usable_cpus() == len(os.sched_getaffinity(0))
+
+
+async def _turns_while(sp: Spinner) -> int:
+    turns = 0
+    while sp.running and turns < 10_000_000:
+        await asyncio.sleep(0)
+        turns += 1
+    return turns
+
+
+def test_reads_close_together_keep_the_loop_polling() -> None:
+    async def main() -> None:
+        sp = Spinner(200e-6, {}, (), linger=0.002)
+        sp.heard()  # the first read after a quiet spell: no polling
+        assert not sp.running
+        sp.heard()  # the next within the poll time: a stream, poll on
+        assert sp.running
+        await _turns_while(sp)
+        assert time.perf_counter() >= sp.until
+
+    asyncio.run(main())
+
+
+def test_a_write_answered_soon_makes_the_next_write_poll() -> None:
+    async def main() -> None:
+        a = Spinner(200e-6, {}, (), linger=0.05)
+        b = Spinner(200e-6, {}, (), linger=0.05)  # another connection of the same loop
+        a.wrote()
+        assert not a.running  # nothing answered a write yet
+        b.heard()  # came within the poll time of a's write: an echo
+        assert b.running
+        await _turns_while(b)
+        a.wrote()
+        assert a.running  # the loop polls for what answers this write
+        await _turns_while(a)
+
+    asyncio.run(main())
+
+
+def test_without_linger_io_never_polls() -> None:
+    async def main() -> None:
+        sp = Spinner(200e-6, {}, ())
+        for _ in range(3):
+            sp.heard()
+            sp.wrote()
+        assert not sp.running
+
+    asyncio.run(main())

@@ -15,6 +15,7 @@ blocking flavour); the asyncio flavour runs everything on the loop's thread and 
 none. Thread safety never rests on the GIL or on "no Python code runs in between".
 """
 import _thread
+from os import strerror as _strerror
 
 
 cdef class Lock:
@@ -89,3 +90,52 @@ cdef int exit_other(object lock) except -1:
     else:
         lock.__exit__(None, None, None)
     return 0
+
+
+# -- waiting for the socket with the core kept awake -------------------------------------
+cdef extern from *:
+    """
+    #include <sys/socket.h>
+    #include <errno.h>
+    #include <time.h>
+    /* recv() without blocking, retried for up to `spin` seconds while nothing has arrived:
+       the bytes read (0: the peer closed), -1 when nothing came in time, -2 - errno on
+       an error. */
+    static Py_ssize_t jw_recv_spin(int fd, char* p, size_t len, double spin) {
+        struct timespec t0, t;
+        ssize_t n;
+        int i = 0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+            n = recv(fd, p, len, MSG_DONTWAIT);
+            if (n >= 0) return n;
+            if (errno == EINTR) continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) return -2 - errno;
+            if ((++i & 15) == 0) {
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 >= spin) return -1;
+            }
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+    }
+    """
+    Py_ssize_t jw_recv_spin(int fd, char* p, size_t len, double spin) nogil
+
+
+def recv_spin(sock, unsigned char[::1] buf, double spin):
+    """Read from ``sock`` (a socket in blocking mode) into ``buf`` without blocking, trying again for up to
+    ``spin`` seconds (the GIL released) while nothing has arrived: the bytes read (0: the
+    peer closed), -1 when nothing came in time (then block in ``recv_into``). OSError on
+    a socket error."""
+    cdef Py_ssize_t n
+    cdef size_t size = buf.shape[0]
+    cdef int fd = sock.fileno()
+    if fd < 0:
+        raise OSError(9, _strerror(9))
+    with nogil:
+        n = jw_recv_spin(fd, <char*>&buf[0], size, spin)
+    if n < -1:
+        raise OSError(-2 - n, _strerror(-2 - n))
+    return n

@@ -34,6 +34,9 @@ class Transport:
         # with TLS the socket is non-blocking and every SSL call holds this lock.
         self._ssl_lock = threading.Lock()
         self.closed = False
+        # poll_io: seconds the reader polls the socket (without the GIL) before sleeping in
+        # recv, while data keeps coming within that time (0: never)
+        self.read_poll = 0.0
 
     def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
              tls_first: bool, tls_hostname: Optional[str], need_tls: Callable[[bytes], bool]) -> bytes:
@@ -110,10 +113,34 @@ class Transport:
         err: Optional[BaseException] = None
         buf = bytearray(_READ_SIZE)  # one buffer for every read: no allocation per recv
         view = memoryview(buf)
-        recv_into = sock.recv_into
+        poll = self.read_poll
+        # a poll reads the socket without the GIL for a while: it reads a duplicate of it,
+        # whose descriptor no other socket can be given while this thread may still read it
+        # after close() (close shuts the connection down first: the duplicate reads its end)
+        try:
+            rsock = sock.dup() if poll else sock
+        except OSError as exc:  # closed before this thread began
+            self._lost(sock, on_lost, exc)
+            return
+        recv_into = rsock.recv_into
+        recv_poll = _impl.recv_spin
+        polling = poll > 0
         try:
             while not self.closed:
-                n = recv_into(buf)
+                if not poll:
+                    n = recv_into(buf)
+                elif polling:
+                    # data came soon after the last read: poll for the next (no sleep, no
+                    # wake-up of an idle core), then sleep in recv if nothing comes
+                    n = recv_poll(rsock, buf, poll)
+                    if n < 0:
+                        t0 = _mono()
+                        n = recv_into(buf)
+                        polling = _mono() - t0 < poll
+                else:  # quiet: sleep, and poll again once data comes within the poll time
+                    t0 = _mono()
+                    n = recv_into(buf)
+                    polling = _mono() - t0 < poll
                 if not n:
                     break
                 on_data(view[:n])
@@ -121,6 +148,9 @@ class Transport:
             err = exc
         except BaseException as exc:  # ProtocolError from the core, or anything unexpected
             err = exc
+        finally:
+            if rsock is not sock:
+                rsock.close()
         self._lost(sock, on_lost, err)
 
     def _read_loop_tls(self, sock: ssl.SSLSocket, on_data: Callable[[Any], None],
@@ -282,7 +312,7 @@ class Spinner:
 
     __slots__ = ()
 
-    def __init__(self, budget: float, outstanding: Any, pongs: Any = ()) -> None:
+    def __init__(self, budget: float, outstanding: Any, pongs: Any = (), linger: float = 0.0) -> None:
         pass
 
     def arm(self) -> None:
@@ -332,6 +362,10 @@ class Writer:
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
         outbox.lock = self.lock
+        self.timers: Any = None  # the connection's Scheduler (set by the client): hold's timer
+        self._held = False
+        self._hold_for = 0.0
+        self._hold_timer: Any = None
         self._thread = threading.Thread(target=self._run, name="jetwire-flusher", daemon=True)
         self._thread.start()
 
@@ -373,6 +407,42 @@ class Writer:
                 self.send_soon()
                 return
             self._ev.set()
+
+    def hold(self, seconds: float) -> None:
+        """Let what the outbox's fast path queues (a fetch's acks) wait up to ``seconds``
+        and leave together: when the hold ends (``release``, or ``seconds`` after the first
+        bytes held), when the buffer reaches ``FLUSH_THRESHOLD``, or with anything sent
+        explicitly meanwhile (requests, PINGs, ``send_now``). Nothing waits longer: the
+        timer thread ends the hold."""
+        if self._held or seconds <= 0 or self.tr is None or self.timers is None:
+            return
+        self._held = True
+        self._hold_for = seconds
+        self.outbox.on_first = self._held_first
+
+    @property
+    def holding(self) -> bool:
+        """A ``hold`` is on."""
+        return self._held
+
+    def _held_first(self) -> None:
+        if not self._held:  # released meanwhile
+            self.kick()
+        elif self._hold_timer is None:
+            self._hold_timer = self.timers.call_later(self._hold_for, self.release)
+
+    def release(self) -> None:
+        """End a ``hold``: what it kept leaves now (from the timer thread: the flusher's)."""
+        if not self._held:
+            return
+        self._held = False
+        self.outbox.on_first = self.kick
+        timer = self._hold_timer
+        self._hold_timer = None
+        if timer is not None:
+            timer.cancel()
+        if self.outbox.buf:
+            self.kick()
 
     def callback_thread(self, pending: Any) -> None:
         """Called by a subscription's callback thread before each round of deliveries:
@@ -483,6 +553,7 @@ class Writer:
         return None
 
     def close(self) -> None:
+        self.release()
         self.tr = None
         self._closed = True
         self._ev.set()

@@ -33,6 +33,7 @@ from ..errors import (
 )
 from ..jetstream.models import ConsumerInfo
 from ..jetstream.pull import (
+    ACK_HOLD,
     BATCH_BYTES_ONLY,
     GONE_ERRORS,
     PIN_ID_HDR,
@@ -225,6 +226,7 @@ class MessageBatch:
                 q.clear()
                 raise StopIteration
             if self._done:
+                self._link.release_writes()  # the acks held while it came (see _wait)
                 owner = self._owner
                 if owner is not None:
                     err = self.error
@@ -251,6 +253,9 @@ class MessageBatch:
         if remaining <= 0:
             self._finish(None)  # the server never ended the request: give up quietly
             return
+        # acks made while more of the batch is coming leave together (at most ACK_HOLD
+        # later, or when the batch ends), not in one small write per read
+        self._link.hold_writes(ACK_HOLD)
         hb = self._hb
         if hb is not None:
             if hb.check(now, self._seen, self._link.is_connected):
@@ -440,6 +445,7 @@ class Consumer:
         link.wait_writable()
         if confirm:
             self._confirm(mb, min(timeout, api_timeout))
+        link.hold_writes(ACK_HOLD)  # the acks of what comes leave together (see MessageBatch._wait)
         return mb
 
     def _confirm(self, mb: MessageBatch, timeout: float) -> None:

@@ -5,6 +5,7 @@ import asyncio
 import inspect
 import ssl
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Sized
 from typing import Any
@@ -243,6 +244,11 @@ class Writer:
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
         outbox.lock = None  # one thread: nothing to guard
+        self.timers: Any = None  # the connection's Scheduler (set by the client): hold's timer
+        self.on_write: Callable[[], None] | None = None  # told after each write (Spinner.wrote)
+        self._held = False
+        self._hold_for = 0.0
+        self._hold_timer: Any = None
 
     def set_transport(self, tr: Transport | None) -> None:
         old = self.tr
@@ -288,6 +294,41 @@ class Writer:
         self.pending = False
         self.flush_now()
 
+    def hold(self, seconds: float) -> None:
+        """Let what the outbox's fast path queues (a fetch's acks) wait up to ``seconds``
+        and leave together: when the hold ends (``release``, or ``seconds`` after the first
+        bytes held), when the buffer reaches ``FLUSH_THRESHOLD``, or with anything sent
+        explicitly meanwhile (requests, PINGs, ``send_now``). Nothing waits longer."""
+        if self._held or seconds <= 0 or self.tr is None or self.timers is None:
+            return
+        self._held = True
+        self._hold_for = seconds
+        self.outbox.on_first = self._held_first
+
+    @property
+    def holding(self) -> bool:
+        """A ``hold`` is on."""
+        return self._held
+
+    def _held_first(self) -> None:
+        if not self._held:  # released meanwhile
+            self.kick()
+        elif self._hold_timer is None:
+            self._hold_timer = self.timers.call_later(self._hold_for, self.release)
+
+    def release(self) -> None:
+        """End a ``hold``: what it kept leaves now."""
+        if not self._held:
+            return
+        self._held = False
+        self.outbox.on_first = self.kick
+        timer = self._hold_timer
+        self._hold_timer = None
+        if timer is not None:
+            timer.cancel()
+        if self.outbox.buf:
+            self.kick()
+
     def flush_now(self, timeout: float | None = None) -> None:
         """Write what is queued to the transport (which never blocks: ``timeout`` is for
         the blocking flavour)."""
@@ -301,6 +342,9 @@ class Writer:
             tr.write(buf)
         except (ConnectionError, RuntimeError, OSError):
             pass
+        on_write = self.on_write
+        if on_write is not None:
+            on_write()
 
     send_soon = flush_now  # one thread: nobody else can be writing
     send_later = kick  # at the end of the loop turn
@@ -335,7 +379,21 @@ class Writer:
         return _DONE
 
     def close(self) -> None:
+        self.release()
         self.set_transport(None)  # and the stuck timer with it
+
+
+class _LoopIO:
+    """What the connections of one event loop last did (``Spinner``'s ``poll_io``)."""
+
+    __slots__ = ("echo", "last_write")
+
+    def __init__(self) -> None:
+        self.last_write = 0.0
+        self.echo = False  # the last read came within the poll time of a write
+
+
+_LOOP_IO: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopIO] = weakref.WeakKeyDictionary()
 
 
 class Spinner:
@@ -358,9 +416,10 @@ class Spinner:
 
     REMEMBER = 1024  # send times kept at most (requests that time out leave theirs)
 
-    __slots__ = ("_loop", "avg", "budget", "cap", "outstanding", "pongs", "running", "sent", "until")
+    __slots__ = ("_loop", "avg", "budget", "cap", "io", "last_read", "linger", "outstanding", "pongs", "running",
+                 "sent", "until")
 
-    def __init__(self, budget: float, outstanding: dict[str, Any], pongs: Sized = ()) -> None:
+    def __init__(self, budget: float, outstanding: dict[str, Any], pongs: Sized = (), linger: float = 0.0) -> None:
         self.budget = budget
         self.cap = 4 * budget  # the largest reply-time sample counted
         self.outstanding = outstanding  # token -> future of the requests awaiting replies
@@ -370,6 +429,56 @@ class Spinner:
         self.until = 0.0
         self.running = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        # poll_io: after I/O while traffic flows, poll for ``linger`` seconds more (0: never)
+        self.linger = linger
+        self.last_read = 0.0
+        self.io: _LoopIO | None = None  # what every connection of this loop last did
+
+    def _loop_io(self) -> _LoopIO:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        io = _LOOP_IO.get(loop)
+        if io is None:
+            io = _LOOP_IO[loop] = _LoopIO()
+        self.io = io
+        return io
+
+    def heard(self) -> None:
+        """Bytes were read: poll on while reads come within ``linger`` of each other or of
+        a write on any connection of this loop (a stream, replies, a paced publisher's
+        messages coming back to its subscriber)."""
+        linger = self.linger
+        if not linger:
+            return
+        io = self.io or self._loop_io()
+        now = _perf()
+        io.echo = echo = now - io.last_write < linger
+        if echo or now - self.last_read < linger:
+            self._poll_until(now + linger)
+        self.last_read = now
+
+    def wrote(self) -> None:
+        """Bytes were written: poll for what answers them when the loop's last read came
+        within ``linger`` of a write."""
+        linger = self.linger
+        if not linger:
+            return
+        io = self.io or self._loop_io()
+        now = _perf()
+        io.last_write = now
+        if io.echo:
+            self._poll_until(now + linger)
+
+    def _poll_until(self, until: float) -> None:
+        if until > self.until:
+            self.until = until
+        if not self.running:
+            self.running = True
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self._tick)
 
     def should_spin(self) -> bool:
         """Replies usually come within the budget (or none has been seen yet)."""
@@ -405,7 +514,7 @@ class Spinner:
                 sent.clear()  # what is left belongs to requests that timed out
 
     def _tick(self) -> None:
-        if (self.outstanding or self.pongs) and _perf() < self.until:
+        if (self.outstanding or self.pongs or self.linger) and _perf() < self.until:
             self._loop.call_soon(self._tick)  # type: ignore[union-attr]
         else:
             self.running = False

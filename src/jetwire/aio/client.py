@@ -73,7 +73,7 @@ from ..errors import (
 )
 from ..jetstream.pubmux import CONTEXT_TIMEOUT
 from ..msg import Msg
-from ..options import Options, Server, make_options, unexpected_keyword, ws_header_list
+from ..options import Options, Server, io_poll_budget, make_options, unexpected_keyword, ws_header_list
 from ..protocol.headers import HeadersInit
 from . import _prims as prims
 from ._transport import (
@@ -364,6 +364,7 @@ class Client:
         self._writer = Writer(core, opts.flush_timeout, self._on_stuck)
         # the timer thread (blocking) never writes: pings fall due while a write is stuck
         self._sched = prims.Scheduler(self._report_error, self._writer.deferring_thread)
+        self._writer.timers = self._sched
         outbox = core.outbox
         outbox.slow = self._publish_slow
         outbox.ret = _impl.DONE  # aio-only
@@ -373,8 +374,12 @@ class Client:
             self._outbox_publish = outbox.publish
             self.publish = self._publish_unchecked  # type: ignore[method-assign]
         self._new_waiter = prims.waiter_maker()  # asyncio: no loop look-up per request
-        # asyncio: the loop polls while a reply is due (busy_poll); blocking: no-ops
-        self._spin = Spinner(opts.busy_poll, self._resp_map, self._pongs)
+        # asyncio: the loop polls while a reply is due (busy_poll) and, with poll_io, after
+        # I/O while traffic flows; blocking: no-ops (the reader thread polls: read_poll)
+        self._io_poll = io_poll_budget(opts)
+        self._spin = Spinner(opts.busy_poll, self._resp_map, self._pongs, self._io_poll)
+        if self._io_poll:  # aio-only
+            self._writer.on_write = self._spin.wrote  # aio-only
         core.status = CONNECTING
         last: BaseException | None = None
         auth_err: BaseException | None = None
@@ -463,6 +468,7 @@ class Client:
             for key, cb, args in core.creds.callbacks(info):
                 answers[key] = await prims.call(cb, *args)
             connect = core.connect_line(srv.user, srv.password, answers)
+            # sync-only: tr.read_poll = self._io_poll
             tr.start(self._on_data, self._lost_handler(tr), head[idx + 2:])
             tr.write(connect + PING)
             try:
@@ -526,10 +532,12 @@ class Client:
             return
         if events:
             self._handle_events(events)
-        if core.outbox.buf:  # aio-only
+        self._spin.heard()  # aio-only
+        writer = self._writer  # aio-only
+        if core.outbox.buf and not writer.holding:  # aio-only
             # what direct handlers queued for this read (service answers, acks) leaves  # aio-only
-            # with it, one write, rather than on the next loop turn  # aio-only
-            self._writer.flush_now()  # aio-only
+            # with it, one write, rather than on the next loop turn (unless held: hold)  # aio-only
+            writer.flush_now()  # aio-only
 
     def _handle_events(self, events: list[Any]) -> None:
         core = self._core
@@ -1423,6 +1431,12 @@ class Link:
     def send_now(self) -> None:
         self._nc._writer.flush_now()
 
+    def hold_writes(self, seconds: float) -> None:
+        self._nc._writer.hold(seconds)
+
+    def release_writes(self) -> None:
+        self._nc._writer.release()
+
     def ping(self, waiter: _api.Waiter) -> bool:
         nc = self._nc
         if not nc.is_connected:
@@ -1587,6 +1601,7 @@ async def connect(
     drain_timeout: float = 30.0,
     flush_timeout: float = 10.0,
     busy_poll: float = 200e-6,
+    poll_io: bool | None = None,
     max_control_line: int = 4096,
     error_cb: Callable[..., object] | None = None,
     disconnected_cb: Callable[..., object] | None = None,
@@ -1682,8 +1697,12 @@ async def connect(
         drain_timeout (float, default 30.0): Seconds ``drain()`` may take before it raises
             ``DrainTimeoutError``.
         flush_timeout (float, default 10.0): Seconds ``flush()`` waits for the server's PONG by default.
-        busy_poll (float, default 200e-6): asyncio only: seconds the event loop polls for an expected
-            reply instead of sleeping (0: off).
+        busy_poll (float, default 200e-6): Seconds the event loop (asyncio) polls for an expected reply
+            instead of sleeping, and the longest poll of ``poll_io`` (0: off).
+        poll_io (bool | None, default None): While traffic flows, keep polling the socket for up to
+            ``busy_poll`` seconds after each read (and, asyncio, each write) instead of sleeping: None
+            (default) where the process may use 4 or more CPUs, where a sleeping core's wake-up costs
+            more than the poll.
         max_control_line (int, default 4096): Longest protocol line accepted from the server, in bytes.
         error_cb (Callable[..., object] | None, default None): ``(error)``: asynchronous errors (slow
             consumers, refused subscriptions, ...).
@@ -1754,6 +1773,7 @@ async def connect(
         'drain_timeout': drain_timeout,
         'flush_timeout': flush_timeout,
         'busy_poll': busy_poll,
+        'poll_io': poll_io,
         'max_control_line': max_control_line,
         'error_cb': error_cb,
         'disconnected_cb': disconnected_cb,

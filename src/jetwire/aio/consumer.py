@@ -32,6 +32,7 @@ from ..errors import (
 )
 from ..jetstream.models import ConsumerInfo
 from ..jetstream.pull import (
+    ACK_HOLD,
     BATCH_BYTES_ONLY,
     GONE_ERRORS,
     PIN_ID_HDR,
@@ -224,6 +225,7 @@ class MessageBatch:
                 q.clear()
                 raise StopAsyncIteration
             if self._done:
+                self._link.release_writes()  # the acks held while it came (see _wait)
                 owner = self._owner
                 if owner is not None:
                     err = self.error
@@ -250,6 +252,9 @@ class MessageBatch:
         if remaining <= 0:
             self._finish(None)  # the server never ended the request: give up quietly
             return
+        # acks made while more of the batch is coming leave together (at most ACK_HOLD
+        # later, or when the batch ends), not in one small write per read
+        self._link.hold_writes(ACK_HOLD)
         hb = self._hb
         if hb is not None:
             if hb.check(now, self._seen, self._link.is_connected):
@@ -439,6 +444,7 @@ class Consumer:
         await link.wait_writable()
         if confirm:
             await self._confirm(mb, min(timeout, api_timeout))
+        link.hold_writes(ACK_HOLD)  # the acks of what comes leave together (see MessageBatch._wait)
         return mb
 
     async def _confirm(self, mb: MessageBatch, timeout: float) -> None:

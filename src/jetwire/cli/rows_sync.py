@@ -58,14 +58,18 @@ class RowClient(Protocol):
     def parse_metadata(self, subject: str) -> Any: ...
 
 
+POLL_IO = {"on": True, "off": False}.get(os.environ.get("JETWIRE_BENCH_POLL_IO", ""))
+
+
 class Client:
     """jetwire as the rows use it."""
 
     name = "jetwire"
 
     def connect(self, url: str, publisher: bool = False) -> jetwire.Client:
-        """A connection (``publisher``: one that publishes as fast as it can)."""
-        return jetwire.connect(url)
+        """A connection (``publisher``: one that publishes as fast as it can); ``poll_io``
+        from ``JETWIRE_BENCH_POLL_IO`` (``on``/``off``; unset: automatic), for A/B runs."""
+        return jetwire.connect(url, poll_io=POLL_IO)
 
     def tally(self, n: int) -> tuple[Callback, prims.Signal, list[int]]:
         """``(cb, done, count)``: a message callback counting deliveries in ``count[0]``

@@ -132,6 +132,13 @@ class Link(Protocol):
     def send_now(self) -> None:
         """Hand what is queued to the socket now rather than at the end of the turn."""
 
+    def hold_writes(self, seconds: float) -> None:
+        """Let plain publishes (acks) queue for up to ``seconds`` and leave in one write;
+        requests, PINGs and ``send_now`` still send at once, taking the held bytes along."""
+
+    def release_writes(self) -> None:
+        """End ``hold_writes``: what was held leaves now."""
+
     def ping(self, waiter: Waiter) -> bool:
         """Send a PING now, after everything queued: the server has processed all that
         went before once its PONG is back. ``waiter`` (``done()``, ``set_result(v)``,

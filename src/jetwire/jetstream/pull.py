@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from ..protocol.headers import Headers
 
 __all__ = [
+    "ACK_HOLD",
     "BATCH_BYTES_ONLY",
     "DEFAULT_EXPIRES",
     "DEFAULT_MAX_MESSAGES",
@@ -94,6 +95,10 @@ MAX_HEARTBEAT = 30.0
 FETCH_HB_MIN_EXPIRES = 10.0
 FETCH_DEFAULT_HB = 5.0
 ORDERED_DEFAULT_HB = 5.0
+# a fetch's acks made while more of its batch is due leave together, at most this many
+# seconds after the first (or when the batch ends): one write for many acks, not one small
+# write per read (on 16 cores row f2, 1.6x the rate, a third of the CPU per message)
+ACK_HOLD = 0.002
 # ordered consumers: backoff between attempts to recreate the consumer (doubling)
 RESET_DELAY = 0.25
 RESET_DELAY_MAX = 2.0

@@ -44,7 +44,7 @@ from .encoder import (
     validate_subject,
 )
 from .headers import decode_headers, encode_headers
-from .lock import Lock
+from .lock import Lock, recv_spin
 from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
 from .msg import MsgBase
 from .parser import Parser
@@ -85,6 +85,7 @@ __all__ = [
     "encode_headers",
     "parse_metadata",
     "parse_metadata_fields",
+    "recv_spin",
     "rfc3339_us",
     "validate_filter",
     "validate_subject",

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# On the 16-core benchmark machine, after ../shared/device/prepare.sh built .devbundle here
+# (uvloop's wheel added to .devbundle/whl): build jetwire in place, then run
+#   1. benchmarks/compare.py, the rows ROWS0 (all), free (ROUNDS0 rounds, default 1; CLIENTS0
+#      clients; SCALE0), then with the clients on the CPUs PINC only when set;
+#   2. the rows VROWS for jetwire's two flavours once per variant in VARIANTS: each is a
+#      space-separated list of environment settings (the knobs:
+#      JETWIRE_BENCH_POLL_IO=on|off, JETWIRE_ACK_HOLD_US; VROWS=... picks that variant's
+#      rows), "-" for none; then benchmarks/raw_threads.py for RAWT rounds when set;
+#   3. benchmarks/thread_stats.py for the rows in TSROWS (blocking flavour, SCALE_TS).
+# Everything lands in $OUT; the per-round lines are printed as they come.
+export PYTHONUNBUFFERED=1
+B=$(cd "$(dirname "$0")/../.devbundle" && pwd); OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; SITE=$(mktemp -d)
+cd "$B/.." || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$B"/whl/*.whl 2>&1 | grep -v WARNING
+export PATH=$SITE/bin:$B/fakebin:$PATH
+PYTHONPATH=$SITE python3 setup.py -q build_ext --inplace -j 16 > "$OUT/build.log" 2>&1
+export PYTHONPATH=$PWD/src:$SITE XDG_CACHE_HOME=$B/cache JETWIRE_GOPATH=$B/gopath JETWIRE_BENCH_PEERS=$PWD/benchmarks
+python3 -c "import jetwire, sys; sys.exit(0 if jetwire.speedups_enabled() else 1)" || { echo "compiled speedups did not build"; tail -20 "$OUT/build.log"; exit 1; }
+python3 -c "import uvloop" && echo "uvloop ok"
+echo "nproc=$(nproc) $(python3 --version) $(grep -m1 'model name' /proc/cpuinfo)"
+for s in /sys/devices/system/cpu/cpu0/cpuidle/state*; do
+  [ -d "$s" ] && echo "cpuidle $(cat "$s/name") latency=$(cat "$s/latency")us disable=$(cat "$s/disable")"
+done
+cat /sys/devices/system/cpu/cpufreq/policy0/scaling_governor 2>/dev/null
+rows() {  # name, then compare.py arguments
+  local name=$1; shift
+  echo "== $name"
+  timeout "${T:-300}" python3 benchmarks/compare.py "$@" --json > "$OUT/$name.json" 2> "$OUT/$name.err"
+  echo "rc=$?"
+  grep -E '^round' "$OUT/$name.err"
+}
+if [ "${ROUNDS0:-1}" != 0 ]; then
+  rows base --rows "${ROWS0:-all}" --rounds "${ROUNDS0:-1}" --scale "${SCALE0:-1}" --clients "${CLIENTS0:-jetwire,jetwire.aio,nats.go,raw}"
+fi
+if [ -n "${PINC:-}" ]; then  # the clients on these CPUs only, the server free
+  rows pinned --rows "${VROWS:-b,c,h,s,f2}" --rounds 1 --scale "${VSCALE:-0.5}" --client-cpus "$PINC" --clients jetwire,jetwire.aio,nats.go
+fi
+IFS=';' read -r -a variants <<< "${VARIANTS:-}"
+i=0
+for v in "${variants[@]}"; do
+  i=$((i + 1))
+  [ "$v" = "-" ] && v=""
+  echo "variant $i: $v"
+  env $v bash -c "$(declare -f rows); OUT=$OUT rows v$i --rows \${VROWS:-b,c,h,s,f2} --rounds 1 --scale ${VSCALE:-0.5} --clients jetwire,jetwire.aio"
+done
+if [ -n "${RAWT:-}" ]; then  # row s with threads and no client logic: RAWT rounds
+  echo "== raw_threads"
+  timeout 120 python3 benchmarks/raw_threads.py "$RAWT" "${VSCALE:-0.5}" 2>&1 | tail -n $((RAWT + 1))
+fi
+for r in ${TSROWS:-}; do
+  echo "== thread_stats $r"
+  timeout 120 python3 benchmarks/thread_stats.py "$r" jetwire "${SCALE_TS:-0.5}" 2>&1 | tail -12
+done
