@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # On the 16-core benchmark machine, after ../shared/device/prepare.sh built .devbundle here
 # (uvloop's wheel added to .devbundle/whl): build jetwire in place, then run
+#   0. benchmarks/raw_threads.py for RAWT rounds (at VSCALE) when set;
 #   1. benchmarks/compare.py, the rows ROWS0 (all), free (ROUNDS0 rounds, default 1; CLIENTS0
 #      clients; SCALE0), then with the clients on the CPUs PINC only when set;
 #   2. the rows VROWS for jetwire's two flavours once per variant in VARIANTS: each is a
 #      space-separated list of environment settings (the knobs:
-#      JETWIRE_BENCH_POLL_IO=on|off, JETWIRE_ACK_HOLD_US; VROWS=... picks that variant's
-#      rows), "-" for none; then benchmarks/raw_threads.py for RAWT rounds when set;
+#      JETWIRE_BENCH_POLL_IO=on|off; VROWS=... picks that variant's
+#      rows), "-" for none;
 #   3. benchmarks/thread_stats.py for the rows in TSROWS (blocking flavour, SCALE_TS).
 # Everything lands in $OUT; the per-round lines are printed as they come.
 export PYTHONUNBUFFERED=1
@@ -23,6 +24,11 @@ for s in /sys/devices/system/cpu/cpu0/cpuidle/state*; do
   [ -d "$s" ] && echo "cpuidle $(cat "$s/name") latency=$(cat "$s/latency")us disable=$(cat "$s/disable")"
 done
 cat /sys/devices/system/cpu/cpufreq/policy0/scaling_governor 2>/dev/null
+lscpu 2>/dev/null | grep -E "^(Thread|Core|Socket|NUMA node\(s\))"
+if [ -n "${RAWT:-}" ]; then  # row s with threads and no client logic: RAWT rounds
+  echo "== raw_threads"
+  timeout 120 python3 benchmarks/raw_threads.py "$RAWT" "${VSCALE:-0.5}" 2>&1 | tail -n $((RAWT + 1))
+fi
 rows() {  # name, then compare.py arguments
   local name=$1; shift
   echo "== $name"
@@ -44,10 +50,6 @@ for v in "${variants[@]}"; do
   echo "variant $i: $v"
   env $v bash -c "$(declare -f rows); OUT=$OUT rows v$i --rows \${VROWS:-b,c,h,s,f2} --rounds 1 --scale ${VSCALE:-0.5} --clients jetwire,jetwire.aio"
 done
-if [ -n "${RAWT:-}" ]; then  # row s with threads and no client logic: RAWT rounds
-  echo "== raw_threads"
-  timeout 120 python3 benchmarks/raw_threads.py "$RAWT" "${VSCALE:-0.5}" 2>&1 | tail -n $((RAWT + 1))
-fi
 for r in ${TSROWS:-}; do
   echo "== thread_stats $r"
   timeout 120 python3 benchmarks/thread_stats.py "$r" jetwire "${SCALE_TS:-0.5}" 2>&1 | tail -12
