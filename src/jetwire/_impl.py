@@ -53,9 +53,11 @@ __all__ = [
     "implementations",
     "parse_metadata",
     "parse_metadata_fields",
+    "reader_idle",
     "recv_spin",
     "rfc3339_us",
     "speedups_enabled",
+    "spin_wait",
     "validate_filter",
     "validate_subject",
 ]
@@ -129,8 +131,10 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         encode_headers,
         parse_metadata,
         parse_metadata_fields,
+        reader_idle,
         recv_spin,
         rfc3339_us,
+        spin_wait,
         validate_filter,
         validate_subject,
     )
@@ -173,3 +177,5 @@ else:
     AckFuture = _mod.AckFuture
     Lock = _mod.Lock
     recv_spin = _mod.recv_spin
+    reader_idle = _mod.reader_idle
+    spin_wait = _mod.spin_wait

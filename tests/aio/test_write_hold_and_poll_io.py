@@ -5,9 +5,13 @@ as without it (asyncio source; the blocking twin is generated)."""
 from __future__ import annotations
 
 import os
+import time
+
+import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
+from jetwire.errors import TimeoutError
 from jetwire.jetstream.pull import ACK_HOLD
 from jetwire.testing import NatsServer
 from tests.aio._helpers import Collector, acks_applied, new_stream, wait_until
@@ -154,3 +158,35 @@ async def test_poll_io_reconnects_and_closes_without_leaking_descriptors():
         assert await wait_until(lambda: _fds() <= after[0], timeout=5), after
     finally:
         server.stop()
+
+
+async def test_poll_io_requests_time_out_on_time_and_many_requesters_get_their_replies(nats_url):
+    nc = await jetwire.connect(nats_url, poll_io=True, busy_poll=0.002)
+    srv = await jetwire.connect(nats_url)
+    try:
+        async def silent(m) -> None:
+            return None
+
+        async def echo(m) -> None:
+            await m.respond(m.data)
+
+        await srv.subscribe("pio.silent", cb=silent)
+        await srv.subscribe("pio.many", cb=echo)
+        await srv.flush()
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError):
+            await nc.request("pio.silent", b"", timeout=0.3)
+        assert 0.29 <= time.monotonic() - t0 < 3  # a hang detector, not a speed check
+
+        async def requester(i: int, out: list) -> None:
+            for j in range(50):
+                out.append((await nc.request("pio.many", b"%d.%d" % (i, j), timeout=5)).data)
+
+        outs: list[list] = [[] for _ in range(8)]
+        tasks = [prims.spawn(requester, i, outs[i]) for i in range(8)]
+        for t in tasks:
+            assert await prims.join(t, 30)
+        assert outs == [[b"%d.%d" % (i, j) for j in range(50)] for i in range(8)]
+    finally:
+        await nc.close()
+        await srv.close()

@@ -6,9 +6,13 @@ as without it (asyncio source; the blocking twin is generated)."""
 from __future__ import annotations
 
 import os
+import time
+
+import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
+from jetwire.errors import TimeoutError
 from jetwire.jetstream.pull import ACK_HOLD
 from jetwire.testing import NatsServer
 from tests.sync._helpers import Collector, acks_applied, new_stream, wait_until
@@ -155,3 +159,35 @@ def test_poll_io_reconnects_and_closes_without_leaking_descriptors():
         assert wait_until(lambda: _fds() <= after[0], timeout=5), after
     finally:
         server.stop()
+
+
+def test_poll_io_requests_time_out_on_time_and_many_requesters_get_their_replies(nats_url):
+    nc = jetwire.connect(nats_url, poll_io=True, busy_poll=0.002)
+    srv = jetwire.connect(nats_url)
+    try:
+        def silent(m) -> None:
+            return None
+
+        def echo(m) -> None:
+            m.respond(m.data)
+
+        srv.subscribe("pio.silent", cb=silent)
+        srv.subscribe("pio.many", cb=echo)
+        srv.flush()
+        t0 = time.monotonic()
+        with pytest.raises(TimeoutError):
+            nc.request("pio.silent", b"", timeout=0.3)
+        assert 0.29 <= time.monotonic() - t0 < 3  # a hang detector, not a speed check
+
+        def requester(i: int, out: list) -> None:
+            for j in range(50):
+                out.append((nc.request("pio.many", b"%d.%d" % (i, j), timeout=5)).data)
+
+        outs: list[list] = [[] for _ in range(8)]
+        tasks = [prims.spawn(requester, i, outs[i]) for i in range(8)]
+        for t in tasks:
+            assert prims.join(t, 30)
+        assert outs == [[b"%d.%d" % (i, j) for j in range(50)] for i in range(8)]
+    finally:
+        nc.close()
+        srv.close()

@@ -68,3 +68,47 @@ def test_a_closed_socket_raises_oserror(impl: ModuleType) -> None:
         a.close()
         with pytest.raises(OSError):
             impl.recv_spin(a, bytearray(16), 0.01)
+
+
+def test_spin_wait_takes_a_lock_freed_within_the_time(impl: ModuleType) -> None:
+    lock = impl.Lock()
+    lock.acquire()
+    timer = threading.Timer(0.05, lock.release)
+    timer.start()
+    try:
+        assert impl.spin_wait(lock, 5.0, 0.001) is True
+    finally:
+        timer.join()
+    assert lock.locked()  # taken by the wait
+    lock.release()
+
+
+def test_spin_wait_gives_up_after_the_time(impl: ModuleType) -> None:
+    lock = impl.Lock()
+    lock.acquire()
+    t0 = time.monotonic()
+    assert impl.spin_wait(lock, 0.02) is False
+    assert time.monotonic() - t0 >= 0.019
+    assert lock.locked()  # still the holder's
+    lock.release()
+    assert impl.spin_wait(lock, 0.02) is True  # free: taken at once
+
+
+def test_a_reader_between_polls_delays_spin_wait_at_most_settle(impl: ModuleType) -> None:
+    """A reader that read data and has not polled again counts as routing; the waiter
+    gives it up to ``settle`` seconds, then goes on; ``reader_idle`` ends the count."""
+    a, b = socket.socketpair()
+    with a, b:
+        b.sendall(b"x")
+        assert impl.recv_spin(a, bytearray(8), 1.0, True) == 1  # this thread: a busy reader
+        lock = impl.Lock()
+        t0 = time.monotonic()
+        assert impl.spin_wait(lock, 1.0, 0.05) is True
+        waited = time.monotonic() - t0
+        lock.release()
+        impl.reader_idle()
+        t1 = time.monotonic()
+        assert impl.spin_wait(lock, 1.0, 0.05) is True
+        assert time.monotonic() - t1 < 0.04
+        if impl is _impl.implementations().get("compiled"):
+            assert waited >= 0.045  # the compiled twin waited for the reader

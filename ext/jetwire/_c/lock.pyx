@@ -101,6 +101,16 @@ cdef extern from *:
     /* recv() without blocking, retried for up to `spin` seconds while nothing has arrived:
        the bytes read (0: the peer closed), -1 when nothing came in time, -2 - errno on
        an error. */
+    /* reader threads between a poll that returned data and their next poll: in Python,
+       holding the GIL or about to (a hint for spin_wait, never needed for correctness) */
+    static int jw_readers_busy = 0;
+    static __thread int jw_me_busy = 0;  /* this thread counts in jw_readers_busy */
+    static inline void jw_reader_idle(void) {
+        if (jw_me_busy) { jw_me_busy = 0; __atomic_fetch_sub(&jw_readers_busy, 1, __ATOMIC_RELEASE); }
+    }
+    static inline void jw_reader_busy(void) {
+        if (!jw_me_busy) { jw_me_busy = 1; __atomic_fetch_add(&jw_readers_busy, 1, __ATOMIC_ACQ_REL); }
+    }
     static Py_ssize_t jw_recv_spin(int fd, char* p, size_t len, double spin) {
         struct timespec t0, t;
         ssize_t n;
@@ -122,20 +132,86 @@ cdef extern from *:
     }
     """
     Py_ssize_t jw_recv_spin(int fd, char* p, size_t len, double spin) nogil
+    int jw_readers_busy
+    void jw_reader_idle() nogil
+    void jw_reader_busy() nogil
 
 
-def recv_spin(sock, unsigned char[::1] buf, double spin):
+def recv_spin(sock, unsigned char[::1] buf, double spin, bint reader=False):
     """Read from ``sock`` (a socket in blocking mode) into ``buf`` without blocking, trying again for up to
     ``spin`` seconds (the GIL released) while nothing has arrived: the bytes read (0: the
     peer closed), -1 when nothing came in time (then block in ``recv_into``). OSError on
-    a socket error."""
+    a socket error. ``reader``: the caller is a connection's reader thread, which
+    ``spin_wait`` lets route what it read before taking the GIL (until the thread's next
+    poll, or ``reader_idle()``, which it calls before any other wait and when it ends)."""
     cdef Py_ssize_t n
     cdef size_t size = buf.shape[0]
     cdef int fd = sock.fileno()
     if fd < 0:
         raise OSError(9, _strerror(9))
+    if reader:
+        jw_reader_idle()
     with nogil:
         n = jw_recv_spin(fd, <char*>&buf[0], size, spin)
+    if reader and n > 0:
+        jw_reader_busy()
     if n < -1:
         raise OSError(-2 - n, _strerror(-2 - n))
     return n
+
+
+cdef extern from *:
+    """
+    /* Wait for flag `f` (taken when free) for up to `spin` seconds without sleeping; once
+       taken, wait up to `settle` seconds more while a reader thread is routing what it read
+       (it holds the GIL: taking it now would sleep until the reader lets go). 1 when taken. */
+    static int jw_spin_wait(int* f, double spin, double settle) {
+        struct timespec t0, t;
+        double el;
+        int i = 0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+            if (!__atomic_load_n(f, __ATOMIC_RELAXED) && jw_flag_try(f)) break;
+            if ((++i & 15) == 0) {
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 >= spin) return 0;
+            }
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (i = 1; __atomic_load_n(&jw_readers_busy, __ATOMIC_ACQUIRE) > 0; i++) {
+            if ((i & 15) == 0) {
+                clock_gettime(CLOCK_MONOTONIC, &t);
+                el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
+                if (el >= settle) break;
+            }
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+        return 1;
+    }
+    """
+    int jw_spin_wait(int* f, double spin, double settle) nogil
+
+
+def reader_idle():
+    """The calling reader thread is about to wait elsewhere than ``recv_spin`` (or ends):
+    ``spin_wait`` no longer waits for it."""
+    jw_reader_idle()
+
+
+def spin_wait(Lock lock, double spin, double settle=0.0):
+    """Take ``lock`` if it comes free within ``spin`` seconds, polling without the GIL
+    and without sleeping (a waiter whose answer is due soon on a core that would otherwise
+    sleep and be woken); then, for up to ``settle`` seconds, let reader threads finish
+    routing what they read (``recv_spin(reader=True)``) before taking the GIL back.
+    True when taken, else False (the lock is not taken)."""
+    cdef bint got
+    with nogil:
+        got = jw_spin_wait(&lock._flag, spin, settle)
+    if got:
+        lock._held = True
+    return got

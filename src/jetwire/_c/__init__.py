@@ -11,7 +11,7 @@ from .ackmux import AckFuture, AckMux
 from .columns import AckCollector, AckRows, DirectCollector, DirectRows, ack_columns, rfc3339_us
 from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_unsub, validate_filter, validate_subject
 from .headers import decode_headers, encode_headers
-from .lock import Lock, WriteLock, recv_spin
+from .lock import Lock, WriteLock, reader_idle, recv_spin, spin_wait
 from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
 from .msg import MsgBase
 from .parser import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG, Parser
@@ -52,8 +52,10 @@ __all__ = [
     "encode_headers",
     "parse_metadata",
     "parse_metadata_fields",
+    "reader_idle",
     "recv_spin",
     "rfc3339_us",
+    "spin_wait",
     "validate_filter",
     "validate_subject",
 ]

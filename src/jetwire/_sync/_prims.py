@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import heapq
 import logging
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Deque, List, Optional
+from typing import Any, Callable, Deque, List, Optional, cast
 
+from .. import _impl
 from ..errors import TimeoutError as NatsTimeoutError
 
 log = logging.getLogger("jetwire")
@@ -73,6 +75,49 @@ class Waiter:
 
 
 _allocate_lock = threading.Lock
+_spin_wait = _impl.spin_wait
+
+
+class SpinWaiter(Waiter):
+    """A ``Waiter`` whose thread first polls for its answer, without the GIL and without
+    sleeping, for up to ``spin`` seconds (``poll_io``: an answer due soon, on a machine
+    whose idle cores wake slowly), then sleeps as a ``Waiter`` does. One thread polls at a
+    time (``_SPINNING``): the others sleep, so many requesters cost one core, not many."""
+
+    __slots__ = ("_flag", "_spin")
+
+    def __init__(self, spin: float) -> None:
+        super().__init__()
+        self._spin = spin
+        self._flag = flag = _impl.Lock()
+        flag.acquire()
+
+    def set_result(self, result: Any) -> None:
+        if self._done:
+            return
+        self._result = result
+        self._done = True
+        self._wake()
+
+    def set_exception(self, exc: BaseException) -> None:
+        if self._done:
+            return
+        self._exc = exc
+        self._done = True
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self._flag.release()
+        except RuntimeError:  # set concurrently by another thread
+            pass
+        try:
+            self._lock.release()
+        except RuntimeError:
+            pass
+
+
+_SPINNING = [0]  # threads polling in SpinWaiter's wait now (at most one)
 
 
 def new_waiter() -> Waiter:
@@ -80,19 +125,18 @@ def new_waiter() -> Waiter:
     return Waiter()
 
 
-def waiter_maker() -> Callable[[], Waiter]:
-    """What makes a request's reply waiter: ``new_waiter``."""
+def waiter_maker(spin: float = 0.0) -> Callable[[], Waiter]:
+    """What makes a request's reply waiter: ``new_waiter``, or with ``spin`` seconds
+    (``poll_io``) a ``SpinWaiter``."""
+    if spin > 0:
+        return functools.partial(SpinWaiter, spin)
     return new_waiter
 
 
 def wait_future(fut: "concurrent.futures.Future[Any]", timeout: Optional[float]) -> Any:
-    if fut.__class__ is Waiter:
-        if fut._lock.acquire(True, -1 if timeout is None else max(timeout, 0.0)) or fut._done:
-            return fut.result()
-        fut.set_exception(NatsTimeoutError("timed out"))
-        if fut._exc.__class__ is not NatsTimeoutError:  # resolved just now after all
-            return fut.result()
-        raise NatsTimeoutError("timed out")
+    cls = fut.__class__
+    if cls is Waiter or cls is SpinWaiter:
+        return _wait_waiter(cast(Waiter, fut), timeout)
     try:
         return fut.result(timeout)
     except concurrent.futures.TimeoutError:
@@ -102,6 +146,28 @@ def wait_future(fut: "concurrent.futures.Future[Any]", timeout: Optional[float])
             fut.set_exception(NatsTimeoutError("timed out"))
             raise NatsTimeoutError("timed out") from None
         raise
+
+
+def _wait_waiter(w: Waiter, timeout: Optional[float]) -> Any:
+    if w.__class__ is SpinWaiter and not _SPINNING[0]:
+        _SPINNING[0] += 1
+        try:
+            spin = w._spin
+            if timeout is not None and timeout < spin:
+                spin = max(timeout, 0.0)
+            got = _spin_wait(w._flag, spin, spin / 4)
+        finally:
+            _SPINNING[0] -= 1
+        if got:
+            return w.result()
+        if timeout is not None:
+            timeout -= spin
+    if w._lock.acquire(True, -1 if timeout is None else max(timeout, 0.0)) or w._done:
+        return w.result()
+    w.set_exception(NatsTimeoutError("timed out"))
+    if w._exc.__class__ is not NatsTimeoutError:  # resolved just now after all
+        return w.result()
+    raise NatsTimeoutError("timed out")
 
 
 class Signal:

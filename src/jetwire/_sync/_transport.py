@@ -124,6 +124,7 @@ class Transport:
             return
         recv_into = rsock.recv_into
         recv_poll = _impl.recv_spin
+        idle = _impl.reader_idle  # (a waiter spinning for its reply lets this thread route first)
         polling = poll > 0
         try:
             while not self.closed:
@@ -132,12 +133,13 @@ class Transport:
                 elif polling:
                     # data came soon after the last read: poll for the next (no sleep, no
                     # wake-up of an idle core), then sleep in recv if nothing comes
-                    n = recv_poll(rsock, buf, poll)
+                    n = recv_poll(rsock, buf, poll, True)
                     if n < 0:
                         t0 = _mono()
                         n = recv_into(buf)
                         polling = _mono() - t0 < poll
                 else:  # quiet: sleep, and poll again once data comes within the poll time
+                    idle()
                     t0 = _mono()
                     n = recv_into(buf)
                     polling = _mono() - t0 < poll
@@ -150,6 +152,7 @@ class Transport:
             err = exc
         finally:
             if rsock is not sock:
+                _impl.reader_idle()
                 rsock.close()
         self._lost(sock, on_lost, err)
 

@@ -373,10 +373,12 @@ class Client:
         if opts.skip_subject_validation:  # what the outbox's checks refuse goes the lax way
             self._outbox_publish = outbox.publish
             self.publish = self._publish_unchecked  # type: ignore[method-assign]
-        self._new_waiter = prims.waiter_maker()  # asyncio: no loop look-up per request
+        self._io_poll = io_poll_budget(opts)
+        # asyncio: no loop look-up per request; blocking: with poll_io, a requester polls
+        # for its reply before it sleeps
+        self._new_waiter = prims.waiter_maker(self._io_poll)
         # asyncio: the loop polls while a reply is due (busy_poll) and, with poll_io, after
         # I/O while traffic flows; blocking: no-ops (the reader thread polls: read_poll)
-        self._io_poll = io_poll_budget(opts)
         self._spin = Spinner(opts.busy_poll, self._resp_map, self._pongs, self._io_poll)
         core.status = CONNECTING
         last: BaseException | None = None

@@ -34,8 +34,9 @@ def future_maker(cls: type[asyncio.Future[Any]] | None = None) -> Callable[[], a
     return functools.partial(cls, loop=loop)
 
 
-def waiter_maker() -> Callable[[], asyncio.Future[Any]]:
-    """What makes a request's reply waiter: futures of the running loop (``future_maker``)."""
+def waiter_maker(spin: float = 0.0) -> Callable[[], asyncio.Future[Any]]:
+    """What makes a request's reply waiter: futures of the running loop (``future_maker``;
+    ``spin`` is the blocking flavour's: the loop polls instead, see ``Spinner``)."""
     return future_maker()
 
 

@@ -257,6 +257,12 @@ class WriterAPI(Protocol):
     def send_soon(self) -> None:
         """``flush_now``, or, while another thread writes, leave the bytes to it."""
 
+    def hold(self, seconds: float) -> None:
+        """Let fast-path publishes (a fetch's acks) wait up to ``seconds`` to leave together."""
+
+    def release(self) -> None:
+        """End ``hold``: what it kept leaves now."""
+
     def send_later(self) -> None:
         """Leave what is queued to the writer's own turn or thread (timers: never blocks)."""
 
@@ -301,8 +307,9 @@ class PrimsAPI(Protocol):
 
     def new_waiter(self) -> Any: ...
 
-    def waiter_maker(self) -> Callable[[], Any]:
-        """What makes a request's reply waiter (asyncio: bound to the running loop)."""
+    def waiter_maker(self, spin: float = 0.0) -> Callable[[], Any]:
+        """What makes a request's reply waiter (asyncio: bound to the running loop;
+        blocking: one that polls for ``spin`` seconds before it sleeps, ``poll_io``)."""
 
     def wait_future(self, fut: Any, timeout: float | None) -> Any: ...
 

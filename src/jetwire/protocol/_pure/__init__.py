@@ -44,7 +44,7 @@ from .encoder import (
     validate_subject,
 )
 from .headers import decode_headers, encode_headers
-from .lock import Lock, recv_spin
+from .lock import Lock, reader_idle, recv_spin, spin_wait
 from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
 from .msg import MsgBase
 from .parser import Parser
@@ -85,8 +85,10 @@ __all__ = [
     "encode_headers",
     "parse_metadata",
     "parse_metadata_fields",
+    "reader_idle",
     "recv_spin",
     "rfc3339_us",
+    "spin_wait",
     "validate_filter",
     "validate_subject",
 ]
