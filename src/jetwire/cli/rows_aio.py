@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import jetwire.aio
 from jetwire.aio import _prims as prims
 from jetwire.msg import Msg
+from jetwire.options import usable_cpus  # aio-only
 from jetwire.protocol.metadata import parse_metadata
 
 from ._rowkit import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowCtx, RowFailed, ack_subjects, cpu_now, now
@@ -136,6 +137,8 @@ CLIENT = Client()
 
 # an event loop's timer resolution (row h)
 TICK = 0.001  # aio-only
+# row h: the asyncio publisher paces by turning the loop where the connections poll
+PACE_SPIN = POLL_IO if POLL_IO is not None else usable_cpus() >= 4  # aio-only
 _STAMP = struct.Struct("<q8x")  # row h's 16 B payload: the publish time (perf_counter_ns) first
 
 
@@ -291,7 +294,9 @@ async def h(cl: RowClient, url: str, n: int, ctx: RowCtx) -> list[float]:
     The publisher sleeps until the next message is due (blocking: ``time.sleep``, about
     50 us). An event loop's timers have a resolution of 1 ms (uvloop runs a shorter
     sleep at once: a busy loop that would take a core from the server), so the asyncio
-    publisher sleeps at least 1 ms and then sends what became due, in one write."""
+    publisher sleeps at least 1 ms and then sends what became due, in one write; where
+    the connections poll (``poll_io``: 4 or more CPUs, a core to spare) it turns the loop
+    until the next message is due instead, as nats.go's timers do (``PACE_SPIN``)."""
     sub_nc = await cl.connect(url)
     pub_nc = await cl.connect(url)
     cb, done, count, lat = cl.stamps(n)
@@ -308,6 +313,9 @@ async def h(cl: RowClient, url: str, n: int, ctx: RowCtx) -> list[float]:
             i += 1
         delay = t0 + i * interval - now()
         if delay > 0:
+            if PACE_SPIN:  # aio-only
+                await prims.sleep(0)  # aio-only
+                continue  # aio-only
             delay = max(delay, TICK)  # aio-only
             await prims.sleep(delay)
     if not await wait_count(done, count):

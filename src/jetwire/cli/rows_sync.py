@@ -136,6 +136,7 @@ class Client:
 CLIENT = Client()
 
 # an event loop's timer resolution (row h)
+# row h: the asyncio publisher paces by turning the loop where the connections poll
 _STAMP = struct.Struct("<q8x")  # row h's 16 B payload: the publish time (perf_counter_ns) first
 
 
@@ -289,7 +290,9 @@ def h(cl: RowClient, url: str, n: int, ctx: RowCtx) -> list[float]:
     The publisher sleeps until the next message is due (blocking: ``time.sleep``, about
     50 us). An event loop's timers have a resolution of 1 ms (uvloop runs a shorter
     sleep at once: a busy loop that would take a core from the server), so the asyncio
-    publisher sleeps at least 1 ms and then sends what became due, in one write."""
+    publisher sleeps at least 1 ms and then sends what became due, in one write; where
+    the connections poll (``poll_io``: 4 or more CPUs, a core to spare) it turns the loop
+    until the next message is due instead, as nats.go's timers do (``PACE_SPIN``)."""
     sub_nc = cl.connect(url)
     pub_nc = cl.connect(url)
     cb, done, count, lat = cl.stamps(n)
