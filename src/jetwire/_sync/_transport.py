@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Optional
 
 from .. import _impl
 from ..connection.core import tls_state
+from ..connection.hold import WriteHold
 from ..errors import ProtocolError
 from ..errors import TimeoutError as NatsTimeoutError
 
@@ -325,9 +326,9 @@ class Spinner:
         pass
 
 
-class Writer:
+class Writer(WriteHold):
     """Moves the core's write buffer (``core.outbox``) to the socket from a flusher thread
-    (or inline when large).
+    (or inline when large); ``hold`` (``WriteHold``) keeps a fetch's acks together.
 
     It wires the outbox's fast path: ``on_first`` wakes the flusher thread (or, when
     nothing was written for ``QUIET`` seconds, sends at once from the publishing thread:
@@ -365,10 +366,7 @@ class Writer:
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
         outbox.lock = self.lock
-        self.timers: Any = None  # the connection's Scheduler (set by the client): hold's timer
-        self._held = False
-        self._hold_for = 0.0
-        self._hold_timer: Any = None
+        self.init_hold()
         self._thread = threading.Thread(target=self._run, name="jetwire-flusher", daemon=True)
         self._thread.start()
 
@@ -410,42 +408,6 @@ class Writer:
                 self.send_soon()
                 return
             self._ev.set()
-
-    def hold(self, seconds: float) -> None:
-        """Let what the outbox's fast path queues (a fetch's acks) wait up to ``seconds``
-        and leave together: when the hold ends (``release``, or ``seconds`` after the first
-        bytes held), when the buffer reaches ``FLUSH_THRESHOLD``, or with anything sent
-        explicitly meanwhile (requests, PINGs, ``send_now``). Nothing waits longer: the
-        timer thread ends the hold."""
-        if self._held or seconds <= 0 or self.tr is None or self.timers is None:
-            return
-        self._held = True
-        self._hold_for = seconds
-        self.outbox.on_first = self._held_first
-
-    @property
-    def holding(self) -> bool:
-        """A ``hold`` is on."""
-        return self._held
-
-    def _held_first(self) -> None:
-        if not self._held:  # released meanwhile
-            self.kick()
-        elif self._hold_timer is None:
-            self._hold_timer = self.timers.call_later(self._hold_for, self.release)
-
-    def release(self) -> None:
-        """End a ``hold``: what it kept leaves now (from the timer thread: the flusher's)."""
-        if not self._held:
-            return
-        self._held = False
-        self.outbox.on_first = self.kick
-        timer = self._hold_timer
-        self._hold_timer = None
-        if timer is not None:
-            timer.cancel()
-        if self.outbox.buf:
-            self.kick()
 
     def callback_thread(self, pending: Any) -> None:
         """Called by a subscription's callback thread before each round of deliveries:

@@ -13,6 +13,7 @@ from typing import Any
 from .. import _impl
 from .._typing import JSONObject
 from ..connection.core import ConnectionCore, tls_state
+from ..connection.hold import WriteHold
 from ..errors import ProtocolError
 from ._prims import NO_LOCK
 
@@ -218,9 +219,9 @@ class Transport:
 FLUSH_THRESHOLD = 64 * 1024
 
 
-class Writer:
+class Writer(WriteHold):
     """Moves the core's write buffer (``core.outbox``) to the transport once per loop turn
-    (or at once when large).
+    (or at once when large); ``hold`` (``WriteHold``) keeps a fetch's acks together.
 
     It wires the outbox's fast path: ``on_first`` schedules one flush for the end of the
     loop turn, ``on_full`` flushes inline at ``FLUSH_THRESHOLD`` bytes, and
@@ -244,11 +245,8 @@ class Writer:
         outbox.on_first = self.kick
         outbox.on_full = self.flush_now
         outbox.lock = None  # one thread: nothing to guard
-        self.timers: Any = None  # the connection's Scheduler (set by the client): hold's timer
         self.on_write: Callable[[], None] | None = None  # told after each write (Spinner.wrote)
-        self._held = False
-        self._hold_for = 0.0
-        self._hold_timer: Any = None
+        self.init_hold()
 
     def set_transport(self, tr: Transport | None) -> None:
         old = self.tr
@@ -293,41 +291,6 @@ class Writer:
     def _on_turn(self) -> None:
         self.pending = False
         self.flush_now()
-
-    def hold(self, seconds: float) -> None:
-        """Let what the outbox's fast path queues (a fetch's acks) wait up to ``seconds``
-        and leave together: when the hold ends (``release``, or ``seconds`` after the first
-        bytes held), when the buffer reaches ``FLUSH_THRESHOLD``, or with anything sent
-        explicitly meanwhile (requests, PINGs, ``send_now``). Nothing waits longer."""
-        if self._held or seconds <= 0 or self.tr is None or self.timers is None:
-            return
-        self._held = True
-        self._hold_for = seconds
-        self.outbox.on_first = self._held_first
-
-    @property
-    def holding(self) -> bool:
-        """A ``hold`` is on."""
-        return self._held
-
-    def _held_first(self) -> None:
-        if not self._held:  # released meanwhile
-            self.kick()
-        elif self._hold_timer is None:
-            self._hold_timer = self.timers.call_later(self._hold_for, self.release)
-
-    def release(self) -> None:
-        """End a ``hold``: what it kept leaves now."""
-        if not self._held:
-            return
-        self._held = False
-        self.outbox.on_first = self.kick
-        timer = self._hold_timer
-        self._hold_timer = None
-        if timer is not None:
-            timer.cancel()
-        if self.outbox.buf:
-            self.kick()
 
     def flush_now(self, timeout: float | None = None) -> None:
         """Write what is queued to the transport (which never blocks: ``timeout`` is for
@@ -493,13 +456,7 @@ class Spinner:
         self.sent.append(now)
         if self.avg > budget:
             return
-        self.until = now + budget
-        if not self.running:
-            self.running = True
-            loop = self._loop
-            if loop is None:
-                loop = self._loop = asyncio.get_running_loop()
-            loop.call_soon(self._tick)
+        self._poll_until(now + budget)
 
     def replied(self) -> None:
         """A reply arrived (and its request is no longer outstanding): fold the time since
