@@ -117,7 +117,7 @@ class SpinWaiter(Waiter):
             pass
 
 
-_SPINNING = [0]  # threads polling in SpinWaiter's wait now (at most one)
+_SPINNING = threading.Lock()  # held by the one thread polling in a SpinWaiter's wait
 
 
 def new_waiter() -> Waiter:
@@ -149,15 +149,14 @@ def wait_future(fut: "concurrent.futures.Future[Any]", timeout: Optional[float])
 
 
 def _wait_waiter(w: Waiter, timeout: Optional[float]) -> Any:
-    if w.__class__ is SpinWaiter and not _SPINNING[0]:
-        _SPINNING[0] += 1
+    if w.__class__ is SpinWaiter and _SPINNING.acquire(False):
         try:
             spin = w._spin
             if timeout is not None and timeout < spin:
                 spin = max(timeout, 0.0)
             got = _spin_wait(w._flag, spin, spin / 4)
         finally:
-            _SPINNING[0] -= 1
+            _SPINNING.release()
         if got:
             return w.result()
         if timeout is not None:
