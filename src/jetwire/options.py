@@ -4,6 +4,7 @@ from __future__ import annotations
 import difflib
 import os
 import random
+import socket
 import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -428,7 +429,8 @@ def io_poll_budget(opts: Options) -> float:
     on = opts.poll_io
     if on is None:
         on = usable_cpus() >= 4
-    return opts.busy_poll if on else 0.0
+    # (the blocking reader's poll reads with MSG_DONTWAIT, which not every platform has)
+    return opts.busy_poll if on and hasattr(socket, "MSG_DONTWAIT") else 0.0
 
 
 def usable_cpus() -> int:
