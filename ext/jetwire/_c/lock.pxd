@@ -8,19 +8,30 @@ cdef extern from *:
     /* An atomic flag: taken with one exchange, released with one store (holders keep it
        for a buffer append or swap, a queue push or pop, a dict insert or pop, so a waiter
        yields the CPU rather than sleeping). */
+    /* seconds since t0 (CLOCK_MONOTONIC) */
+    static inline double jw_elapsed(const struct timespec* t0) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+    }
+    /* a polling loop's pause between two looks */
+    static inline void jw_cpu_relax(void) {
+    #if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+    #endif
+    }
     static inline int jw_flag_try(int* f) { return !__atomic_test_and_set(f, __ATOMIC_ACQUIRE); }
     static inline void jw_flag_wait(int* f) { while (__atomic_test_and_set(f, __ATOMIC_ACQUIRE)) sched_yield(); }
     static inline void jw_flag_clear(int* f) { __atomic_clear(f, __ATOMIC_RELEASE); }
     /* Wait at most `timeout` seconds: 1 when taken, else 0. */
     static int jw_flag_wait_for(int* f, double timeout) {
-        struct timespec t0, t;
+        struct timespec t0;
         if (jw_flag_try(f)) return 1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
             sched_yield();
             if (jw_flag_try(f)) return 1;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 >= timeout) return 0;
+            if (jw_elapsed(&t0) >= timeout) return 0;
         }
     }
     """

@@ -98,9 +98,6 @@ cdef extern from *:
     #include <sys/socket.h>
     #include <errno.h>
     #include <time.h>
-    /* recv() without blocking, retried for up to `spin` seconds while nothing has arrived:
-       the bytes read (0: the peer closed), -1 when nothing came in time, -2 - errno on
-       an error. */
     /* reader threads between a poll that returned data and their next poll: in Python,
        holding the GIL or about to (a hint for spin_wait, never needed for correctness) */
     static int jw_readers_busy = 0;
@@ -111,8 +108,11 @@ cdef extern from *:
     static inline void jw_reader_busy(void) {
         if (!jw_me_busy) { jw_me_busy = 1; __atomic_fetch_add(&jw_readers_busy, 1, __ATOMIC_ACQ_REL); }
     }
+    /* recv() without blocking, retried for up to `spin` seconds while nothing has arrived:
+       the bytes read (0: the peer closed), -1 when nothing came in time, -2 - errno on
+       an error. */
     static Py_ssize_t jw_recv_spin(int fd, char* p, size_t len, double spin) {
-        struct timespec t0, t;
+        struct timespec t0;
         ssize_t n;
         int i = 0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -121,27 +121,21 @@ cdef extern from *:
             if (n >= 0) return n;
             if (errno == EINTR) continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK) return -2 - errno;
-            if ((++i & 15) == 0) {
-                clock_gettime(CLOCK_MONOTONIC, &t);
-                if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 >= spin) return -1;
-            }
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
+            if ((++i & 15) == 0 && jw_elapsed(&t0) >= spin) return -1;
+            jw_cpu_relax();
         }
     }
     """
     Py_ssize_t jw_recv_spin(int fd, char* p, size_t len, double spin) nogil
-    int jw_readers_busy
     void jw_reader_idle() nogil
     void jw_reader_busy() nogil
 
 
 def recv_spin(sock, unsigned char[::1] buf, double spin, bint reader=False):
-    """Read from ``sock`` (a socket in blocking mode) into ``buf`` without blocking, trying again for up to
-    ``spin`` seconds (the GIL released) while nothing has arrived: the bytes read (0: the
-    peer closed), -1 when nothing came in time (then block in ``recv_into``). OSError on
-    a socket error. ``reader``: the caller is a connection's reader thread, which
+    """Read from ``sock`` (a socket in blocking mode) into ``buf`` without blocking,
+    trying again for up to ``spin`` seconds (the GIL released) while nothing has arrived:
+    the bytes read (0: the peer closed), -1 when nothing came in time (then block in
+    ``recv_into``). OSError on a socket error. ``reader``: the caller is a connection's reader thread, which
     ``spin_wait`` lets route what it read before taking the GIL (until the thread's next
     poll, or ``reader_idle()``, which it calls before any other wait and when it ends)."""
     cdef Py_ssize_t n
@@ -166,30 +160,18 @@ cdef extern from *:
        taken, wait up to `settle` seconds more while a reader thread is routing what it read
        (it holds the GIL: taking it now would sleep until the reader lets go). 1 when taken. */
     static int jw_spin_wait(int* f, double spin, double settle) {
-        struct timespec t0, t;
-        double el;
+        struct timespec t0;
         int i = 0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (;;) {
             if (!__atomic_load_n(f, __ATOMIC_RELAXED) && jw_flag_try(f)) break;
-            if ((++i & 15) == 0) {
-                clock_gettime(CLOCK_MONOTONIC, &t);
-                if ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 >= spin) return 0;
-            }
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
+            if ((++i & 15) == 0 && jw_elapsed(&t0) >= spin) return 0;
+            jw_cpu_relax();
         }
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (i = 1; __atomic_load_n(&jw_readers_busy, __ATOMIC_ACQUIRE) > 0; i++) {
-            if ((i & 15) == 0) {
-                clock_gettime(CLOCK_MONOTONIC, &t);
-                el = (double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
-                if (el >= settle) break;
-            }
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
+            if ((i & 15) == 0 && jw_elapsed(&t0) >= settle) break;
+            jw_cpu_relax();
         }
         return 1;
     }

@@ -53,19 +53,19 @@ class Waiter:
             return
         self._result = result
         self._done = True
-        try:
-            self._lock.release()
-        except RuntimeError:  # set concurrently by another thread
-            pass
+        self._wake()
 
     def set_exception(self, exc: BaseException) -> None:
         if self._done:
             return
         self._exc = exc
         self._done = True
+        self._wake()
+
+    def _wake(self) -> None:
         try:
             self._lock.release()
-        except RuntimeError:
+        except RuntimeError:  # set concurrently by another thread
             pass
 
     def result(self) -> Any:
@@ -92,29 +92,12 @@ class SpinWaiter(Waiter):
         self._flag = flag = _impl.Lock()
         flag.acquire()
 
-    def set_result(self, result: Any) -> None:
-        if self._done:
-            return
-        self._result = result
-        self._done = True
-        self._wake()
-
-    def set_exception(self, exc: BaseException) -> None:
-        if self._done:
-            return
-        self._exc = exc
-        self._done = True
-        self._wake()
-
     def _wake(self) -> None:
         try:
             self._flag.release()
         except RuntimeError:  # set concurrently by another thread
             pass
-        try:
-            self._lock.release()
-        except RuntimeError:
-            pass
+        Waiter._wake(self)
 
 
 _SPINNING = threading.Lock()  # held by the one thread polling in a SpinWaiter's wait

@@ -131,19 +131,17 @@ class Transport:
             while not self.closed:
                 if not poll:
                     n = recv_into(buf)
-                elif polling:
+                else:
                     # data came soon after the last read: poll for the next (no sleep, no
-                    # wake-up of an idle core), then sleep in recv if nothing comes
-                    n = recv_poll(rsock, buf, poll, True)
+                    # wake-up of an idle core); when nothing comes in time, or the
+                    # connection was quiet, sleep in recv, and poll again once data comes
+                    # within the poll time
+                    n = recv_poll(rsock, buf, poll, True) if polling else -1
                     if n < 0:
+                        idle()
                         t0 = _mono()
                         n = recv_into(buf)
                         polling = _mono() - t0 < poll
-                else:  # quiet: sleep, and poll again once data comes within the poll time
-                    idle()
-                    t0 = _mono()
-                    n = recv_into(buf)
-                    polling = _mono() - t0 < poll
                 if not n:
                     break
                 on_data(view[:n])

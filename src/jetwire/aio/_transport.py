@@ -397,10 +397,14 @@ class Spinner:
         self.last_read = 0.0
         self.io: _LoopIO | None = None  # what every connection of this loop last did
 
-    def _loop_io(self) -> _LoopIO:
+    def _get_loop(self) -> asyncio.AbstractEventLoop:
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.get_running_loop()
+        return loop
+
+    def _loop_io(self) -> _LoopIO:
+        loop = self._get_loop()
         io = _LOOP_IO.get(loop)
         if io is None:
             io = _LOOP_IO[loop] = _LoopIO()
@@ -438,10 +442,7 @@ class Spinner:
             self.until = until
         if not self.running:
             self.running = True
-            loop = self._loop
-            if loop is None:
-                loop = self._loop = asyncio.get_running_loop()
-            loop.call_soon(self._tick)
+            self._get_loop().call_soon(self._tick)
 
     def should_spin(self) -> bool:
         """Replies usually come within the budget (or none has been seen yet)."""
