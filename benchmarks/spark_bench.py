@@ -157,6 +157,8 @@ def main(argv: Any = None) -> int:
     ap.add_argument("--fetch-batch", type=int, default=0, help="fetchBatch for jetwire reads (0: the default)")
     ap.add_argument("--skip", default="", help="comma-separated: read, write, natspy, null, raw")
     ap.add_argument("--server", default=None, help="use this NATS URL instead of an embedded server")
+    ap.add_argument("--warmup", type=int, default=2,
+                    help="untimed full-size rounds first (the JVM's JIT keeps compiling for several actions)")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     n = args.messages
@@ -246,13 +248,19 @@ def main(argv: Any = None) -> int:
         cpus: dict[str, list[float]] = {}
         pys: dict[str, list[float]] = {}
         ratios: dict[str, list[float]] = {}  # per round: jetwire / its yardstick in that round
+        for _ in range(args.warmup):
+            for _, fmt, extra in readers:
+                read_once(fmt, extra)
+            for _, fmt in writers:
+                write_once(fmt)
         for rnd in range(args.rounds):
-            for label, fmt, extra in readers:
+            # alternate the order: what runs second in a round gains from the JIT work of the first
+            for label, fmt, extra in (readers if rnd % 2 == 0 else readers[::-1]):
                 rate, cpu, py = read_once(fmt, extra)
                 results.setdefault(label, []).append(rate)
                 cpus.setdefault(label, []).append(cpu)
                 pys.setdefault(label, []).append(py)
-            for label, fmt in writers:
+            for label, fmt in (writers if rnd % 2 == 0 else writers[::-1]):
                 rate, cpu, py = write_once(fmt)
                 results.setdefault(label, []).append(rate)
                 cpus.setdefault(label, []).append(cpu)

@@ -135,3 +135,29 @@ def test_empty_stream_and_missing_stream(spark, spark_nats, make_stream):
         _read(spark, spark_nats.url, "NO_SUCH_STREAM").count()
     with pytest.raises(Exception, match="readMode"):
         _read(spark, spark_nats.url, stream, readMode="sideways").count()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fetch_byte_budget(spark, spark_nats, make_stream, js, mode):
+    # sizes 100 B .. 2.9 KB, and one message of 20 KB: larger than the whole budget
+    from jetwire.spark._read import RangePartition, read_range
+
+    stream = make_stream(allow_direct=True)
+    base = stream.lower()
+    sizes = [100 + (i * 397) % 2800 for i in range(60)]
+    sizes[25] = 20_000
+    for i, n in enumerate(sizes):
+        js.publish(f"{base}.s{i % 2}", bytes([i]) * n)
+    budget = 8000
+    batches = list(read_range({"servers": spark_nats.url}, stream, RangePartition(0, 1, 61, mode), None,
+                              1000, 10.0, max_bytes=budget))
+    got = [(s, bytes(d)) for b in batches for s, d in zip(b.column("seq").to_pylist(), b.column("data").to_pylist(),
+                                                            strict=True)]
+    assert got == [(i + 1, bytes([i]) * n) for i, n in enumerate(sizes)]
+    assert len(batches) >= sum(sizes) // budget - 1  # the budget, not fetchBatch, cut the fetches
+    for b in batches:  # within the budget but for the last message (a direct get may end past it)
+        assert sum(len(d) for d in b.column("data").to_pylist()[:-1]) < budget
+    df = _read(spark, spark_nats.url, stream, readMode=mode, fetchMaxBytes="8KB", fetchBatch=1000)
+    assert [(r.seq, len(r.data)) for r in df.orderBy("seq").collect()] == [(i + 1, n) for i, n in enumerate(sizes)]
+    with pytest.raises(Exception, match="fetchMaxBytes"):
+        _read(spark, spark_nats.url, stream, fetchMaxBytes="lots").count()

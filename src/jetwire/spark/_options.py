@@ -25,7 +25,8 @@ __all__ = [
 ]
 
 DEFAULT_SERVERS = "nats://127.0.0.1:4222"
-DEFAULT_FETCH_BATCH = 5000
+DEFAULT_FETCH_BATCH = 20_000
+DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024
 DEFAULT_FETCH_TIMEOUT = 10.0
 DEFAULT_MAX_PER_PARTITION = 50_000
 DEFAULT_MAX_PENDING_ACKS = 512
@@ -69,6 +70,18 @@ def parse_int(value: Any, name: str, minimum: int | None = None) -> int:
         raise OptionError(f"option {name!r} must be an integer, not {value!r}") from None
     if minimum is not None and n < minimum:
         raise OptionError(f"option {name!r} must be at least {minimum}, not {n}")
+    return n
+
+
+def parse_size_option(value: Any, name: str) -> int:
+    """Bytes (at least 1) from option ``name``'s size: ``"8388608"``, ``"8MiB"``, ``"512k"``
+    (the one grammar, ``_units.parse_size``)."""
+    try:
+        n = _units.parse_size(value)
+    except ValueError:
+        raise OptionError(f"option {name!r} must be a size in bytes (for example 8MiB), not {value!r}") from None
+    if n < 1:
+        raise OptionError(f"option {name!r} must be at least 1 byte, not {value!r}")
     return n
 
 
@@ -199,6 +212,7 @@ class ReadOptions(_Options):
         self.max_per_partition = parse_int(o.get("maxmessagesperpartition", DEFAULT_MAX_PER_PARTITION),
                                            "maxMessagesPerPartition", 1)
         self.fetch_batch = parse_int(o.get("fetchbatch", DEFAULT_FETCH_BATCH), "fetchBatch", 1)
+        self.fetch_max_bytes = parse_size_option(o.get("fetchmaxbytes", DEFAULT_FETCH_MAX_BYTES), "fetchMaxBytes")
         self.fetch_timeout = parse_duration(o.get("fetchtimeout", DEFAULT_FETCH_TIMEOUT), "fetchTimeout")
         mode = (o.get("readmode") or "auto").strip().lower()
         if mode not in ("auto", "direct", "consumer"):

@@ -258,10 +258,12 @@ class _Pump:
     """One request in flight, its successor sent by the reader thread as soon as it
     completes (while at most ``depth`` completed fetches wait to be consumed)."""
 
-    def __init__(self, nc: Any, lo: int, hi: int, batch: int, timeout: float, depth: int = 1) -> None:
+    def __init__(self, nc: Any, lo: int, hi: int, batch: int, timeout: float, depth: int = 1,
+                 max_bytes: int = 0) -> None:
         self.nc = nc
         self.hi = hi
         self.batch = batch
+        self.max_bytes = max_bytes  # a request's byte budget (0: none)
         self.timeout = timeout
         self.depth = depth
         self.next_seq = lo
@@ -321,6 +323,10 @@ class _Pump:
     def _request(self, f: _Fetch) -> tuple[str, bytes]:  # pragma: no cover - per mode
         raise NotImplementedError
 
+    def _size(self) -> int:
+        """Messages to ask for next: ``batch``, never past ``hi``."""
+        return max(1, min(self.batch, self.hi - self.next_seq))
+
     # consumer side ------------------------------------------------------------------
     def fetches(self) -> Iterator[_Fetch]:
         """Completed fetches in order; raises the first error or ``TimeoutError``."""
@@ -364,11 +370,11 @@ class _DirectPump(_Pump):
     (``_on_status``). Without, each fetch keeps its messages (``direct_get_batch``)."""
 
     def __init__(self, nc: Any, api_prefix: str, stream: str, lo: int, hi: int, subject: str | None,
-                 batch: int, timeout: float, rows: bool = False) -> None:
+                 batch: int, timeout: float, rows: bool = False, max_bytes: int = 0) -> None:
         self.get_subject = f"{api_prefix}.DIRECT.GET.{stream}"
         self.filter = subject
         self._collector = _impl.DirectCollector(self._on_status) if rows else None
-        super().__init__(nc, lo, hi, batch, timeout)
+        super().__init__(nc, lo, hi, batch, timeout, max_bytes=max_bytes)
 
     def _handler(self) -> Any:
         return self._collector if self._collector is not None else self._on_msg
@@ -384,7 +390,9 @@ class _DirectPump(_Pump):
 
     def _request(self, f: _Fetch) -> tuple[str, bytes]:
         seq = self.next_seq
-        req: dict[str, Any] = {"seq": seq, "batch": max(1, min(self.batch, self.hi - seq))}
+        req: dict[str, Any] = {"seq": seq, "batch": self._size()}
+        if self.max_bytes:  # (the server sends at least one message, whatever its size)
+            req["max_bytes"] = self.max_bytes
         if self.filter:
             req["next_by_subj"] = self.filter
         return self.get_subject, orjson.dumps(req)
@@ -442,27 +450,33 @@ class _PullPump(_Pump):
     ``AckRows`` from the ack subjects): no message is kept and nothing per message runs in
     Python. A pull is complete when it delivered its batch, when the range or the stream
     is exhausted (a delivery past ``hi``, at ``hi - 1``, or with nothing more pending:
-    no wait for the pull to expire), or with a status (``408``: expired)."""
+    no wait for the pull to expire), or with a status (``408``: expired; ``409 Message Size
+    Exceeds MaxBytes``: the byte budget is spent). A message larger than the whole budget
+    is asked for alone, with no budget."""
 
     def __init__(self, nc: Any, api_prefix: str, stream: str, consumer: str, lo: int, hi: int, batch: int,
-                 timeout: float) -> None:
+                 timeout: float, max_bytes: int = 0) -> None:
         self.next_subject = f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
         self.where = f"consumer {consumer!r} of stream {stream!r}"
         self._collector = _impl.AckCollector(self._on_event)
-        super().__init__(nc, lo, hi, batch, timeout)
+        self._oversized = False  # the next message did not fit in a whole budget
+        super().__init__(nc, lo, hi, batch, timeout, max_bytes=max_bytes)
 
     def _handler(self) -> Any:
         return self._collector
 
     def _started(self, f: _Fetch | None) -> None:
         if f is not None:
-            f.rows = _impl.AckRows(f.reply, self.hi, max(1, min(self.batch, self.hi - self.next_seq)))
+            want = 1 if self._oversized else self._size()
+            f.rows = _impl.AckRows(f.reply, self.hi, want)
             self._collector.target = f.rows
         else:
             self._collector.target = None
 
     def _request(self, f: _Fetch) -> tuple[str, bytes]:
-        return self.next_subject, pull_request(f.rows.want, self.timeout)
+        budget = 0 if self._oversized else self.max_bytes
+        self._oversized = False
+        return self.next_subject, pull_request(f.rows.want, self.timeout, max_bytes=budget)
 
     def _on_event(self, m: Any) -> None:
         """The pull in flight ended (``m`` None) or got a status reply ``m``."""
@@ -474,7 +488,10 @@ class _PullPump(_Pump):
             h = m.headers
             if h.status == "100":
                 return  # (a heartbeat: none is asked for)
-            if h.status not in ("404", "408"):
+            if h.status == "409" and _is_budget_end(h.description):
+                if not len(rows) and not rows.end and "maxbytes" in (h.description or "").lower():
+                    self._oversized = True  # the next message alone is larger than the budget
+            elif h.status not in ("404", "408"):
                 f.error = status_error(h.status, h.description, self.where) or APIError(
                     code=int(h.status) if h.status.isdigit() else None, err_code=None,
                     description=f"pull of {self.where}: {h.status} {h.description or ''}".rstrip())
@@ -488,6 +505,13 @@ class _PullPump(_Pump):
         elif len(rows):
             self.next_seq = rows.last_seq + 1
         self._complete(f)
+
+
+def _is_budget_end(description: str | None) -> bool:
+    """A ``409`` that ends a pull normally: its byte budget is spent (``Message Size
+    Exceeds MaxBytes``) or its batch is complete (``Batch Completed``)."""
+    d = (description or "").lower()
+    return "exceeds maxbytes" in d or "batch completed" in d
 
 
 # --------------------------------------------------------------------------- to Arrow
@@ -541,10 +565,11 @@ def _trim(batch: pa.RecordBatch, seqs: pa.Array, hi: int) -> pa.RecordBatch | No
 
 
 def read_range(conn: dict[str, Any], stream: str, part: RangePartition, subject: str | None, batch: int,
-               timeout: float, check_loss: bool = False) -> Iterator[pa.RecordBatch]:
+               timeout: float, check_loss: bool = False, max_bytes: int = 0) -> Iterator[pa.RecordBatch]:
     """Arrow record batches of the messages in ``[part.lo, part.hi)`` (matching
-    ``subject`` when given). ``check_loss`` raises :class:`DataLossError` when the
-    stream no longer holds the start of the range."""
+    ``subject`` when given), fetched ``batch`` messages and at most ``max_bytes`` (0: no
+    limit) at a time. ``check_loss`` raises :class:`DataLossError` when the stream no
+    longer holds the start of the range."""
     if part.hi <= part.lo:
         return
     builder = BatchBuilder(stream)
@@ -557,9 +582,9 @@ def read_range(conn: dict[str, Any], stream: str, part: RangePartition, subject:
                     f"(first stored sequence is {st.first_available}); messages were removed before they were "
                     "read. Set failOnDataLoss=false to skip them.")
         if part.mode == "direct":
-            yield from _read_direct(nc, js, stream, part, subject, batch, timeout, builder)
+            yield from _read_direct(nc, js, stream, part, subject, batch, timeout, builder, max_bytes)
         else:
-            yield from _read_consumer(nc, js, stream, part, subject, batch, timeout, builder)
+            yield from _read_consumer(nc, js, stream, part, subject, batch, timeout, builder, max_bytes)
 
 
 def _pumped(pump: Any, to_batch: Any, builder: BatchBuilder, hi: int) -> Iterator[pa.RecordBatch]:
@@ -574,8 +599,9 @@ def _pumped(pump: Any, to_batch: Any, builder: BatchBuilder, hi: int) -> Iterato
 
 
 def _read_direct(nc: Any, js: Any, stream: str, part: RangePartition, subject: str | None, batch: int,
-                 timeout: float, builder: BatchBuilder) -> Iterator[pa.RecordBatch]:
-    pump = _DirectPump(nc, js.api_prefix, stream, part.lo, part.hi, subject, batch, timeout, rows=True)
+                 timeout: float, builder: BatchBuilder, max_bytes: int) -> Iterator[pa.RecordBatch]:
+    pump = _DirectPump(nc, js.api_prefix, stream, part.lo, part.hi, subject, batch, timeout, rows=True,
+                       max_bytes=max_bytes)
     try:
         yield from _pumped(pump, _direct_to_batch, builder, part.hi)
     finally:
@@ -583,7 +609,7 @@ def _read_direct(nc: Any, js: Any, stream: str, part: RangePartition, subject: s
 
 
 def _read_consumer(nc: Any, js: Any, stream: str, part: RangePartition, subject: str | None, batch: int,
-                   timeout: float, builder: BatchBuilder) -> Iterator[pa.RecordBatch]:
+                   timeout: float, builder: BatchBuilder, max_bytes: int) -> Iterator[pa.RecordBatch]:
     name = f"jetwire_spark_{_nuid.next()}"
     fields: dict[str, Any] = dict(
         name=name, deliver_policy="by_start_sequence", opt_start_seq=part.lo, ack_policy="none",
@@ -596,7 +622,7 @@ def _read_consumer(nc: Any, js: Any, stream: str, part: RangePartition, subject:
     try:
         if int(cons.cached_info().num_pending or 0) == 0:
             return
-        pump = _PullPump(nc, js.api_prefix, stream, name, part.lo, part.hi, batch, timeout)
+        pump = _PullPump(nc, js.api_prefix, stream, name, part.lo, part.hi, batch, timeout, max_bytes)
         try:
             yield from _pumped(pump, _pull_to_batch, builder, part.hi)
         finally:

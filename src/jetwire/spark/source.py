@@ -224,7 +224,8 @@ class JetStreamReader(DataSourceReader):
 
     def read(self, partition: JetStreamPartition) -> Iterator[Any]:  # type: ignore[override]
         o = self.opts
-        return read_range(o.conn, o.stream, partition.to_range(), o.subject, o.fetch_batch, o.fetch_timeout)
+        return read_range(o.conn, o.stream, partition.to_range(), o.subject, o.fetch_batch, o.fetch_timeout,
+                          max_bytes=o.fetch_max_bytes)
 
 
 # --------------------------------------------------------------------------- streaming read
@@ -340,7 +341,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def read(self, partition: JetStreamPartition) -> Iterator[Any]:  # type: ignore[override]
         o = self.opts
         return read_range(o.conn, o.stream, partition.to_range(), o.subject, o.fetch_batch, o.fetch_timeout,
-                          check_loss=o.fail_on_data_loss)
+                          check_loss=o.fail_on_data_loss, max_bytes=o.fetch_max_bytes)
 
     def commit(self, end: JSONObject) -> None:
         self._pos = int(end["seq"])
