@@ -33,6 +33,7 @@ __all__ = [
     "AckRows",
     "DirectCollector",
     "DirectRows",
+    "FrameSink",
     "Lock",
     "MsgBase",
     "MsgMetadata",
@@ -113,6 +114,7 @@ if TYPE_CHECKING:  # type checkers see the pure twin's types (the compiled ones 
         AckRows,
         DirectCollector,
         DirectRows,
+        FrameSink,
         Lock,
         MsgBase,
         MsgMetadata,
@@ -149,6 +151,7 @@ else:
     PONG = _mod.PONG
     DEFAULT_MAX_PAYLOAD = _mod.DEFAULT_MAX_PAYLOAD
     MsgBase = _mod.MsgBase
+    FrameSink = _mod.FrameSink
     Parser = _mod.Parser
     decode_headers = _mod.decode_headers
     encode_headers = _mod.encode_headers

@@ -150,9 +150,25 @@ def pulled(msg_cls, seq, pending, subject="orders.new", data=b"d", headers=None)
     return msg_cls(subject, data, reply=f"$JS.ACK.S.C.1.{seq}.{seq}.{TS + seq * 1000}.{pending}", headers=headers)
 
 
+def cols(columns):
+    """``AckRows.columns()`` as ``(subjects, seqs, times, data, headers)`` with Python lists
+    of subjects (str) and data (bytes), checking the Arrow layout of the two."""
+    soff, subj, seqs, times, doff, data, headers = columns
+    n = len(seqs)
+    assert soff.typecode == doff.typecode == "i" and len(soff) == len(doff) == n + 1 and soff[0] == doff[0] == 0
+    assert soff[n] == len(subj) and doff[n] == len(data)
+    subjects = [bytes(subj[soff[i]:soff[i + 1]]).decode("utf-8", "surrogateescape") for i in range(n)]
+    return subjects, seqs, times, [bytes(data[doff[i]:doff[i + 1]]) for i in range(n)], headers
+
+
+def ack(impl, msgs, hi):
+    *columns, end = impl.ack_columns(msgs, hi)
+    return (*cols(columns), end)
+
+
 def test_ack_columns_until_no_more_pending(impl, msg_cls):
     msgs = [pulled(msg_cls, s, 3 - s) for s in (1, 2, 3)] + [pulled(msg_cls, 4, 0)]
-    subjects, seqs, times, data, headers, end = impl.ack_columns(msgs, 100)
+    subjects, seqs, times, data, headers, end = ack(impl, msgs, 100)
     assert list(seqs) == [1, 2, 3] and end and headers is None
     assert list(times) == [(TS + s * 1000) // 1000 for s in (1, 2, 3)]
     assert subjects == ["orders.new"] * 3 and data == [b"d"] * 3
@@ -161,19 +177,19 @@ def test_ack_columns_until_no_more_pending(impl, msg_cls):
 def test_ack_columns_range_end(impl, msg_cls):
     msgs = [pulled(msg_cls, s, 100) for s in (5, 6, 7, 8)]
     it = iter(msgs)
-    _, seqs, _, _, _, end = impl.ack_columns(it, 7)
+    _, seqs, _, _, _, end = ack(impl, it, 7)
     assert list(seqs) == [5, 6] and end
     assert next(it) is msgs[2]  # nothing taken past the one that ended the range
-    _, seqs, _, _, _, end = impl.ack_columns([pulled(msg_cls, 9, 100)], 7)
+    _, seqs, _, _, _, end = ack(impl, [pulled(msg_cls, 9, 100)], 7)
     assert list(seqs) == [] and end
-    _, seqs, _, _, _, end = impl.ack_columns(msgs[:2], 100)
+    _, seqs, _, _, _, end = ack(impl, msgs[:2], 100)
     assert list(seqs) == [5, 6] and not end
 
 
 def test_ack_columns_headers_and_many(impl, msg_cls):
     msgs = [pulled(msg_cls, s, 5000) for s in range(1, 3001)]
     msgs[1500] = pulled(msg_cls, 1501, 5000, headers={"K": ["a", "b"]})
-    _subjects, seqs, times, _data, headers, end = impl.ack_columns(msgs, 10_000)
+    _subjects, seqs, times, _data, headers, end = ack(impl, msgs, 10_000)
     assert list(seqs) == list(range(1, 3001)) and not end and len(times) == 3000
     assert headers is not None and len(headers) == 3000
     assert headers[1500] == [("K", ["a", "b"])] and headers.count(None) == 2999
@@ -181,11 +197,11 @@ def test_ack_columns_headers_and_many(impl, msg_cls):
 
 def test_ack_columns_errors(impl, msg_cls):
     with pytest.raises(NotJSMessageError):
-        impl.ack_columns([msg_cls("a", b"")], 10)
+        ack(impl, [msg_cls("a", b"")], 10)
     with pytest.raises(NotJSMessageError):
-        impl.ack_columns([msg_cls("a", b"", reply="_INBOX.x")], 10)
+        ack(impl, [msg_cls("a", b"", reply="_INBOX.x")], 10)
     with pytest.raises(OverflowError):
-        impl.ack_columns([msg_cls("a", b"", reply=f"$JS.ACK.S.C.1.{2**64}.1.{TS}.1")], 10)
+        ack(impl, [msg_cls("a", b"", reply=f"$JS.ACK.S.C.1.{2**64}.1.{TS}.1")], 10)
 
 
 
@@ -210,7 +226,7 @@ def test_ack_collector_full_pull(impl, msg_cls):
     msgs = [pulled(msg_cls, s, 100) for s in (1, 2, 3)]
     rows, events = pull_collect(impl, msgs, want=3)
     assert events == [None] and len(rows) == 3 and rows.last_seq == 3 and not rows.end and rows.delivered == 3
-    subjects, seqs, times, data, headers = rows.columns()
+    subjects, seqs, times, data, headers = cols(rows.columns())
     assert list(seqs) == [1, 2, 3] and list(times) == [(TS + s * 1000) // 1000 for s in (1, 2, 3)]
     assert subjects == ["orders.new"] * 3 and data == [b"d"] * 3 and headers is None
     rows, events = pull_collect(impl, msgs[:2], want=3)
@@ -220,10 +236,10 @@ def test_ack_collector_full_pull(impl, msg_cls):
 def test_ack_collector_ends_and_drops_the_rest(impl, msg_cls):
     # no more pending: the rows end at once (no wait for the pull to expire); later ones are dropped
     rows, events = pull_collect(impl, [pulled(msg_cls, 1, 1), pulled(msg_cls, 2, 0), pulled(msg_cls, 3, 0)])
-    assert events == [None] and rows.end and list(rows.columns()[1]) == [1, 2] and rows.delivered == 2
+    assert events == [None] and rows.end and list(cols(rows.columns())[1]) == [1, 2] and rows.delivered == 2
     # the range end: hi - 1 is taken, a delivery at or past hi is not
     rows, events = pull_collect(impl, [pulled(msg_cls, 5, 9), pulled(msg_cls, 6, 9)], hi=6)
-    assert events == [None] and rows.end and list(rows.columns()[1]) == [5]
+    assert events == [None] and rows.end and list(cols(rows.columns())[1]) == [5]
     rows, events = pull_collect(impl, [pulled(msg_cls, 8, 9)], hi=6)
     assert events == [None] and rows.end and len(rows) == 0
 

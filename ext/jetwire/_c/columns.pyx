@@ -11,10 +11,11 @@ from cpython cimport array
 
 import array as _array_mod
 
-from jetwire._c.metadata cimport ack_numbers
-from jetwire._c.msg cimport MsgBase
+from jetwire._c.headers cimport _decode_headers
+from jetwire._c.metadata cimport ack_numbers, ack_numbers_raw
+from jetwire._c.msg cimport FrameSink, MsgBase
 
-from jetwire.errors import NotJSMessageError
+from jetwire.errors import NotJSMessageError, ProtocolError
 
 K_SUBJECT = "Nats-Subject"
 K_SEQ = "Nats-Sequence"
@@ -26,6 +27,19 @@ cdef object _K_SEQ = K_SEQ
 cdef object _K_TIME = K_TIME
 cdef object _DIRECT_KEYS = DIRECT_KEYS
 cdef array.array _QTEMPLATE = _array_mod.array("q")
+cdef array.array _ITEMPLATE = _array_mod.array("i")
+
+
+cdef extern from "Python.h":
+    void PyErr_SetObject(object type, object value)
+    void PyErr_WriteUnraisable(object obj)
+
+
+cdef void _unraisable(BaseException exc, object where) noexcept:
+    """Report ``exc`` where nothing can raise it (``sys.unraisablehook``, as Python does
+    for an exception in a finalizer)."""
+    PyErr_SetObject(type(exc), exc)
+    PyErr_WriteUnraisable(where)
 
 cdef int[12] _MDAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
@@ -140,6 +154,33 @@ cdef inline object _first(dict d, object key):
     return (<list>values)[0]
 
 
+cdef Py_ssize_t _MAX_OFFSET = 0x7FFFFFFF  # Arrow binary / string offsets are int32
+
+
+cdef inline Py_ssize_t _put(bytearray buf, Py_ssize_t used, const char* p, Py_ssize_t n) except -1:
+    """Append ``p[:n]`` at ``used`` in ``buf`` (grown by doubling); the new used length."""
+    cdef Py_ssize_t need = used + n, cap = PyByteArray_GET_SIZE(buf)
+    if need > _MAX_OFFSET:
+        raise OverflowError("one fetch holds more than 2 GiB of column data; lower fetchMaxBytes")
+    if need > cap:
+        cap = cap * 2 if cap else 4096
+        while cap < need:
+            cap *= 2
+        PyByteArray_Resize(buf, cap if cap <= _MAX_OFFSET else _MAX_OFFSET)
+    if n:
+        memcpy(PyByteArray_AS_STRING(buf) + used, p, n)
+    return need
+
+
+cdef inline bint _has_status(const unsigned char* h, Py_ssize_t n) noexcept:
+    """Whether the header block ``h[:n]`` has a status on its version line."""
+    cdef Py_ssize_t eol = jw_find_crlf(h, n), i
+    for i in range(8, eol):
+        if h[i] != 32 and h[i] != 9:
+            return True
+    return False
+
+
 cdef class AckRows:
     """The rows of pull-consumer messages below stream sequence ``hi``, taken one by one
     (by ``ack_columns`` or, as they arrive, by an ``AckCollector``; see the pure twin)."""
@@ -150,9 +191,10 @@ cdef class AckRows:
     cdef readonly Py_ssize_t want
     cdef readonly Py_ssize_t delivered
     cdef readonly bint end
-    cdef list _subjects, _data
+    cdef bytearray _subj, _data
+    cdef Py_ssize_t _slen, _dlen
     cdef object _headers
-    cdef array.array _seqs, _times
+    cdef array.array _seqs, _times, _soff, _doff
     cdef Py_ssize_t _n, _cap
 
     def __init__(self, reply, long long hi, Py_ssize_t want=0):
@@ -162,11 +204,14 @@ cdef class AckRows:
         self.want = want
         self.delivered = 0
         self.end = False
-        self._subjects = []
-        self._data = []
+        self._subj = bytearray()
+        self._data = bytearray()
+        self._slen = self._dlen = 0
         self._headers = None
         self._seqs = array.clone(_QTEMPLATE, 0, False)
         self._times = array.clone(_QTEMPLATE, 0, False)
+        self._soff = array.clone(_ITEMPLATE, 1, True)
+        self._doff = array.clone(_ITEMPLATE, 1, True)
         self._n = 0
         self._cap = 0
 
@@ -178,12 +223,43 @@ cdef class AckRows:
         """The sequence of the last row (0 when there is none)."""
         return self._seqs.data.as_longlongs[self._n - 1] if self._n else 0
 
+    cdef int _row(self, long long* nums, const char* subject, Py_ssize_t sn, const char* data, Py_ssize_t dn,
+                  object hrow) except -1:
+        """Append one row (``hrow``: None or the row's ``[(name, [values])]``)."""
+        cdef Py_ssize_t i = self._n
+        if i == self._cap:
+            self._cap = self._cap * 2 if self._cap else 1024
+            array.resize(self._seqs, self._cap)
+            array.resize(self._times, self._cap)
+            array.resize(self._soff, self._cap + 1)
+            array.resize(self._doff, self._cap + 1)
+        self._slen = _put(self._subj, self._slen, subject, sn)
+        self._dlen = _put(self._data, self._dlen, data, dn)
+        self._seqs.data.as_longlongs[i] = nums[1]
+        self._times.data.as_longlongs[i] = nums[3] // 1000
+        self._soff.data.as_ints[i + 1] = <int>self._slen
+        self._doff.data.as_ints[i + 1] = <int>self._dlen
+        if hrow is not None:
+            if self._headers is None:
+                self._headers = [None] * i
+            PyList_Append(self._headers, hrow)
+        elif self._headers is not None:
+            PyList_Append(self._headers, None)
+        self._n = i + 1
+        return 0
+
+    cdef bint _ends(self, long long* nums) noexcept:
+        """Whether the row just taken (``nums``) ends the rows."""
+        if nums[4] == 0 or nums[1] + 1 >= self.hi:
+            self.end = True
+        return self.end
+
     cdef bint _add(self, object m) except -1:
         """Take ``m``; True when nothing more is to be taken (``end``)."""
-        cdef object reply, h, subject, payload
+        cdef object reply, h, subject, payload, hrow = None, raw
         cdef long long nums[5]
-        cdef long long sseq
-        cdef Py_ssize_t i = self._n
+        cdef const char* sp
+        cdef Py_ssize_t sn
         self.delivered += 1
         if isinstance(m, MsgBase):
             reply = (<MsgBase>m).c_reply
@@ -192,8 +268,7 @@ cdef class AckRows:
         if not reply:
             raise NotJSMessageError("message has no JetStream ack subject")
         ack_numbers(reply, nums)
-        sseq = nums[1]
-        if sseq >= self.hi:
+        if nums[1] >= self.hi:
             self.end = True
             return True
         if isinstance(m, MsgBase):
@@ -204,40 +279,62 @@ cdef class AckRows:
             subject = m.subject
             payload = m.data
             h = m.headers
-        if i == self._cap:
-            self._cap = self._cap * 2 if self._cap else 1024
-            array.resize(self._seqs, self._cap)
-            array.resize(self._times, self._cap)
-        self._seqs.data.as_longlongs[i] = sseq
-        self._times.data.as_longlongs[i] = nums[3] // 1000
-        PyList_Append(self._subjects, subject)
-        PyList_Append(self._data, payload)
+        try:
+            sp = PyUnicode_AsUTF8AndSize(subject, &sn)
+        except UnicodeEncodeError:  # bytes another client sent that are not UTF-8: as they came
+            raw = (<str>subject).encode("utf-8", "surrogateescape")
+            sp = PyBytes_AS_STRING(raw)
+            sn = PyBytes_GET_SIZE(raw)
+        if type(payload) is not bytes:
+            payload = bytes(payload)
         if h is not None and len(h):
-            if self._headers is None:
-                self._headers = [None] * i
-            PyList_Append(self._headers, [(k, list(v)) for k, v in h._d.items()])
-        elif self._headers is not None:
-            PyList_Append(self._headers, None)
-        self._n = i + 1
-        if nums[4] == 0 or sseq + 1 >= self.hi:
+            hrow = [(k, list(v)) for k, v in h._d.items()]
+        self._row(nums, sp, sn, PyBytes_AS_STRING(payload), PyBytes_GET_SIZE(payload), hrow)
+        return self._ends(nums)
+
+    cdef int _take(self, const unsigned char* subject, Py_ssize_t sn, const unsigned char* reply, Py_ssize_t rn,
+                   const unsigned char* hdr, Py_ssize_t hn, const unsigned char* data, Py_ssize_t dn) except -1:
+        """``_add`` from a frame's raw parts: 1 when the rows end, 0 when not, 2 when the
+        frame is declined (a malformed header block: the parser reports it)."""
+        cdef long long nums[5]
+        cdef object h, hrow = None
+        if hdr != NULL:
+            try:
+                h = _decode_headers(hdr, hn, NULL)
+            except ProtocolError:
+                return 2
+            if len(h):
+                hrow = [(k, list(v)) for k, v in h._d.items()]
+        self.delivered += 1
+        if reply == NULL or rn == 0:
+            raise NotJSMessageError("message has no JetStream ack subject")
+        ack_numbers_raw(<const char*>reply, rn, nums)
+        if nums[1] >= self.hi:
             self.end = True
-        return self.end
+            return 1
+        self._row(nums, <const char*>subject, sn, <const char*>data, dn, hrow)
+        return 1 if self._ends(nums) else 0
 
     def add(self, m):
         """Take ``m`` (raises what a bad ack subject raises); True when ``end``."""
         return self._add(m)
 
     def columns(self):
-        """``(subjects, seqs, times_us, data, headers)`` (see the pure twin)."""
+        """``(subject_offsets, subject_bytes, seqs, times_us, data_offsets, data_bytes,
+        headers)`` (see the pure twin)."""
         array.resize(self._seqs, self._n)
         array.resize(self._times, self._n)
+        array.resize(self._soff, self._n + 1)
+        array.resize(self._doff, self._n + 1)
+        PyByteArray_Resize(self._subj, self._slen)
+        PyByteArray_Resize(self._data, self._dlen)
         self._cap = self._n
-        return self._subjects, self._seqs, self._times, self._data, self._headers
+        return self._soff, self._subj, self._seqs, self._times, self._doff, self._data, self._headers
 
 
 def ack_columns(msgs, long long hi):
-    """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
-    stream sequence ``hi`` (see the pure twin)."""
+    """``(subject_offsets, subject_bytes, seqs, times_us, data_offsets, data_bytes, headers,
+    end)`` of pull-consumer messages below stream sequence ``hi`` (see the pure twin)."""
     cdef AckRows rows = AckRows(None, hi)
     for m in msgs:
         if rows._add(m):
@@ -245,8 +342,9 @@ def ack_columns(msgs, long long hi):
     return rows.columns() + (rows.end,)
 
 
-cdef class AckCollector:
-    """The direct handler of a pull's reply subscription (see the pure twin)."""
+cdef class AckCollector(FrameSink):
+    """The direct handler of a pull's reply subscription, and its frame sink (see the
+    pure twin)."""
 
     cdef public object target
     cdef public object on_event
@@ -267,8 +365,8 @@ cdef class AckCollector:
             if ((<MsgBase>m).c_subject if isinstance(m, MsgBase) else m.subject) == rows.reply:
                 self.on_event(m)
             return
-        if rows.end or rows.error is not None:
-            return
+        if rows.end or rows.error is not None or rows.delivered >= rows.want:
+            return  # (the pull is over)
         try:
             done = rows._add(m)
         except Exception as exc:
@@ -276,6 +374,32 @@ cdef class AckCollector:
             done = True
         if done or rows.delivered >= rows.want:
             self.on_event(None)
+
+    cdef int take(self, const unsigned char* subject, Py_ssize_t sn, const unsigned char* reply, Py_ssize_t rn,
+                  const unsigned char* hdr, Py_ssize_t hn, const unsigned char* data, Py_ssize_t dn) noexcept:
+        cdef object t = self.target
+        cdef AckRows rows
+        cdef int r
+        if t is None:
+            return 1  # (dropped, as __call__ drops it)
+        if type(t) is not AckRows or (hdr != NULL and _has_status(hdr, hn)):
+            return 0  # status replies go to __call__, as messages
+        rows = <AckRows>t
+        if rows.end or rows.error is not None or rows.delivered >= rows.want:
+            return 1  # (the pull is over)
+        try:
+            r = rows._take(subject, sn, reply, rn, hdr, hn, data, dn)
+        except Exception as exc:
+            rows.error = exc
+            r = 1
+        if r == 2:
+            return 0
+        if r == 1 or rows.delivered >= rows.want:
+            try:
+                self.on_event(None)
+            except BaseException as exc:
+                _unraisable(exc, self)
+        return 1
 
 
 cdef class DirectRows:

@@ -187,20 +187,14 @@ cdef inline object _not_ack(object subject):
     return NotJSMessageError(f"not a JetStream ack subject: {subject!r}")
 
 
-cdef int _split(object subject, const char** sp, Py_ssize_t* ts, Py_ssize_t* te) except -1:
+cdef int _split_raw(const char* s, Py_ssize_t n, Py_ssize_t* ts, Py_ssize_t* te) noexcept:
     """Token bounds of an ack subject (at most 12 kept); the number of tokens, and the
-    index of the stream token (2 or 4) in the high bits: ``nt | (i << 8)``. (The empty
-    stream or consumer check comes after the pending count, as in the pure twin.)"""
-    cdef Py_ssize_t n, i, nt, st
-    cdef const char* s
-    if type(subject) is not str:
-        raise _not_ack(subject)
-    try:
-        s = PyUnicode_AsUTF8AndSize(subject, &n)
-    except UnicodeEncodeError:
-        raise _not_ack(subject) from None
+    index of the stream token (2 or 4) in the high bits: ``nt | (i << 8)``; -1 when
+    ``s`` is not an ack subject. (The empty stream or consumer check comes after the
+    pending count, as in the pure twin.)"""
+    cdef Py_ssize_t i, nt, st
     if n < 8 or s[0] != b'$' or s[1] != b'J' or s[2] != b'S' or s[3] != b'.' or s[4] != b'A' or s[5] != b'C' or s[6] != b'K' or s[7] != b'.':
-        raise _not_ack(subject)
+        return -1
     ts[0] = 0
     te[0] = 3
     ts[1] = 4
@@ -223,9 +217,26 @@ cdef int _split(object subject, const char** sp, Py_ssize_t* ts, Py_ssize_t* te)
     elif nt >= 11:
         i = 4
     else:
+        return -1
+    return <int>(nt if nt < 12 else 12) | (<int>i << 8)
+
+
+cdef int _split(object subject, const char** sp, Py_ssize_t* ts, Py_ssize_t* te) except -1:
+    """``_split_raw`` of a str (``NotJSMessageError`` when it is not an ack subject)."""
+    cdef Py_ssize_t n
+    cdef const char* s
+    cdef int r
+    if type(subject) is not str:
+        raise _not_ack(subject)
+    try:
+        s = PyUnicode_AsUTF8AndSize(subject, &n)
+    except UnicodeEncodeError:
+        raise _not_ack(subject) from None
+    r = _split_raw(s, n, ts, te)
+    if r < 0:
         raise _not_ack(subject)
     sp[0] = s
-    return <int>(nt if nt < 12 else 12) | (<int>i << 8)
+    return r
 
 
 cdef inline object _domain(const char* s, Py_ssize_t a, Py_ssize_t b):
@@ -265,27 +276,63 @@ def parse_metadata_fields(subject):
     )
 
 
-cdef int ack_numbers(object subject, long long* out) except -1:
-    """The numbers of an ack subject, checked in ``parse_metadata_fields``' order."""
+cdef long long _num_ll(const char* s, Py_ssize_t a, Py_ssize_t b) except -1:
+    """The decimal number s[a:b] as an int64 (``NotJSMessageError`` as ``_meta_num``;
+    ``OverflowError`` past int64)."""
+    cdef unsigned long long v = 0
+    cdef unsigned int d
+    cdef Py_ssize_t i
+    if a < b:
+        for i in range(a, b):
+            d = <unsigned char>s[i] - 48
+            if d > 9:
+                break
+            if v > (<unsigned long long>0x7FFFFFFFFFFFFFFF - d) // 10:
+                raise OverflowError("ack subject number out of range")
+            v = v * 10 + d
+        else:
+            return <long long>v
+    tok = PyUnicode_DecodeUTF8(s + a, b - a, "surrogateescape")
+    raise NotJSMessageError(f"invalid number {tok!r} in ack subject")
+
+
+cdef int ack_numbers_raw(const char* s, Py_ssize_t n, long long* out) except -1:
+    """The numbers of the ack subject ``s[:n]``, checked in ``parse_metadata_fields``' order."""
     cdef Py_ssize_t ts[12]
     cdef Py_ssize_t te[12]
-    cdef const char* s = NULL
-    cdef int r = _split(subject, &s, ts, te)
-    cdef int nt = r & 0xff
-    cdef Py_ssize_t i = r >> 8
+    cdef int r = _split_raw(s, n, ts, te)
+    cdef int nt
+    cdef Py_ssize_t i
+    if r < 0:
+        raise _not_ack(jw_str(<const unsigned char*>s, n))
+    nt = r & 0xff
+    i = r >> 8
     if nt == 9:
-        out[4] = _meta_num(s, ts[8], te[8])
+        out[4] = _num_ll(s, ts[8], te[8])
     elif nt >= 11:
-        out[4] = _meta_num(s, ts[10], te[10])
+        out[4] = _num_ll(s, ts[10], te[10])
     else:
         out[4] = 0
     if te[i] == ts[i] or te[i + 1] == ts[i + 1]:
-        raise _not_ack(subject)
-    out[0] = _meta_num(s, ts[i + 2], te[i + 2])
-    out[1] = _meta_num(s, ts[i + 3], te[i + 3])
-    out[2] = _meta_num(s, ts[i + 4], te[i + 4])
-    out[3] = _meta_num(s, ts[i + 5], te[i + 5])
+        raise _not_ack(jw_str(<const unsigned char*>s, n))
+    out[0] = _num_ll(s, ts[i + 2], te[i + 2])
+    out[1] = _num_ll(s, ts[i + 3], te[i + 3])
+    out[2] = _num_ll(s, ts[i + 4], te[i + 4])
+    out[3] = _num_ll(s, ts[i + 5], te[i + 5])
     return 0
+
+
+cdef int ack_numbers(object subject, long long* out) except -1:
+    """The numbers of an ack subject, checked in ``parse_metadata_fields``' order."""
+    cdef Py_ssize_t n
+    cdef const char* s
+    if type(subject) is not str:
+        raise _not_ack(subject)
+    try:
+        s = PyUnicode_AsUTF8AndSize(subject, &n)
+    except UnicodeEncodeError:
+        raise _not_ack(subject) from None
+    return ack_numbers_raw(s, n, out)
 
 
 cdef MsgMetadata parse_metadata_c(object subject):

@@ -7,3 +7,8 @@ cdef class MsgBase:
     cdef object c_client
     cdef object c_meta
     cdef public bint _ackd
+
+
+cdef class FrameSink:
+    cdef int take(self, const unsigned char* subject, Py_ssize_t sn, const unsigned char* reply, Py_ssize_t rn,
+                  const unsigned char* hdr, Py_ssize_t hn, const unsigned char* data, Py_ssize_t dn) noexcept

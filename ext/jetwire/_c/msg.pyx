@@ -166,3 +166,28 @@ cdef class MsgBase:
 jw_set_msgbase(MsgBase)
 
 
+
+
+# ----------------------------------------------------------------------------- FrameSink
+cdef class FrameSink:
+    """A subscription handler that may take its messages straight from the parser's
+    buffer, before any message object is built (see the pure twin)."""
+
+    cdef int take(self, const unsigned char* subject, Py_ssize_t sn, const unsigned char* reply, Py_ssize_t rn,
+                  const unsigned char* hdr, Py_ssize_t hn, const unsigned char* data, Py_ssize_t dn) noexcept:
+        return 0
+
+    def take_frame(self, subject, reply, hdr, data):
+        """Python entry to ``take`` (tests): ``subject``, ``data`` bytes; ``reply``, ``hdr``
+        bytes or None. True when the frame was taken."""
+        cdef const unsigned char* r = NULL
+        cdef const unsigned char* h = NULL
+        cdef Py_ssize_t rn = 0, hn = 0
+        if reply is not None:
+            r = <const unsigned char*>PyBytes_AS_STRING(reply)
+            rn = PyBytes_GET_SIZE(reply)
+        if hdr is not None:
+            h = <const unsigned char*>PyBytes_AS_STRING(hdr)
+            hn = PyBytes_GET_SIZE(hdr)
+        return self.take(<const unsigned char*>PyBytes_AS_STRING(subject), PyBytes_GET_SIZE(subject), r, rn,
+                         h, hn, <const unsigned char*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)) != 0

@@ -11,10 +11,12 @@ framed raises ``ProtocolError``, whose ``events`` are the events parsed before i
 """
 include "common.pxi"
 
+from cpython.dict cimport PyDict_GetItem
+
 import orjson
 
 from jetwire._c.headers cimport _decode_headers
-from jetwire._c.msg cimport MsgBase
+from jetwire._c.msg cimport FrameSink, MsgBase
 
 from jetwire.errors import ProtocolError
 
@@ -41,6 +43,10 @@ cdef class Parser:
     content is malformed, skipped). Input that cannot be framed raises ``ProtocolError``
     (its ``events``: what was parsed before); the parser should then be ``reset()`` (or
     dropped) before it is fed again. One thread feeds a parser (its caches are its own).
+
+    ``sinks`` (sid -> ``FrameSink``) are offered their subscription's frames before any
+    message is built; a frame a sink takes makes no event and counts in ``taken_msgs`` /
+    ``taken_bytes`` (payload bytes), which the router collects (see the pure twin).
     """
 
 
@@ -56,6 +62,9 @@ cdef class Parser:
     cdef long long _sid_val
     cdef object _sid_obj
     cdef list _partial
+    cdef public dict sinks
+    cdef public long long taken_msgs
+    cdef public long long taken_bytes
     cdef PyObject* _subjects[JW_CACHE + 1]
     cdef PyObject* _keys[JW_CACHE + 1]
 
@@ -69,6 +78,8 @@ cdef class Parser:
         self._busy = False
         self._sid_val = -1
         self._sid_obj = None
+        self.sinks = {}
+        self.taken_msgs = self.taken_bytes = 0
         for i in range(JW_CACHE + 1):
             self._subjects[i] = NULL
             self._keys[i] = NULL
@@ -193,7 +204,12 @@ cdef class Parser:
         cdef MsgBase m
         cdef object cls = self._cls
         cdef bint untrack = self._untrack
-        cdef object subject, reply, text, headers
+        cdef object subject, reply, text, headers, sink
+        cdef PyObject* sinkp
+        cdef const unsigned char* rp
+        cdef const unsigned char* hp
+        cdef Py_ssize_t rn, hn
+        cdef dict sinks = self.sinks
         self._partial = events  # what a framing error leaves behind (see feed)
         while pos < n:
             avail = n - pos
@@ -298,6 +314,28 @@ cdef class Parser:
                     "missing CRLF after HMSG payload" if hmsg else "missing CRLF after MSG payload",
                     p + stop, 64 if n - stop > 64 else n - stop,
                 )
+            if len(sinks) != 0:
+                sinkp = PyDict_GetItem(sinks, self._sid(sid))
+                if sinkp != NULL:
+                    sink = <object>sinkp  # (held: the sink may be unregistered while it runs)
+                    if nt == 5 or (nt == 4 and not hmsg):
+                        rp = line + ts[2]
+                        rn = te[2] - ts[2]
+                    else:
+                        rp = NULL
+                        rn = 0
+                    if hmsg:
+                        hp = p + start
+                        hn = <Py_ssize_t>hlen
+                    else:
+                        hp = NULL
+                        hn = 0
+                    if (<FrameSink?>sink).take(line + ts[0], te[0] - ts[0], rp, rn, hp, hn, p + start + hn,
+                                               <Py_ssize_t>size - hn):
+                        self.taken_msgs += 1
+                        self.taken_bytes += <Py_ssize_t>size - hn
+                        pos = stop + 2
+                        continue
             subject = jw_cached_str(self._subjects, line + ts[0], te[0] - ts[0])
             if nt == 5 or (nt == 4 and not hmsg):
                 reply = jw_str(line + ts[2], te[2] - ts[2])

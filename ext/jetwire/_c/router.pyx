@@ -159,11 +159,24 @@ cdef class Router:
         try:
             events = self.parser.feed(data)
         except ProtocolError as exc:  # route what came before the bad frame, then fail
+            self._count_taken()
             if exc.events:
                 self._route(<list?>exc.events)
             raise
+        self._count_taken()
         if events:
             self._route(<list?>events)
+
+    cdef int _count_taken(self) except -1:
+        """Add the frames the parser's sinks took to the counters."""
+        cdef object parser = self.parser
+        cdef long long t = parser.taken_msgs
+        if t:
+            self.in_msgs += t
+            self.in_bytes += <long long>parser.taken_bytes
+            parser.taken_msgs = 0
+            parser.taken_bytes = 0
+        return 0
 
     def route(self, events):
         """Route already parsed events (a list)."""

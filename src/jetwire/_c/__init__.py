@@ -13,7 +13,7 @@ from .encoder import DONE, Outbox, append_hpub, append_pub, append_sub, append_u
 from .headers import decode_headers, encode_headers
 from .lock import Lock, WriteLock, reader_idle, recv_spin, spin_wait
 from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
-from .msg import MsgBase
+from .msg import FrameSink, MsgBase
 from .parser import DEFAULT_MAX_PAYLOAD, OP_ERR, OP_FRAME_ERROR, OP_INFO, OP_OK, OP_PING, OP_PONG, PING, PONG, Parser
 from .router import Router, SubState
 
@@ -34,6 +34,7 @@ __all__ = [
     "AckRows",
     "DirectCollector",
     "DirectRows",
+    "FrameSink",
     "Lock",
     "MsgBase",
     "MsgMetadata",

@@ -3,12 +3,14 @@ from array import array
 from collections.abc import Iterable
 from typing import Any
 
+from .msg import FrameSink
+
 DIRECT_KEYS: frozenset[str]
 
 def rfc3339_us(s: str) -> int | None: ...
-def ack_columns(
-    msgs: Iterable[Any], hi: int
-) -> tuple[list[str], array[int], array[int], list[bytes], list[Any] | None, bool]: ...
+_Columns = tuple[array[int], bytearray, array[int], array[int], array[int], bytearray, list[Any] | None]
+
+def ack_columns(msgs: Iterable[Any], hi: int) -> tuple[Any, ...]: ...
 
 class DirectRows:
     reply: str
@@ -44,9 +46,9 @@ class AckRows:
     @property
     def last_seq(self) -> int: ...
     def add(self, m: Any) -> bool: ...
-    def columns(self) -> tuple[list[str], array[int], array[int], list[bytes], list[Any] | None]: ...
+    def columns(self) -> _Columns: ...
 
-class AckCollector:
+class AckCollector(FrameSink):
     target: AckRows | None
     on_event: Any
     def __init__(self, on_event: Any) -> None: ...

@@ -18,6 +18,9 @@ DEFAULT_MAX_PAYLOAD: int
 Event = MsgBase | tuple[int, Any]
 
 class Parser:
+    sinks: dict[int, Any]
+    taken_msgs: int
+    taken_bytes: int
     def __init__(
         self,
         msg_cls: type[MsgBase] | None = None,

@@ -333,13 +333,18 @@ class ConnectionCore:
         return self._next_sid
 
     def add_sub(self, sub: SubscriptionBase) -> None:
-        """Route messages for ``sub.sid`` to ``sub`` (the caller queues the SUB)."""
+        """Route messages for ``sub.sid`` to ``sub`` (the caller queues the SUB). A direct
+        handler that is an ``_impl.FrameSink`` is offered the frames before any message is
+        built (they then count in the connection's statistics, not in ``sub.delivered``)."""
         self.subs[sub.sid] = sub
+        if isinstance(sub._direct, _impl.FrameSink):
+            self.parser.sinks[sub.sid] = sub._direct
 
     def remove_sub(self, sub: SubscriptionBase, discard: bool = True) -> bool:
         """Stop routing to ``sub`` and mark it closed, dropping what it still holds unless
         ``discard`` is False (a drain lets it be handled); False when it was closed already."""
         self.subs.pop(sub.sid, None)
+        self.parser.sinks.pop(sub.sid, None)
         if sub._closed:
             return False
         if discard:
@@ -350,6 +355,7 @@ class ConnectionCore:
     def close_all_subs(self) -> None:
         subs = list(self.subs.values())
         self.subs.clear()
+        self.parser.sinks.clear()
         for sub in subs:
             sub._mark_closed()
 
@@ -466,6 +472,7 @@ class ConnectionCore:
 
     def _auto_unsub_done(self, sub: SubscriptionBase) -> None:
         self.subs.pop(sub.sid, None)
+        self.parser.sinks.pop(sub.sid, None)
         sub._mark_closed()
 
     def _control(self, ev: Any) -> None:

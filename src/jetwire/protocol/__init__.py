@@ -16,7 +16,7 @@ from .headers import Headers
 # connection-core pieces, which stay internal (``jetwire._impl``)
 _CORE_NAMES = {"Outbox", "DONE", "SubState", "Router", "AckMux", "AckFuture", "Lock", "WriteLock",
                "ack_columns", "rfc3339_us", "DirectRows", "DirectCollector",
-               "AckRows", "AckCollector", "recv_spin", "reader_idle", "spin_wait"}
+               "AckRows", "AckCollector", "FrameSink", "recv_spin", "reader_idle", "spin_wait"}
 _IMPL_NAMES = (frozenset(_pure.__all__) - _CORE_NAMES) | {"speedups_enabled", "implementations"}
 
 # Headers and every name of _IMPL_NAMES (a test compares them)

@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from .._units import rfc3339_to_us
 
-__all__ = ["HEADERS_TYPE", "READ_SCHEMA", "READ_SCHEMA_DDL", "build_batch", "ts_from_ns", "ts_from_strings"]
+__all__ = ["HEADERS_TYPE", "READ_SCHEMA", "READ_SCHEMA_DDL", "build_batch", "ts_from_ns", "ts_from_strings",
+           "utf8_column"]
 
 READ_SCHEMA_DDL = (
     "stream string, subject string, seq long, timestamp timestamp, data binary, "
@@ -73,6 +74,19 @@ def _strings(values: list[str]) -> pa.Array:
         return pa.array([_utf8(v) for v in values], pa.string())
 
 
+def utf8_column(n: int, offsets: Any, values: Any) -> pa.Array:
+    """A string column from Arrow's layout (``n + 1`` int32 ``offsets`` into the UTF-8
+    ``values``), wrapped without a copy; text that is not valid UTF-8 (bytes another
+    client sent) is decoded with U+FFFD in its place, row by row."""
+    arr = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid:
+        raw = bytes(values)
+        arr = pa.array([raw[offsets[i]:offsets[i + 1]].decode("utf-8", "replace") for i in range(n)], pa.string())
+    return arr
+
+
 def headers_array(rows: list[Any] | None, n: int) -> pa.Array:
     """The headers column: ``rows`` is None (no message had headers) or one entry per
     row, None or a list of ``(key, [values])``."""
@@ -101,12 +115,13 @@ class BatchBuilder:
             const = self._const = pa.array([self.stream] * size, pa.string())
         return const.slice(0, n)
 
-    def build(self, subjects: list[str], seqs: pa.Array, ts: pa.Array, data: list[bytes],
+    def build(self, subjects: list[str] | pa.Array, seqs: pa.Array, ts: pa.Array, data: list[bytes] | pa.Array,
               headers: list[Any] | None) -> pa.RecordBatch:
+        """A record batch; ``subjects`` and ``data`` as Python lists or as built columns."""
         n = len(subjects)
         return pa.RecordBatch.from_arrays(
-            [self.stream_column(n), _strings(subjects), seqs, ts, pa.array(data, pa.binary()),
-             headers_array(headers, n)],
+            [self.stream_column(n), subjects if isinstance(subjects, pa.Array) else _strings(subjects), seqs, ts,
+             data if isinstance(data, pa.Array) else pa.array(data, pa.binary()), headers_array(headers, n)],
             schema=READ_SCHEMA,
         )
 

@@ -49,7 +49,7 @@ from ..errors import (
     TimeoutError,
 )
 from ..jetstream.pull import pull_request, status_error
-from ._arrow import TS_TYPE, BatchBuilder
+from ._arrow import TS_TYPE, BatchBuilder, utf8_column
 from ._options import OptionError, connect_kwargs, jetstream_kwargs, parse_time
 
 __all__ = [
@@ -520,6 +520,7 @@ def _is_budget_end(description: str | None) -> bool:
 # reading the direct-get headers and parsing the RFC 3339 time; ``ack_columns`` parses
 # ack subjects): sequences and times arrive as int64 buffers Arrow wraps without a copy.
 _INT64 = pa.int64()
+_BINARY = pa.binary()
 
 
 def _int64(buf: Any, n: int, typ: pa.DataType = _INT64) -> pa.Array:
@@ -548,9 +549,10 @@ def _pull_to_batch(builder: BatchBuilder, f: _Fetch, hi: int) -> pa.RecordBatch 
     rows = f.rows
     if rows is None or not len(rows):
         return None
-    subjects, seqs, times, data, headers = rows.columns()
-    n = len(subjects)
-    return builder.build(subjects, _int64(seqs, n), _int64(times, n, TS_TYPE), data, headers)
+    soff, subj, seqs, times, doff, data, headers = rows.columns()
+    n = len(seqs)
+    return builder.build(utf8_column(n, soff, subj), _int64(seqs, n), _int64(times, n, TS_TYPE),
+                         pa.Array.from_buffers(_BINARY, n, [None, pa.py_buffer(doff), pa.py_buffer(data)]), headers)
 
 
 def _trim(batch: pa.RecordBatch, seqs: pa.Array, hi: int) -> pa.RecordBatch | None:

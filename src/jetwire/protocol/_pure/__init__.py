@@ -46,7 +46,7 @@ from .encoder import (
 from .headers import decode_headers, encode_headers
 from .lock import Lock, reader_idle, recv_spin, spin_wait
 from .metadata import MsgMetadata, SequencePair, parse_metadata, parse_metadata_fields
-from .msg import MsgBase
+from .msg import FrameSink, MsgBase
 from .parser import Parser
 from .router import Router, SubState
 
@@ -67,6 +67,7 @@ __all__ = [
     "AckRows",
     "DirectCollector",
     "DirectRows",
+    "FrameSink",
     "Lock",
     "MsgBase",
     "MsgMetadata",

@@ -18,12 +18,15 @@ text is listed in ``odd_times`` (its slot holds 0).
 """
 from __future__ import annotations
 
+import sys
 from array import array
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
-from ...errors import NotJSMessageError
+from ...errors import NotJSMessageError, ProtocolError
+from .headers import decode_headers
 from .metadata import parse_metadata_fields
+from .msg import FrameSink
 
 __all__ = ["DIRECT_KEYS", "AckCollector", "AckRows", "DirectCollector", "DirectRows", "ack_columns", "rfc3339_us"]
 
@@ -102,18 +105,36 @@ def _seq(s: str) -> int:
     raise ValueError(f"invalid {K_SEQ} header {s!r} in a direct get reply")
 
 
+_MAX_OFFSET = 0x7FFFFFFF  # Arrow binary / string offsets are int32
+
+
+def _header_row(h: Any) -> list[tuple[str, list[str]]]:
+    """A row of the headers column: ``[(name, [values])]`` of a ``Headers``."""
+    return [(k, list(v)) for k, v in h._d.items()]
+
+
+def _has_status(hdr: bytes) -> bool:
+    """Whether the header block ``hdr`` has a status on its version line."""
+    eol = hdr.find(b"\r\n")
+    return eol > 8 and bool(hdr[8:eol].strip(b" \t"))
+
+
 class AckRows:
     """The rows of pull-consumer messages below stream sequence ``hi``, taken one by one
-    with ``add(m)`` (by ``ack_columns``, or on the reader thread by an ``AckCollector``):
-    a message at or past ``hi`` is not taken and ends the rows; the one at ``hi - 1`` or
-    one with no more pending is taken and ends them (``end``; ``add`` then returns True).
-    ``delivered`` counts the messages offered, ``want`` is the pull's batch size (0: none).
-    ``columns()`` gives ``(subjects, seqs, times_us, data, headers)``; ``headers`` is None
-    when no message has headers, else one entry per row: None or a list of
-    ``(name, [values])``. A reply that is not an ack subject raises ``NotJSMessageError``."""
+    with ``add(m)`` (by ``ack_columns``, or on the reader thread by an ``AckCollector``,
+    which may also ``take`` them from a frame's raw parts): a message at or past ``hi``
+    is not taken and ends the rows; the one at ``hi - 1`` or one with no more pending is
+    taken and ends them (``end``; ``add`` then returns True). ``delivered`` counts the
+    messages offered, ``want`` is the pull's batch size (0: none). ``columns()`` gives
+    ``(subject_offsets, subject_bytes, seqs, times_us, data_offsets, data_bytes, headers)``:
+    subjects (UTF-8, as they came) and data as the value bytes and ``n + 1`` int32
+    offsets of Arrow's string / binary layout; ``headers`` is None when no message has
+    headers, else one entry per row: None or a list of ``(name, [values])``. A reply that
+    is not an ack subject raises ``NotJSMessageError``; more than 2 GiB of subjects or of
+    data in one set of rows raises ``OverflowError``."""
 
-    __slots__ = ("_data", "_headers", "_seqs", "_subjects", "_times", "delivered", "end", "error", "hi",
-                 "reply", "want")
+    __slots__ = ("_data", "_doff", "_headers", "_seqs", "_soff", "_subj", "_times", "delivered", "end", "error",
+                 "hi", "reply", "want")
 
     def __init__(self, reply: str | None, hi: int, want: int = 0) -> None:
         self.reply = reply
@@ -122,59 +143,92 @@ class AckRows:
         self.want = want
         self.delivered = 0
         self.end = False
-        self._subjects: list[str] = []
+        self._subj = bytearray()
+        self._data = bytearray()
+        self._soff = array("i", [0])
+        self._doff = array("i", [0])
         self._seqs = array("q")
         self._times = array("q")
-        self._data: list[bytes] = []
         self._headers: list[Any] | None = None
 
     def __len__(self) -> int:
-        return len(self._subjects)
+        return len(self._seqs)
 
     @property
     def last_seq(self) -> int:
         """The sequence of the last row (0 when there is none)."""
         return self._seqs[-1] if self._seqs else 0
 
+    def _numbers(self, reply: str) -> tuple[int, int, int]:
+        """(stream sequence, time in ns, pending) of an ack subject."""
+        f = parse_metadata_fields(reply)
+        if max(f[4:9]) > _INT64_MAX:
+            raise OverflowError("ack subject number out of range")
+        return f[5], f[7], f[8]
+
+    def _row(self, sseq: int, ts_ns: int, pending: int, subject: bytes, data: bytes, hrow: Any) -> bool:
+        if len(self._subj) + len(subject) > _MAX_OFFSET or len(self._data) + len(data) > _MAX_OFFSET:
+            raise OverflowError("one fetch holds more than 2 GiB of column data; lower fetchMaxBytes")
+        i = len(self._seqs)
+        self._subj += subject
+        self._data += data
+        self._soff.append(len(self._subj))
+        self._doff.append(len(self._data))
+        self._seqs.append(sseq)
+        self._times.append(ts_ns // 1000)
+        headers = self._headers
+        if hrow is not None:
+            if headers is None:
+                headers = self._headers = [None] * i
+            headers.append(hrow)
+        elif headers is not None:
+            headers.append(None)
+        if pending == 0 or sseq + 1 >= self.hi:
+            self.end = True
+        return self.end
+
     def add(self, m: Any) -> bool:
         self.delivered += 1
         reply = m.reply
         if not reply:
             raise NotJSMessageError("message has no JetStream ack subject")
-        f = parse_metadata_fields(reply)
-        if max(f[4:9]) > _INT64_MAX:
-            raise OverflowError("ack subject number out of range")
-        sseq = f[5]
+        sseq, ts_ns, pending = self._numbers(reply)
         if sseq >= self.hi:
             self.end = True
             return True
-        i = len(self._subjects)
-        self._subjects.append(m.subject)
-        self._seqs.append(sseq)
-        self._times.append(f[7] // 1000)
-        self._data.append(m.data)
         h = m.headers
-        headers = self._headers
-        if h is not None and len(h):
-            if headers is None:
-                headers = self._headers = [None] * i
-            headers.append([(k, list(v)) for k, v in h._d.items()])
-        elif headers is not None:
-            headers.append(None)
-        if f[8] == 0 or sseq + 1 >= self.hi:
+        hrow = _header_row(h) if h is not None and len(h) else None
+        return self._row(sseq, ts_ns, pending, m.subject.encode("utf-8", "surrogateescape"), bytes(m.data), hrow)
+
+    def take(self, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes) -> int:
+        """``add`` from a frame's raw parts: 1 when the rows end, 0 when not, 2 when the
+        frame is declined (a malformed header block: the parser reports it)."""
+        hrow = None
+        if hdr is not None:
+            try:
+                h = decode_headers(hdr)
+            except ProtocolError:
+                return 2
+            if len(h):
+                hrow = _header_row(h)
+        self.delivered += 1
+        if not reply:
+            raise NotJSMessageError("message has no JetStream ack subject")
+        sseq, ts_ns, pending = self._numbers(reply.decode("utf-8", "surrogateescape"))
+        if sseq >= self.hi:
             self.end = True
-        return self.end
+            return 1
+        return 1 if self._row(sseq, ts_ns, pending, subject, data, hrow) else 0
 
-    def columns(self) -> tuple[list[str], array[int], array[int], list[bytes], list[Any] | None]:
-        """``(subjects, seqs, times_us, data, headers)``."""
-        return self._subjects, self._seqs, self._times, self._data, self._headers
+    def columns(self) -> tuple[array[int], bytearray, array[int], array[int], array[int], bytearray, list[Any] | None]:
+        """``(subject_offsets, subject_bytes, seqs, times_us, data_offsets, data_bytes, headers)``."""
+        return self._soff, self._subj, self._seqs, self._times, self._doff, self._data, self._headers
 
 
-def ack_columns(msgs: Iterable[Any], hi: int) -> tuple[list[str], array[int], array[int], list[bytes],
-                                                       list[Any] | None, bool]:
-    """``(subjects, seqs, times_us, data, headers, end)`` of pull-consumer messages below
-    stream sequence ``hi`` (see the module docstring and ``AckRows``); ``end``: nothing
-    more to read."""
+def ack_columns(msgs: Iterable[Any], hi: int) -> tuple[Any, ...]:
+    """``(subject_offsets, subject_bytes, seqs, times_us, data_offsets, data_bytes, headers,
+    end)`` of pull-consumer messages below stream sequence ``hi`` (see the module
+    docstring and ``AckRows``); ``end``: nothing more to read."""
     rows = AckRows(None, hi)
     for m in msgs:
         if rows.add(m):
@@ -182,13 +236,16 @@ def ack_columns(msgs: Iterable[Any], hi: int) -> tuple[list[str], array[int], ar
     return (*rows.columns(), rows.end)
 
 
-class AckCollector:
-    """The direct handler of a pull's reply subscription: a status reply (``408``, ``409``,
-    ``503``, ...) on ``target.reply`` goes to ``on_event(msg)`` (one on another subject, a
-    late status, is dropped); a delivered message becomes a row of ``target`` (an
-    ``AckRows``), and ``on_event(None)`` runs once the rows end, fail (``target.error``:
-    what ``add`` raised) or hold the pull's ``want`` messages. Messages after that, or
-    with no ``target``, are dropped."""
+class AckCollector(FrameSink):
+    """The direct handler of a pull's reply subscription, and its frame sink: a status
+    reply (``408``, ``409``, ``503``, ...) on ``target.reply`` goes to ``on_event(msg)``
+    (one on another subject, a late status, is dropped); a delivered message becomes a row
+    of ``target`` (an ``AckRows``), and ``on_event(None)`` runs once the rows end, fail
+    (``target.error``: what ``add`` raised) or hold the pull's ``want`` messages. Messages
+    after that, or with no ``target``, are dropped. As a sink it takes every frame but
+    those with a status line (which come to ``__call__`` as messages) and those whose
+    header block is malformed (which the parser reports); an exception ``on_event``
+    raises there is reported as unraisable (``sys.unraisablehook``)."""
 
     __slots__ = ("on_event", "target")
 
@@ -205,8 +262,8 @@ class AckCollector:
             if m.subject == t.reply:
                 self.on_event(m)
             return
-        if t.end or t.error is not None:
-            return
+        if t.end or t.error is not None or t.delivered >= t.want:
+            return  # (the pull is over)
         try:
             done = t.add(m)
         except Exception as exc:
@@ -214,6 +271,41 @@ class AckCollector:
             done = True
         if done or t.delivered >= t.want:
             self.on_event(None)
+
+    def take(self, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes) -> bool:
+        t = self.target
+        if t is None:
+            return True  # (dropped, as __call__ drops it)
+        if type(t) is not AckRows or (hdr is not None and _has_status(hdr)):
+            return False  # status replies go to __call__, as messages
+        if t.end or t.error is not None or t.delivered >= t.want:
+            return True  # (the pull is over)
+        try:
+            r = t.take(subject, reply, hdr, data)
+        except Exception as exc:
+            t.error = exc
+            r = 1
+        if r == 2:
+            return False
+        if r == 1 or t.delivered >= t.want:
+            try:
+                self.on_event(None)
+            except BaseException as exc:
+                sys.unraisablehook(cast(Any, _Unraisable(exc, self)))
+        return True
+
+
+class _Unraisable:
+    """The argument ``sys.unraisablehook`` takes (as ``PyErr_WriteUnraisable`` builds it)."""
+
+    __slots__ = ("err_msg", "exc_traceback", "exc_type", "exc_value", "object")
+
+    def __init__(self, exc: BaseException, where: Any) -> None:
+        self.exc_type = type(exc)
+        self.exc_value = exc
+        self.exc_traceback = exc.__traceback__
+        self.err_msg = None
+        self.object = where
 
 
 class DirectRows:

@@ -83,3 +83,23 @@ class MsgBase:
         )
 
 
+
+
+class FrameSink:
+    """A subscription handler that may take its messages straight from the parser's
+    buffer, before any message object is built. The parser offers it every MSG/HMSG frame
+    of a subscription whose handler it is (``Parser.sinks``: sid -> sink):
+    ``take(subject, reply, hdr, data)`` gets the frame's parts as bytes (``reply`` and
+    ``hdr`` None when absent) and returns True when it took the frame, False to have it
+    built into a message and routed as usual (to the handler's ``__call__``, after the
+    frames of the same chunk that were taken). ``take`` must not raise. Taken frames count
+    in the router's ``in_msgs`` / ``in_bytes``, not in the subscription's ``delivered``."""
+
+    __slots__ = ()
+
+    def take(self, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes) -> bool:
+        return False
+
+    def take_frame(self, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes) -> bool:
+        """Python entry to ``take`` (the compiled twin's ``take`` is C-only)."""
+        return bool(self.take(subject, reply, hdr, data))

@@ -53,9 +53,15 @@ class Parser:
     content is malformed, skipped). Input that cannot be framed raises ``ProtocolError``
     (its ``events``: what was parsed before); the parser should then be ``reset()`` (or
     dropped) before it is fed again. One thread feeds a parser.
+
+    ``sinks`` (sid -> ``FrameSink``) are offered their subscription's frames before any
+    message is built (``take``); a frame a sink takes makes no event and counts in
+    ``taken_msgs`` / ``taken_bytes`` (payload bytes), which the router adds to its own
+    counters after each feed. Events of the same chunk that were not taken are routed
+    after it, so a sink sees its frames before any event that followed them in the chunk.
     """
 
-    __slots__ = ("_buf", "_cls", "_max_line", "_max_payload", "_pos")
+    __slots__ = ("_buf", "_cls", "_max_line", "_max_payload", "_pos", "sinks", "taken_bytes", "taken_msgs")
 
     def __init__(self, msg_cls: Any = None, max_control_line: int = 4096, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
         if msg_cls is None:
@@ -69,6 +75,9 @@ class Parser:
         self._max_payload = int(max_payload)
         self._buf = bytearray()
         self._pos = 0
+        self.sinks: dict[int, Any] = {}
+        self.taken_msgs = 0
+        self.taken_bytes = 0
 
     @property
     def buffered(self) -> int:
@@ -91,6 +100,15 @@ class Parser:
             exc.events = events
             raise
 
+    def _take(self, sink: Any, subject: Any, reply: Any, hdr: Any, data: Any) -> bool:
+        """Offer a frame to its subscription's sink (if it has one); True when taken."""
+        if sink is None or not sink.take(bytes(subject), None if reply is None else bytes(reply),
+                                         None if hdr is None else bytes(hdr), bytes(data)):
+            return False
+        self.taken_msgs += 1
+        self.taken_bytes += len(data)
+        return True
+
     def _feed(self, data: Any, events: list[Any]) -> list[Any]:
         buf = self._buf
         buf += data
@@ -101,6 +119,7 @@ class Parser:
         max_line = self._max_line
         window = max_line + 2
         cls = self._cls
+        sinks = self.sinks
         while pos < n:
             end = find(b"\r\n", pos, pos + window)
             if end < 0:
@@ -131,6 +150,9 @@ class Parser:
                         break
                     if buf[stop] != 13 or buf[stop + 1] != 10:
                         raise _perr("missing CRLF after MSG payload", buf[stop : stop + 64])
+                    if sinks and self._take(sinks.get(sid), args[1], reply_tok, None, buf[start:stop]):
+                        pos = stop + 2
+                        continue
                     m = _new(cls)
                     m.subject = _decode(args[1])
                     m.reply = None if reply_tok is None else _decode(reply_tok)
@@ -164,6 +186,9 @@ class Parser:
                     if buf[stop] != 13 or buf[stop + 1] != 10:
                         raise _perr("missing CRLF after HMSG payload", buf[stop : stop + 64])
                     pos = stop + 2
+                    if sinks and self._take(sinks.get(sid), args[1], reply_tok, buf[start : start + hlen],
+                                            buf[start + hlen : stop]):
+                        continue
                     try:
                         headers = decode_headers(buf[start : start + hlen])
                     except ProtocolError as exc:  # this frame only: report it, go on

@@ -157,11 +157,23 @@ class Router:
         try:
             events = self.parser.feed(data)
         except ProtocolError as exc:
+            self._count_taken()
             if exc.events:
                 self.route(exc.events)
             raise
+        self._count_taken()
         if events:
             self.route(events)
+
+    def _count_taken(self) -> None:
+        """Add the frames the parser's sinks took to the counters."""
+        parser = self.parser
+        t = parser.taken_msgs
+        if t:
+            self.in_msgs += t
+            self.in_bytes += parser.taken_bytes
+            parser.taken_msgs = 0
+            parser.taken_bytes = 0
 
     def route(self, events: list[Any]) -> None:
         """Route already parsed events (a list)."""
