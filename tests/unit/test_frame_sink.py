@@ -3,6 +3,7 @@
 implementations; the rows a sink fills must equal those the message path fills."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -152,3 +153,23 @@ def test_sink_rows_equal_message_rows(impl, frames, cuts):
     assert cols(sunk.target.columns()) == cols(called.target.columns())
     assert sunk.target.delivered == called.target.delivered == len(frames)
 
+
+
+@pytest.mark.parametrize("token, expect", [
+    ("1", 1), ("9223372036854775807", 2**63 - 1), ("0009223372036854775807", 2**63 - 1),
+    ("9223372036854775808", OverflowError), ("18446744073709551617", OverflowError),
+    ("99999999999999999999999", OverflowError), ("12a", NotJSMessageError), ("", NotJSMessageError),
+])
+def test_ack_numbers_at_the_edges(impl, msg_cls, token, expect):
+    """The timestamp token of an ack subject, read from a frame and from a message."""
+    reply = f"$JS.ACK.S.C.1.7.1.{token}.5"
+    c, _ = collector(impl)
+    c.take_frame(b"a", reply.encode(), None, b"x")
+    rows = impl.AckRows("r", 1000, 10)
+    if isinstance(expect, int):
+        rows.add(msg_cls("a", b"x", reply=reply))
+        assert list(cols(c.target.columns())[2]) == list(cols(rows.columns())[2]) == [expect // 1000]
+    else:
+        assert isinstance(c.target.error, expect)
+        with pytest.raises(expect):
+            rows.add(msg_cls("a", b"x", reply=reply))

@@ -37,6 +37,23 @@ cdef extern from *:
         return c == ' ' || c == '\\t' || c == '\\n' || c == '\\r' || c == '\\v' || c == '\\f';
     }
 
+    /* The index of the first whitespace byte (jw_isws) in p[i:L], or L. Eight bytes at a
+       time while none is <= 32 (the "has a byte less than n" test of a 64-bit word is exact
+       about whether one is there); a control byte that is not whitespace stays in the token. */
+    static inline Py_ssize_t jw_token_end(const unsigned char* p, Py_ssize_t i, Py_ssize_t L) {
+        uint64_t w;
+        for (;;) {
+            while (i + 8 <= L) {
+                memcpy(&w, p + i, 8);
+                if (((w - 0x2121212121212121ULL) & ~w & 0x8080808080808080ULL) != 0) break;
+                i += 8;
+            }
+            while (i < L && p[i] > 32) i++;
+            if (i >= L || jw_isws(p[i])) return i;
+            i++;
+        }
+    }
+
     /* A str from bytes that may be non-ASCII: UTF-8, bytes-faithful (what is not UTF-8 is kept
        as surrogate escapes); NULL with an exception set on error (memory only). */
     static inline PyObject* jw_str(const unsigned char* p, Py_ssize_t n) {
@@ -218,6 +235,7 @@ cdef extern from *:
     """
     Py_ssize_t jw_find_crlf(const unsigned char* p, Py_ssize_t n) nogil
     bint jw_isws(unsigned char c) nogil
+    Py_ssize_t jw_token_end(const unsigned char* p, Py_ssize_t i, Py_ssize_t L) nogil
     object jw_str(const unsigned char* p, Py_ssize_t n)
     object jw_cached_str(PyObject** table, const unsigned char* p, Py_ssize_t n)
     void jw_cache_clear(PyObject** table)

@@ -193,6 +193,8 @@ cdef int _split_raw(const char* s, Py_ssize_t n, Py_ssize_t* ts, Py_ssize_t* te)
     ``s`` is not an ack subject. (The empty stream or consumer check comes after the
     pending count, as in the pure twin.)"""
     cdef Py_ssize_t i, nt, st
+    cdef const char* q
+    cdef const char* end = s + n
     if n < 8 or s[0] != b'$' or s[1] != b'J' or s[2] != b'S' or s[3] != b'.' or s[4] != b'A' or s[5] != b'C' or s[6] != b'K' or s[7] != b'.':
         return -1
     ts[0] = 0
@@ -201,13 +203,16 @@ cdef int _split_raw(const char* s, Py_ssize_t n, Py_ssize_t* ts, Py_ssize_t* te)
     te[1] = 7
     nt = 2
     st = 8
-    for i in range(8, n):
-        if s[i] == b'.':
-            if nt < 12:
-                ts[nt] = st
-                te[nt] = i
-            nt += 1
-            st = i + 1
+    while True:
+        q = <const char*>memchr(s + st, 46, <size_t>(end - (s + st)))  # the next "."
+        if q == NULL:
+            break
+        i = q - s
+        if nt < 12:
+            ts[nt] = st
+            te[nt] = i
+        nt += 1
+        st = i + 1
     if nt < 12:
         ts[nt] = st
         te[nt] = n
@@ -287,11 +292,15 @@ cdef long long _num_ll(const char* s, Py_ssize_t a, Py_ssize_t b) except -1:
             d = <unsigned char>s[i] - 48
             if d > 9:
                 break
-            if v > (<unsigned long long>0x7FFFFFFFFFFFFFFF - d) // 10:
-                raise OverflowError("ack subject number out of range")
             v = v * 10 + d
         else:
-            return <long long>v
+            if b - a <= 18:  # 18 digits always fit in int64
+                return <long long>v
+            while s[a] == 48 and b - a > 1:  # (leading zeros)
+                a += 1
+            if b - a <= 18 or (b - a == 19 and v <= <unsigned long long>0x7FFFFFFFFFFFFFFF):
+                return <long long>v  # (19 digits never wrap past 2**64: v is exact)
+            raise OverflowError("ack subject number out of range")
     tok = PyUnicode_DecodeUTF8(s + a, b - a, "surrogateescape")
     raise NotJSMessageError(f"invalid number {tok!r} in ack subject")
 

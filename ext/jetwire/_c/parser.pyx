@@ -276,8 +276,7 @@ cdef class Parser:
                     nt = 6
                     break
                 ts[nt] = i
-                while i < L and not jw_isws(line[i]):
-                    i += 1
+                i = jw_token_end(line, i, L)
                 te[nt] = i
                 nt += 1
             if hmsg:
