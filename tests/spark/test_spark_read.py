@@ -159,5 +159,6 @@ def test_fetch_byte_budget(spark, spark_nats, make_stream, js, mode):
         assert sum(len(d) for d in b.column("data").to_pylist()[:-1]) < budget
     df = _read(spark, spark_nats.url, stream, readMode=mode, fetchMaxBytes="8KB", fetchBatch=1000)
     assert [(r.seq, len(r.data)) for r in df.orderBy("seq").collect()] == [(i + 1, n) for i, n in enumerate(sizes)]
-    with pytest.raises(Exception, match="fetchMaxBytes"):
-        _read(spark, spark_nats.url, stream, fetchMaxBytes="lots").count()
+    for bad in ("lots", "0", "2GiB"):
+        with pytest.raises(Exception, match="fetchMaxBytes"):
+            _read(spark, spark_nats.url, stream, fetchMaxBytes=bad).count()

@@ -27,6 +27,7 @@ __all__ = [
 DEFAULT_SERVERS = "nats://127.0.0.1:4222"
 DEFAULT_FETCH_BATCH = 20_000
 DEFAULT_FETCH_MAX_BYTES = 8 * 1024 * 1024
+MAX_FETCH_BYTES = 1024 * 1024 * 1024  # a fetch's columns are held with 32-bit offsets
 DEFAULT_FETCH_TIMEOUT = 10.0
 DEFAULT_MAX_PER_PARTITION = 50_000
 DEFAULT_MAX_PENDING_ACKS = 512
@@ -73,15 +74,15 @@ def parse_int(value: Any, name: str, minimum: int | None = None) -> int:
     return n
 
 
-def parse_size_option(value: Any, name: str) -> int:
-    """Bytes (at least 1) from option ``name``'s size: ``"8388608"``, ``"8MiB"``, ``"512k"``
-    (the one grammar, ``_units.parse_size``)."""
+def parse_size_option(value: Any, name: str, maximum: int) -> int:
+    """Bytes (1 to ``maximum``) from option ``name``'s size: ``"8388608"``, ``"8MiB"``,
+    ``"512k"`` (the one grammar, ``_units.parse_size``)."""
     try:
         n = _units.parse_size(value)
     except ValueError:
         raise OptionError(f"option {name!r} must be a size in bytes (for example 8MiB), not {value!r}") from None
-    if n < 1:
-        raise OptionError(f"option {name!r} must be at least 1 byte, not {value!r}")
+    if not 1 <= n <= maximum:
+        raise OptionError(f"option {name!r} must be between 1 byte and {maximum} bytes, not {value!r}")
     return n
 
 
@@ -212,7 +213,8 @@ class ReadOptions(_Options):
         self.max_per_partition = parse_int(o.get("maxmessagesperpartition", DEFAULT_MAX_PER_PARTITION),
                                            "maxMessagesPerPartition", 1)
         self.fetch_batch = parse_int(o.get("fetchbatch", DEFAULT_FETCH_BATCH), "fetchBatch", 1)
-        self.fetch_max_bytes = parse_size_option(o.get("fetchmaxbytes", DEFAULT_FETCH_MAX_BYTES), "fetchMaxBytes")
+        self.fetch_max_bytes = parse_size_option(o.get("fetchmaxbytes", DEFAULT_FETCH_MAX_BYTES), "fetchMaxBytes",
+                                                 MAX_FETCH_BYTES)
         self.fetch_timeout = parse_duration(o.get("fetchtimeout", DEFAULT_FETCH_TIMEOUT), "fetchTimeout")
         mode = (o.get("readmode") or "auto").strip().lower()
         if mode not in ("auto", "direct", "consumer"):

@@ -18,9 +18,11 @@ Two ways of reading a half-open range ``[lo, hi)`` of stream sequences:
 Both keep one request in flight ahead of the consumer of the data: the reader thread
 of the connection turns the replies of a request into column values as they arrive (a
 compiled direct handler on a private inbox: ``DirectCollector`` / ``AckCollector``, no
-queue, no message kept, no per-message wake-up or Python call) and, when the request
-completes, sends the next one at once, so the server prepares batch *k+1* while batch *k* is turned into an
-Arrow record batch.
+queue, no message kept, no per-message wake-up or Python call; the ``AckCollector`` is
+also a frame sink, so a pull's deliveries never become message objects at all) and,
+when the request completes, sends the next one at once, so the server prepares batch
+*k+1* while batch *k* is turned into an Arrow record batch. A request asks for at most
+``fetchBatch`` messages and ``fetchMaxBytes`` bytes.
 """
 from __future__ import annotations
 
