@@ -42,6 +42,9 @@ cdef extern from *:
        about whether one is there); a control byte that is not whitespace stays in the token. */
     static inline Py_ssize_t jw_token_end(const unsigned char* p, Py_ssize_t i, Py_ssize_t L) {
         uint64_t w;
+        Py_ssize_t stop = i + 8 < L ? i + 8 : L;
+        while (i < stop && p[i] > 32) i++;  /* short tokens (sids, sizes) byte by byte */
+        if (i < stop && jw_isws(p[i])) return i;
         for (;;) {
             while (i + 8 <= L) {
                 memcpy(&w, p + i, 8);

@@ -13,6 +13,10 @@ include "common.pxi"
 
 from cpython.dict cimport PyDict_GetItem
 
+
+cdef extern from "Python.h":
+    Py_ssize_t PyDict_GET_SIZE(object d)
+
 import orjson
 
 from jetwire._c.headers cimport _decode_headers
@@ -62,7 +66,7 @@ cdef class Parser:
     cdef long long _sid_val
     cdef object _sid_obj
     cdef list _partial
-    cdef public dict sinks
+    cdef readonly dict sinks
     cdef public long long taken_msgs
     cdef public long long taken_bytes
     cdef PyObject* _subjects[JW_CACHE + 1]
@@ -313,7 +317,7 @@ cdef class Parser:
                     "missing CRLF after HMSG payload" if hmsg else "missing CRLF after MSG payload",
                     p + stop, 64 if n - stop > 64 else n - stop,
                 )
-            if len(sinks) != 0:
+            if PyDict_GET_SIZE(sinks) != 0:
                 sinkp = PyDict_GetItem(sinks, self._sid(sid))
                 if sinkp != NULL:
                     sink = <object>sinkp  # (held: the sink may be unregistered while it runs)

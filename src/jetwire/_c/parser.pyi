@@ -18,7 +18,8 @@ DEFAULT_MAX_PAYLOAD: int
 Event = MsgBase | tuple[int, Any]
 
 class Parser:
-    sinks: dict[int, Any]
+    @property
+    def sinks(self) -> dict[int, Any]: ...
     taken_msgs: int
     taken_bytes: int
     def __init__(
