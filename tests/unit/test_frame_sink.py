@@ -173,3 +173,11 @@ def test_ack_numbers_at_the_edges(impl, msg_cls, token, expect):
         assert isinstance(c.target.error, expect)
         with pytest.raises(expect):
             rows.add(msg_cls("a", b"x", reply=reply))
+
+
+def test_sinks_dict_cannot_be_replaced(impl):
+    p = impl.Parser(impl.MsgBase)
+    with pytest.raises(AttributeError):
+        p.sinks = None
+    p.sinks[3] = impl.FrameSink()
+    assert list(p.sinks) == [3]

@@ -61,7 +61,7 @@ class Parser:
     after it, so a sink sees its frames before any event that followed them in the chunk.
     """
 
-    __slots__ = ("_buf", "_cls", "_max_line", "_max_payload", "_pos", "sinks", "taken_bytes", "taken_msgs")
+    __slots__ = ("_buf", "_cls", "_max_line", "_max_payload", "_pos", "_sinks", "taken_bytes", "taken_msgs")
 
     def __init__(self, msg_cls: Any = None, max_control_line: int = 4096, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
         if msg_cls is None:
@@ -75,9 +75,14 @@ class Parser:
         self._max_payload = int(max_payload)
         self._buf = bytearray()
         self._pos = 0
-        self.sinks: dict[int, Any] = {}
+        self._sinks: dict[int, Any] = {}
         self.taken_msgs = 0
         self.taken_bytes = 0
+
+    @property
+    def sinks(self) -> dict[int, Any]:
+        """sid -> ``FrameSink`` (the dict itself is changed; it cannot be replaced)."""
+        return self._sinks
 
     @property
     def buffered(self) -> int:
