@@ -164,23 +164,35 @@ cdef class MsgMetadata:
 
 
 # -------------------------------------------------------------------------------- parsing
-cdef object _meta_num(const char* s, Py_ssize_t a, Py_ssize_t b):
-    """The decimal number s[a:b] (ASCII digits only), else ``NotJSMessageError``."""
+cdef inline bint _digits(const char* s, Py_ssize_t a, Py_ssize_t b, unsigned long long* out) noexcept:
+    """True when s[a:b] is one or more ASCII digits; ``out``: their value (modulo 2**64)."""
     cdef unsigned long long v = 0
     cdef unsigned int d
     cdef Py_ssize_t i
-    if a < b:
-        for i in range(a, b):
-            d = <unsigned char>s[i] - 48
-            if d > 9:
-                break
-            v = v * 10 + d
-        else:
-            if b - a <= 19:  # 19 digits always fit in 64 bits
-                return PyLong_FromUnsignedLongLong(v)
-            return int(PyBytes_FromStringAndSize(s + a, b - a))
-    tok = PyUnicode_DecodeUTF8(s + a, b - a, NULL)
-    raise NotJSMessageError(f"invalid number {tok!r} in ack subject")
+    if a >= b:
+        return False
+    for i in range(a, b):
+        d = <unsigned char>s[i] - 48
+        if d > 9:
+            return False
+        v = v * 10 + d
+    out[0] = v
+    return True
+
+
+cdef object _bad_number(const char* s, Py_ssize_t a, Py_ssize_t b):
+    tok = PyUnicode_DecodeUTF8(s + a, b - a, "surrogateescape")
+    return NotJSMessageError(f"invalid number {tok!r} in ack subject")
+
+
+cdef object _meta_num(const char* s, Py_ssize_t a, Py_ssize_t b):
+    """The decimal number s[a:b] (ASCII digits only), else ``NotJSMessageError``."""
+    cdef unsigned long long v
+    if not _digits(s, a, b, &v):
+        raise _bad_number(s, a, b)
+    if b - a <= 19:  # 19 digits always fit in 64 bits
+        return PyLong_FromUnsignedLongLong(v)
+    return int(PyBytes_FromStringAndSize(s + a, b - a))
 
 
 cdef inline object _not_ack(object subject):
@@ -226,18 +238,21 @@ cdef int _split_raw(const char* s, Py_ssize_t n, Py_ssize_t* ts, Py_ssize_t* te)
     return <int>(nt if nt < 12 else 12) | (<int>i << 8)
 
 
-cdef int _split(object subject, const char** sp, Py_ssize_t* ts, Py_ssize_t* te) except -1:
-    """``_split_raw`` of a str (``NotJSMessageError`` when it is not an ack subject)."""
-    cdef Py_ssize_t n
-    cdef const char* s
-    cdef int r
+cdef const char* _utf8(object subject, Py_ssize_t* n) except NULL:
+    """The UTF-8 bytes of a str subject (``NotJSMessageError`` for anything else)."""
     if type(subject) is not str:
         raise _not_ack(subject)
     try:
-        s = PyUnicode_AsUTF8AndSize(subject, &n)
+        return PyUnicode_AsUTF8AndSize(subject, n)
     except UnicodeEncodeError:
         raise _not_ack(subject) from None
-    r = _split_raw(s, n, ts, te)
+
+
+cdef int _split(object subject, const char** sp, Py_ssize_t* ts, Py_ssize_t* te) except -1:
+    """``_split_raw`` of a str (``NotJSMessageError`` when it is not an ack subject)."""
+    cdef Py_ssize_t n
+    cdef const char* s = _utf8(subject, &n)
+    cdef int r = _split_raw(s, n, ts, te)
     if r < 0:
         raise _not_ack(subject)
     sp[0] = s
@@ -284,25 +299,16 @@ def parse_metadata_fields(subject):
 cdef long long _num_ll(const char* s, Py_ssize_t a, Py_ssize_t b) except -1:
     """The decimal number s[a:b] as an int64 (``NotJSMessageError`` as ``_meta_num``;
     ``OverflowError`` past int64)."""
-    cdef unsigned long long v = 0
-    cdef unsigned int d
-    cdef Py_ssize_t i
-    if a < b:
-        for i in range(a, b):
-            d = <unsigned char>s[i] - 48
-            if d > 9:
-                break
-            v = v * 10 + d
-        else:
-            if b - a <= 18:  # 18 digits always fit in int64
-                return <long long>v
-            while s[a] == 48 and b - a > 1:  # (leading zeros)
-                a += 1
-            if b - a <= 18 or (b - a == 19 and v <= <unsigned long long>0x7FFFFFFFFFFFFFFF):
-                return <long long>v  # (19 digits never wrap past 2**64: v is exact)
-            raise OverflowError("ack subject number out of range")
-    tok = PyUnicode_DecodeUTF8(s + a, b - a, "surrogateescape")
-    raise NotJSMessageError(f"invalid number {tok!r} in ack subject")
+    cdef unsigned long long v
+    if not _digits(s, a, b, &v):
+        raise _bad_number(s, a, b)
+    if b - a <= 18:  # 18 digits always fit in int64
+        return <long long>v
+    while s[a] == 48 and b - a > 1:  # (leading zeros)
+        a += 1
+    if b - a <= 18 or (b - a == 19 and v <= <unsigned long long>0x7FFFFFFFFFFFFFFF):
+        return <long long>v  # (19 digits never wrap past 2**64: v is exact)
+    raise OverflowError("ack subject number out of range")
 
 
 cdef int ack_numbers_raw(const char* s, Py_ssize_t n, long long* out) except -1:
@@ -334,13 +340,7 @@ cdef int ack_numbers_raw(const char* s, Py_ssize_t n, long long* out) except -1:
 cdef int ack_numbers(object subject, long long* out) except -1:
     """The numbers of an ack subject, checked in ``parse_metadata_fields``' order."""
     cdef Py_ssize_t n
-    cdef const char* s
-    if type(subject) is not str:
-        raise _not_ack(subject)
-    try:
-        s = PyUnicode_AsUTF8AndSize(subject, &n)
-    except UnicodeEncodeError:
-        raise _not_ack(subject) from None
+    cdef const char* s = _utf8(subject, &n)
     return ack_numbers_raw(s, n, out)
 
 
