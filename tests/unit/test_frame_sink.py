@@ -181,3 +181,74 @@ def test_sinks_dict_cannot_be_replaced(impl):
         p.sinks = None
     p.sinks[3] = impl.FrameSink()
     assert list(p.sinks) == [3]
+
+
+DIRECT_REPLY = b"_INBOX.direct.7"
+
+
+def direct_hdr(subject, seq, time, extra=(), drop=(), twice=False, spaces=False):
+    lines = [(b"Nats-Stream", b"S"), (b"Nats-Subject", subject), (b"Nats-Sequence", seq),
+             (b"Nats-Time-Stamp", time), (b"Nats-Num-Pending", b"3"), (b"Nats-Last-Sequence", b"9"), *extra]
+    lines = [kv for kv in lines if kv[0] not in drop]
+    if twice:
+        lines.append((b"Nats-Subject", b"again"))
+    sep = b":  " if spaces else b": "
+    return b"NATS/1.0\r\n" + b"".join(k + sep + v + (b" \t" if spaces else b"") + b"\r\n" for k, v in lines) + b"\r\n"
+
+
+direct_st = st.lists(st.tuples(
+    st.sampled_from([b"a.b", b"orders.\xff", b"x"]),  # Nats-Subject
+    st.sampled_from([b"7", b"123456789012345678", b"1234567890123456789", b"12x", b""]),  # Nats-Sequence
+    st.sampled_from([b"2026-11-28T04:43:36.123456789Z", b"2026-11-28T04:43:36Z", b"yesterday", b"2026-11-28 04:43"]),
+    st.sampled_from([(), ((b"X-Mine", b"1"),), ((b"X-Mine", b"1"), (b"X-Mine", b"2"))]),  # published headers
+    st.sampled_from([(), (b"Nats-Sequence",), (b"Nats-Last-Sequence",)]),  # headers left out
+    st.booleans(), st.booleans(), st.binary(max_size=30),
+), min_size=1, max_size=20)
+
+
+@HYP
+@given(replies=direct_st, cuts=st.lists(st.integers(1, 300), max_size=12))
+def test_direct_sink_rows_equal_message_rows(impl, replies, cuts):
+    """Batched direct-get replies (the usual header block and every odd one), then the
+    end-of-batch status, give the same rows and statuses through the sink as through
+    messages handed to ``__call__``."""
+    frames = [hmsg_frame(DIRECT_REPLY, 1, None, direct_hdr(s, q, t, extra, drop, twice, spaces), d)
+              for s, q, t, extra, drop, twice, spaces, d in replies]
+    frames.insert(1, hmsg_frame(b"_INBOX.direct.6", 1, None, direct_hdr(b"late", b"1", b"x"), b"old"))
+    frames.append(hmsg_frame(DIRECT_REPLY, 1, None, b"NATS/1.0 204 EOB\r\nNats-Last-Sequence: 9\r\n\r\n", b""))
+    stream = b"".join(frames)
+    pieces, pos = [], 0
+    for n in cuts:
+        pieces.append(stream[pos:pos + n])
+        pos += n
+    pieces.append(stream[pos:])
+    results = []
+    for use_sink in (True, False):
+        p = impl.Parser(impl.MsgBase)
+        statuses = []
+        c = impl.DirectCollector(statuses.append)
+        c.target = impl.DirectRows(DIRECT_REPLY.decode())
+        if use_sink:
+            p.sinks[1] = c
+        for piece in pieces:
+            for m in p.feed(piece):
+                c(m)
+        subjects, seqs, times, data, headers, odd = c.target.columns()
+        error = c.target.error
+        results.append(((subjects, list(seqs), list(times), data, headers, odd),
+                        (type(error), str(error)), [m.headers.status for m in statuses]))
+    assert results[0] == results[1]
+    assert results[0][2] == ["204"]
+
+
+def test_direct_sink_takes_the_usual_replies(impl):
+    p = impl.Parser(impl.MsgBase)
+    c = impl.DirectCollector(lambda m: None)
+    c.target = impl.DirectRows(DIRECT_REPLY.decode())
+    p.sinks[1] = c
+    out = p.feed(hmsg_frame(DIRECT_REPLY, 1, None, direct_hdr(b"a.b", b"5", b"1970-01-01T00:00:01.5Z"), b"pay")
+                 + hmsg_frame(DIRECT_REPLY, 1, None, b"NATS/1.0\r\nbroken line\r\n\r\n", b"x"))
+    assert [e[0] for e in out] == [impl.OP_FRAME_ERROR]  # the malformed block: reported, not taken
+    assert p.taken_msgs == 1
+    subjects, seqs, times, data, headers, odd = c.target.columns()
+    assert (subjects, list(seqs), list(times), data, headers, odd) == (["a.b"], [5], [1_500_000], [b"pay"], None, [])

@@ -402,6 +402,10 @@ cdef class AckCollector(FrameSink):
         return 1
 
 
+cdef inline bint _is_key(const unsigned char* p, Py_ssize_t n, const char* key, Py_ssize_t kn) noexcept:
+    return n == kn and memcmp(p, key, kn) == 0
+
+
 cdef class DirectRows:
     """The rows of one batched direct get, filled by a ``DirectCollector`` as the replies
     arrive (see the pure twin)."""
@@ -433,7 +437,25 @@ cdef class DirectRows:
         """The sequence of the last row (0 when there is none)."""
         return self._seqs.data.as_longlongs[self._n - 1] if self._n else 0
 
-    cdef int _add(self, object m, dict d) except -1:
+    cdef int _row(self, object subject, long long seq, long long t, object text, object data) except -1:
+        """Append the row's values (``text``: the time when ``_rfc3339_us`` could not read it)."""
+        cdef Py_ssize_t i = self._n
+        if text is not None:
+            PyList_Append(self._odd, (i, text))
+        if i == self._cap:
+            self._cap = self._cap * 2 if self._cap else 1024
+            array.resize(self._seqs, self._cap)
+            array.resize(self._times, self._cap)
+        self._seqs.data.as_longlongs[i] = seq
+        self._times.data.as_longlongs[i] = t
+        PyList_Append(self._subjects, subject)
+        PyList_Append(self._data, data)
+        self._n = i + 1
+        if self._headers is not None:
+            PyList_Append(self._headers, None)
+        return 0
+
+    cdef int _add(self, object data, dict d) except -1:
         cdef Py_ssize_t i = self._n, tn
         cdef long long seq, t = 0
         cdef const char* tp = NULL
@@ -452,32 +474,98 @@ cdef class DirectRows:
                 tp = PyUnicode_AsUTF8AndSize(text, &tn)
             except UnicodeEncodeError:
                 tp = NULL
-        if tp == NULL or not _rfc3339_us(<const unsigned char*>tp, tn, &t):
-            PyList_Append(self._odd, (i, text))
-            t = 0
-        if i == self._cap:
-            self._cap = self._cap * 2 if self._cap else 1024
-            array.resize(self._seqs, self._cap)
-            array.resize(self._times, self._cap)
-        self._seqs.data.as_longlongs[i] = seq
-        self._times.data.as_longlongs[i] = t
-        PyList_Append(self._subjects, subject)
-        if isinstance(m, MsgBase):
-            PyList_Append(self._data, (<MsgBase>m).c_data)
+        if tp != NULL and _rfc3339_us(<const unsigned char*>tp, tn, &t):
+            text = None
         else:
-            PyList_Append(self._data, m.data)
-        self._n = i + 1
+            t = 0
         headers = self._headers
         if len(d) != _N_DIRECT:
             row = [(k, list(v)) for k, v in d.items() if k not in _DIRECT_KEYS] or None
-            if headers is None:
-                if row is None:
-                    return 0
-                headers = self._headers = [None] * i
-            PyList_Append(headers, row)
-        elif headers is not None:
-            PyList_Append(headers, None)
+            if row is not None and headers is None:
+                self._headers = [None] * i
+        else:
+            row = None
+        self._row(subject, seq, t, text, data)
+        if row is not None:
+            (<list>self._headers)[i] = row
         return 0
+
+    cdef int _take(self, const unsigned char* h, Py_ssize_t hn, const unsigned char* data, Py_ssize_t dn) except -1:
+        """A data reply from its raw header block (no status) and payload: 1 when taken, 0
+        to be declined (a malformed header block, which the parser reports). The usual
+        block (the direct-get headers, each once, nothing else) is read in place; any
+        other goes through the header decoder and ``_add``."""
+        cdef Py_ssize_t pos, eol, colon, a, b, i, last, L
+        cdef const unsigned char* line
+        cdef const unsigned char* sp = NULL
+        cdef const unsigned char* qp = NULL
+        cdef const unsigned char* tp = NULL
+        cdef Py_ssize_t sn = 0, qn = 0, tn = 0
+        cdef long long seq, t = 0
+        cdef bint plain = hn >= 12 and memcmp(h, b"NATS/1.0\r\n", 10) == 0 \
+            and h[hn - 4] == 13 and h[hn - 3] == 10 and h[hn - 2] == 13 and h[hn - 1] == 10
+        cdef object hdrs, text
+        if self.error is not None:
+            return 1
+        pos = 10
+        last = hn - 2
+        while plain and pos < last:
+            eol = jw_find_crlf(h + pos, last - pos + 2)
+            if eol <= 0:
+                plain = False
+                break
+            line = h + pos
+            L = eol
+            colon = -1
+            for i in range(L):
+                if line[i] == 58:
+                    colon = i
+                    break
+                if line[i] <= 32:
+                    break
+            if colon <= 0:
+                plain = False
+                break
+            a = colon + 1
+            b = L
+            jw_trim_value(line, &a, &b)
+            if memchr(line + a, 13, b - a) != NULL or memchr(line + a, 10, b - a) != NULL:
+                plain = False
+                break
+            if _is_key(line, colon, b"Nats-Subject", 12):
+                if sp != NULL:
+                    plain = False
+                sp = line + a
+                sn = b - a
+            elif _is_key(line, colon, b"Nats-Sequence", 13):
+                if qp != NULL:
+                    plain = False
+                qp = line + a
+                qn = b - a
+            elif _is_key(line, colon, b"Nats-Time-Stamp", 15):
+                if tp != NULL:
+                    plain = False
+                tp = line + a
+                tn = b - a
+            elif not (_is_key(line, colon, b"Nats-Stream", 11) or _is_key(line, colon, b"Nats-Num-Pending", 16)
+                      or _is_key(line, colon, b"Nats-Last-Sequence", 18)):
+                plain = False  # a header the message was published with
+            pos += L + 2
+        if plain and sp != NULL and qp != NULL and tp != NULL:
+            seq = jw_uint(qp, qn)
+            if seq >= 0:
+                text = None
+                if not _rfc3339_us(tp, tn, &t):
+                    text = jw_str(tp, tn)
+                    t = 0
+                self._row(jw_str(sp, sn), seq, t, text, PyBytes_FromStringAndSize(<const char*>data, dn))
+                return 1
+        try:
+            hdrs = _decode_headers(h, hn, NULL)
+        except ProtocolError:
+            return 0
+        self._add(PyBytes_FromStringAndSize(<const char*>data, dn), <dict?>hdrs._d)
+        return 1
 
     def add(self, m):
         try:
@@ -486,7 +574,7 @@ cdef class DirectRows:
             if self.error is None:
                 self.error = exc
             return
-        self._add(m, d)
+        self._add((<MsgBase>m).c_data if isinstance(m, MsgBase) else m.data, d)
 
     def columns(self):
         """``(subjects, seqs, times_us, data, headers, odd_times)`` (see the pure twin)."""
@@ -496,8 +584,9 @@ cdef class DirectRows:
         return self._subjects, self._seqs, self._times, self._data, self._headers, self._odd
 
 
-cdef class DirectCollector:
-    """The direct handler of a batched direct get's reply subscription (see the pure twin)."""
+cdef class DirectCollector(FrameSink):
+    """The direct handler of a batched direct get's reply subscription, and its frame
+    sink (see the pure twin)."""
 
     cdef public object target
     cdef public object on_status
@@ -523,8 +612,33 @@ cdef class DirectCollector:
                     if (<DirectRows>t).error is None:
                         (<DirectRows>t).error = exc
                     return
-                (<DirectRows>t)._add(m, d)
+                (<DirectRows>t)._add((<MsgBase>m).c_data if isinstance(m, MsgBase) else m.data, d)
             else:
                 t.add(m)
         else:
             self.on_status(m)
+
+    cdef int take(self, const unsigned char* subject, Py_ssize_t sn, const unsigned char* reply, Py_ssize_t rn,
+                  const unsigned char* hdr, Py_ssize_t hn, const unsigned char* data, Py_ssize_t dn) noexcept:
+        cdef object t = self.target, r
+        cdef const char* rp
+        cdef Py_ssize_t n
+        if t is None:
+            return 1  # (dropped, as __call__ drops it)
+        if type(t) is not DirectRows or hdr == NULL or _has_status(hdr, hn):
+            return 0  # statuses and replies without headers go to __call__, as messages
+        r = (<DirectRows>t).reply
+        if type(r) is not str:
+            return 0
+        try:
+            rp = PyUnicode_AsUTF8AndSize(r, &n)
+        except BaseException:
+            return 0
+        if n != sn or memcmp(rp, subject, n) != 0:
+            return 1  # a late reply to an abandoned request
+        try:
+            return (<DirectRows>t)._take(hdr, hn, data, dn)
+        except BaseException as exc:
+            if (<DirectRows>t).error is None:
+                (<DirectRows>t).error = exc
+            return 1

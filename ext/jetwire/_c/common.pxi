@@ -37,6 +37,12 @@ cdef extern from *:
         return c == ' ' || c == '\\t' || c == '\\n' || c == '\\r' || c == '\\v' || c == '\\f';
     }
 
+    /* A header value's bounds [*a, *b) in line without the spaces and tabs around it. */
+    static inline void jw_trim_value(const unsigned char* line, Py_ssize_t* a, Py_ssize_t* b) {
+        while (*a < *b && (line[*a] == ' ' || line[*a] == '\\t')) (*a)++;
+        while (*b > *a && (line[*b - 1] == ' ' || line[*b - 1] == '\\t')) (*b)--;
+    }
+
     /* The index of the first whitespace byte (jw_isws) in p[i:L], or L. Eight bytes at a
        time while none is <= 32 (the "has a byte less than n" test of a 64-bit word is exact
        about whether one is there); a control byte that is not whitespace stays in the token. */
@@ -239,6 +245,7 @@ cdef extern from *:
     Py_ssize_t jw_find_crlf(const unsigned char* p, Py_ssize_t n) nogil
     bint jw_isws(unsigned char c) nogil
     Py_ssize_t jw_token_end(const unsigned char* p, Py_ssize_t i, Py_ssize_t L) nogil
+    void jw_trim_value(const unsigned char* line, Py_ssize_t* a, Py_ssize_t* b) nogil
     object jw_str(const unsigned char* p, Py_ssize_t n)
     object jw_cached_str(PyObject** table, const unsigned char* p, Py_ssize_t n)
     void jw_cache_clear(PyObject** table)

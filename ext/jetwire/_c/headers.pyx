@@ -93,10 +93,7 @@ cdef object _decode_headers(const unsigned char* p, Py_ssize_t n, PyObject** key
                 raise _perr("invalid header key", line, L)
         a = colon + 1
         b = L
-        while a < b and (line[a] == 32 or line[a] == 9):
-            a += 1
-        while b > a and (line[b - 1] == 32 or line[b - 1] == 9):
-            b -= 1
+        jw_trim_value(line, &a, &b)
         for i in range(a, b):
             c = line[i]
             if c == 13 or c == 10:

@@ -24,7 +24,7 @@ class DirectRows:
         self,
     ) -> tuple[list[str], array[int], array[int], list[bytes], list[Any] | None, list[tuple[int, str]]]: ...
 
-class DirectCollector:
+class DirectCollector(FrameSink):
     target: DirectRows | None
     on_status: Any
     def __init__(self, on_status: Any) -> None: ...

@@ -26,7 +26,7 @@ from typing import Any, cast
 from ...errors import NotJSMessageError, ProtocolError
 from .headers import decode_headers
 from .metadata import parse_metadata_fields
-from .msg import FrameSink
+from .msg import FrameSink, MsgBase
 
 __all__ = ["DIRECT_KEYS", "AckCollector", "AckRows", "DirectCollector", "DirectRows", "ack_columns", "rfc3339_us"]
 
@@ -106,6 +106,7 @@ def _seq(s: str) -> int:
 
 
 _MAX_OFFSET = 0x7FFFFFFF  # Arrow binary / string offsets are int32
+_new = object.__new__
 
 
 def _header_row(h: Any) -> list[tuple[str, list[str]]]:
@@ -375,11 +376,14 @@ class DirectRows:
         return self._subjects, self._seqs, self._times, self._data, self._headers, self._odd
 
 
-class DirectCollector:
-    """The direct handler of a batched direct get's reply subscription: a data reply on
-    ``target.reply`` becomes a row of ``target`` (a ``DirectRows``); a status reply (the
-    ``204`` end of batch, ``404``, an error) or one without headers goes to
-    ``on_status(msg)``; anything else (a late reply) is dropped."""
+class DirectCollector(FrameSink):
+    """The direct handler of a batched direct get's reply subscription, and its frame
+    sink: a data reply on ``target.reply`` becomes a row of ``target`` (a
+    ``DirectRows``); a status reply (the ``204`` end of batch, ``404``, an error) or one
+    without headers goes to ``on_status(msg)``; anything else (a late reply) is dropped.
+    As a sink it takes the data replies (the compiled twin reads the usual direct-get
+    header block in place) and the late ones, and declines the rest, which come to
+    ``__call__`` as messages (a malformed header block is reported by the parser)."""
 
     __slots__ = ("on_status", "target")
 
@@ -396,3 +400,23 @@ class DirectCollector:
             t.add(m)
         else:
             self.on_status(m)
+
+    def take(self, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes) -> bool:
+        t = self.target
+        if t is None:
+            return True  # (dropped, as __call__ drops it)
+        if type(t) is not DirectRows or hdr is None or _has_status(hdr) or type(t.reply) is not str:
+            return False
+        if subject != t.reply.encode("utf-8", "surrogateescape"):
+            return True  # a late reply to an abandoned request
+        if t.error is not None:
+            return True
+        try:
+            h = decode_headers(hdr)
+        except ProtocolError:
+            return False
+        m = _new(MsgBase)
+        m.subject, m.reply, m.headers, m.data, m.sid = t.reply, None, h, data, 0
+        m._client, m._ackd, m._meta = None, False, None
+        t.add(m)
+        return True
