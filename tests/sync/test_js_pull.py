@@ -268,7 +268,10 @@ def test_consume_drain_delivers_buffered(nats_url):
         gate.set()
         assert prims.join(drain, 10)
         assert cc.closed(1)
-        assert len(calls) == buffered + 1
+        # everything buffered when drain was asked for is handed out, in order; messages
+        # of that pull still coming in before drain closed the subscription may be too
+        # (the flush above does not wait for all of the server's deliveries)
+        assert len(calls) >= buffered + 1
         seqs = [m.metadata.sequence.stream for m in calls]
         assert seqs == list(range(1, len(calls) + 1))
     finally:
