@@ -192,8 +192,8 @@ async def test_respond_json_and_errors_are_counted(nats_url):
         assert (ep.num_requests, ep.num_errors, ep.last_error) == (7, 4, "418:teapot")
         assert (await micro.request(client, "calc", b"late")).data == b"answered"  # raised after answering
 
-        async def late_counted():
-            return svc.stats().endpoints[0].num_errors == 5
+        async def late_counted():  # counted, then handed to error_cb
+            return svc.stats().endpoints[0].num_errors == 5 and len(seen) == 3
 
         assert await wait_until(late_counted)
         ep = svc.stats().endpoints[0]
