@@ -22,12 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SKIP = re.compile(r"/(_sync|_c)/|interface_sync\.py$|rows_sync\.py$|workers_sync\.py$")
 
-# (file relative to the package's parent, attribute): why it stays
-ALLOWED: dict[tuple[str, str], str] = {
-    # the pure twins set the slots the compiled code sets (headers._make, columns)
-    ("jetwire/protocol/_pure/headers.py", "_d"): "the pure twin of the compiled header decoder",
-    ("jetwire/protocol/_pure/columns.py", "_d"): "the pure twin of the compiled column readers",
-}
+# (file relative to the package's parent, attribute): why it stays (none now)
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _defined(tree: ast.AST) -> set[str]:

@@ -111,7 +111,7 @@ _new = object.__new__
 
 def _header_row(h: Any) -> list[tuple[str, list[str]]]:
     """A row of the headers column: ``[(name, [values])]`` of a ``Headers``."""
-    return [(k, list(v)) for k, v in h._d.items()]
+    return list(h.to_dict().items())
 
 
 def _has_status(hdr: bytes) -> bool:
@@ -342,7 +342,7 @@ class DirectRows:
         if self.error is not None:
             return
         try:
-            d = m.headers._d
+            d = m.headers.to_dict()
             subject = d[K_SUBJECT][0]
             seq = _seq(d[K_SEQ][0])
             text = d[K_TIME][0]

@@ -84,9 +84,8 @@ def encode_headers(headers: Any) -> bytes:
                 parts = ["NATS/1.0 ", as_text(status), " ", as_text(description), "\r\n"]
             else:
                 parts = ["NATS/1.0 ", as_text(status), "\r\n"]
-        for k, values in headers._d.items():
-            for v in values:
-                parts += (k, ": ", v, "\r\n")
+        for k, v in headers.items():
+            parts += (k, ": ", v, "\r\n")
     elif isinstance(headers, dict):
         parts = ["NATS/1.0\r\n"]
         for k, v in headers.items():
