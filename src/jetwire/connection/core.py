@@ -343,14 +343,18 @@ class ConnectionCore:
     def remove_sub(self, sub: SubscriptionBase, discard: bool = True) -> bool:
         """Stop routing to ``sub`` and mark it closed, dropping what it still holds unless
         ``discard`` is False (a drain lets it be handled); False when it was closed already."""
-        self.subs.pop(sub.sid, None)
-        self.parser.sinks.pop(sub.sid, None)
+        self._unroute(sub.sid)
         if sub._closed:
             return False
         if discard:
             sub.discard_pending()
         sub._mark_closed()
         return True
+
+    def _unroute(self, sid: int) -> None:
+        """Route nothing more to ``sid`` (its subscription, and its frame sink if any)."""
+        self.subs.pop(sid, None)
+        self.parser.sinks.pop(sid, None)
 
     def close_all_subs(self) -> None:
         subs = list(self.subs.values())
@@ -471,8 +475,7 @@ class ConnectionCore:
             f"slow consumer on subject {sub.subject!r}, messages dropped", subject=sub.subject, sid=sub.sid)))
 
     def _auto_unsub_done(self, sub: SubscriptionBase) -> None:
-        self.subs.pop(sub.sid, None)
-        self.parser.sinks.pop(sub.sid, None)
+        self._unroute(sub.sid)
         sub._mark_closed()
 
     def _control(self, ev: Any) -> None:
