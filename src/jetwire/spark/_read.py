@@ -50,7 +50,15 @@ from ..errors import (
     StreamNotFoundError,
     TimeoutError,
 )
-from ..jetstream.pull import pull_request, status_error
+from ..jetstream.pull import (
+    S_END,
+    S_FLOW_CONTROL,
+    S_HEARTBEAT,
+    S_PENDING,
+    classify_status,
+    pull_request,
+    status_error,
+)
 from ._arrow import TS_TYPE, BatchBuilder, utf8_column
 from ._options import OptionError, connect_kwargs, jetstream_kwargs, parse_time
 
@@ -488,16 +496,17 @@ class _PullPump(_Pump):
         rows = f.rows
         if m is not None:
             h = m.headers
-            if h.status == "100":
-                return  # (a heartbeat: none is asked for)
-            if h.status == "409" and _is_budget_end(h.description):
-                if not len(rows) and not rows.end and "maxbytes" in (h.description or "").lower():
+            kind = classify_status(h.status, h.description)
+            if kind in (S_HEARTBEAT, S_FLOW_CONTROL):
+                return  # (none is asked for)
+            if kind == S_PENDING:  # 409 Message Size Exceeds MaxBytes: the byte budget is spent
+                if not len(rows) and not rows.end:
                     self._oversized = True  # the next message alone is larger than the budget
-            elif h.status not in ("404", "408"):
+            elif kind != S_END:
                 f.error = status_error(h.status, h.description, self.where) or APIError(
                     code=int(h.status) if h.status.isdigit() else None, err_code=None,
                     description=f"pull of {self.where}: {h.status} {h.description or ''}".rstrip())
-            elif not len(rows) and not rows.end:
+            elif h.status != "409" and not len(rows) and not rows.end:  # (409 Batch Completed: a full pull)
                 f.error = TimeoutError(f"consumer delivered nothing within fetchTimeout={self.timeout}s "
                                        "although messages are pending")
         if rows.error is not None:
@@ -507,13 +516,6 @@ class _PullPump(_Pump):
         elif len(rows):
             self.next_seq = rows.last_seq + 1
         self._complete(f)
-
-
-def _is_budget_end(description: str | None) -> bool:
-    """A ``409`` that ends a pull normally: its byte budget is spent (``Message Size
-    Exceeds MaxBytes``) or its batch is complete (``Batch Completed``)."""
-    d = (description or "").lower()
-    return "exceeds maxbytes" in d or "batch completed" in d
 
 
 # --------------------------------------------------------------------------- to Arrow
