@@ -195,7 +195,9 @@ def cluster(rec: Recorder) -> None:
         nc.flush()
         js.create_stream(name="R3", subjects=["r3.>"], num_replicas=3)
         js.create_consumer("R3", durable_name="D")
-        js.publish("r3.a", b"x")
+        # a new R3 stream's leader takes a moment to be reachable from every server
+        # (and a server may be slow to answer under load): retry for up to 20 s
+        js.publish("r3.a", b"x", retry_attempts=80, retry_wait=0.25)
         js.api_request("STREAM.LEADER.STEPDOWN.R3", {})
         js.api_request("CONSUMER.LEADER.STEPDOWN.R3.D", {})
         try:
