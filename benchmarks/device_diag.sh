@@ -8,7 +8,11 @@
 #      space-separated list of environment settings (the knobs:
 #      JETWIRE_BENCH_POLL_IO=on|off; VROWS=... picks that variant's
 #      rows), "-" for none;
-#   3. benchmarks/thread_stats.py for the rows in TSROWS (blocking flavour, SCALE_TS).
+#   3. benchmarks/thread_stats.py for the rows in TSROWS (blocking flavour, SCALE_TS);
+#   4. benchmarks/thread_stats.py for each row:client in SPY (e.g. "f:jetwire f:jetwire.aio";
+#      scale SCALE_SPY, 1) with py-spy (its wheel added to .devbundle/whl) sampling the row
+#      (SPY_RATE a second, 1000; SPY_MODE "--nonblocking" (Python frames only, the process
+#      never paused) or "--native"; idle threads too); the collapsed stacks land in $OUT/spy.tgz.
 # Everything lands in $OUT; the per-round lines are printed as they come.
 export PYTHONUNBUFFERED=1
 B=$(cd "$(dirname "$0")/../.devbundle" && pwd); OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; SITE=$(mktemp -d)
@@ -54,3 +58,13 @@ for r in ${TSROWS:-}; do
   echo "== thread_stats $r"
   timeout 120 python3 benchmarks/thread_stats.py "$r" jetwire "${SCALE_TS:-0.5}" 2>&1 | tail -12
 done
+if [ -n "${SPY:-}" ]; then
+  mkdir -p "$OUT/spy"
+  for rc in $SPY; do
+    r=${rc%%:*}; c=${rc#*:}
+    echo "== py-spy $r $c"
+    THREAD_STATS_SPY="$OUT/spy/$r-$c.txt" THREAD_STATS_SPY_RATE="${SPY_RATE:-1000}" THREAD_STATS_SPY_MODE="${SPY_MODE:---nonblocking}" timeout 120 \
+      python3 benchmarks/thread_stats.py "$r" "$c" "${SCALE_SPY:-1}" 2>&1 | grep -vE "^py-spy> (Stopped|You can)" | tail -12
+  done
+  tar -C "$OUT" -czf "$OUT/spy.tgz" spy && rm -rf "$OUT/spy"
+fi

@@ -9,16 +9,21 @@ row's JSON result, then one line per kind of thread (threads of one name summed:
 switches and CPU microseconds per message, read from ``/proc/self/task/*/status`` and
 ``stat`` by a sampling thread (``sampler``: its own cost is listed). A voluntary switch
 is a wait: for a lock, a reply, the socket or the GIL; the GIL waits are the ones a
-thread makes beyond what its job needs. Linux only. Run it pinned (``taskset -c 0``
+thread makes beyond what its job needs. Linux only. With ``THREAD_STATS_SPY=<file>`` py-spy (on the PATH) samples the
+row into that file (collapsed stacks). Run it pinned (``taskset -c 0``
 with the server on another CPU) for the cross-core proxy of a many-core machine.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from jetwire.cli.rows import ROWS, run_row
@@ -52,6 +57,7 @@ class Sampler:
         self.period = period
         self.last: dict[int, tuple[int, int, float]] = {}
         self.names: dict[int, str] = {}
+        self.base: dict[int, tuple[int, int, float]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
 
@@ -69,6 +75,8 @@ class Sampler:
             self._sample()
 
     def __enter__(self) -> Sampler:
+        self._sample()
+        self.base = dict(self.last)  # what threads of the set-up had done before the row
         self._thread.start()
         return self
 
@@ -82,6 +90,8 @@ class Sampler:
         (``Thread-N (fn)`` counted under ``Thread (fn)``)."""
         out: dict[str, list[float]] = {}
         for tid, (vol, invol, cpu) in self.last.items():
+            v0, i0, c0 = self.base.get(tid, (0, 0, 0.0))
+            vol, invol, cpu = vol - v0, invol - i0, cpu - c0
             name = self.names.get(tid, "?")
             if name.startswith("Thread-"):
                 name = "Thread" + name[name.find(" "):] if " " in name else "Thread"
@@ -91,6 +101,29 @@ class Sampler:
             acc[2] += invol
             acc[3] += cpu
         return out
+
+
+def start_spy(out: str) -> subprocess.Popen[bytes] | None:
+    """``py-spy record`` of this process into ``out`` (collapsed stacks, idle threads too;
+    ``THREAD_STATS_SPY_RATE`` samples/s, 200; ``THREAD_STATS_SPY_MODE``: py-spy's mode,
+    ``--nonblocking`` (Python frames, the process never paused) or ``--native`` (native
+    frames too, the process paused for each sample)), once it samples."""
+    if not out:
+        return None
+    rate = os.environ.get("THREAD_STATS_SPY_RATE", "200")
+    mode = os.environ.get("THREAD_STATS_SPY_MODE", "--nonblocking").split()
+    spy = subprocess.Popen(["py-spy", "record", *mode, "--idle", "-r", rate, "--format", "raw", "-o", out,
+                            "--pid", str(os.getpid())], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert spy.stdout is not None
+    spy.stdout.readline()  # "Sampling process N times a second": attached
+    return spy
+
+
+def stop_spy(spy: subprocess.Popen[bytes] | None) -> None:
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        out, _ = spy.communicate(timeout=60)
+        sys.stderr.write(out.decode(errors="replace"))
 
 
 def main(argv: list[str]) -> int:
@@ -108,17 +141,28 @@ def main(argv: list[str]) -> int:
         server = NatsServer()
         server.start()
         url = server.url
+    sampler = Sampler()
+    wall = [0.0]
+
+    @contextlib.contextmanager
+    def around() -> Iterator[None]:  # the row alone, after its stream's set-up
+        spy = start_spy(os.environ.get("THREAD_STATS_SPY", ""))
+        t0 = time.perf_counter()
+        try:
+            with sampler:
+                yield
+        finally:
+            wall[0] = time.perf_counter() - t0
+            stop_spy(spy)
+
     try:
-        with Sampler() as sampler:
-            t0 = time.perf_counter()
-            res = run_row(row, client, url, "", scale)
-            wall = time.perf_counter() - t0
+        res = run_row(row, client, url, "", scale, around=around)
     finally:
         if server is not None:
             server.stop()
     print(json.dumps({k: v for k, v in res.items() if not isinstance(v, list)}))
     n = int(res.get("n") or max(1, int(ROWS[row].count * scale)))
-    print(f"{n} messages in {wall:.2f} s (set-up included in the thread figures below)")
+    print(f"{n} messages in {wall[0]:.2f} s (the row's client set-up included, its stream's not)")
     print(f"{'thread':40s} {'n':>3s} {'vol/msg':>8s} {'invol/msg':>9s} {'cpu us/msg':>10s}")
     tot = [0.0, 0.0, 0.0]
     for name, (cnt, vol, invol, cpu) in sorted(sampler.by_kind().items(), key=lambda kv: -kv[1][3]):

@@ -25,6 +25,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol
 
 from ._engine import in_msgs
@@ -211,11 +212,17 @@ def _latencies(value: object) -> list[float]:
 
 
 def _timed(fn: Callable[..., object], url: str, n: int, ctx: RowCtx,
-           then: Callable[[object], object] | None = None) -> tuple[object, float]:
+           then: Callable[[object], object] | None = None,
+           around: Callable[[], AbstractContextManager[object]] | None = None) -> tuple[object, float]:
     """Run the row (the timed part is inside it); its result (``then`` applied) and this
-    process's CPU seconds over it, the client's set-up included."""
+    process's CPU seconds over it, the client's set-up included. ``around``: a context
+    entered just for the row (not the stream set-up before it), e.g. a profiler."""
     cpu0 = time.process_time()
-    out = _run(fn, url, n, ctx)
+    if around is None:
+        out = _run(fn, url, n, ctx)
+    else:
+        with around():
+            out = _run(fn, url, n, ctx)
     if then is not None:
         out = then(out)
     return out, time.process_time() - cpu0
@@ -258,9 +265,11 @@ def _service_row(out: object, n: int) -> RowResult:
 
 
 def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1.0,
-            peer: Peer | None = None) -> RowResult:
+            peer: Peer | None = None,
+            around: Callable[[], AbstractContextManager[object]] | None = None) -> RowResult:
     """Run one row for one client in this process; the measurement as a dict
-    (``peer``: the client object when it is not a jetwire flavour, see rows_aio.Client)."""
+    (``peer``: the client object when it is not a jetwire flavour, see rows_aio.Client;
+    ``around``: a context entered for the row alone, after the stream's set-up)."""
     spec = ROWS[row]
     n = max(1, int(spec.count * scale))
     impls, cl = peer_implementations(peer) if peer is not None else implementations(client)
@@ -268,21 +277,21 @@ def run_row(row: str, client: str, url: str, monitor: str = "", scale: float = 1
     ctx: RowCtx = _js_setup(url, row, n) if spec.js else {}
     if row == "a":
         before = in_msgs(monitor) if monitor else None
-        out, cpu = _timed(fn, url, n, ctx)
+        out, cpu = _timed(fn, url, n, ctx, around=around)
         if before is not None:
             _await_in_msgs(monitor, before, n)
         dt = _seconds(out)
         return _with_cpu({"rate": n / dt, "n": n, "seconds": dt}, cpu, n, ctx)
     if spec.kind == "latency":
-        out, cpu = _timed(fn, url, n, ctx, then=_latencies)  # (the sort counted as before)
+        out, cpu = _timed(fn, url, n, ctx, then=_latencies, around=around)  # (the sort counted as before)
         return _with_cpu(_latency_row(row, _latencies(out), n), cpu, n, ctx)
     if spec.kind == "service":
         n = n - n % REQUESTERS or REQUESTERS
-        out, cpu = _timed(fn, url, n, ctx)  # this process's CPU (set-up included): steadier than rates on a busy box
+        out, cpu = _timed(fn, url, n, ctx, around=around)  # this process's CPU (set-up included): steadier than rates on a busy box
         res = _with_cpu(_service_row(out, n), cpu, n, ctx)
         res["cpu_us_per_req"] = res["cpu_us"]
         return res
-    out, cpu = _timed(fn, url, n, ctx)
+    out, cpu = _timed(fn, url, n, ctx, around=around)
     return _with_cpu(_rate_row(row, out, n, ctx, url, peer is None), cpu, n, ctx)
 
 
