@@ -222,10 +222,15 @@ def _fetch(url: str, n: int, ctx: dict[str, Any], ack: bool) -> float:
     findall = _MSG_REPLY.findall
     got = 0
     t0 = now()
+    per_fetch_sub = os.environ.get("RAW_FETCH_SUB") == "1"  # a SUB, PING and UNSUB per fetch, as jetwire does
     while got < n:
         want = min(FETCH, n - got)
         body = b'{"batch":%d,"expires":%d}' % (want, int(WAIT * 1e9))
-        sock.sendall(_pub(api, body, b"_RAW.%d" % got))
+        if per_fetch_sub:
+            sock.sendall(b"UNSUB %d\r\nSUB _F.%d %d\r\n" % (got + 100, got, got + 101) + _pub(api, body, b"_F.%d" % got)
+                         + b"PING\r\n")
+        else:
+            sock.sendall(_pub(api, body, b"_RAW.%d" % got))
         k = 0
         tail = b""
         while k < want:
@@ -236,6 +241,8 @@ def _fetch(url: str, n: int, ctx: dict[str, Any], ack: bool) -> float:
             cut = data.rfind(b"\r\n") + 2  # whole lines now, the rest with the next read
             tail = data[cut:]
             lines = data[:cut]
+            if per_fetch_sub:
+                lines = lines.replace(b"PONG\r\n", b"")
             if b"HMSG" in lines:  # a status (404/408): the pull ended short
                 raise RowFailed(f"lost messages: fetched {got + k} of {n}")
             replies = findall(lines)
