@@ -106,6 +106,36 @@ async def _publish_then_wait(batch, nc) -> None:
             return
 
 
+async def test_poll_io_fetches_and_pulls_every_message_in_order(nats_url):
+    """With polling on, a fetch's and a pull iterator's waits poll before they sleep
+    (blocking: ``SpinSignal``): every message comes, in order, and an empty pull still
+    ends on time."""
+    nc = await jetwire.connect(nats_url, poll_io=True, busy_poll=0.001)
+    js, stream = await new_stream(nc, 600, data=b"x")
+    try:
+        cons = await js.create_consumer(stream, durable_name="pio", ack_policy="explicit", max_ack_pending=-1)
+        seqs = []
+        for _ in range(3):
+            async for m in await cons.fetch(150, max_wait=5):
+                seqs.append(m.metadata.sequence.stream)
+                await m.ack()
+        it = await cons.messages(max_messages=50)
+        try:
+            while len(seqs) < 600:
+                m = await it.next(timeout=5)
+                seqs.append(m.metadata.sequence.stream)
+                await m.ack()
+        finally:
+            it.stop()
+        assert seqs == list(range(1, 601))
+        t0 = time.monotonic()
+        assert [m async for m in await cons.fetch(10, max_wait=0.3)] == []
+        assert time.monotonic() - t0 < 5  # a hang detector, not a speed check
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
 async def test_poll_io_delivers_requests_and_streams_like_without(nats_url):
     for poll in (True, False):
         nc = await jetwire.connect(nats_url, poll_io=poll, busy_poll=0.001)

@@ -107,6 +107,36 @@ def _publish_then_wait(batch, nc) -> None:
             return
 
 
+def test_poll_io_fetches_and_pulls_every_message_in_order(nats_url):
+    """With polling on, a fetch's and a pull iterator's waits poll before they sleep
+    (blocking: ``SpinSignal``): every message comes, in order, and an empty pull still
+    ends on time."""
+    nc = jetwire.connect(nats_url, poll_io=True, busy_poll=0.001)
+    js, stream = new_stream(nc, 600, data=b"x")
+    try:
+        cons = js.create_consumer(stream, durable_name="pio", ack_policy="explicit", max_ack_pending=-1)
+        seqs = []
+        for _ in range(3):
+            for m in cons.fetch(150, max_wait=5):
+                seqs.append(m.metadata.sequence.stream)
+                m.ack()
+        it = cons.messages(max_messages=50)
+        try:
+            while len(seqs) < 600:
+                m = it.next(timeout=5)
+                seqs.append(m.metadata.sequence.stream)
+                m.ack()
+        finally:
+            it.stop()
+        assert seqs == list(range(1, 601))
+        t0 = time.monotonic()
+        assert [m for m in cons.fetch(10, max_wait=0.3)] == []
+        assert time.monotonic() - t0 < 5  # a hang detector, not a speed check
+    finally:
+        js.delete_stream(stream)
+        nc.close()
+
+
 def test_poll_io_delivers_requests_and_streams_like_without(nats_url):
     for poll in (True, False):
         nc = jetwire.connect(nats_url, poll_io=poll, busy_poll=0.001)

@@ -214,6 +214,62 @@ class Signal:
                 return True
 
 
+class SpinSignal(Signal):
+    """A ``Signal`` whose waiter first polls for the flag, without the GIL and without
+    sleeping, for up to ``spin`` seconds (``poll_io``: a subscription's callback thread,
+    whose next message is due soon on a machine whose idle cores wake slowly), then
+    sleeps as a ``Signal``'s does. One thread polls at a time (``_SPINNING_SIGNAL``;
+    requesters have their own), so many subscriptions cost one core, not many."""
+
+    __slots__ = ("_spin", "_poll")
+
+    def __init__(self, spin: float) -> None:
+        super().__init__()
+        self._spin = spin
+        self._poll = poll = _impl.Lock()  # held while the flag is down, like ``_lock``
+        poll.acquire()
+
+    def set(self) -> None:
+        if self._flag:
+            return
+        Signal.set(self)
+        try:
+            self._poll.release()
+        except RuntimeError:  # released concurrently
+            pass
+
+    def clear(self) -> None:
+        self._flag = False
+        self._poll.acquire(False)
+        self._lock.acquire(False)
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        if self._flag:
+            return True
+        if _SPINNING_SIGNAL.acquire(False):
+            try:
+                spin = self._spin if timeout is None else max(min(self._spin, timeout), 0.0)
+                got = _spin_wait(self._poll, spin, spin / 4)
+            finally:
+                _SPINNING_SIGNAL.release()
+            if got and self._flag:
+                return True
+            if timeout is not None:
+                timeout = max(timeout - spin, 0.0)
+        return Signal.wait(self, timeout)
+
+
+_SPINNING_SIGNAL = threading.Lock()  # held by the one thread polling in a SpinSignal's wait
+
+
+def signal_maker(spin: float = 0.0) -> Callable[[], Signal]:
+    """What makes a subscription's wake-up flag: ``Signal``, or with ``spin`` seconds
+    (``poll_io``) a ``SpinSignal``."""
+    if spin > 0:
+        return functools.partial(SpinSignal, spin)
+    return Signal
+
+
 def write_lock() -> Any:
     return threading.Lock()
 

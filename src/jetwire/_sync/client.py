@@ -344,6 +344,7 @@ class Client:
         self._resp_map: dict[str, Any] = {}
         self._resp_n = 0
         self._new_waiter: Callable[[], Any] = prims.new_waiter  # bound to the loop on connect
+        self._new_signal: Callable[[], Any] = prims.Signal  # polls first with poll_io (blocking), from connect
         # what the layers above registered through the link
         self._on_reconnect: list[Callable[[], None]] = []
         self._on_lost_cbs: list[Callable[[BaseException], None]] = []
@@ -377,6 +378,9 @@ class Client:
         # asyncio: no loop look-up per request; blocking: with poll_io, a requester polls
         # for its reply before it sleeps
         self._new_waiter = prims.waiter_maker(self._io_poll)
+        # blocking, with poll_io: a subscription's callback thread polls for its next
+        # message before it sleeps (asyncio: plain signals)
+        self._new_signal = prims.signal_maker(self._io_poll)
         # asyncio: the loop polls while a reply is due (busy_poll) and, with poll_io, after
         # I/O while traffic flows; blocking: no-ops (the reader thread polls: read_poll)
         self._spin = Spinner(opts.busy_poll, self._resp_map, self._pongs, self._io_poll)
@@ -960,7 +964,7 @@ class Client:
         if queue == "":
             queue = None
         sid = core.next_sid()
-        sub = Subscription(self, sid, subject, queue, cb, wake if wake is not None else prims.Signal(),
+        sub = Subscription(self, sid, subject, queue, cb, wake if wake is not None else self._new_signal(),
                            pmsgs, pbytes)
         sub._direct = direct
         sub._lock = prims.queue_lock()
@@ -1427,6 +1431,9 @@ class Link:
 
     def release_writes(self) -> None:
         self._nc._writer.release()
+
+    def new_signal(self) -> Any:
+        return self._nc._new_signal()
 
     def ping(self, waiter: _api.Waiter) -> bool:
         nc = self._nc

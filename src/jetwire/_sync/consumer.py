@@ -139,7 +139,7 @@ class MessageBatch:
                  accept: Callable[[Msg], bool] | None = None, where: str = "") -> None:
         self._link = link
         self._q: deque[Msg] = deque()
-        self._signal = prims.Signal()
+        self._signal: prims.Signal = link.new_signal()
         self._sub: _api.DirectSub | None = None
         self._batch = batch
         self._max_bytes = max_bytes
@@ -602,7 +602,7 @@ class _Pulling:
         # the consumer handle keeping the pin id (pulls of a priority group), else None
         self._pins: Consumer | None = owner._target() if prio is not None else None
         self._q: deque[Msg] = deque()
-        self._signal = prims.Signal()
+        self._signal: prims.Signal = self._link.new_signal()
         self._seen = 0
         self._sub: _api.DirectSub | None = None
         self._subject = ""

@@ -154,6 +154,12 @@ class Signal:
             self._waiter = None
 
 
+def signal_maker(spin: float = 0.0) -> Callable[[], Signal]:
+    """What makes a subscription's wake-up flag: ``Signal`` (the blocking flavour's
+    polls for up to ``spin`` seconds first, ``poll_io``)."""
+    return Signal
+
+
 def _false(fut: asyncio.Future[bool]) -> None:
     if not fut.done():
         fut.set_result(False)

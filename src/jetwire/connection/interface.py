@@ -139,6 +139,10 @@ class Link(Protocol):
     def release_writes(self) -> None:
         """End ``hold_writes``: what was held leaves now."""
 
+    def new_signal(self) -> Any:
+        """A wake-up flag for a consumer's waits (a ``prims.Signal``; the blocking flavour's
+        waiter polls before it sleeps where the connection polls, ``poll_io``)."""
+
     def ping(self, waiter: Waiter) -> bool:
         """Send a PING now, after everything queued: the server has processed all that
         went before once its PONG is back. ``waiter`` (``done()``, ``set_result(v)``,
@@ -315,6 +319,10 @@ class PrimsAPI(Protocol):
     async def wait_future(self, fut: Any, timeout: float | None) -> Any: ...
 
     def Signal(self) -> WakeSignal: ...
+
+    def signal_maker(self, spin: float = 0.0) -> Callable[[], WakeSignal]:
+        """What makes a subscription's wake-up flag (blocking: one whose waiter polls for
+        ``spin`` seconds before it sleeps, ``poll_io``)."""
 
     def Scheduler(self, on_error: Callable[[BaseException], None]) -> SchedulerAPI: ...
 
