@@ -13,6 +13,11 @@
 #      scale SCALE_SPY, 1) with py-spy (its wheel added to .devbundle/whl) sampling the row
 #      (SPY_RATE a second, 1000; SPY_MODE "--nonblocking" (Python frames only, the process
 #      never paused) or "--native"; idle threads too); the collapsed stacks land in $OUT/spy.tgz.
+#   5. an A/B of this build against .devbundle/base (another checkout's source, built there
+#      too; make it with `git archive <commit> | tar -x -C .devbundle/base`): ABROUNDS
+#      rounds (3) of the rows ABROWS for ABCLIENTS (jetwire,jetwire.aio), this build and
+#      the base in turns, scale ABSCALE (0.5); the JSON of each lands in $OUT/ab.tgz.
+# Variants (2.) may set VROWS, VCLIENTS (jetwire,jetwire.aio) and VROUNDS (1) themselves.
 # Everything lands in $OUT; the per-round lines are printed as they come.
 export PYTHONUNBUFFERED=1
 B=$(cd "$(dirname "$0")/../.devbundle" && pwd); OUT=${OUT:-$(mktemp -d)}; mkdir -p "$OUT"; SITE=$(mktemp -d)
@@ -52,12 +57,26 @@ for v in "${variants[@]}"; do
   i=$((i + 1))
   [ "$v" = "-" ] && v=""
   echo "variant $i: $v"
-  env $v bash -c "$(declare -f rows); OUT=$OUT rows v$i --rows \${VROWS:-b,c,h,s,f2} --rounds 1 --scale ${VSCALE:-0.5} --clients jetwire,jetwire.aio"
+  env $v bash -c "$(declare -f rows); OUT=$OUT rows v$i --rows \${VROWS:-b,c,h,s,f2} --rounds \${VROUNDS:-1} --scale ${VSCALE:-0.5} --clients \${VCLIENTS:-jetwire,jetwire.aio}"
 done
 for r in ${TSROWS:-}; do
   echo "== thread_stats $r"
   timeout 120 python3 benchmarks/thread_stats.py "$r" jetwire "${SCALE_TS:-0.5}" 2>&1 | tail -12
 done
+if [ -n "${ABROWS:-}" ] && [ -d "$B/base/src" ]; then
+  (cd "$B/base" && PYTHONPATH=$SITE python3 setup.py -q build_ext --inplace -j 16 > "$OUT/build_base.log" 2>&1)
+  mkdir -p "$OUT/ab"
+  for k in $(seq "${ABROUNDS:-3}"); do
+    for side in new base; do
+      src=$PWD/src; [ "$side" = base ] && src=$B/base/src
+      echo "== ab round $k: $side"
+      PYTHONPATH=$src:$SITE timeout 300 python3 benchmarks/compare.py --rows "$ABROWS" --rounds 1 --scale "${ABSCALE:-0.5}" \
+        --clients "${ABCLIENTS:-jetwire,jetwire.aio}" --json > "$OUT/ab/$side-$k.json" 2> "$OUT/ab/$side-$k.err"
+      grep -E '^round' "$OUT/ab/$side-$k.err"
+    done
+  done
+  tar -C "$OUT" -czf "$OUT/ab.tgz" ab && rm -rf "$OUT/ab"
+fi
 if [ -n "${SPY:-}" ]; then
   mkdir -p "$OUT/spy"
   for rc in $SPY; do

@@ -222,15 +222,19 @@ def _fetch(url: str, n: int, ctx: dict[str, Any], ack: bool) -> float:
     findall = _MSG_REPLY.findall
     got = 0
     t0 = now()
-    per_fetch_sub = os.environ.get("RAW_FETCH_SUB") == "1"  # a SUB, PING and UNSUB per fetch, as jetwire does
+    # an experiment: RAW_FETCH_SUB=1 sends a SUB, PING and UNSUB per fetch (as jetwire did
+    # before its pulls reused their inboxes), "sub" the SUB and UNSUB alone, "ping" the PING
+    extra = os.environ.get("RAW_FETCH_SUB", "")
+    per_fetch_sub = extra in ("1", "sub")
+    per_fetch_ping = extra in ("1", "ping")
     while got < n:
         want = min(FETCH, n - got)
         body = b'{"batch":%d,"expires":%d}' % (want, int(WAIT * 1e9))
         if per_fetch_sub:
-            sock.sendall(b"UNSUB %d\r\nSUB _F.%d %d\r\n" % (got + 100, got, got + 101) + _pub(api, body, b"_F.%d" % got)
-                         + b"PING\r\n")
+            out = b"UNSUB %d\r\nSUB _F.%d %d\r\n" % (got + 100, got, got + 101) + _pub(api, body, b"_F.%d" % got)
         else:
-            sock.sendall(_pub(api, body, b"_RAW.%d" % got))
+            out = _pub(api, body, b"_RAW.%d" % got)
+        sock.sendall(out + b"PING\r\n" if per_fetch_ping else out)
         k = 0
         tail = b""
         while k < want:
@@ -241,7 +245,7 @@ def _fetch(url: str, n: int, ctx: dict[str, Any], ack: bool) -> float:
             cut = data.rfind(b"\r\n") + 2  # whole lines now, the rest with the next read
             tail = data[cut:]
             lines = data[:cut]
-            if per_fetch_sub:
+            if per_fetch_ping:
                 lines = lines.replace(b"PONG\r\n", b"")
             if b"HMSG" in lines:  # a status (404/408): the pull ended short
                 raise RowFailed(f"lost messages: fetched {got + k} of {n}")

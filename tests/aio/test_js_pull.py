@@ -9,9 +9,21 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
+from jetwire.aio.consumer import abandon  # aio-only
+
+# sync-only: from jetwire._sync.consumer import abandon
 from jetwire.jetstream.pull import msg_size
 from jetwire.testing import NatsServer
-from tests.aio._helpers import Collector, Errors, acks_applied, fill, new_stream, publish_when_back, wait_until
+from tests.aio._helpers import (
+    Collector,
+    Errors,
+    acks_applied,
+    fill,
+    new_stream,
+    publish_when_back,
+    server_subscriptions,
+    wait_until,
+)
 
 
 async def make(nc, n: int = 0, storage: str = "memory", **consumer):
@@ -67,6 +79,68 @@ async def test_fetch_no_wait_on_empty_stream_is_prompt(nats_url):
         assert await wait_until(lambda: _pending(c, 3)), "the consumer never saw the 3 messages"
         batch = await c.fetch_no_wait(10)
         assert len(await collect(batch)) == 3 and batch.error is None
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_fetch_on_an_empty_consumer_returns_once_the_server_took_the_pull(nats_url):
+    """Nothing to deliver: fetch() returns the batch after a PING's round trip (sent once
+    no answer came within CONFIRM_PING_AFTER), not at the request timeout, and the batch
+    then yields what is published while it waits."""
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 0, ack_policy="none")
+    try:
+        c = await nc.jetstream(timeout=30).consumer(stream, c.name)  # no PONG: 30 s
+        start = time.monotonic()
+        batch = await c.fetch(1, max_wait=20)
+        assert time.monotonic() - start < 10  # a hang detector, not a speed check
+        await fill(js, f"{stream}.a", 1, b"late")
+        assert [m.data for m in await collect(batch)] == [b"late"]
+        # messages waiting: the first of them confirms the pull
+        await fill(js, f"{stream}.a", 3, b"x")
+        assert await wait_until(lambda: _pending(c, 3)), "the consumer never saw the 3 messages"
+        assert len(await collect(await c.fetch(3, max_wait=20))) == 3
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_a_fetch_loop_reuses_the_inboxes_of_ended_pulls(nats_server):
+    """Pulls the server ended (batch complete, 404, 408) leave their reply inbox for the
+    next ones: 40 fetches cost the server a few subscriptions, not 40, and every message
+    comes once, in order. An abandoned batch's inbox is unsubscribed (the server ends
+    that pull for lack of interest) and never serves another pull."""
+    nc = await jetwire.connect(nats_server.url)
+    js, stream, c = await make(nc, 400, ack_policy="none")
+    try:
+        base = await server_subscriptions(nats_server, nc)
+        seqs, sids = [], set()
+        for _ in range(40):
+            async for m in await c.fetch(10, max_wait=5):
+                seqs.append(m.metadata.sequence.stream)
+                sids.add(m.sid)  # the reply inbox's subscription
+        assert seqs == list(range(1, 401))
+        assert len(sids) == 1, sids
+        assert await collect(await c.fetch_no_wait(5)) == []  # 404: ended at the server
+        assert await collect(await c.fetch(5, max_wait=0.2)) == []  # 408: ended too
+        assert await server_subscriptions(nats_server, nc) <= base + 2
+        # abandoned: the user stops while 5 of 15 are still due (the pull stays alive at
+        # the server until its inbox goes away)
+        await fill(js, f"{stream}.a", 10, b"y")
+        assert await wait_until(lambda: _pending(c, 10)), "the consumer never saw the 10 messages"
+        before = await server_subscriptions(nats_server, nc)
+        batch = await c.fetch(15, max_wait=5)
+        got = [await batch.__anext__() for _ in range(10)]
+        assert [m.metadata.sequence.stream for m in got] == list(range(401, 411))
+        assert got[0].sid in sids  # the pooled inbox served it
+        assert abandon(batch)  # the user leaves the loop early
+        assert await server_subscriptions(nats_server, nc) == before - 1  # unsubscribed, not pooled
+        await fill(js, f"{stream}.a", 3, b"z")
+        later = [m async for m in await c.fetch(3, max_wait=2)]
+        assert all(m.sid not in sids for m in later)  # a new inbox
+        seqs = [m.metadata.sequence.stream for m in later]
+        assert all(411 <= q <= 413 for q in seqs) and seqs == sorted(set(seqs))
     finally:
         await js.delete_stream(stream)
         await nc.close()

@@ -75,12 +75,57 @@ _isawaitable = inspect.isawaitable
 # a one-off pull that the server never ends (frozen or gone) is given up this long after
 # its expiry
 _FETCH_GRACE = 1.0
+# a fetch waits this long for its first answer (a message, or the 503 of a pull nobody
+# listens to) before it sends a PING to learn that the server took the pull (_confirm)
+CONFIRM_PING_AFTER = 0.005
 
 
 def _reply_sub(link: _api.Link, handler: Callable[[Msg], None], signal: _api.WakeSignal) -> _api.DirectSub:
-    """A new inbox subscription whose messages go straight to ``handler`` (from the reader).
-    The subscription wakes ``signal`` when it is closed (connection closed included)."""
-    return link.subscribe_direct(link.new_inbox(), handler, wake=signal)
+    """An inbox subscription of its own whose messages go straight to ``handler`` (from
+    the reader): one the server ended a pull on (``_InboxPool``), else a new one. The
+    subscription wakes ``signal`` when it is closed (connection closed included)."""
+    pool = link.shared(_INBOX_POOL, _InboxPool)
+    while True:
+        sub = pool.take()
+        if sub is None:
+            return link.subscribe_direct(link.new_inbox(), handler, wake=signal)
+        if link.retarget_direct(sub, handler, signal):
+            return sub
+
+
+def _ignore(msg: Msg) -> None:
+    """A pooled reply inbox's handler: nothing is due on it between pulls."""
+
+
+_INBOX_POOL = "jetstream.pull_inboxes"
+_INBOX_POOL_MAX = 8
+# the statuses that end a pull at the server: nothing more comes to its inbox
+_ENDED = frozenset(("404", "408"))
+
+
+class _InboxPool:
+    """The reply inboxes of fetches the server ended (their batch complete, or answered
+    404/408), kept for the next pulls of the connection: a fetch loop then costs the
+    server no SUB and UNSUB per pull. At most ``_INBOX_POOL_MAX``; an inbox whose pull
+    may still be alive at the server (abandoned, cut short by the byte limit, an error)
+    is unsubscribed instead, so the server ends that pull for lack of interest."""
+
+    __slots__ = ("_lock", "_subs")
+
+    def __init__(self) -> None:
+        self._lock = prims.write_lock()
+        self._subs: list[_api.DirectSub] = []
+
+    def take(self) -> _api.DirectSub | None:
+        with self._lock:
+            return self._subs.pop() if self._subs else None
+
+    def give(self, sub: _api.DirectSub) -> bool:
+        with self._lock:
+            if len(self._subs) >= _INBOX_POOL_MAX:
+                return False
+            self._subs.append(sub)
+            return True
 
 
 def _two_arg(cb: Callable[..., object]) -> bool:
@@ -181,7 +226,7 @@ class MessageBatch:
                         return
                     if st == "423" and self._pins is not None:
                         self._pins._clear_pin()
-                    self._finish(status_error(st, h.description, self._where))
+                    self._finish(status_error(st, h.description, self._where), st in _ENDED)
                     return
             if self._pins is not None:
                 self._pins._note_pin(h)
@@ -193,11 +238,13 @@ class MessageBatch:
                 self._finish(None)
                 return
         if self._count >= self._batch:
-            self._finish(None)
+            self._finish(None, True)
             return
         self._signal.set()
 
-    def _finish(self, err: BaseException | None) -> None:
+    def _finish(self, err: BaseException | None, ended: bool = False) -> None:
+        """The batch is over (``ended``: the server ended the pull too, so its inbox may
+        serve another pull)."""
         if self._done:
             return
         if err is not None and self.error is None:
@@ -205,7 +252,11 @@ class MessageBatch:
         self._done = True
         sub = self._sub
         if sub is not None:
-            self._link.unsubscribe(sub)
+            self._sub = None
+            link = self._link
+            if not (ended and link.retarget_direct(sub, _ignore, self._signal)
+                    and link.shared(_INBOX_POOL, _InboxPool).give(sub)):
+                link.unsubscribe(sub)
         self._signal.set()
 
     # -- user side -------------------------------------------------------------------
@@ -448,24 +499,33 @@ class Consumer:
         return mb
 
     async def _confirm(self, mb: MessageBatch, timeout: float) -> None:
-        """After sending a fetch's pull: wait until the server has taken it (a PING after
-        it is answered; a pull nobody listens to is answered 503 before that) or the first
+        """After sending a fetch's pull: wait until the server has taken it or the first
         answer arrived, and raise the error of a vanished consumer or stream now, when
-        nothing came before it. Not connected, or no PONG in time: the batch reports what
-        happens instead."""
-        taken = _Taken(mb._signal)
-        if self._link.ping(taken):
-            signal = mb._signal
-            q = mb._q
-            deadline = _monotonic() + timeout
-            while not (q or mb._done or taken.fired):
-                signal.clear()
-                if q or mb._done or taken.fired:
+        nothing came before it. A pull nobody listens to is answered 503 at once, and one
+        with messages waiting gets its first soon after: only when nothing came within
+        ``CONFIRM_PING_AFTER`` does a PING follow the pull (its PONG says the server took
+        it), so a busy fetch loop costs the server no PING and PONG per pull. Not
+        connected, or no answer in time: the batch reports what happens instead."""
+        signal = mb._signal
+        q = mb._q
+        deadline = _monotonic() + timeout
+        taken = _Taken(signal)
+        pinged = False
+        first = min(deadline, _monotonic() + CONFIRM_PING_AFTER)
+        while not (q or mb._done or taken.fired):
+            signal.clear()
+            if q or mb._done or taken.fired:
+                break
+            now = _monotonic()
+            if not pinged and now >= first:
+                pinged = True
+                if not self._link.ping(taken):
                     break
-                remaining = deadline - _monotonic()
-                if remaining <= 0:
-                    break
-                await signal.wait(remaining)
+                continue
+            remaining = (deadline if pinged else first) - now
+            if pinged and remaining <= 0:
+                break
+            await signal.wait(max(remaining, 0.0))
         if mb._done and not mb._q:
             err = mb.error
             if isinstance(err, NoRespondersError):
