@@ -492,6 +492,9 @@ class Consumer:
         except BaseException:
             link.unsubscribe(sub)
             raise
+        # the whole batch waits for this pull: it leaves now, from this thread (with any
+        # acks held meanwhile), not after a hand-off to the flusher or the loop's turn
+        link.send_now()
         await link.wait_writable()
         if confirm:
             await self._confirm(mb, min(timeout, api_timeout))
