@@ -222,8 +222,9 @@ def _fetch(url: str, n: int, ctx: dict[str, Any], ack: bool) -> float:
     findall = _MSG_REPLY.findall
     got = 0
     t0 = now()
-    # an experiment: RAW_FETCH_SUB=1 sends a SUB, PING and UNSUB per fetch (as jetwire did
-    # before its pulls reused their inboxes), "sub" the SUB and UNSUB alone, "ping" the PING
+    # an experiment: RAW_FETCH_SUB=1 sends a SUB, PING and UNSUB per fetch (jetwire's fetch
+    # before it held its confirming PING back), "sub" the SUB and UNSUB alone (a new inbox
+    # per fetch, as jetwire's and nats.go's jetstream Fetch), "ping" the PING alone
     extra = os.environ.get("RAW_FETCH_SUB", "")
     per_fetch_sub = extra in ("1", "sub")
     per_fetch_ping = extra in ("1", "ping")

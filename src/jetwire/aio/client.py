@@ -1446,13 +1446,6 @@ class Link:
     def new_signal(self) -> Any:
         return self._nc._new_signal()
 
-    def retarget_direct(self, sub: _api.DirectSub, handler: Callable[[Msg], None], wake: WakeSignal) -> bool:
-        s = cast(Subscription, sub)
-        if not s.is_valid:
-            return False
-        s._signal = wake
-        s._direct = handler
-        return True
 
     def ping(self, waiter: _api.Waiter) -> bool:
         nc = self._nc

@@ -81,51 +81,9 @@ CONFIRM_PING_AFTER = 0.005
 
 
 def _reply_sub(link: _api.Link, handler: Callable[[Msg], None], signal: _api.WakeSignal) -> _api.DirectSub:
-    """An inbox subscription of its own whose messages go straight to ``handler`` (from
-    the reader): one the server ended a pull on (``_InboxPool``), else a new one. The
-    subscription wakes ``signal`` when it is closed (connection closed included)."""
-    pool = link.shared(_INBOX_POOL, _InboxPool)
-    while True:
-        sub = pool.take()
-        if sub is None:
-            return link.subscribe_direct(link.new_inbox(), handler, wake=signal)
-        if link.retarget_direct(sub, handler, signal):
-            return sub
-
-
-def _ignore(msg: Msg) -> None:
-    """A pooled reply inbox's handler: nothing is due on it between pulls."""
-
-
-_INBOX_POOL = "jetstream.pull_inboxes"
-_INBOX_POOL_MAX = 8
-# the statuses that end a pull at the server: nothing more comes to its inbox
-_ENDED = frozenset(("404", "408"))
-
-
-class _InboxPool:
-    """The reply inboxes of fetches the server ended (their batch complete, or answered
-    404/408), kept for the next pulls of the connection: a fetch loop then costs the
-    server no SUB and UNSUB per pull. At most ``_INBOX_POOL_MAX``; an inbox whose pull
-    may still be alive at the server (abandoned, cut short by the byte limit, an error)
-    is unsubscribed instead, so the server ends that pull for lack of interest."""
-
-    __slots__ = ("_lock", "_subs")
-
-    def __init__(self) -> None:
-        self._lock = prims.write_lock()
-        self._subs: list[_api.DirectSub] = []
-
-    def take(self) -> _api.DirectSub | None:
-        with self._lock:
-            return self._subs.pop() if self._subs else None
-
-    def give(self, sub: _api.DirectSub) -> bool:
-        with self._lock:
-            if len(self._subs) >= _INBOX_POOL_MAX:
-                return False
-            self._subs.append(sub)
-            return True
+    """A new inbox subscription whose messages go straight to ``handler`` (from the reader).
+    The subscription wakes ``signal`` when it is closed (connection closed included)."""
+    return link.subscribe_direct(link.new_inbox(), handler, wake=signal)
 
 
 def _two_arg(cb: Callable[..., object]) -> bool:
@@ -226,7 +184,7 @@ class MessageBatch:
                         return
                     if st == "423" and self._pins is not None:
                         self._pins._clear_pin()
-                    self._finish(status_error(st, h.description, self._where), st in _ENDED)
+                    self._finish(status_error(st, h.description, self._where))
                     return
             if self._pins is not None:
                 self._pins._note_pin(h)
@@ -238,13 +196,11 @@ class MessageBatch:
                 self._finish(None)
                 return
         if self._count >= self._batch:
-            self._finish(None, True)
+            self._finish(None)
             return
         self._signal.set()
 
-    def _finish(self, err: BaseException | None, ended: bool = False) -> None:
-        """The batch is over (``ended``: the server ended the pull too, so its inbox may
-        serve another pull)."""
+    def _finish(self, err: BaseException | None) -> None:
         if self._done:
             return
         if err is not None and self.error is None:
@@ -252,11 +208,7 @@ class MessageBatch:
         self._done = True
         sub = self._sub
         if sub is not None:
-            self._sub = None
-            link = self._link
-            if not (ended and link.retarget_direct(sub, _ignore, self._signal)
-                    and link.shared(_INBOX_POOL, _InboxPool).give(sub)):
-                link.unsubscribe(sub)
+            self._link.unsubscribe(sub)
         self._signal.set()
 
     # -- user side -------------------------------------------------------------------

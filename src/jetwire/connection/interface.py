@@ -139,11 +139,6 @@ class Link(Protocol):
     def release_writes(self) -> None:
         """End ``hold_writes``: what was held leaves now."""
 
-    def retarget_direct(self, sub: DirectSub, handler: Callable[[Msg], None], wake: WakeSignal) -> bool:
-        """Point a direct subscription of this connection at another ``handler`` and
-        ``wake`` flag (a pull's reply inbox reused by a later pull once the server ended
-        the pull it served); False, nothing changed, when it is closed."""
-
     def new_signal(self) -> Any:
         """A wake-up flag for a consumer's waits (a ``prims.Signal``; the blocking flavour's
         waiter polls before it sleeps where the connection polls, ``poll_io``)."""
