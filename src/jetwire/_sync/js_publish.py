@@ -282,8 +282,8 @@ class Publisher(ContextBase):
         # batches while the window stays nearly full
         wake_at = max_pending - max(1, max_pending // 16)
         deadline = prims.monotonic() + stall_wait
-        # what this publisher queued goes out now, from this thread, rather than after a
-        # hand-off to the flusher: the acks it waits for are those of what it queued
+        # blocking: what this publisher queued goes out now, from this thread, rather than
+        # after a hand-off to the flusher (asyncio: the loop's turn sends it as this waits)
         self._link.send_now()
         while len(mux.pending) >= max_pending:
             if mux.closed:
