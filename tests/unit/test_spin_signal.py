@@ -19,7 +19,6 @@ def test_signal_maker_gives_a_spin_signal_only_with_a_poll_time() -> None:
 def test_a_raised_flag_returns_at_once_and_clear_lowers_it() -> None:
     sig = prims.SpinSignal(0.5)
     sig.set()
-    t0 = time.monotonic()
     assert sig.wait(5) is True
     assert sig.wait() is True  # level-triggered: still up
     sig.clear()

@@ -382,13 +382,14 @@ class Consumer:
                     min_ack_pending: int | None = None, priority: int | None = None) -> MessageBatch:
         """Pull up to ``batch`` messages, waiting at most ``max_wait`` seconds for them.
 
-        Returns at once with a :class:`MessageBatch` that yields messages as they arrive.
+        Returns a :class:`MessageBatch` that yields messages as they arrive.
         ``heartbeat`` (seconds) asks for idle heartbeats; by default pulls of 10 s or more
         use 5 s. Missing heartbeats end the batch with ``NoHeartbeatError``.
         ``group``, ``min_pending``, ``min_ack_pending``, ``priority``: priority groups
         (see :class:`Consumer`; ``InvalidOptionError`` when they do not fit the
         consumer); a pull refused because the pin moved ends with ``PinIdMismatchError``.
-        Returns once the server has taken the pull (one round trip); when nobody takes it
+        Returns once the pull has its first answer, or, when none came within a few
+        milliseconds, once a round trip shows the server took it; when nobody takes it
         because the consumer or its stream no longer exists, raises
         ``ConsumerNotFoundError`` (a ``ConsumerGoneError``, also a
         ``ConsumerDeletedError``) or ``StreamNotFoundError`` instead; an error known only
