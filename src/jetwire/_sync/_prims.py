@@ -131,19 +131,26 @@ def wait_future(fut: "concurrent.futures.Future[Any]", timeout: Optional[float])
         raise
 
 
+def _poll_first(gate: Any, flag: Any, spin: float, timeout: Optional[float]) -> tuple[bool, Optional[float]]:
+    """Poll for ``flag`` (an ``_impl.Lock`` released when the answer comes) for up to
+    ``spin`` seconds (never past ``timeout``) when no other thread holds ``gate`` (one
+    poller at a time): whether it was taken, and the timeout left for sleeping."""
+    if not gate.acquire(False):
+        return False, timeout
+    try:
+        if timeout is not None and timeout < spin:
+            spin = max(timeout, 0.0)
+        got = _spin_wait(flag, spin, spin / 4)
+    finally:
+        gate.release()
+    return got, (None if timeout is None else max(timeout - spin, 0.0))
+
+
 def _wait_waiter(w: Waiter, timeout: Optional[float]) -> Any:
-    if w.__class__ is SpinWaiter and _SPINNING.acquire(False):
-        try:
-            spin = w._spin
-            if timeout is not None and timeout < spin:
-                spin = max(timeout, 0.0)
-            got = _spin_wait(w._flag, spin, spin / 4)
-        finally:
-            _SPINNING.release()
+    if w.__class__ is SpinWaiter:
+        got, timeout = _poll_first(_SPINNING, w._flag, w._spin, timeout)
         if got:
             return w.result()
-        if timeout is not None:
-            timeout -= spin
     if w._lock.acquire(True, -1 if timeout is None else max(timeout, 0.0)) or w._done:
         return w.result()
     w.set_exception(NatsTimeoutError("timed out"))
@@ -246,16 +253,9 @@ class SpinSignal(Signal):
     def wait(self, timeout: Optional[float] = None) -> bool:
         if self._flag:
             return True
-        if _SPINNING_SIGNAL.acquire(False):
-            try:
-                spin = self._spin if timeout is None else max(min(self._spin, timeout), 0.0)
-                got = _spin_wait(self._poll, spin, spin / 4)
-            finally:
-                _SPINNING_SIGNAL.release()
-            if got and self._flag:
-                return True
-            if timeout is not None:
-                timeout = max(timeout - spin, 0.0)
+        got, timeout = _poll_first(_SPINNING_SIGNAL, self._poll, self._spin, timeout)
+        if got and self._flag:
+            return True
         return Signal.wait(self, timeout)
 
 

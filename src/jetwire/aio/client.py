@@ -1446,7 +1446,6 @@ class Link:
     def new_signal(self) -> Any:
         return self._nc._new_signal()
 
-
     def ping(self, waiter: _api.Waiter) -> bool:
         nc = self._nc
         if not nc.is_connected:
