@@ -10,12 +10,14 @@ switches and CPU microseconds per message, read from ``/proc/self/task/*/status`
 ``stat`` by a sampling thread (``sampler``: its own cost is listed). A voluntary switch
 is a wait: for a lock, a reply, the socket or the GIL; the GIL waits are the ones a
 thread makes beyond what its job needs. Linux only. With ``THREAD_STATS_SPY=<file>`` py-spy (on the PATH) samples the
-row into that file (collapsed stacks). Run it pinned (``taskset -c 0``
+row into that file (collapsed stacks), and with ``THREAD_STATS_PERF=<file>`` so does
+``perf record`` (native code, kernel included). Run it pinned (``taskset -c 0``
 with the server on another CPU) for the cross-core proxy of a many-core machine.
 """
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -103,6 +105,31 @@ class Sampler:
         return out
 
 
+class GcStats:
+    """Collections per generation, and the seconds they took, while the row runs
+    (``gc.callbacks``; each collection's objects examined too)."""
+
+    def __init__(self) -> None:
+        self.count = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        self._t0 = 0.0
+
+    def _cb(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            gen = info["generation"]
+            self.count[gen] += 1
+            self.seconds[gen] += time.perf_counter() - self._t0
+
+    def __enter__(self) -> GcStats:
+        gc.callbacks.append(self._cb)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        gc.callbacks.remove(self._cb)
+
+
 def start_spy(out: str) -> subprocess.Popen[bytes] | None:
     """``py-spy record`` of this process into ``out`` (collapsed stacks, idle threads too;
     ``THREAD_STATS_SPY_RATE`` samples/s, 200; ``THREAD_STATS_SPY_MODE``: py-spy's mode,
@@ -117,6 +144,23 @@ def start_spy(out: str) -> subprocess.Popen[bytes] | None:
     assert spy.stdout is not None
     spy.stdout.readline()  # "Sampling process N times a second": attached
     return spy
+
+
+def start_perf(out: str) -> subprocess.Popen[bytes] | None:
+    """``perf record`` of this process into ``out`` (``THREAD_STATS_PERF_ARGS``: more of
+    perf's options, e.g. ``-g``), started once perf has opened its counters."""
+    if not out:
+        return None
+    ctl = out + ".ctl"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(ctl)
+    os.mkfifo(ctl)
+    args = os.environ.get("THREAD_STATS_PERF_ARGS", "").split()
+    perf = subprocess.Popen(["perf", "record", "-F", "4999", *args, "-D", "-1", "--control", f"fifo:{ctl}",
+                             "-o", out, "-p", str(os.getpid())], stdout=subprocess.DEVNULL)
+    with open(ctl, "w") as f:  # opens once perf reads it: perf is attached
+        f.write("enable\n")
+    return perf
 
 
 def stop_spy(spy: subprocess.Popen[bytes] | None) -> None:
@@ -142,18 +186,23 @@ def main(argv: list[str]) -> int:
         server.start()
         url = server.url
     sampler = Sampler()
+    gcs = GcStats()
     wall = [0.0]
 
     @contextlib.contextmanager
     def around() -> Iterator[None]:  # the row alone, after its stream's set-up
         spy = start_spy(os.environ.get("THREAD_STATS_SPY", ""))
+        perf = start_perf(os.environ.get("THREAD_STATS_PERF", ""))
         t0 = time.perf_counter()
         try:
-            with sampler:
+            with sampler, gcs:
                 yield
         finally:
             wall[0] = time.perf_counter() - t0
             stop_spy(spy)
+            if perf is not None:
+                perf.send_signal(signal.SIGINT)
+                perf.wait(60)
 
     try:
         res = run_row(row, client, url, "", scale, around=around)
@@ -171,6 +220,9 @@ def main(argv: list[str]) -> int:
         tot[2] += cpu
         print(f"{name[:40]:40s} {int(cnt):3d} {vol / n:8.2f} {invol / n:9.2f} {cpu / n * 1e6:10.1f}")
     print(f"{'all':40s} {'':3s} {tot[0] / n:8.2f} {tot[1] / n:9.2f} {tot[2] / n * 1e6:10.1f}")
+    print("garbage collections (gen 0/1/2): " + " / ".join(str(c) for c in gcs.count)
+          + f", {sum(gcs.seconds) / n * 1e6:.3f} us per message in them ("
+          + " / ".join(f"{t / n * 1e6:.3f}" for t in gcs.seconds) + ")")
     return 0
 
 

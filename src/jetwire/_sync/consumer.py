@@ -131,8 +131,8 @@ class MessageBatch:
         "_owner",
         "_pins",
         "_q",
-        "_seen",
         "_signal",
+        "_statuses",
         "_sub",
         "_where",
         "error",
@@ -150,7 +150,7 @@ class MessageBatch:
         self._bytes = 0
         self._done = False
         self.error: BaseException | None = None
-        self._seen = 0
+        self._statuses = 0  # status messages seen (heartbeats); with _count: the activity count
         now = _monotonic()
         self._deadline = now + timeout
         self._hb = HeartbeatMonitor(heartbeat, now) if heartbeat else None
@@ -173,33 +173,47 @@ class MessageBatch:
 
     # -- reader side -----------------------------------------------------------------
     def _on_msg(self, msg: Msg) -> None:
+        # once per message on the reader: the common case (no headers) in as few steps as
+        # possible
         if self._done:
             return
-        self._seen += 1
-        h = msg.headers
-        if h is not None:
-            if not msg.data:
-                st = h.status
-                if st is not None:
-                    if st == "100":
-                        return
-                    if st == "423" and self._pins is not None:
-                        self._pins._clear_pin()
-                    self._finish(status_error(st, h.description, self._where))
-                    return
-            if self._pins is not None:
-                self._pins._note_pin(h)
-        self._q.append(msg)
-        self._count += 1
+        if msg.headers is not None and not self._on_headers(msg):
+            return
+        q = self._q
+        q.append(msg)
+        count = self._count = self._count + 1
         if self._max_bytes:
             self._bytes += msg_size(msg)
             if self._bytes >= self._max_bytes:
                 self._finish(None)
                 return
-        if self._count >= self._batch:
+        if count >= self._batch:
             self._finish(None)
             return
-        self._signal.set()
+        if len(q) == 1:
+            # the queue was empty: the consumer may be waiting. While it holds more, the
+            # consumer takes them before it waits (``_wait`` looks at the queue after
+            # clearing the signal), so one wake-up per read, not per message.
+            self._signal.set()
+
+    def _on_headers(self, msg: Msg) -> bool:
+        """A message with headers: a status (heartbeat, end of the pull, error) is
+        handled here and not queued (False); a message keeps its pin id noted."""
+        h = msg.headers
+        assert h is not None
+        if not msg.data:
+            st = h.status
+            if st is not None:
+                self._statuses += 1
+                if st == "100":
+                    return False
+                if st == "423" and self._pins is not None:
+                    self._pins._clear_pin()
+                self._finish(status_error(st, h.description, self._where))
+                return False
+        if self._pins is not None:
+            self._pins._note_pin(h)
+        return True
 
     def _finish(self, err: BaseException | None) -> None:
         if self._done:
@@ -261,7 +275,7 @@ class MessageBatch:
         self._link.hold_writes(ACK_HOLD)
         hb = self._hb
         if hb is not None:
-            if hb.check(now, self._seen, self._link.is_connected):
+            if hb.check(now, self._count + self._statuses, self._link.is_connected):
                 self._finish(NoHeartbeatError("no heartbeat received for the pull request"))
                 return
             w = hb.wait_time(now)
