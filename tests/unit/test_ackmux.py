@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import gc
 import json
 import time
 
@@ -31,11 +32,11 @@ def make(impl, make_ack=PubAck.plain, lock=None):
         def _arm(self, at):
             self.arms.append(at)
 
-        def _expired(self, entries):
-            self.expired.extend(entries)
+        def _expired(self, futs):
+            self.expired.extend(futs)
 
-        def _other(self, msg, token, entry):
-            self.others.append((msg, token, entry))
+        def _other(self, msg, token, fut):
+            self.others.append((msg, token, fut))
 
         def _after_pop(self):
             self.pops += 1
@@ -61,14 +62,15 @@ def plain_reference(data: bytes):
     return d["stream"], d["seq"]
 
 
-def test_add_tokens_and_entries(impl):
+def test_add_tokens_and_records(impl):
     mux = make(impl)
-    f = impl.AckFuture()
+    f, g = impl.AckFuture(), impl.AckFuture()
     t1 = mux.add(f, "s.x", None, b"d", 2, 0.25)
-    t2 = mux.add(f, "s.y", b"NATS/1.0\r\n\r\n", b"e", -1, 1.0)
+    t2 = mux.add(g, "s.y", b"NATS/1.0\r\n\r\n", b"e", -1, 1.0, None, print)
     assert (t1, t2) == ("1", "2") and mux._n == 2
-    assert mux.pending == {"1": (f, "s.x", None, b"d", 2, 0.25, None),
-                           "2": (f, "s.y", b"NATS/1.0\r\n\r\n", b"e", -1, 1.0, None)}
+    assert mux.pending == {"1": f, "2": g}
+    assert f._pub == ("s.x", None, b"d", 2, 0.25, None, None)
+    assert g._pub == ("s.y", b"NATS/1.0\r\n\r\n", b"e", -1, 1.0, None, print)
     assert mux.prefix == PREFIX and mux._plen == len(PREFIX)
     assert mux.stall_waiters == [] and mux.complete_waiters == [] and mux.wake_at == 0
     with pytest.raises(TypeError):
@@ -138,11 +140,26 @@ def test_submit_registers_then_publishes_with_the_token_reply(impl):
 
     fut = impl.AckFuture()
     assert mux.submit(fut, "orders.new", b"x", 2, 0.25, publish) == "result"
-    ((token, entry),) = mux.pending.items()
+    ((token, pending),) = mux.pending.items()
     assert sent == [("orders.new", b"x", PREFIX + token)]
-    assert entry == (fut, "orders.new", None, b"x", 2, 0.25, None)
+    assert pending is fut and fut._pub == ("orders.new", None, b"x", 2, 0.25, None, None)
     mux.on_msg(Msg(PREFIX + token, b'{"stream":"S","seq":7}'))
     assert fut.result(0) == PubAck(stream="S", seq=7) and not mux.pending
+
+
+def test_a_pending_publish_leaves_the_cycle_collector_one_object(impl):
+    """The record a pending publish keeps on its future holds atomic values, so after a
+    collection only the future is tracked (a record holding the future was tracked for
+    as long as the publish was pending, and moved to the older generations with it)."""
+    mux = make(impl)
+    futs = [impl.AckFuture() for _ in range(3)]
+    mux.submit(futs[0], "s", b"x", 2, 0.25, lambda *a: None, 5.0)
+    mux.add(futs[1], "s", b"NATS/1.0\r\n\r\n", b"y", 2, 0.25)
+    mux.add(futs[2], "s", None, b"z", 2, 0.25, None, lambda fut, exc: None)
+    gc.collect()
+    assert not gc.is_tracked(futs[0]._pub) and not gc.is_tracked(futs[1]._pub)
+    assert gc.is_tracked(futs[2]._pub)  # it holds the error callback
+    assert list(mux.pending.values()) == futs
 
 
 def test_submit_forgets_the_entry_when_publish_raises(impl):
@@ -154,7 +171,7 @@ def test_submit_forgets_the_entry_when_publish_raises(impl):
     mux.submit(impl.AckFuture(), "s", b"1", 2, 0.25, lambda *a: None)  # stays pending
     with pytest.raises(ConnectionError):
         mux.submit(impl.AckFuture(), "s", b"2", 2, 0.25, failing)
-    assert [e[3] for e in mux.pending.values()] == [b"1"] and mux.pops == 0  # nobody waits
+    assert [f._pub[2] for f in mux.pending.values()] == [b"1"] and mux.pops == 0  # nobody waits
     mux.stall_waiters.append(object())
     mux.wake_at = 1
     with pytest.raises(ConnectionError):
@@ -191,11 +208,10 @@ def test_other_answers_go_to_other(impl, data):
     mux = make(impl)
     fut = impl.AckFuture()
     tok = mux.add(fut, "s", None, b"", 2, 0.25)
-    entry = mux.pending[tok]
     msg = Msg(PREFIX + tok, data)
     mux.on_msg(msg)
     assert not fut.done() and not mux.pending
-    assert mux.others == [(msg, tok, entry)]
+    assert mux.others == [(msg, tok, fut)]
 
 
 def test_no_make_ack_sends_everything_to_other(impl):
@@ -272,21 +288,21 @@ def test_lock_is_released(impl):
 INF = float("inf")
 
 
-def test_deadlines_live_in_the_entries_with_one_timer(impl):
+def test_deadlines_live_in_the_records_with_one_timer(impl):
     mux = make(impl)
     assert mux.armed_at == INF
     t0 = time.monotonic()
     assert mux.submit(impl.AckFuture(), "s", b"1", 2, 0.25, lambda *a: None, 5.0) is None
     mux.submit(impl.AckFuture(), "s", b"2", 2, 0.25, lambda *a: None, 5.0)
     t1 = time.monotonic()
-    d1, d2 = (e[6] for e in mux.pending.values())
+    d1, d2 = (f._pub[5] for f in mux.pending.values())
     assert list(mux.pending) == ["1", "2"] and t0 + 5 <= d1 <= d2 <= t1 + 5
     assert mux.arms == [d1] and mux.armed_at == d1  # armed once, for the earliest
     tok = mux.add(impl.AckFuture(), "s", None, b"3", 2, 0.25, 1.0)  # a shorter timeout: armed earlier
-    assert tok == "3" and len(mux.arms) == 2 and mux.arms[1] == mux.armed_at == mux.pending["3"][6] < d1
+    assert tok == "3" and len(mux.arms) == 2 and mux.arms[1] == mux.armed_at == mux.pending["3"]._pub[5] < d1
     mux.add(impl.AckFuture(), "s", None, b"4", 2, 0.25)  # no deadline
     mux.submit(impl.AckFuture(), "s", b"5", 2, 0.25, lambda *a: None, None)
-    assert mux.pending["4"][6] is None and mux.pending["5"][6] is None and len(mux.arms) == 2
+    assert mux.pending["4"]._pub[5] is None and mux.pending["5"]._pub[5] is None and len(mux.arms) == 2
 
 
 @pytest.mark.parametrize("locked", [False, True])
@@ -300,9 +316,9 @@ def test_expire_fails_what_is_pending_frees_it_and_ignores_a_late_ack(impl, lock
     at = mux.armed_at
     mux.on_msg(Msg(PREFIX + "2", b'{"stream":"S","seq":2}'))  # answered in time
     assert mux.expire(t0 + 1.0, at) == 0 and not mux.expired  # nothing due yet (a timer fired early) ...
-    assert mux.armed_at == mux.pending["1"][6] == at and mux.arms == [at, at]  # ... re-arms
+    assert mux.armed_at == mux.pending["1"]._pub[5] == at and mux.arms == [at, at]  # ... re-arms
     assert mux.expire(time.monotonic() + 2.0, at) == 2
-    assert [e[0] for e in mux.expired] == [futs[0], futs[2]] and [e[3] for e in mux.expired] == [b"0", b"2"]
+    assert mux.expired == [futs[0], futs[2]] and [f._pub[2] for f in mux.expired] == [b"0", b"2"]
     assert list(mux.pending) == ["4"]  # the window is freed
     assert mux.armed_at == INF and mux.arms == [at, at]  # nothing left to time
     assert not futs[0].done()  # failing the futures is the subclass's (_expired)
@@ -326,18 +342,18 @@ def test_the_live_timer_rearms_for_the_earliest_deadline_stale_ones_do_not(impl)
     assert mux.expire(first + 0.001, first) == 2  # the stale timer expires what is due ...
     assert mux.armed_at == live and mux.arms == [first, live]  # ... and arms nothing
     assert mux.expire(live, live) == 0  # the live one: the next deadline is the 10 s one
-    nxt = mux.pending["2"][6]
+    nxt = mux.pending["2"]._pub[5]
     assert mux.armed_at == nxt and mux.arms[-1] == nxt and t0 + 10 <= nxt
     # a deadline that is (nearly) due re-arms at least the grain later: publishes made
     # microseconds apart expire together
     mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25, 10.0)
     assert mux.expire(nxt, nxt) == 1
     assert list(mux.pending) == ["4"]
-    assert mux.armed_at == max(mux.pending["4"][6], nxt + 0.02) and mux.arms[-1] == mux.armed_at
+    assert mux.armed_at == max(mux.pending["4"]._pub[5], nxt + 0.02) and mux.arms[-1] == mux.armed_at
     mux.on_msg(Msg(PREFIX + "4", b'{"stream":"S","seq":4}'))
     assert mux.expire(mux.armed_at, mux.armed_at) == 0 and mux.armed_at == INF  # nothing pending: no timer
     tok = mux.add(impl.AckFuture(), "s", None, b"", 2, 0.25, 3.0)  # a new deadline arms a new timer
-    assert mux.arms[-1] == mux.armed_at == mux.pending[tok][6]
+    assert mux.arms[-1] == mux.armed_at == mux.pending[tok]._pub[5]
     mux.disarm()
     assert mux.armed_at == INF and list(mux.pending) == [tok]
 
@@ -370,7 +386,7 @@ def test_expiry_twins_agree():
         for tok in ("2", "3", "7", "8", "20", "29"):
             mux.on_msg(Msg(PREFIX + tok, b'{"stream":"S","seq":1}'))
         counts = [mux.expire(base + dt) for dt in (0.2, 0.75, 1.5)]
-        outcomes.append((counts, list(mux.pending), [e[3] for e in mux.expired]))
+        outcomes.append((counts, list(mux.pending), [f._pub[2] for f in mux.expired]))
     assert all(o == outcomes[0] for o in outcomes)
     counts, pending, _expired = outcomes[0]
     assert counts == [0, 9, 6]

@@ -89,7 +89,7 @@ def test_no_responders_retries_then_fails():
     assert retried == [(t, 0.25), (t, 0.25)]
     assert not f.done()
     assert len(mux.pending) == 1
-    assert mux.pending[t][1:4] == ("s.x", None, b"data")
+    assert mux.pending[t] is f and f._pub[:3] == ("s.x", None, b"data")
     mux.on_msg(reply(t, status="503"))
     with pytest.raises(NoStreamResponseError):
         f.result(0)
@@ -106,9 +106,9 @@ def test_a_retried_publish_keeps_its_deadline():
     mux.on_retry = lambda token, wait: None
     f = AckFuture()
     t = mux.add(f, "s.x", None, b"data", -1, 0.25, 1.0)  # retries for ever ...
-    deadline = mux.pending[t][6]
+    deadline = f._pub[5]
     mux.on_msg(reply(t, status="503"))
-    assert mux.pending[t] == (f, "s.x", None, b"data", -2, 0.25, deadline)
+    assert mux.pending[t] is f and f._pub == ("s.x", None, b"data", -2, 0.25, deadline, None)
     assert mux.expire(deadline) == 1  # ... but not past its deadline
     with pytest.raises(TimeoutError):
         f.result(0)
@@ -138,12 +138,11 @@ def test_deadlines_expire_fail_with_timeout_free_the_window_and_tell_the_hook():
     mux.call_later = lambda delay, fn, *args: armed.append((delay, fn, args))
     failed = []
     f1, f2 = AckFuture(), AckFuture()
-    f1._pub = ("s.x", b"data", None, lambda fut, exc: failed.append((fut, exc)))
     t0 = time.monotonic()
-    t1 = mux.add(f1, "s.x", None, b"data", 2, 0.25, 10.0)
+    t1 = mux.add(f1, "s.x", None, b"data", 2, 0.25, 10.0, lambda fut, exc: failed.append((fut, exc)))
     t2 = mux.add(f2, "s.x", None, b"data", 2, 0.25, 20.0)
     ((delay, _fire, (at,)),) = armed  # one timer, for the earliest deadline
-    assert 9.9 < delay <= 10.0 and at == mux.armed_at == mux.pending[t1][6] and t0 + 10 <= at
+    assert 9.9 < delay <= 10.0 and at == mux.armed_at == f1._pub[5] and t0 + 10 <= at
     stall, done = cf.Future(), cf.Future()
     mux.add_stall_waiter(stall, 1)
     mux.add_complete_waiter(done)
@@ -152,7 +151,7 @@ def test_deadlines_expire_fail_with_timeout_free_the_window_and_tell_the_hook():
     with pytest.raises(TimeoutError):
         f1.result(0)
     assert failed == [(f1, f1.exception())] and stall.result(0) is True and not done.done()
-    assert list(mux.pending) == [t2] and len(armed) == 2 and armed[1][2][0] == mux.armed_at == mux.pending[t2][6]
+    assert list(mux.pending) == [t2] and len(armed) == 2 and armed[1][2][0] == mux.armed_at == f2._pub[5]
     mux.on_msg(reply(t1, b'{"stream":"S","seq":1}'))  # a late ack: ignored
     mux.on_msg(reply(t2, b'{"stream":"S","seq":2}'))
     assert f2.result(0).seq == 2 and done.result(0) is True

@@ -202,31 +202,37 @@ cdef class AckMux:
     """The per-message part of the JetStream async-publish mux (base of
     ``jetwire.jetstream.pubmux.PubAckMux``, which documents the whole).
 
-    ``pending`` maps a token to ``(future, subject, header_bytes_or_None, data,
-    retries_left, retry_wait, deadline_or_None)``; ``add()`` registers a publish under
-    the next token (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one
+    ``pending`` maps a token to the publish's future; ``add()`` registers a publish
+    under the next token (``str`` of a counter), returns the token and gives the future
+    its record, ``fut._pub = (subject, header_bytes_or_None, data, retries_left,
+    retry_wait, deadline_or_None, on_fail_or_None)``. The future is the
+    one object a publish in flight keeps for the cycle collector to look at: the record
+    holds atomic values (and the context's error callback, if it has one), so CPython
+    stops tracking it at its first collection, and a full window of publishes puts half
+    as many objects in the older generations as a record holding the future did.
+    ``on_msg(msg)`` handles one
     reply on ``<prefix><token>``: an unknown token is ignored; the usual answer
     ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, n)``
     (the ack type's constructor, such as ``PubAck.plain``), which resolves the
-    entry's future through its ``set_result`` (an error from it -- a future done or
+    future through its ``set_result`` (an error from it -- a future done or
     cancelled already -- is ignored); then ``self._after_pop()`` runs when it has
-    someone to wake: a stall waiter once at most ``wake_at`` entries are pending, a
+    someone to wake: a stall waiter once at most ``wake_at`` publishes are pending, a
     completion waiter once none is. Any other reply (or ``make_ack`` None) goes
-    to ``self._other(msg, token, entry)`` after the entry was popped.
+    to ``self._other(msg, token, fut)`` after the future was popped.
 
     Ack deadlines: ``add``/``submit`` with a ``timeout`` (seconds) put the deadline
-    ``time.monotonic() + timeout`` in the entry. One timer serves them all:
+    ``time.monotonic() + timeout`` in the record. One timer serves them all:
     ``armed_at`` is when the live one fires (inf: none); a deadline earlier than that
     calls ``self._arm(deadline)`` (outside the lock), which must arrange
     ``expire(now, deadline)`` at that time. ``expire(now, at=None)`` removes the
-    pending entries whose deadline is ``<= now``, hands them to
-    ``self._expired(entries)`` (outside the lock), and, when ``at`` is the live timer's,
+    pending publishes whose deadline is ``<= now``, hands their futures to
+    ``self._expired(futs)`` (outside the lock), and, when ``at`` is the live timer's,
     arms the next one for the earliest deadline still pending (at least ``_GRAIN``
     after ``now``). Nothing is kept per publish once it is answered, and a publisher
     whose acks come in time has the timer fire about once per timeout. A late ack for
     an expired token finds no entry and is ignored.
 
-    Threads: ``lock`` (None: a single thread) guards ``_n``, ``pending``'s entries and
+    Threads: ``lock`` (None: a single thread) guards ``_n``, ``pending``, the records and
     ``armed_at`` (``add`` from publishing threads, ``on_msg`` from the reader,
     ``expire`` from the timer); the subclass takes it for its own state too. Futures
     are resolved and callbacks run outside it.
@@ -258,23 +264,23 @@ cdef class AckMux:
         self.armed_at = _INF
 
     cdef object _register(self, object fut, object subject, object hdr, object data, object retries,
-                          object retry_wait, object timeout):
+                          object retry_wait, object timeout, object on_fail):
         """Register a publish under the next token; returns the token, or ``(token,
         deadline)`` when a timer must be armed for its deadline."""
         cdef object lock = self.lock
-        cdef object token, entry, deadline = None
+        cdef object token, deadline = None
         cdef double d = 0.0
         cdef bint arm = False
         if timeout is not None:
             d = _now() + <double>timeout
             deadline = d
-        entry = (fut, subject, hdr, data, retries, retry_wait, deadline)
+        fut._pub = (subject, hdr, data, retries, retry_wait, deadline, on_fail)
         if lock is not None:
             acquire_any(lock)
         try:
             self._n += 1
             token = str(self._n)
-            self.pending[token] = entry
+            self.pending[token] = fut
             if deadline is not None and d < self.armed_at:
                 self.armed_at = d
                 arm = True
@@ -285,21 +291,22 @@ cdef class AckMux:
             return (token, deadline)
         return token
 
-    def add(self, fut, subject, hdr, data, retries, retry_wait, timeout=None):
+    def add(self, fut, subject, hdr, data, retries, retry_wait, timeout=None, on_fail=None):
         """Register a publish; returns its token (the reply subject is ``prefix + token``).
-        ``timeout``: seconds to wait for its ack (None: no deadline)."""
-        cdef object token = self._register(fut, subject, hdr, data, retries, retry_wait, timeout)
+        ``timeout``: seconds to wait for its ack (None: no deadline); ``on_fail``: kept
+        in the record for the subclass (the context's error callback)."""
+        cdef object token = self._register(fut, subject, hdr, data, retries, retry_wait, timeout, on_fail)
         if type(token) is tuple:
             self._arm((<tuple>token)[1])
             token = (<tuple>token)[0]
         return token
 
-    def submit(self, fut, subject, data, retries, retry_wait, publish, timeout=None):
-        """``add(fut, subject, None, data, retries, retry_wait, timeout)`` and then
+    def submit(self, fut, subject, data, retries, retry_wait, publish, timeout=None, on_fail=None):
+        """``add(fut, subject, None, data, retries, retry_wait, timeout, on_fail)`` and then
         ``publish(subject, data, prefix + token)``, whose result it returns; when
         ``publish`` raises, the entry is removed again (waking a waiter that is due) and
         the exception propagates."""
-        cdef object token = self._register(fut, subject, None, data, retries, retry_wait, timeout)
+        cdef object token = self._register(fut, subject, None, data, retries, retry_wait, timeout, on_fail)
         cdef bint wake
         if type(token) is tuple:
             self._arm((<tuple>token)[1])
@@ -319,17 +326,18 @@ cdef class AckMux:
         cdef object lock = self.lock
         cdef list expired = []
         cdef list due = []
-        cdef object token, entry, dl
+        cdef object token, fut, rec, dl
         cdef double nxt = _INF, d
         cdef bint rearm = False
         cdef dict pending = self.pending
         if lock is not None:
             acquire_any(lock)
         try:
-            for token, entry in pending.items():
-                if type(entry) is not tuple or PyTuple_GET_SIZE(entry) < 7:
+            for token, fut in pending.items():
+                rec = getattr(fut, "_pub", None)
+                if type(rec) is not tuple or PyTuple_GET_SIZE(rec) < 7:
                     continue
-                dl = (<tuple>entry)[6]
+                dl = (<tuple>rec)[5]
                 if dl is None:
                     continue
                 d = <double>dl
@@ -367,7 +375,7 @@ cdef class AckMux:
 
     def on_msg(self, msg):
         """Handle one reply on ``<prefix>*`` (see the class docstring)."""
-        cdef object subject, data, token, entry, name, ack
+        cdef object subject, data, token, fut, name, ack
         cdef long long seq = 0
         cdef bint wake
         if isinstance(msg, MsgBase):
@@ -377,22 +385,22 @@ cdef class AckMux:
             subject = msg.subject
             data = msg.data
         token = subject[self._plen:]
-        entry = _pop(self, token, &wake)
-        if entry is None:
+        fut = _pop(self, token, &wake)
+        if fut is None:
             return
         name = _plain_ack(data, &seq) if self.make_ack is not None else None
         if name is None:
-            self._other(msg, token, entry)
+            self._other(msg, token, fut)
             return
         ack = self.make_ack(name, seq)
         try:
-            (<tuple?>entry)[0].set_result(ack)
+            fut.set_result(ack)
         except Exception:  # done or cancelled already (another thread, a timeout)
             pass
         if wake:
             self._after_pop()
 
-    def _other(self, msg, token, entry):
+    def _other(self, msg, token, fut):
         raise NotImplementedError
 
     def _after_pop(self):
@@ -401,12 +409,12 @@ cdef class AckMux:
     def _arm(self, at):
         raise NotImplementedError
 
-    def _expired(self, entries):
+    def _expired(self, futs):
         raise NotImplementedError
 
 
 cdef inline object _pop(AckMux mux, object token, bint* wake):
-    """Take ``token``'s entry out of ``pending`` (None when it is not there) under the
+    """Take ``token``'s future out of ``pending`` (None when it is not there) under the
     mux's lock; ``wake``: whether a stalled publisher or a completion waiter is due."""
     cdef object lock = mux.lock
     cdef object entry

@@ -257,11 +257,12 @@ class Publisher(ContextBase):
 
         def resend(token: str) -> None:
             """Publish a pending message again (after no responders; on the timer)."""
-            entry = mux.pending.get(token)
-            if entry is None or mux.closed:
+            parts = mux.pending_parts(token)
+            if parts is None or mux.closed:
                 return
+            subject, hdr, data = parts
             try:
-                link.publish_raw(entry[1], mux.reply_of(token), entry[2], entry[3])
+                link.publish_raw(subject, mux.reply_of(token), hdr, data)
             except Exception as exc:
                 mux.fail(token, exc)
 
@@ -341,11 +342,11 @@ class Publisher(ContextBase):
             # client's publish (the outbox's compiled fast path; it checks max_payload)
             make = self._make_future
             fut = make()
-            fut._pub = (subject, data, None, self._on_fail)
-            # registered (with its ack deadline) and published in one compiled call
-            # (removed again if publish raises)
+            # registered (with its ack deadline, its record on the future) and published
+            # in one compiled call (removed again if publish raises)
             # aio: what publish returns is done, or (congested) done once the socket drains
-            mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish, self._ack_timeout)
+            mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish, self._ack_timeout,
+                       self._on_fail)
             return fut
         timeout = self._ack_timeout if timeout is CONTEXT_TIMEOUT else _ack_timeout(timeout, "timeout")
         if mux is None or mux.closed:
@@ -366,8 +367,7 @@ class Publisher(ContextBase):
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {link.max_payload}")
         make = self._make_future
         fut = make()
-        fut._pub = (subject, data, headers, self._on_fail)
-        token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait, timeout)
+        token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait, timeout, self._on_fail)
         try:
             link.publish_raw(subject, mux.prefix + token, hdr, data)
         except BaseException:

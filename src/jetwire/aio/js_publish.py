@@ -258,11 +258,12 @@ class Publisher(ContextBase):
 
         def resend(token: str) -> None:
             """Publish a pending message again (after no responders; on the timer)."""
-            entry = mux.pending.get(token)
-            if entry is None or mux.closed:
+            parts = mux.pending_parts(token)
+            if parts is None or mux.closed:
                 return
+            subject, hdr, data = parts
             try:
-                link.publish_raw(entry[1], mux.reply_of(token), entry[2], entry[3])
+                link.publish_raw(subject, mux.reply_of(token), hdr, data)
             except Exception as exc:
                 mux.fail(token, exc)
 
@@ -344,13 +345,14 @@ class Publisher(ContextBase):
             if make is None:  # aio-only
                 make = self._make_future = prims.future_maker(self._future_cls)  # aio-only
             fut = make()
-            fut._pub = (subject, data, None, self._on_fail)
-            # registered (with its ack deadline) and published in one compiled call
-            # (removed again if publish raises)
+            # registered (with its ack deadline, its record on the future) and published
+            # in one compiled call (removed again if publish raises)
             # aio: what publish returns is done, or (congested) done once the socket drains
-            r = mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish, self._ack_timeout)  # aio-only
+            r = mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish, self._ack_timeout,  # aio-only
+                           self._on_fail)  # aio-only
             await r  # aio-only
-            # sync-only: mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish, self._ack_timeout)
+            # sync-only: mux.submit(fut, subject, data, retry_attempts, retry_wait, self._publish, self._ack_timeout,
+            # sync-only:            self._on_fail)
             return fut
         timeout = self._ack_timeout if timeout is CONTEXT_TIMEOUT else _ack_timeout(timeout, "timeout")
         if mux is None or mux.closed:
@@ -373,8 +375,7 @@ class Publisher(ContextBase):
         if make is None:  # aio-only
             make = self._make_future = prims.future_maker(self._future_cls)  # aio-only
         fut = make()
-        fut._pub = (subject, data, headers, self._on_fail)
-        token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait, timeout)
+        token = mux.add(fut, subject, hdr, data, retry_attempts, retry_wait, timeout, self._on_fail)
         try:
             link.publish_raw(subject, mux.prefix + token, hdr, data)
         except BaseException:

@@ -6,16 +6,17 @@ gets a token; its reply subject is ``<prefix><token>`` where ``prefix`` is
 ack. The driver (``jetwire.aio.jetstream`` and its generated blocking twin) owns the
 subscription, the futures and the writing; this class only keeps:
 
-* ``pending``: token -> entry ``(future, subject, header_bytes_or_None, data,
-  retries_left, retry_wait, deadline_or_None)``. Its length is the number of acks in
-  flight, which is what the publish window counts;
+* ``pending``: token -> the publish's future, whose record ``fut._pub`` is
+  ``(subject, header_bytes_or_None, data, retries_left, retry_wait, deadline_or_None,
+  on_fail_or_None)`` (``AckMux`` sets it; ``fut.msg`` is made from it). Its length is
+  the number of acks in flight, which is what the publish window counts;
 * stall waiters: futures of publishers waiting for room in the window. They are woken
   (all of them) once the window has drained to ``wake_at`` (a little hysteresis: waking
   a stalled publisher for every single freed slot would cost a thread/task switch per
   message); a waiter re-checks the window itself, so waking early or late is safe;
 * completion waiters: futures of ``publish_async_complete()`` callers, woken when
   nothing is pending any more;
-* ack deadlines (``AckMux``: each entry holds its own, and one timer on the
+* ack deadlines (``AckMux``: each record holds its own, and one timer on the
   connection's scheduler, ``call_later``, is armed for the earliest): a publish still
   pending at its deadline is removed (its slot in the window freed, waiters woken), its
   future fails with ``TimeoutError`` (and reaches the context's
@@ -25,7 +26,7 @@ subscription, the futures and the writing; this class only keeps:
 handler): it never blocks. It parses the ack into a
 :class:`~jetwire.jetstream.models.PubAck` (an error answer becomes the typed
 ``APIError``) and resolves the future. A ``503`` (no responders, ADR-22) with retries
-left keeps the entry pending and calls the driver's ``on_retry(token, retry_wait)``,
+left keeps the publish pending and calls the driver's ``on_retry(token, retry_wait)``,
 which re-sends the message after the wait; with no retries left the future fails with
 ``NoStreamResponseError``. When the connection is lost, :meth:`fail_sent` fails what
 still awaits an ack (those acks can never come).
@@ -55,6 +56,7 @@ from .models import PubAck
 __all__ = ["CONTEXT_TIMEOUT", "AckFuture", "AioAckFuture", "PubAckMux", "acked_future_class"]
 
 _from_ack = PubAck.from_json_bytes
+_decode_headers = _impl.decode_headers
 _plain = PubAck.plain
 _loads = orjson.loads
 
@@ -92,9 +94,10 @@ _NO_LOCK = nullcontext()  # what ``with`` takes when the mux has no lock (one th
 
 
 def _pub_msg(fut: AckFuture | AioAckFuture) -> Msg:
-    """The message a publish future stands for (made on first use)."""
+    """The message a publish future stands for (made on first use, from its record)."""
     pub = fut._pub
-    return Msg(pub[0], pub[1], None, pub[2])
+    hdr = pub[1]
+    return Msg(pub[0], pub[2], None, None if hdr is None else _decode_headers(hdr))
 
 
 _MSG_DOC = "The ``Msg`` that was published (subject, data, headers with the msg id), to retry it."
@@ -104,7 +107,7 @@ class AckFuture(_impl.AckFuture):
     """The ``concurrent.futures.Future`` that blocking ``publish_async`` returns (the
     compiled or pure base is cheap to make and resolve), with ``msg``: what was sent."""
 
-    # (subject, data, headers, on_fail or None), set by publish_async
+    # the record AckMux keeps on it (see the module docstring)
     _pub: Any = None
     msg = property(_pub_msg, doc=_MSG_DOC)
 
@@ -154,8 +157,8 @@ def _fail(fut: _Fut, exc: BaseException) -> None:
     except Exception:
         return
     pub = getattr(fut, "_pub", None)
-    if pub is not None and pub[3] is not None:
-        pub[3](fut, exc)
+    if pub is not None and pub[6] is not None:
+        pub[6](fut, exc)
 
 
 _NEW_LOCK: Any = object()
@@ -186,13 +189,23 @@ class PubAckMux(_impl.AckMux):
         self.call_later: Callable[..., object] | None = None
 
     # -- publishing side ---------------------------------------------------------------
-    # add(fut, subject, hdr, data, retries, retry_wait) -> token: compiled (AckMux)
+    # add(fut, subject, hdr, data, retries, retry_wait, timeout, on_fail) -> token:
+    # compiled (AckMux)
 
     def reply_of(self, token: str) -> str:
         return self.prefix + token
 
+    def pending_parts(self, token: str) -> tuple[str, bytes | None, Any] | None:
+        """``(subject, header_bytes_or_None, data)`` of a publish still awaiting its ack
+        (to send it again), None when it is not pending."""
+        fut = self.pending.get(token)
+        if fut is None:
+            return None
+        rec = fut._pub
+        return rec[0], rec[1], rec[2]
+
     def _pop(self, token: str) -> Any:
-        """Remove and return the entry of ``token`` (None when there is none)."""
+        """Remove and return the future of ``token`` (None when there is none)."""
         lock = self.lock
         if lock is None:
             return self.pending.pop(token, None)
@@ -205,12 +218,12 @@ class PubAckMux(_impl.AckMux):
         self._after_pop()
 
     def fail(self, token: str, exc: BaseException) -> None:
-        entry = self._pop(token)
-        if entry is not None:
-            _fail(entry[0], exc)
+        fut = self._pop(token)
+        if fut is not None:
+            _fail(fut, exc)
             self._after_pop()
 
-    # -- ack deadlines (entries' deadlines and armed_at are AckMux's) --------------------
+    # -- ack deadlines (the records' deadlines and armed_at are AckMux's) ----------------
     def _arm(self, at: float) -> None:
         """Arm the deadlines' timer for ``at`` (called by AckMux, outside the lock)."""
         call_later = self.call_later
@@ -224,10 +237,10 @@ class PubAckMux(_impl.AckMux):
     def _fire(self, at: float) -> None:
         self.expire(_monotonic() + _EARLY, at)
 
-    def _expired(self, entries: list[tuple[Any, ...]]) -> None:
+    def _expired(self, futs: list[Any]) -> None:
         """Fail publishes whose ack did not come by their deadline (already removed)."""
-        for entry in entries:
-            _fail(entry[0], TimeoutError("no JetStream publish ack within the publish_async timeout "
+        for fut in futs:
+            _fail(fut, TimeoutError("no JetStream publish ack within the publish_async timeout "
                                          "(publish it again with the same msg_id)"))
         self._after_pop()
 
@@ -248,12 +261,11 @@ class PubAckMux(_impl.AckMux):
 
     # -- reader side (never blocks) ----------------------------------------------------
     # on_msg(msg), the subscription's direct handler: compiled (AckMux); it resolves the
-    # usual answer itself and hands every other one (entry already popped) to _other.
-    def _other(self, msg: Msg, token: str, entry: tuple[Any, ...]) -> None:
+    # usual answer itself and hands every other one (future already popped) to _other.
+    def _other(self, msg: Msg, token: str, fut: Any) -> None:
         """Any reply but the usual ``{"stream":..,"seq":..}``. A no responders status with
         retries left keeps the publish pending and calls ``on_retry(token, wait)`` so the
         driver re-sends it after ``wait`` seconds."""
-        fut = entry[0]
         data = msg.data
         if data:
             try:
@@ -273,11 +285,13 @@ class PubAckMux(_impl.AckMux):
             h = msg.headers
             status = h.status if h is not None else None
             if status == "503":
-                retries = entry[4]
+                rec = fut._pub
+                retries = rec[3]
                 if retries != 0 and not self.closed and self.on_retry is not None:
                     with self.lock or _NO_LOCK:
-                        self.pending[token] = (*entry[:4], retries - 1, *entry[5:])  # its deadline kept
-                    self.on_retry(token, entry[5])
+                        fut._pub = (*rec[:3], retries - 1, *rec[4:])  # its deadline kept
+                        self.pending[token] = fut
+                    self.on_retry(token, rec[4])
                     return
                 _fail(fut, NoStreamResponseError("no stream answered the publish (no responders)"))
             else:
@@ -325,11 +339,11 @@ class PubAckMux(_impl.AckMux):
         (as nats.go does; one still in the reconnect buffer is sent after the reconnect
         all the same) and wake the waiters. Publishes made from now on go out when the
         connection is back and get their acks over the renewed subscription."""
-        with self.lock or _NO_LOCK:  # entries added from now on stay
+        with self.lock or _NO_LOCK:  # publishes added from now on stay
             lost = list(self.pending.values())
             self.pending.clear()
-        for entry in lost:
-            _fail(entry[0], err)
+        for fut in lost:
+            _fail(fut, err)
         if lost:
             self._after_pop()
 
@@ -344,8 +358,8 @@ class PubAckMux(_impl.AckMux):
             self.stall_waiters = []
             self.complete_waiters = []
         self.disarm()
-        for entry in pending.values():
-            _fail(entry[0], err)
+        for fut in pending.values():
+            _fail(fut, err)
         for w in waiters:
             _resolve(w, True)
         if self.chain is not None:

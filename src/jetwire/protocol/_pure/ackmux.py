@@ -140,31 +140,37 @@ class AckMux:
     """The per-message part of the JetStream async-publish mux (base of
     ``jetwire.jetstream.pubmux.PubAckMux``, which documents the whole).
 
-    ``pending`` maps a token to ``(future, subject, header_bytes_or_None, data,
-    retries_left, retry_wait, deadline_or_None)``; ``add()`` registers a publish under
-    the next token (``str`` of a counter) and returns it. ``on_msg(msg)`` handles one
+    ``pending`` maps a token to the publish's future; ``add()`` registers a publish
+    under the next token (``str`` of a counter), returns the token and gives the future
+    its record, ``fut._pub = (subject, header_bytes_or_None, data, retries_left,
+    retry_wait, deadline_or_None, on_fail_or_None)``. The future is the
+    one object a publish in flight keeps for the cycle collector to look at: the record
+    holds atomic values (and the context's error callback, if it has one), so CPython
+    stops tracking it at its first collection, and a full window of publishes puts half
+    as many objects in the older generations as a record holding the future did.
+    ``on_msg(msg)`` handles one
     reply on ``<prefix><token>``: an unknown token is ignored; the usual answer
     ``{"stream":"<name>","seq":<n>}`` (see ``_plain_ack``) becomes ``make_ack(name, n)``
     (the ack type's constructor, such as ``PubAck.plain``), which resolves the
-    entry's future through its ``set_result`` (an error from it -- a future done or
+    future through its ``set_result`` (an error from it -- a future done or
     cancelled already -- is ignored); then ``self._after_pop()`` runs when it has
-    someone to wake: a stall waiter once at most ``wake_at`` entries are pending, a
+    someone to wake: a stall waiter once at most ``wake_at`` publishes are pending, a
     completion waiter once none is. Any other reply (or ``make_ack`` None) goes
-    to ``self._other(msg, token, entry)`` after the entry was popped.
+    to ``self._other(msg, token, fut)`` after the future was popped.
 
     Ack deadlines: ``add``/``submit`` with a ``timeout`` (seconds) put the deadline
-    ``time.monotonic() + timeout`` in the entry. One timer serves them all:
+    ``time.monotonic() + timeout`` in the record. One timer serves them all:
     ``armed_at`` is when the live one fires (inf: none); a deadline earlier than that
     calls ``self._arm(deadline)`` (outside the lock), which must arrange
     ``expire(now, deadline)`` at that time. ``expire(now, at=None)`` removes the
-    pending entries whose deadline is ``<= now``, hands them to
-    ``self._expired(entries)`` (outside the lock), and, when ``at`` is the live timer's,
+    pending publishes whose deadline is ``<= now``, hands their futures to
+    ``self._expired(futs)`` (outside the lock), and, when ``at`` is the live timer's,
     arms the next one for the earliest deadline still pending (at least ``_GRAIN``
     after ``now``). Nothing is kept per publish once it is answered, and a publisher
     whose acks come in time has the timer fire about once per timeout. A late ack for
     an expired token finds no entry and is ignored.
 
-    Threads: ``lock`` (None: a single thread) guards ``_n``, ``pending``'s entries and
+    Threads: ``lock`` (None: a single thread) guards ``_n``, ``pending``, the records and
     ``armed_at`` (``add`` from publishing threads, ``on_msg`` from the reader,
     ``expire`` from the timer); the subclass takes it for its own state too. Futures
     are resolved and callbacks run outside it.
@@ -197,42 +203,43 @@ class AckMux:
         self.lock = lock
         self.armed_at = _INF
 
-    def _register_locked(self, entry: tuple, deadline: float | None) -> tuple[str, bool]:
+    def _register_locked(self, fut: Any, deadline: float | None) -> tuple[str, bool]:
         n = self._n = self._n + 1
         token = str(n)
-        self.pending[token] = entry
+        self.pending[token] = fut
         if deadline is not None and deadline < self.armed_at:
             self.armed_at = deadline
             return token, True
         return token, False
 
     def add(self, fut: Any, subject: str, hdr: Any, data: Any, retries: int, retry_wait: float,
-            timeout: float | None = None) -> str:
+            timeout: float | None = None, on_fail: Any = None) -> str:
         """Register a publish; returns its token (the reply subject is ``prefix + token``).
-        ``timeout``: seconds to wait for its ack (None: no deadline)."""
+        ``timeout``: seconds to wait for its ack (None: no deadline); ``on_fail``: kept
+        in the record for the subclass (the context's error callback)."""
         deadline: float | None = None
         if timeout is not None:
             if isinstance(timeout, (str, bytes, bytearray)):  # float() would parse them; C does not
                 raise TypeError(f"must be real number, not {type(timeout).__name__}")
             deadline = _monotonic() + float(timeout)
-        entry = (fut, subject, hdr, data, retries, retry_wait, deadline)
+        fut._pub = (subject, hdr, data, retries, retry_wait, deadline, on_fail)
         lock = self.lock
         if lock is None:
-            token, arm = self._register_locked(entry, deadline)
+            token, arm = self._register_locked(fut, deadline)
         else:
             with lock:
-                token, arm = self._register_locked(entry, deadline)
+                token, arm = self._register_locked(fut, deadline)
         if arm and deadline is not None:  # arm: a deadline earlier than the live timer's
             self._arm(deadline)
         return token
 
     def submit(self, fut: Any, subject: str, data: Any, retries: int, retry_wait: float,
-               publish: Callable[[str, Any, str], Any], timeout: float | None = None) -> Any:
-        """``add(fut, subject, None, data, retries, retry_wait, timeout)`` and then
+               publish: Callable[[str, Any, str], Any], timeout: float | None = None, on_fail: Any = None) -> Any:
+        """``add(fut, subject, None, data, retries, retry_wait, timeout, on_fail)`` and then
         ``publish(subject, data, prefix + token)``, whose result it returns; when
         ``publish`` raises, the entry is removed again (waking a waiter that is due) and
         the exception propagates."""
-        token = self.add(fut, subject, None, data, retries, retry_wait, timeout)
+        token = self.add(fut, subject, None, data, retries, retry_wait, timeout, on_fail)
         try:
             return publish(subject, data, self.prefix + token)
         except BaseException:
@@ -264,14 +271,15 @@ class AckMux:
             self._arm(nxt)
         return len(expired)
 
-    def _expire_locked(self, now: float, at: float | None) -> tuple[list[tuple], float, bool]:
+    def _expire_locked(self, now: float, at: float | None) -> tuple[list[Any], float, bool]:
         pending = self.pending
         due: list[str] = []
         nxt = _INF
-        for token, entry in pending.items():
-            if type(entry) is not tuple or len(entry) < 7:
+        for token, fut in pending.items():
+            rec = getattr(fut, "_pub", None)
+            if type(rec) is not tuple or len(rec) < 7:
                 continue
-            d = entry[6]
+            d = rec[5]
             if d is None:
                 continue
             if d <= now:
@@ -303,22 +311,22 @@ class AckMux:
         token = msg.subject[self._plen:]
         lock = self.lock
         if lock is None:
-            entry = self.pending.pop(token, None)
+            fut = self.pending.pop(token, None)
             wake = self._wake()
         else:
             with lock:
-                entry = self.pending.pop(token, None)
+                fut = self.pending.pop(token, None)
                 wake = self._wake()
-        if entry is None:
+        if fut is None:
             return
         make = self.make_ack
         plain = _plain_ack(msg.data) if make is not None else None
         if plain is None:
-            self._other(msg, token, entry)
+            self._other(msg, token, fut)
             return
         ack = make(plain[0], plain[1])
         try:
-            entry[0].set_result(ack)
+            fut.set_result(ack)
         except Exception:  # done or cancelled already (another thread, a timeout)
             pass
         if wake:
@@ -329,7 +337,7 @@ class AckMux:
         n = len(self.pending)
         return bool((self.stall_waiters and n <= self.wake_at) or (self.complete_waiters and not n))
 
-    def _other(self, msg: Any, token: str, entry: tuple) -> None:
+    def _other(self, msg: Any, token: str, fut: Any) -> None:
         raise NotImplementedError
 
     def _after_pop(self) -> None:
@@ -338,5 +346,5 @@ class AckMux:
     def _arm(self, at: float) -> None:
         raise NotImplementedError
 
-    def _expired(self, entries: list[tuple]) -> None:
+    def _expired(self, futs: list[Any]) -> None:
         raise NotImplementedError
