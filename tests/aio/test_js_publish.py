@@ -187,6 +187,26 @@ async def test_publish_retry_succeeds_once_a_stream_appears(nats_url):
             await env.js.delete_stream(name)
 
 
+async def test_publish_async_retried_is_sent_again_and_stored_once_a_stream_appears(nats_url):
+    """A 503 with retries left keeps the publish pending and sends it again (what it
+    sends comes from the publish's record): the ack is the stream's, the data intact."""
+    async with Env(nats_url, make_stream=False) as env:
+        name = uniq()
+        subj = f"{name.lower()}.x"
+        fut = await env.js.publish_async(subj, b"late", headers={"K": "v"}, retry_attempts=100, retry_wait=0.05)
+        await prims.sleep(0.15)  # some 503s come back meanwhile
+        assert not fut.done() and env.js.publish_async_pending() == 1
+        await env.js.create_stream(name=name, subjects=[f"{name.lower()}.>"], storage="memory")
+        try:
+            ack = await result(fut)
+            assert (ack.stream, ack.seq) == (name, 1)
+            got = await (await env.js.stream(name)).get_msg(1)
+            assert (got.subject, got.data, got.headers["K"]) == (subj, b"late", "v")
+            assert (fut.msg.subject, fut.msg.data, fut.msg.headers["K"]) == (subj, b"late", "v")
+        finally:
+            await env.js.delete_stream(name)
+
+
 # --- publish_async -----------------------------------------------------------------
 async def test_publish_async_resolves_in_order_and_complete(nats_url):
     async with Env(nats_url, publish_async_max_pending=100) as env:

@@ -188,6 +188,26 @@ def test_publish_retry_succeeds_once_a_stream_appears(nats_url):
             env.js.delete_stream(name)
 
 
+def test_publish_async_retried_is_sent_again_and_stored_once_a_stream_appears(nats_url):
+    """A 503 with retries left keeps the publish pending and sends it again (what it
+    sends comes from the publish's record): the ack is the stream's, the data intact."""
+    with Env(nats_url, make_stream=False) as env:
+        name = uniq()
+        subj = f"{name.lower()}.x"
+        fut = env.js.publish_async(subj, b"late", headers={"K": "v"}, retry_attempts=100, retry_wait=0.05)
+        prims.sleep(0.15)  # some 503s come back meanwhile
+        assert not fut.done() and env.js.publish_async_pending() == 1
+        env.js.create_stream(name=name, subjects=[f"{name.lower()}.>"], storage="memory")
+        try:
+            ack = result(fut)
+            assert (ack.stream, ack.seq) == (name, 1)
+            got = (env.js.stream(name)).get_msg(1)
+            assert (got.subject, got.data, got.headers["K"]) == (subj, b"late", "v")
+            assert (fut.msg.subject, fut.msg.data, fut.msg.headers["K"]) == (subj, b"late", "v")
+        finally:
+            env.js.delete_stream(name)
+
+
 # --- publish_async -----------------------------------------------------------------
 def test_publish_async_resolves_in_order_and_complete(nats_url):
     with Env(nats_url, publish_async_max_pending=100) as env:
