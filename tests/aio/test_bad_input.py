@@ -43,6 +43,41 @@ async def assert_usable(nc, errs) -> None:
 
 
 # ------------------------------------------------------------------------- bad subjects
+async def test_publish_and_request_to_misplaced_wildcards_raise_before_sending(nats_url):
+    """The contract's rule for every subject: a wildcard that is not a whole token ('>'
+    only last) is a BadSubjectError; nothing goes out, the connection stays usable."""
+    nc, errs = await connect(nats_url)
+    watcher = await jetwire.connect(nats_url)
+    p = uniq("wild")
+    try:
+        seen = await watcher.subscribe(f"{p}.>")
+        await watcher.flush(5)
+        js = nc.jetstream()
+        for bad in BAD_FILTERS:
+            subject = f"{p}.{bad}"
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                await nc.publish(subject, b"x")
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                await nc.publish(subject, b"x", headers={"A": "b"})
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                await nc.publish_msg(jetwire.Msg(subject, b"x"))
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                await nc.request(subject, b"x", timeout=1)
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                await js.publish(subject, b"x")
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                await js.publish_async(subject, b"x")
+        assert js.publish_async_pending() == 0
+        await nc.publish(f"{p}.*", b"whole-token wildcards are the server's to judge")
+        await nc.flush(5)
+        got = await seen.next_msg(timeout=5)
+        assert got.subject == f"{p}.*"  # the first (and only) message the watcher saw
+        await assert_usable(nc, errs)
+    finally:
+        await watcher.close()
+        await nc.close()
+
+
 async def test_subscribe_with_misplaced_wildcards_raises_before_sending(nats_server, nats_url):
     nc, errs = await connect(nats_url)
     try:

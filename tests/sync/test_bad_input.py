@@ -44,6 +44,41 @@ def assert_usable(nc, errs) -> None:
 
 
 # ------------------------------------------------------------------------- bad subjects
+def test_publish_and_request_to_misplaced_wildcards_raise_before_sending(nats_url):
+    """The contract's rule for every subject: a wildcard that is not a whole token ('>'
+    only last) is a BadSubjectError; nothing goes out, the connection stays usable."""
+    nc, errs = connect(nats_url)
+    watcher = jetwire.connect(nats_url)
+    p = uniq("wild")
+    try:
+        seen = watcher.subscribe(f"{p}.>")
+        watcher.flush(5)
+        js = nc.jetstream()
+        for bad in BAD_FILTERS:
+            subject = f"{p}.{bad}"
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                nc.publish(subject, b"x")
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                nc.publish(subject, b"x", headers={"A": "b"})
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                nc.publish_msg(jetwire.Msg(subject, b"x"))
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                nc.request(subject, b"x", timeout=1)
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                js.publish(subject, b"x")
+            with pytest.raises(jetwire.BadSubjectError, match="wildcard"):
+                js.publish_async(subject, b"x")
+        assert js.publish_async_pending() == 0
+        nc.publish(f"{p}.*", b"whole-token wildcards are the server's to judge")
+        nc.flush(5)
+        got = seen.next_msg(timeout=5)
+        assert got.subject == f"{p}.*"  # the first (and only) message the watcher saw
+        assert_usable(nc, errs)
+    finally:
+        watcher.close()
+        nc.close()
+
+
 def test_subscribe_with_misplaced_wildcards_raises_before_sending(nats_server, nats_url):
     nc, errs = connect(nats_url)
     try:

@@ -34,16 +34,36 @@ BAD_DATA = [5, 1.5, None, object(), "text", [1, 2]]
 
 
 @pytest.mark.parametrize("subject", MISPLACED)
-def test_misplaced_wildcards_are_refused_for_subscriptions_only(impl, subject):
+def test_misplaced_wildcards_are_refused_for_subscribing_and_publishing(impl, subject):
     with pytest.raises(BadSubjectError, match="wildcard that is not a whole token"):
         impl.validate_filter(subject)
+    with pytest.raises(BadSubjectError, match="wildcard that is not a whole token"):
+        impl.validate_subject(subject)
     buf = bytearray(b"keep")
     with pytest.raises(BadSubjectError):
         impl.append_sub(buf, subject, None, 1)
     with pytest.raises(BadSubjectError):
         impl.append_sub(buf, subject, "q", 1)
-    assert buf == b"keep"
-    impl.validate_subject(subject)  # publishing to it is the server's business, as before
+    with pytest.raises(BadSubjectError):
+        impl.append_pub(buf, subject, None, b"x")
+    with pytest.raises(BadSubjectError):
+        impl.append_hpub(buf, subject, None, b"NATS/1.0\r\n\r\n", b"x")
+    outbox = impl.Outbox()
+    outbox.connected = True  # the compiled fast path
+    for _ in range(2):  # the second time past the outbox's subject cache
+        with pytest.raises(BadSubjectError):
+            outbox.publish(subject, b"x")
+        with pytest.raises(BadSubjectError):
+            outbox.append_pub(subject, None, b"x")
+    assert buf == b"keep" and outbox.buf == b"" and outbox.out_msgs == 0
+
+
+def test_a_reply_subject_is_sent_as_it_came(impl):
+    """Replies are not checked for wildcards: a requester's reply subject (another
+    client's) is answered whatever its tokens look like."""
+    buf = bytearray()
+    impl.append_pub(buf, "s", "_INBOX.a*b", b"x")
+    assert buf == b"PUB s _INBOX.a*b 1\r\nx\r\n"
 
 
 @pytest.mark.parametrize("subject", WHOLE)
@@ -52,6 +72,7 @@ def test_whole_token_wildcards_are_fine(impl, subject):
     buf = bytearray()
     impl.append_sub(buf, subject, None, 7)
     assert buf == b"SUB %s 7\r\n" % subject.encode()
+    impl.validate_subject(subject)  # a publish to one is the server's to refuse (pedantic)
 
 
 def test_filter_keeps_the_subject_rules_and_checks_the_queue(impl):
@@ -77,11 +98,12 @@ def test_both_implementations_agree(all_impls):
     for subject in MISPLACED + WHOLE + ["a b", "a..b", ""]:
         results = set()
         for mod in all_impls.values():
-            try:
-                mod.validate_filter(subject)
-                results.add("ok")
-            except BadSubjectError as exc:
-                results.add(str(exc))
+            for check in (mod.validate_filter, mod.validate_subject):
+                try:
+                    check(subject)
+                    results.add("ok")
+                except BadSubjectError as exc:
+                    results.add(str(exc))
         assert len(results) == 1, (subject, results)
 
 

@@ -21,8 +21,9 @@ cdef object _NO_SUBJECT = object()  # what the outbox's subject cache holds at f
 
 # ------------------------------------------------------------------------------- encoder
 cdef object _wire(object subject, str what, int tokens):
-    """Validate a subject (``tokens`` 1: no empty token either; 2: a subscription's, also
-    wildcards only as whole tokens), reply or queue (0); return what holds its wire
+    """Validate a subject (``tokens`` 2: no empty token, wildcards only as whole tokens and
+    ``>`` only last: what is published to or subscribed to), reply (1: no empty token)
+    or queue (0); return what holds its wire
     bytes: the str itself (its UTF-8), or the bytes its surrogate escapes stand for.
     ``what`` names it in the ``BadSubjectError``."""
     cdef Py_ssize_t n
@@ -84,17 +85,18 @@ def validate_subject(subject):
     """Raise ``BadSubjectError`` unless ``subject`` can be published to.
 
     Rejected: non-str, empty, any whitespace (including Unicode whitespace) or control
-    character, lone surrogates that stand for no byte, and empty tokens (leading/trailing
-    '.' or '..'). Surrogate escapes (bytes that were not UTF-8) are accepted: they are
-    sent as those bytes.
+    character, lone surrogates that stand for no byte, empty tokens (leading/trailing
+    '.' or '..'), and wildcards that are not whole tokens (``foo.*bar``, ``foo.>.bar``;
+    ``>`` only last). Surrogate escapes (bytes that were not UTF-8) are accepted: they
+    are sent as those bytes.
     """
-    _wire(subject, "subject", 1)
+    _wire(subject, "subject", 2)
 
 
 def validate_filter(subject, queue=None):
     """Raise ``BadSubjectError`` unless ``subject`` (and ``queue``, when given) can be
-    subscribed to: ``validate_subject``'s rules, and wildcards only as whole tokens
-    (``foo.*.bar``, ``foo.>``; not ``foo.*bar``, ``foo.b>``, ``foo.>.bar``). A queue
+    subscribed to: ``validate_subject``'s rules, wildcards whole tokens (``foo.*.bar``,
+    ``foo.>``; not ``foo.*bar``, ``foo.b>``, ``foo.>.bar``). A queue
     group is checked for whitespace and control characters. Subscriptions, JetStream
     filter subjects and stream subjects are checked here.
     """
@@ -163,7 +165,7 @@ def append_pub(buf, subject, reply, data):
     cdef const char* s
     cdef const char* r = NULL
     cdef Py_buffer view
-    cdef object sw = _wire(subject, "subject", 1)
+    cdef object sw = _wire(subject, "subject", 2)
     cdef object rw = None
     if _given(reply):
         rw = _wire(reply, "reply", 1)
@@ -223,7 +225,7 @@ cdef Py_ssize_t _hpub_views(object buf, object sw, object rw, object hdr, object
 
 def append_hpub(buf, subject, reply, hdr, data):
     """Append ``HPUB <subject> [reply] <hdr_len> <total_len>\\r\\n<hdr><data>\\r\\n`` to ``buf``."""
-    cdef object sw = _wire(subject, "subject", 1)
+    cdef object sw = _wire(subject, "subject", 2)
     cdef object rw = None
     if _given(reply):
         rw = _wire(reply, "reply", 1)
@@ -407,7 +409,7 @@ cdef class Outbox:
         """``_wire(subject)`` with a one-entry cache (call with the lock held)."""
         if subject is self._last_subject:
             return subject
-        wire = _wire(subject, "subject", 1)
+        wire = _wire(subject, "subject", 2)
         if wire is subject and type(subject) is str:
             self._last_subject = subject
         return wire

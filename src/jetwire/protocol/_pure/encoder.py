@@ -37,9 +37,10 @@ _WHITESPACE = (
 _BAD_CHARS = frozenset(_WHITESPACE) | frozenset(map(chr, range(0x20))) | {"\x7f"}
 
 def _wire(subject: Any, what: str, tokens: int) -> bytes:
-    """Validate a subject (``tokens`` 1: no empty token either; 2: a subscription's, also
-    wildcards only as whole tokens), reply or queue (0); return its wire bytes (surrogate
-    escapes stand for the bytes they escaped)."""
+    """Validate a subject (``tokens`` 2: no empty token, wildcards only as whole tokens and
+    ``>`` only last: what is published to or subscribed to), reply (1: no empty token)
+    or queue (0); return its wire bytes (surrogate escapes stand for the bytes they
+    escaped)."""
     if not isinstance(subject, str):
         raise BadSubjectError(f"{what} must be a str, not {type(subject).__name__}")
     if not subject:
@@ -81,7 +82,7 @@ def _wildcards_ok(b: bytes) -> bool:
 
 def _subject_bytes(subject: Any, what: str = "subject") -> bytes:
     """Validate a subject (or reply) and return its wire bytes."""
-    return _wire(subject, what, 1)
+    return _wire(subject, what, 2 if what == "subject" else 1)
 
 
 def _given(reply: Any) -> bool:
@@ -93,17 +94,18 @@ def validate_subject(subject: Any) -> None:
     """Raise ``BadSubjectError`` unless ``subject`` can be published to.
 
     Rejected: non-str, empty, any whitespace (including Unicode whitespace) or control
-    character, lone surrogates that stand for no byte, and empty tokens (leading/trailing
-    '.' or '..'). Surrogate escapes (bytes that were not UTF-8) are accepted: they are
-    sent as those bytes.
+    character, lone surrogates that stand for no byte, empty tokens (leading/trailing
+    '.' or '..'), and wildcards that are not whole tokens (``foo.*bar``, ``foo.>.bar``;
+    ``>`` only last). Surrogate escapes (bytes that were not UTF-8) are accepted: they
+    are sent as those bytes.
     """
     _subject_bytes(subject)
 
 
 def validate_filter(subject: Any, queue: Any = None) -> None:
     """Raise ``BadSubjectError`` unless ``subject`` (and ``queue``, when given) can be
-    subscribed to: ``validate_subject``'s rules, and wildcards only as whole tokens
-    (``foo.*.bar``, ``foo.>``; not ``foo.*bar``, ``foo.b>``, ``foo.>.bar``). A queue
+    subscribed to: ``validate_subject``'s rules, wildcards whole tokens (``foo.*.bar``,
+    ``foo.>``; not ``foo.*bar``, ``foo.b>``, ``foo.>.bar``). A queue
     group is checked for whitespace and control characters. Subscriptions, JetStream
     filter subjects and stream subjects are checked here.
     """
