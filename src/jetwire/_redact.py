@@ -15,8 +15,9 @@ MASK = "***"
 #: connect() options whose value is a secret (never shown)
 SECRET_OPTIONS = frozenset({"password", "token", "nkey_seed", "user_jwt", "creds"})
 
-# scheme://userinfo@ (userinfo without '/', '@' or whitespace)
-_URL_CREDS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s:'\"]*)(?P<colon>:?)[^/@\s'\"]*@")
+# scheme://userinfo@ up to the last '@' before whitespace or a quote (a password may hold
+# '/' or '@'; a '@' in a path masks more than it must, never less)
+_URL_CREDS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s:'\"]*)(?P<colon>:?)[^\s'\"]*@")
 # an nkey seed: S + the key type + 56 base32 characters
 _SEED = re.compile(r"\bS[A-Z][A-Z2-7]{50,}\b")
 # a JWT: three base64url parts, the first a JSON object ("eyJ")
@@ -31,15 +32,27 @@ def redact_url(url: str) -> str:
     out = []
     for u in url.split(","):
         scheme, sep, rest = u.partition("://")
-        if sep:
-            netloc, slash, tail = rest.partition("/")
-            if "@" in netloc:
-                cred, _, host = netloc.rpartition("@")
-                user, colon, _pw = cred.partition(":")
-                cred = f"{user}:{MASK}" if colon else MASK
-                u = f"{scheme}://{cred}@{host}{slash}{tail}"
+        at = _creds_end(rest) if sep else -1
+        if at >= 0:
+            cred, host = rest[:at], rest[at + 1:]
+            user, colon, _pw = cred.partition(":")
+            cred = f"{user}:{MASK}" if colon else MASK
+            u = f"{scheme}://{cred}@{host}"
         out.append(u)
     return ",".join(out)
+
+
+def _creds_end(rest: str) -> int:
+    """Where the credentials of ``rest`` (a URL after its ``://``) end: the first '@'
+    after which the host (up to a '/') holds no other '@'; -1 when there is none. A
+    password may hold '/' or '@' (URL parsers then read a path or another host); a '@'
+    in the path of a URL without credentials masks more than it must, never less."""
+    at = rest.find("@")
+    while at >= 0:
+        if "@" not in rest[at + 1:].partition("/")[0]:
+            return at
+        at = rest.find("@", at + 1)
+    return -1
 
 
 def _url_sub(m: re.Match[str]) -> str:

@@ -14,6 +14,10 @@ def test_urls():
     assert redact_url("nats://h:4222") == "nats://h:4222"
     assert redact_url("ws://a:b@[::1]:80/p@th") == "ws://a:***@[::1]:80/p@th"
     assert redact_url("nats://a:b@h1,nats://c@h2") == "nats://a:***@h1,nats://***@h2"
+    # a password holding '/' or '@' (URL parsers read a path or a second host in it)
+    assert redact_url("nats://alice:pa/ss@h:1") == "nats://alice:***@h:1"
+    assert redact_url("nats://alice:p@ss@h:1/x@y") == "nats://alice:***@h:1/x@y"
+    assert redact_url("nats://t/k@h") == "nats://***@h"
 
 
 def test_text():
@@ -24,6 +28,18 @@ def test_text():
         assert secret not in out
     assert "nats://alice:***@h:1" in out
     assert redact_text("connection refused to 127.0.0.1:4222") == "connection refused to 127.0.0.1:4222"
+    assert redact_text("bad port in 'nats://alice:pa/ss@h:1'") == "bad port in 'nats://alice:***@h:1'"
+    assert redact_text("to nats://alice:p@ss@h:1 failed") == "to nats://alice:***@h:1 failed"
+
+
+def test_a_url_whose_password_holds_a_slash_is_masked_in_connect_errors():
+    import pytest
+
+    import jetwire
+
+    with pytest.raises(ValueError) as err:
+        jetwire.connect("nats://alice:pa/ss@127.0.0.1:1", connect_timeout=0.5)
+    assert "pa/ss" not in str(err.value) and "alice:***@" in str(err.value)
 
 
 def test_paths_and_options():
