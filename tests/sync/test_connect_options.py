@@ -154,6 +154,59 @@ def test_reconnect_delay_callback_and_connected_callback(fresh_nats_server):
         nc.close()
 
 
+def test_a_reconnect_delay_callback_that_fails_is_reported_and_reconnecting_goes_on(fresh_nats_server):
+    srv = fresh_nats_server
+    reconnected = prims.Signal()
+    errors = Errors()
+    asked: list = []
+
+    def delay(passes: int) -> float:
+        asked.append(passes)
+        if passes == 1:
+            raise RuntimeError("no delay for you")
+        return -1.0  # not a pause either
+
+    nc = jetwire.connect(srv.url, reconnect_delay_cb=delay, reconnect_time_wait=0.05, max_reconnect_attempts=-1,
+                               reconnected_cb=reconnected.set, error_cb=errors)
+    try:
+        srv.kill()
+        failed = errors.wait_for(jetwire.NatsError)
+        assert "reconnect_delay_cb failed: no delay for you" in str(failed)
+        assert wait_until(lambda: len(asked) >= 2, 10)
+        srv.start()
+        assert reconnected.wait(20)  # it kept trying, with reconnect_time_wait
+        assert any("reconnect_delay_cb returned -1.0, not a number" in str(e) for e in errors.errors)
+        _round_trip(nc)
+    finally:
+        nc.close()
+
+
+def test_an_error_callback_that_raises_is_logged_once_and_not_called_again(nats_url, caplog):
+    calls: list = []
+    first = prims.Signal()
+
+    def error_cb(err: Exception) -> None:
+        calls.append(err)
+        first.set()
+        raise RuntimeError("error_cb is broken")
+
+    def cb(msg) -> None:
+        raise ValueError("a failing message callback")
+
+    nc = jetwire.connect(nats_url, error_cb=error_cb)
+    try:
+        nc.subscribe("broken.cb", cb=cb)
+        nc.publish("broken.cb", b"x")
+        assert first.wait(5)
+        assert wait_until(lambda: any("error callback" in r.getMessage() and "failed" in r.getMessage()
+                                            for r in caplog.records), 5)
+        for _ in range(3):  # the dispatcher had time to call it again, were it to
+            nc.flush(5)
+        assert [type(e) for e in calls] == [ValueError]
+    finally:
+        nc.close()
+
+
 def test_connected_callback_after_a_failed_first_connect(fresh_nats_server):
     srv = fresh_nats_server
     srv.kill()

@@ -618,7 +618,9 @@ class Client:
             if self._quiet():
                 return
             if cb is not None and self._sched is not None:
-                self._sched.dispatch(cb, exc)
+                # through _call_cb: an error_cb that raises is logged, never handed its own
+                # exception again (which would loop for ever)
+                self._sched.dispatch(self._call_cb, cb, exc)
                 return
         log.error("jetwire: %s", redact_text(str(exc)))
 
@@ -736,7 +738,7 @@ class Client:
                 if opts.reconnect_delay_cb is not None:
                     if tries % max(1, len(core.pool)) == 0:  # a pass over the pool begins
                         passes += 1
-                        await self._reconnect_pause(float(await prims.call(opts.reconnect_delay_cb, passes)))
+                        await self._reconnect_pause(await self._asked_delay(opts.reconnect_delay_cb, passes))
                 else:
                     jitter = opts.reconnect_jitter_tls if srv.scheme == "tls" or opts.wants_tls \
                         else opts.reconnect_jitter
@@ -784,6 +786,24 @@ class Client:
             last = core.last_error
             core.last_error = NoServersError(f"reconnect attempts exhausted: {redact_text(str(last))}")
             await self._close(flush=False)
+
+    async def _asked_delay(self, cb: Callable[..., object], passes: int) -> float:
+        """``reconnect_delay_cb(passes)``: the pause in seconds before a pass over the
+        pool; when it raises or answers something that is not a number >= 0, that is
+        reported to ``error_cb`` and ``reconnect_time_wait`` is waited instead (the
+        reconnecting goes on)."""
+        core = self._core
+        assert core is not None
+        try:
+            answer = await prims.call(cb, passes)
+            delay = float(answer)
+            if delay >= 0:
+                return delay
+            problem = f"returned {answer!r}, not a number of seconds >= 0"
+        except Exception as exc:
+            problem = f"failed: {redact_text(str(exc))}"
+        self._report_error(NatsError(f"reconnect_delay_cb {problem}; waiting reconnect_time_wait instead"))
+        return core.opts.reconnect_time_wait
 
     async def _server_chosen(self, cb: Callable[..., object]) -> tuple[Server, float] | None:
         """Ask ``reconnect_to_server_cb(servers, info)`` for (server, delay): the pool
