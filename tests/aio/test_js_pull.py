@@ -302,6 +302,55 @@ async def test_consume_stop_means_no_more_callbacks(nats_url):
         await nc.close()
 
 
+async def test_consume_ends_at_once_when_the_connection_closes_during_the_callback(nats_url):
+    """close() while the callback runs: consuming ends when it returns (no wait for a
+    heartbeat window), and nothing buffered is handed out after the close."""
+    nc = await jetwire.connect(nats_url)
+    admin = await jetwire.connect(nats_url)
+    js, stream, _ = await make(admin, 50)
+    try:
+        calls: list = []
+        closed = prims.Signal()
+
+        async def cb(msg):
+            calls.append(msg)
+            if len(calls) == 1:
+                await nc.close()  # the connection ends while the callback is busy
+                closed.set()
+
+        cc = await (await nc.jetstream().consumer(stream, "c")).consume(cb, max_messages=20)
+        assert await closed.wait(10)
+        t0 = time.monotonic()
+        assert await cc.closed(5)
+        assert time.monotonic() - t0 < 2  # not the heartbeat window (30 s)
+        assert len(calls) == 1 and cc.is_closed
+    finally:
+        await js.delete_stream(stream)
+        await admin.close()
+        await nc.close()
+
+
+async def test_messages_raise_connection_closed_at_once_after_a_close(nats_url):
+    nc = await jetwire.connect(nats_url)
+    admin = await jetwire.connect(nats_url)
+    js, stream, _ = await make(admin, 30)
+    try:
+        it = await (await nc.jetstream().consumer(stream, "c")).messages(max_messages=10)
+        first = await it.next(timeout=5)
+        assert first.data == b"x"
+        await nc.close()
+        t0 = time.monotonic()
+        with pytest.raises(jetwire.ConnectionClosedError):
+            await it.next(timeout=10)  # buffered messages are not handed out: they cannot be acked
+        with pytest.raises(jetwire.MsgIteratorClosedError):
+            await it.next(timeout=10)
+        assert time.monotonic() - t0 < 2
+    finally:
+        await js.delete_stream(stream)
+        await admin.close()
+        await nc.close()
+
+
 async def test_consume_stop_after(nats_url):
     nc = await jetwire.connect(nats_url)
     js, stream, c = await make(nc, 100, ack_policy="none")

@@ -302,6 +302,55 @@ def test_consume_stop_means_no_more_callbacks(nats_url):
         nc.close()
 
 
+def test_consume_ends_at_once_when_the_connection_closes_during_the_callback(nats_url):
+    """close() while the callback runs: consuming ends when it returns (no wait for a
+    heartbeat window), and nothing buffered is handed out after the close."""
+    nc = jetwire.connect(nats_url)
+    admin = jetwire.connect(nats_url)
+    js, stream, _ = make(admin, 50)
+    try:
+        calls: list = []
+        closed = prims.Signal()
+
+        def cb(msg):
+            calls.append(msg)
+            if len(calls) == 1:
+                nc.close()  # the connection ends while the callback is busy
+                closed.set()
+
+        cc = (nc.jetstream().consumer(stream, "c")).consume(cb, max_messages=20)
+        assert closed.wait(10)
+        t0 = time.monotonic()
+        assert cc.closed(5)
+        assert time.monotonic() - t0 < 2  # not the heartbeat window (30 s)
+        assert len(calls) == 1 and cc.is_closed
+    finally:
+        js.delete_stream(stream)
+        admin.close()
+        nc.close()
+
+
+def test_messages_raise_connection_closed_at_once_after_a_close(nats_url):
+    nc = jetwire.connect(nats_url)
+    admin = jetwire.connect(nats_url)
+    js, stream, _ = make(admin, 30)
+    try:
+        it = (nc.jetstream().consumer(stream, "c")).messages(max_messages=10)
+        first = it.next(timeout=5)
+        assert first.data == b"x"
+        nc.close()
+        t0 = time.monotonic()
+        with pytest.raises(jetwire.ConnectionClosedError):
+            it.next(timeout=10)  # buffered messages are not handed out: they cannot be acked
+        with pytest.raises(jetwire.MsgIteratorClosedError):
+            it.next(timeout=10)
+        assert time.monotonic() - t0 < 2
+    finally:
+        js.delete_stream(stream)
+        admin.close()
+        nc.close()
+
+
 def test_consume_stop_after(nats_url):
     nc = jetwire.connect(nats_url)
     js, stream, c = make(nc, 100, ack_policy="none")

@@ -647,10 +647,13 @@ class _Pulling:
         self._errors: list[BaseException] = []
         self._hb = HeartbeatMonitor(opts.heartbeat, _monotonic())
         self._listener: Callable[[], None] | None = None
+        self._closer: Callable[[], None] | None = None
+        self._conn_closed = False  # the connection closed: nothing more is handed out
 
     # -- setup -----------------------------------------------------------------------
     def _begin(self) -> None:
         self._listener = self._link.on_reconnect(self._on_reconnect)
+        self._closer = self._link.on_close(self._on_close)
         self._start_sub()
 
     def _start_sub(self) -> None:
@@ -666,6 +669,15 @@ class _Pulling:
 
     def _on_reconnect(self) -> None:  # from the client's reconnect path: never blocks
         self._reconnected = True
+        self._signal.set()
+
+    def _on_close(self, _exc: BaseException) -> None:
+        """The connection closed (from whichever thread or task closed it, maybe the
+        user's callback): what is buffered is not handed out (it could not be acked),
+        and a waiter wakes at once, even one that was busy when it happened."""
+        if self._terminal is None:
+            self._terminal = ConnectionClosedError("connection closed")
+        self._conn_closed = True
         self._signal.set()
 
     # -- reader side -----------------------------------------------------------------
@@ -805,7 +817,7 @@ class _Pulling:
         """Wait for messages or events (at most ``limit`` seconds), then check timers."""
         signal = self._signal
         signal.clear()
-        if self._q or self._stopped or self._need_reset:
+        if self._q or self._stopped or self._need_reset or self._conn_closed:
             return
         if self._reconnected:  # noted while the caller was busy (e.g. in a callback)
             self._check(_monotonic())
@@ -871,10 +883,10 @@ class _Pulling:
         self._finished = True
         self._close_sub()
         self._q.clear()
-        remove = self._listener
-        if remove is not None:
-            remove()
-            self._listener = None
+        for remove in (self._listener, self._closer):
+            if remove is not None:
+                remove()
+        self._listener = self._closer = None
         ordered = self._ordered
         if ordered is not None:
             ordered._ctx_done(self)
@@ -940,7 +952,7 @@ class ConsumeContext(_Pulling):
         try:
             while True:
                 while q:
-                    if self._stopped:
+                    if self._stopped or self._conn_closed:
                         break
                     msg = q.popleft()
                     if plain and msg.headers is None:
@@ -973,7 +985,7 @@ class ConsumeContext(_Pulling):
                 if self._need_reset and not self._draining:
                     self._reset()
                     continue
-                if q:
+                if q and not self._conn_closed:
                     continue
                 if self._draining:
                     return
@@ -1020,7 +1032,7 @@ class MessagesContext(_Pulling):
             if self._stopped or self._finished:
                 self._finish()
                 raise MsgIteratorClosedError("messages() context is closed")
-            while q:
+            while q and not self._conn_closed:
                 msg = self._process(q.popleft())
                 if msg is not None:
                     return msg
@@ -1036,7 +1048,7 @@ class MessagesContext(_Pulling):
             if self._need_reset and not self._draining:
                 self._reset()
                 continue
-            if q:
+            if q and not self._conn_closed:
                 continue
             if self._draining:
                 self._finish()
