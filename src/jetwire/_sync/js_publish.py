@@ -48,6 +48,27 @@ _from_ack = PubAck.from_json_bytes
 _new_future = AckFuture  # a concurrent.futures.Future that is cheap to make and resolve
 
 
+def _acks_in(mux: PubAckMux, timeout: float | None) -> bool:
+    """Wait until none of ``mux``'s publishes awaits its ack (each has it, or failed);
+    False when some still do after ``timeout`` seconds (None: as long as it takes)."""
+    deadline = None if timeout is None else prims.monotonic() + timeout
+    while mux.pending:
+        remaining = None
+        if deadline is not None:
+            remaining = deadline - prims.monotonic()
+            if remaining <= 0:
+                return False
+        fut = prims.new_future()
+        mux.add_complete_waiter(fut)
+        if not mux.pending:
+            break
+        try:
+            prims.wait_future(fut, remaining)
+        except Exception:  # timed out (checked above) or resolved concurrently
+            pass
+    return True
+
+
 def _ack_timeout(value: object, name: str) -> float | None:
     """An async-publish ack timeout: None (no deadline; also for infinity) or seconds > 0."""
     if value is None:
@@ -274,6 +295,13 @@ class Publisher(ContextBase):
         mux.sub = link.subscribe_direct(mux.prefix + "*", mux.on_msg)
         link.on_lost(mux.fail_sent)  # the acks of what went out are lost with the connection
         link.on_close(mux.fail_all)
+
+        def acks_before_drain(timeout: float) -> bool:
+            # the connection drains: the acks of what was published come in before the
+            # ack subscription goes (a publish that was stored gets its ack)
+            return _acks_in(mux, timeout)
+
+        link.on_drain(acks_before_drain)
         return mux
 
     def _stall(self, mux: PubAckMux, stall_wait: float) -> None:
@@ -396,20 +424,5 @@ class Publisher(ContextBase):
         ``timeout`` seconds (None waits as long as it takes: at most until the last
         deadline of the publishes made with one)."""
         mux = self._current_mux()
-        if mux is None:
-            return
-        deadline = None if timeout is None else prims.monotonic() + timeout
-        while mux.pending:
-            remaining = None
-            if deadline is not None:
-                remaining = deadline - prims.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError(f"{len(mux.pending)} async publishes still their ack")
-            fut = prims.new_future()
-            mux.add_complete_waiter(fut)
-            if not mux.pending:
-                break
-            try:
-                prims.wait_future(fut, remaining)
-            except Exception:  # timed out (checked above) or resolved concurrently
-                pass
+        if mux is not None and not _acks_in(mux, timeout):
+            raise TimeoutError(f"{len(mux.pending)} async publishes still their ack")

@@ -404,6 +404,7 @@ class Service(_EndpointAdder):
         self._stopped = False
         self._stopping = False
         self._remove_close_cb: Callable[[], None] | None = None
+        self._remove_drain_cb: Callable[[], None] | None = None
 
     # -- identity ------------------------------------------------------------------------
     @property
@@ -460,6 +461,8 @@ class Service(_EndpointAdder):
             for subject in core.control_subjects(verb, sc.name, sc.id):
                 self._verb_subs.append(link.subscribe_direct(subject, handler))
         self._remove_close_cb = link.on_close(self._on_close)
+        # the connection's drain stops the service first: the requests it took are answered
+        self._remove_drain_cb = link.on_drain(self._stop)
         self._nc.flush()
 
     def _verb_handler(self, verb: str) -> Callable[[Msg], None]:
@@ -505,11 +508,16 @@ class Service(_EndpointAdder):
     def stop(self, timeout: float | None = None) -> None:
         """Drain the endpoints (no new requests are taken, those already received are
         answered), stop answering discovery, then call ``done_cb(service)``."""
+        self._stop(timeout)
+
+    def _stop(self, timeout: float | None) -> bool:
+        """``stop()``; whether every handler that was running finished within ``timeout``."""
         if self._stopped or self._stopping:
-            return
+            return True
         self._stopping = True
         wait = DRAIN_TIMEOUT if timeout is None else timeout
         first: BaseException | None = None
+        finished = True
         try:
             for e in self._endpoints:
                 if e._sub is not None and e._sub.is_valid and not self._nc.is_closed:
@@ -519,7 +527,7 @@ class Service(_EndpointAdder):
                         first = first or exc
                         self._link.unsubscribe(e._sub)
             for e in self._endpoints:
-                e._workers.join(wait)
+                finished = e._workers.join(wait) and finished
                 e._workers.close()
             for sub in self._verb_subs:
                 self._link.unsubscribe(sub)
@@ -531,16 +539,20 @@ class Service(_EndpointAdder):
                     pass
         finally:
             self._stopped = True
-            if self._remove_close_cb is not None:
-                self._remove_close_cb()
+            for remove in (self._remove_close_cb, self._remove_drain_cb):
+                if remove is not None:
+                    remove()
         self._done()
         if first is not None and not isinstance(first, NatsError):
             raise first
+        return finished
 
     def _on_close(self, exc: BaseException) -> None:  # the connection closed for good
         if self._stopped:
             return
         self._stopped = True
+        if self._remove_drain_cb is not None:
+            self._remove_drain_cb()
         for e in self._endpoints:
             e._workers.close()
         self._verbs.close()

@@ -348,6 +348,7 @@ class Client:
         self._on_reconnect: list[Callable[[], None]] = []
         self._on_lost_cbs: list[Callable[[BaseException], None]] = []
         self._on_close_cbs: list[Callable[[BaseException], None]] = []
+        self._on_drain_cbs: list[Callable[[float], Any]] = []
         self._shared: dict[str, Any] = {}
         self._status_cbs: list[Callable[[str], object]] = []  # add_status_listener
         # force_reconnect: the next reconnect attempt goes at once (the wait is woken)
@@ -1214,7 +1215,13 @@ class Client:
 
     # -- draining / closing ----------------------------------------------------------
     async def drain(self, timeout: float | None = None) -> None:
-        """Unsubscribe everything, let pending messages be handled, flush, close."""
+        """Let everything received be handled, then close: ``consume()`` callbacks
+        finish what was delivered (and ack it), services answer the requests they took,
+        async publishes get their acks; then every subscription is unsubscribed and its
+        pending messages handled, what was published is flushed, and the connection
+        closes. ``DrainTimeoutError`` (the connection closed) when that takes longer than
+        ``timeout`` (``drain_timeout``); a connection that is reconnecting is waited for
+        first, within the same time."""
         core = self._core
         if core is None or core.status == CLOSED:
             return
@@ -1226,7 +1233,22 @@ class Client:
                 raise DrainTimeoutError("drain timed out")
             return
         deadline = time.monotonic() + timeout
+        if core.status != CONNECTED:  # reconnecting: what is buffered needs the connection back
+            await self._wait_connected(deadline)
+            if core.status == CLOSED:
+                return
         core.status = DRAINING_SUBS
+        # the layers above finish first, while the connection still carries everything:
+        # consume() callbacks, service handlers, async publishes awaiting their acks
+        for hook in list(self._on_drain_cbs):
+            try:
+                done = await hook(max(0.0, deadline - time.monotonic()))
+            except Exception as exc:
+                self._report_error(exc)
+                done = True
+            if not done:
+                await self._close(flush=False)
+                raise DrainTimeoutError("drain timed out waiting for consumers, services or async publish acks")
         subs = [s for s in core.subs.values() if s is not self._resp_sub]
         for sub in subs:
             if isinstance(sub, Subscription):
@@ -1256,6 +1278,31 @@ class Client:
                 await self._close(flush=False)
                 raise DrainTimeoutError("drain timed out") from exc
         await self._close(flush=True, timeout=max(0.001, deadline - time.monotonic()))
+
+    async def _wait_connected(self, deadline: float) -> None:
+        """Drain of a connection that is reconnecting: wait until it is back (or closed);
+        at the deadline it is closed with ``DrainTimeoutError`` (what was buffered for it
+        is not sent, and the error says so)."""
+        core = self._core
+        assert core is not None
+        back = prims.Signal()
+        removers = (_register(self._on_reconnect, back.set), _register(self._on_close_cbs, lambda _exc: back.set()))
+        try:
+            while core.status not in (CONNECTED, CLOSED):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    pending = len(core.outbox.buf)
+                    await self._close(flush=False)
+                    raise DrainTimeoutError(
+                        f"drain timed out: the connection was not back within the drain timeout "
+                        f"({pending} buffered bytes not sent)")
+                back.clear()
+                if core.status in (CONNECTED, CLOSED):
+                    break
+                await back.wait(left)
+        finally:
+            for remove in removers:
+                remove()
 
     async def close(self) -> None:
         """Flush what is buffered (best effort) and close the connection."""
@@ -1505,6 +1552,9 @@ class Link:
 
     def on_close(self, cb: Callable[[BaseException], None]) -> Callable[[], None]:
         return _register(self._nc._on_close_cbs, cb)
+
+    def on_drain(self, cb: Callable[[float], Any]) -> Callable[[], None]:
+        return _register(self._nc._on_drain_cbs, cb)
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
         shared = self._nc._shared

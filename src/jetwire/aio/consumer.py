@@ -918,10 +918,20 @@ class ConsumeContext(_Pulling):
         self._error_cb = error_cb
         self._error_cb2 = error_cb is not None and _two_arg(error_cb)
         self._task: Any = None
+        self._undrain: Callable[[], None] | None = None
 
     def _begin(self) -> None:
         super()._begin()
         self._task = prims.spawn(self._run, name="jetwire-consume")
+        # the connection's drain lets the callback finish what was delivered (and ack it)
+        self._undrain = self._link.on_drain(self._drain)
+
+    def _finish(self) -> None:
+        super()._finish()
+        undrain = self._undrain
+        if undrain is not None:
+            self._undrain = None
+            undrain()
 
     def __repr__(self) -> str:
         return f"<ConsumeContext consumer={self._owner._target()._name!r} delivered={self._st.delivered}>"
@@ -996,11 +1006,16 @@ class ConsumeContext(_Pulling):
 
     async def drain(self, timeout: float | None = None) -> None:
         """Stop pulling, hand out what is buffered, then close (waits for that)."""
+        await self._drain(timeout)
+
+    async def _drain(self, timeout: float | None) -> bool:
+        """``drain()``; whether consuming ended within ``timeout`` (True from the
+        callback itself: it ends once the callback returns)."""
         if not self._stopped and not self._draining:
             self._draining = True
             self._close_sub()
             self._signal.set()
-        await prims.join(self._task, timeout)
+        return await prims.join(self._task, timeout)
 
     async def closed(self, timeout: float | None = None) -> bool:
         """Wait until consuming ended (stopped, drained, ``stop_after``, terminal error);

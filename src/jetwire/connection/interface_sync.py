@@ -186,6 +186,13 @@ class Link(Protocol):
     def on_close(self, cb: Callable[[BaseException], None]) -> Callable[[], None]:
         """``cb(exc)`` once, when the connection closes for good."""
 
+    def on_drain(self, cb: Callable[[float], Awaitable[bool]]) -> Callable[[], None]:
+        """``cb(timeout)`` when the connection drains, before its subscriptions
+        are unsubscribed, while it still carries everything: the layer finishes what it
+        has (a ``consume()`` hands out what it holds, a service answers the requests it
+        took, async publishes get their acks) within ``timeout`` seconds and returns
+        whether it did. Returns a function that removes it."""
+
     def shared(self, key: str, make: Callable[[], T]) -> T:
         """One object per connection and ``key`` (made by ``make()`` on first use), e.g.
         the asynchronous-publish ack mux that every JetStream context shares."""
