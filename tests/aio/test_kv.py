@@ -5,6 +5,9 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
+from jetwire.aio.push_core import Watcher  # aio-only
+
+# sync-only: from jetwire._sync.push_core import Watcher
 from tests.aio._helpers import drain_initial, uniq, wait_until
 
 
@@ -785,6 +788,126 @@ async def test_republish_and_limit_markers(nats_url):
         with pytest.raises(jetwire.KeyDeletedError):
             await kv.get("short")
         assert await kv.keys() == []
+        w.stop()
+    finally:
+        await js.delete_key_value(bucket)
+        await nc.close()
+
+
+def close_halfway(monkeypatch, nc) -> None:
+    """Watchers get only the first delivery of their consumer (what follows never arrives,
+    so their initial values cannot be complete), and ``nc`` closes once the first item
+    is taken: a listing under way sees the connection close halfway through."""
+    on_msg = Watcher._on_msg
+    take = Watcher.next
+
+    def first_only(self, msg) -> None:
+        if not getattr(self, "fed", False):
+            self.fed = True
+            on_msg(self, msg)
+
+    async def take_then_close(self, timeout=None):
+        item = await take(self, timeout)
+        if not nc.is_closed:
+            await nc.close()
+        return item
+
+    monkeypatch.setattr(Watcher, "_on_msg", first_only)
+    monkeypatch.setattr(Watcher, "next", take_then_close)
+
+
+@pytest.mark.parametrize("listing", ["keys", "list_keys", "history"])
+async def test_listing_raises_when_the_connection_closes(nats_url, monkeypatch, listing):
+    """A listing cut short by the connection closing raises instead of returning a part."""
+    admin = await jetwire.connect(nats_url)
+    ajs = admin.jetstream()
+    bucket = uniq("kvcut")
+    akv = await ajs.create_key_value(bucket=bucket, history=5)
+    nc = await jetwire.connect(nats_url)
+    try:
+        for v in (b"1", b"2", b"3"):
+            await akv.put("k", v)
+        await akv.put("other", b"x")
+        kv = await nc.jetstream().key_value(bucket)
+        close_halfway(monkeypatch, nc)
+        with pytest.raises(jetwire.ConnectionClosedError):
+            if listing == "keys":
+                await kv.keys()
+            elif listing == "list_keys":
+                async for _ in kv.list_keys():
+                    pass
+            else:
+                await kv.history("k")
+        assert nc.is_closed
+    finally:
+        monkeypatch.undo()
+        await nc.close()
+        await ajs.delete_key_value(bucket)
+        await admin.close()
+
+
+async def test_watcher_raises_when_the_connection_closes(nats_url):
+    """A watcher stopped ends quietly; one whose connection closes raises ConnectionClosedError."""
+    admin = await jetwire.connect(nats_url)
+    ajs = admin.jetstream()
+    bucket = uniq("kvwclosed")
+    akv = await ajs.create_key_value(bucket=bucket)
+    nc = await jetwire.connect(nats_url)
+    try:
+        await akv.put("a", b"1")
+        kv = await nc.jetstream().key_value(bucket)
+        stopped = await kv.watch_all()
+        closed = await kv.watch_all()
+        for w in (stopped, closed):
+            assert [e.key for e in await drain_initial(w)] == ["a"]
+        stopped.stop()
+        await nc.close()
+        assert [e async for e in stopped] == []  # stopped before the close: still quiet
+        with pytest.raises(jetwire.ConnectionClosedError):
+            await closed.next(5)
+        with pytest.raises(jetwire.ConnectionClosedError):
+            async for _ in closed:
+                pass
+        closed.stop()
+    finally:
+        await nc.close()
+        await ajs.delete_key_value(bucket)
+        await admin.close()
+
+
+async def test_watcher_wakes_when_its_subscription_closes_just_before_the_clear(nats_url):
+    """The subscription closing (and setting the reader's signal) between the reader's
+    checks and its ``signal.clear()`` still ends the wait at once."""
+    nc = await jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("kvclear")
+    kv = await js.create_key_value(bucket=bucket)
+    try:
+        w = await kv.watch_all()
+        assert await w.next(5) is None
+        signal = w._signal
+        slept: list = []
+
+        class CloseAtClear:
+            """The watcher's signal; its subscription closes right before each clear()."""
+
+            def set(self) -> None:
+                signal.set()
+
+            def clear(self) -> None:
+                w._link.unsubscribe(w._sub)  # as the connection closing would: sets the signal
+                signal.clear()
+
+            async def wait(self, timeout=None) -> bool:
+                if w._sub._closed:  # it would sleep through the close (for ever without a timeout)
+                    slept.append(timeout)
+                    return False
+                return await signal.wait(timeout)
+
+        w._signal = CloseAtClear()
+        with pytest.raises(jetwire.ConnectionClosedError):
+            await w.next(None)
+        assert slept == []
         w.stop()
     finally:
         await js.delete_key_value(bucket)

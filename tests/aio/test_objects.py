@@ -11,7 +11,10 @@ import pytest
 
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
-from tests.aio._helpers import drain_initial, uniq
+from jetwire.aio.push_core import Watcher  # aio-only
+
+# sync-only: from jetwire._sync.push_core import Watcher
+from tests.aio._helpers import drain_initial, server_subscriptions, uniq, wait_until
 
 CHUNK = 128 * 1024
 
@@ -501,3 +504,103 @@ async def test_watch(nats_url):
         await js.delete_object_store(bucket)
         await nc.close()
 
+
+async def test_put_rejects_payloads_of_the_wrong_type(nats_url):
+    """put_bytes takes bytes-like data, put_string a str: anything else is a TypeError
+    naming the argument and what it takes, before anything is sent."""
+    nc = await jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("obtype")
+    obs = await js.create_object_store(bucket=bucket)
+    try:
+        await nc.flush()
+        sent = nc.stats["out_msgs"]
+        for bad in (5, "text", None, [1, 2], 1.5):
+            with pytest.raises(TypeError, match=r"^data must be bytes, bytearray or memoryview, not "):
+                await obs.put_bytes("x", bad)
+        for bad in (b"b", bytearray(b"b"), memoryview(b"b"), 5, None):
+            with pytest.raises(TypeError, match=r"^data must be a str, not "):
+                await obs.put_string("x", bad)
+        assert nc.stats["out_msgs"] == sent
+        with pytest.raises(jetwire.ObjectNotFoundError):
+            await obs.get_info("x")
+        for data in (b"ab", bytearray(b"ab"), memoryview(b"xaby")[1:3]):
+            assert (await obs.put_bytes("x", data)).size == 2
+            assert await obs.get_bytes("x") == b"ab"
+    finally:
+        await js.delete_object_store(bucket)
+        await nc.close()
+
+
+async def test_list_raises_when_the_connection_closes(nats_url, monkeypatch):
+    """A list cut short by the connection closing raises instead of returning a part."""
+    admin = await jetwire.connect(nats_url)
+    ajs = admin.jetstream()
+    bucket = uniq("obcut")
+    aobs = await ajs.create_object_store(bucket=bucket)
+    nc = await jetwire.connect(nats_url)
+    on_msg = Watcher._on_msg
+    take = Watcher.next
+
+    def first_only(self, msg) -> None:  # what follows never arrives: the list cannot be complete
+        if not getattr(self, "fed", False):
+            self.fed = True
+            on_msg(self, msg)
+
+    async def take_then_close(self, timeout=None):  # the connection closes halfway through
+        item = await take(self, timeout)
+        if not nc.is_closed:
+            await nc.close()
+        return item
+
+    try:
+        for name in ("a", "b", "c"):
+            await aobs.put_bytes(name, name.encode())
+        obs = await nc.jetstream().object_store(bucket)
+        monkeypatch.setattr(Watcher, "_on_msg", first_only)
+        monkeypatch.setattr(Watcher, "next", take_then_close)
+        with pytest.raises(jetwire.ConnectionClosedError):
+            await obs.list()
+        assert nc.is_closed
+    finally:
+        monkeypatch.undo()
+        await nc.close()
+        await ajs.delete_object_store(bucket)
+        await admin.close()
+
+
+async def test_dropped_result_lets_go_of_its_subscription(nats_server, nats_url):
+    """An ObjectResult garbage-collected before its end without close() stops its consumer
+    (at its next heartbeat at the latest): its subscription does not stay for the
+    connection's life."""
+    nc = await jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("obdrop")
+    obs = await js.create_object_store(bucket=bucket)
+    obs._push_heartbeat = 0.25
+    try:
+        await obs.put_bytes("big", os.urandom(3 * CHUNK))
+        before = await server_subscriptions(nats_server, nc)
+        r = await obs.get("big")
+        assert len(await r.read(10)) == 10
+        assert await server_subscriptions(nats_server, nc) == before + 1
+        r.close()  # closed: gone at once
+        assert await server_subscriptions(nats_server, nc) == before
+
+        r = await obs.get("big")
+        assert len(await r.read(10)) == 10
+        assert await server_subscriptions(nats_server, nc) == before + 1
+        del r  # dropped before its end, never closed
+
+        async def released() -> bool:
+            return await server_subscriptions(nats_server, nc) == before
+
+        assert await wait_until(released, 5)
+
+        async def no_consumer() -> bool:  # and its consumer is deleted
+            return (await js.stream_info(f"OBJ_{bucket}")).state.consumer_count == 0
+
+        assert await wait_until(no_consumer, 5)
+    finally:
+        await js.delete_object_store(bucket)
+        await nc.close()

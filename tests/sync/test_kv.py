@@ -6,6 +6,8 @@ import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
+
+from jetwire._sync.push_core import Watcher
 from tests.sync._helpers import drain_initial, uniq, wait_until
 
 
@@ -786,6 +788,126 @@ def test_republish_and_limit_markers(nats_url):
         with pytest.raises(jetwire.KeyDeletedError):
             kv.get("short")
         assert kv.keys() == []
+        w.stop()
+    finally:
+        js.delete_key_value(bucket)
+        nc.close()
+
+
+def close_halfway(monkeypatch, nc) -> None:
+    """Watchers get only the first delivery of their consumer (what follows never arrives,
+    so their initial values cannot be complete), and ``nc`` closes once the first item
+    is taken: a listing under way sees the connection close halfway through."""
+    on_msg = Watcher._on_msg
+    take = Watcher.next
+
+    def first_only(self, msg) -> None:
+        if not getattr(self, "fed", False):
+            self.fed = True
+            on_msg(self, msg)
+
+    def take_then_close(self, timeout=None):
+        item = take(self, timeout)
+        if not nc.is_closed:
+            nc.close()
+        return item
+
+    monkeypatch.setattr(Watcher, "_on_msg", first_only)
+    monkeypatch.setattr(Watcher, "next", take_then_close)
+
+
+@pytest.mark.parametrize("listing", ["keys", "list_keys", "history"])
+def test_listing_raises_when_the_connection_closes(nats_url, monkeypatch, listing):
+    """A listing cut short by the connection closing raises instead of returning a part."""
+    admin = jetwire.connect(nats_url)
+    ajs = admin.jetstream()
+    bucket = uniq("kvcut")
+    akv = ajs.create_key_value(bucket=bucket, history=5)
+    nc = jetwire.connect(nats_url)
+    try:
+        for v in (b"1", b"2", b"3"):
+            akv.put("k", v)
+        akv.put("other", b"x")
+        kv = nc.jetstream().key_value(bucket)
+        close_halfway(monkeypatch, nc)
+        with pytest.raises(jetwire.ConnectionClosedError):
+            if listing == "keys":
+                kv.keys()
+            elif listing == "list_keys":
+                for _ in kv.list_keys():
+                    pass
+            else:
+                kv.history("k")
+        assert nc.is_closed
+    finally:
+        monkeypatch.undo()
+        nc.close()
+        ajs.delete_key_value(bucket)
+        admin.close()
+
+
+def test_watcher_raises_when_the_connection_closes(nats_url):
+    """A watcher stopped ends quietly; one whose connection closes raises ConnectionClosedError."""
+    admin = jetwire.connect(nats_url)
+    ajs = admin.jetstream()
+    bucket = uniq("kvwclosed")
+    akv = ajs.create_key_value(bucket=bucket)
+    nc = jetwire.connect(nats_url)
+    try:
+        akv.put("a", b"1")
+        kv = nc.jetstream().key_value(bucket)
+        stopped = kv.watch_all()
+        closed = kv.watch_all()
+        for w in (stopped, closed):
+            assert [e.key for e in drain_initial(w)] == ["a"]
+        stopped.stop()
+        nc.close()
+        assert [e for e in stopped] == []  # stopped before the close: still quiet
+        with pytest.raises(jetwire.ConnectionClosedError):
+            closed.next(5)
+        with pytest.raises(jetwire.ConnectionClosedError):
+            for _ in closed:
+                pass
+        closed.stop()
+    finally:
+        nc.close()
+        ajs.delete_key_value(bucket)
+        admin.close()
+
+
+def test_watcher_wakes_when_its_subscription_closes_just_before_the_clear(nats_url):
+    """The subscription closing (and setting the reader's signal) between the reader's
+    checks and its ``signal.clear()`` still ends the wait at once."""
+    nc = jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("kvclear")
+    kv = js.create_key_value(bucket=bucket)
+    try:
+        w = kv.watch_all()
+        assert w.next(5) is None
+        signal = w._signal
+        slept: list = []
+
+        class CloseAtClear:
+            """The watcher's signal; its subscription closes right before each clear()."""
+
+            def set(self) -> None:
+                signal.set()
+
+            def clear(self) -> None:
+                w._link.unsubscribe(w._sub)  # as the connection closing would: sets the signal
+                signal.clear()
+
+            def wait(self, timeout=None) -> bool:
+                if w._sub._closed:  # it would sleep through the close (for ever without a timeout)
+                    slept.append(timeout)
+                    return False
+                return signal.wait(timeout)
+
+        w._signal = CloseAtClear()
+        with pytest.raises(jetwire.ConnectionClosedError):
+            w.next(None)
+        assert slept == []
         w.stop()
     finally:
         js.delete_key_value(bucket)

@@ -12,7 +12,9 @@ import pytest
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
-from tests.sync._helpers import drain_initial, uniq
+
+from jetwire._sync.push_core import Watcher
+from tests.sync._helpers import drain_initial, server_subscriptions, uniq, wait_until
 
 CHUNK = 128 * 1024
 
@@ -502,3 +504,103 @@ def test_watch(nats_url):
         js.delete_object_store(bucket)
         nc.close()
 
+
+def test_put_rejects_payloads_of_the_wrong_type(nats_url):
+    """put_bytes takes bytes-like data, put_string a str: anything else is a TypeError
+    naming the argument and what it takes, before anything is sent."""
+    nc = jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("obtype")
+    obs = js.create_object_store(bucket=bucket)
+    try:
+        nc.flush()
+        sent = nc.stats["out_msgs"]
+        for bad in (5, "text", None, [1, 2], 1.5):
+            with pytest.raises(TypeError, match=r"^data must be bytes, bytearray or memoryview, not "):
+                obs.put_bytes("x", bad)
+        for bad in (b"b", bytearray(b"b"), memoryview(b"b"), 5, None):
+            with pytest.raises(TypeError, match=r"^data must be a str, not "):
+                obs.put_string("x", bad)
+        assert nc.stats["out_msgs"] == sent
+        with pytest.raises(jetwire.ObjectNotFoundError):
+            obs.get_info("x")
+        for data in (b"ab", bytearray(b"ab"), memoryview(b"xaby")[1:3]):
+            assert (obs.put_bytes("x", data)).size == 2
+            assert obs.get_bytes("x") == b"ab"
+    finally:
+        js.delete_object_store(bucket)
+        nc.close()
+
+
+def test_list_raises_when_the_connection_closes(nats_url, monkeypatch):
+    """A list cut short by the connection closing raises instead of returning a part."""
+    admin = jetwire.connect(nats_url)
+    ajs = admin.jetstream()
+    bucket = uniq("obcut")
+    aobs = ajs.create_object_store(bucket=bucket)
+    nc = jetwire.connect(nats_url)
+    on_msg = Watcher._on_msg
+    take = Watcher.next
+
+    def first_only(self, msg) -> None:  # what follows never arrives: the list cannot be complete
+        if not getattr(self, "fed", False):
+            self.fed = True
+            on_msg(self, msg)
+
+    def take_then_close(self, timeout=None):  # the connection closes halfway through
+        item = take(self, timeout)
+        if not nc.is_closed:
+            nc.close()
+        return item
+
+    try:
+        for name in ("a", "b", "c"):
+            aobs.put_bytes(name, name.encode())
+        obs = nc.jetstream().object_store(bucket)
+        monkeypatch.setattr(Watcher, "_on_msg", first_only)
+        monkeypatch.setattr(Watcher, "next", take_then_close)
+        with pytest.raises(jetwire.ConnectionClosedError):
+            obs.list()
+        assert nc.is_closed
+    finally:
+        monkeypatch.undo()
+        nc.close()
+        ajs.delete_object_store(bucket)
+        admin.close()
+
+
+def test_dropped_result_lets_go_of_its_subscription(nats_server, nats_url):
+    """An ObjectResult garbage-collected before its end without close() stops its consumer
+    (at its next heartbeat at the latest): its subscription does not stay for the
+    connection's life."""
+    nc = jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("obdrop")
+    obs = js.create_object_store(bucket=bucket)
+    obs._push_heartbeat = 0.25
+    try:
+        obs.put_bytes("big", os.urandom(3 * CHUNK))
+        before = server_subscriptions(nats_server, nc)
+        r = obs.get("big")
+        assert len(r.read(10)) == 10
+        assert server_subscriptions(nats_server, nc) == before + 1
+        r.close()  # closed: gone at once
+        assert server_subscriptions(nats_server, nc) == before
+
+        r = obs.get("big")
+        assert len(r.read(10)) == 10
+        assert server_subscriptions(nats_server, nc) == before + 1
+        del r  # dropped before its end, never closed
+
+        def released() -> bool:
+            return server_subscriptions(nats_server, nc) == before
+
+        assert wait_until(released, 5)
+
+        def no_consumer() -> bool:  # and its consumer is deleted
+            return (js.stream_info(f"OBJ_{bucket}")).state.consumer_count == 0
+
+        assert wait_until(no_consumer, 5)
+    finally:
+        js.delete_object_store(bucket)
+        nc.close()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import (
     APIError,
     BucketNotFoundError,
+    ConnectionClosedError,
     JetStreamError,
     KeyDeletedError,
     KeyExistsError,
@@ -95,7 +96,9 @@ class KeyWatcher(Watcher):
 
     The ``None`` comes also when there are no initial values (an empty bucket, or
     ``updates_only=True``, where it is the first thing yielded). :meth:`next` takes one
-    item with a timeout.
+    item with a timeout. After :meth:`stop` iteration ends quietly; when the connection
+    closes (or drains) under the watcher, ``ConnectionClosedError`` once what arrived
+    before is taken.
     """
 
     def __init__(self, kv: KeyValue, filters: Sequence[str], include_history: bool = False,
@@ -303,15 +306,16 @@ class KeyValue:
                 if e is None:
                     return out
                 out.append(e)
-        except StopIteration:
-            return out
+        except StopIteration:  # never stopped here: a partial list would pass for the whole
+            raise ConnectionClosedError("the watch ended before its initial values were complete") from None
         finally:
             w.stop()
 
     def keys(self, *filters: str | Sequence[str]) -> list[str]:
         """Every key that has a value (deleted and purged keys are left out), sorted,
         optionally only those matching ``filters`` (keys or patterns). An empty bucket
-        gives an empty list (nats.go raises ``ErrNoKeysFound`` there)."""
+        gives an empty list (nats.go raises ``ErrNoKeysFound`` there).
+        ``ConnectionClosedError`` when the connection closes before the list is complete."""
         entries = self._initial(_flatten(filters), ignore_deletes=True, meta_only=True)
         return sorted({e.key for e in entries})
 
@@ -326,8 +330,8 @@ class KeyValue:
                 if e is None:
                     return
                 yield e.key
-        except StopIteration:
-            return
+        except StopIteration:  # never stopped here: a partial listing would pass for the whole
+            raise ConnectionClosedError("the watch ended before its initial values were complete") from None
         finally:
             w.stop()
 

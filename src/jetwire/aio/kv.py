@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import (
     APIError,
     BucketNotFoundError,
+    ConnectionClosedError,
     JetStreamError,
     KeyDeletedError,
     KeyExistsError,
@@ -94,7 +95,9 @@ class KeyWatcher(Watcher):
 
     The ``None`` comes also when there are no initial values (an empty bucket, or
     ``updates_only=True``, where it is the first thing yielded). :meth:`next` takes one
-    item with a timeout.
+    item with a timeout. After :meth:`stop` iteration ends quietly; when the connection
+    closes (or drains) under the watcher, ``ConnectionClosedError`` once what arrived
+    before is taken.
     """
 
     def __init__(self, kv: KeyValue, filters: Sequence[str], include_history: bool = False,
@@ -302,15 +305,16 @@ class KeyValue:
                 if e is None:
                     return out
                 out.append(e)
-        except StopAsyncIteration:
-            return out
+        except StopAsyncIteration:  # never stopped here: a partial list would pass for the whole
+            raise ConnectionClosedError("the watch ended before its initial values were complete") from None
         finally:
             w.stop()
 
     async def keys(self, *filters: str | Sequence[str]) -> list[str]:
         """Every key that has a value (deleted and purged keys are left out), sorted,
         optionally only those matching ``filters`` (keys or patterns). An empty bucket
-        gives an empty list (nats.go raises ``ErrNoKeysFound`` there)."""
+        gives an empty list (nats.go raises ``ErrNoKeysFound`` there).
+        ``ConnectionClosedError`` when the connection closes before the list is complete."""
         entries = await self._initial(_flatten(filters), ignore_deletes=True, meta_only=True)
         return sorted({e.key for e in entries})
 
@@ -325,8 +329,8 @@ class KeyValue:
                 if e is None:
                     return
                 yield e.key
-        except StopAsyncIteration:
-            return
+        except StopAsyncIteration:  # never stopped here: a partial listing would pass for the whole
+            raise ConnectionClosedError("the watch ended before its initial values were complete") from None
         finally:
             w.stop()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import weakref
 from collections import deque
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from .._nuid import NUID
 from ..errors import (
     BadObjectMetaError,
     BucketNotFoundError,
+    ConnectionClosedError,
     JetStreamError,
     LinkNotAllowedError,
     MsgNotFoundError,
@@ -51,10 +53,11 @@ from ..jetstream.obj_models import (
     obj_meta_subject,
     obj_stream_config,
 )
+from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
 from ..jetstream.validate import validate_bucket_name, validate_object_name
 from . import _prims as prims
 from .buckets import BucketKind
-from .push_core import END, MARKER, PushCore, Watcher, next_raw, started
+from .push_core import END, MARKER, PushCore, Watcher, next_raw, orphan, started
 
 if TYPE_CHECKING:
     from ..jetstream.models import StreamConfig
@@ -79,11 +82,15 @@ class ObjectResult:
     """A readable binary stream of one object: ``read(n=-1)``, ``readinto(b)``,
     iteration in chunks (``async for`` in aio), ``close()``; ``info`` is its
     :class:`ObjectInfo`. Size and SHA-256 are checked when the end is reached:
-    ``DigestMismatchError`` instead of the last ``b""``."""
+    ``DigestMismatchError`` instead of the last ``b""``. One dropped without ``close()``
+    before its end is garbage-collected: its consumer stops at its next delivery or
+    heartbeat."""
 
     def __init__(self, info: ObjectInfo, push: PushCore | None, timeout: float | None = None) -> None:
         self.info = info
         self._push = push
+        # orphan() only sets a flag (a finalizer may run on any thread, holding any lock)
+        self._orphan = weakref.finalize(self, orphan, push) if push is not None else None
         self._timeout = timeout if timeout is not None else _GET_IDLE_TIMEOUT
         self._buf = b""
         self._pos = 0
@@ -175,6 +182,8 @@ class ObjectResult:
     def close(self) -> None:
         if self._push is not None:
             self._push.stop()
+        if self._orphan is not None:
+            self._orphan.detach()
         self.closed = True
 
     async def __aenter__(self) -> ObjectResult:
@@ -191,7 +200,8 @@ class ObjectWatcher(Watcher):
     def __init__(self, store: ObjectStore, include_history: bool = False, ignore_deletes: bool = False,
                  updates_only: bool = False) -> None:
         policy = "new" if updates_only else ("all" if include_history else "last_per_subject")
-        super().__init__(store._js, store._stream_name, [f"$O.{store._name}.M.>"], policy, initial=not updates_only)
+        super().__init__(store._js, store._stream_name, [f"$O.{store._name}.M.>"], policy, initial=not updates_only,
+                         heartbeat=store._push_heartbeat)
         self._ignore_deletes = ignore_deletes
 
     def _item(self, msg: Msg) -> ObjectInfo | None:
@@ -206,6 +216,9 @@ class ObjectWatcher(Watcher):
 
 class ObjectStore:
     """An object store bucket: ``js.object_store(bucket)`` or ``js.create_object_store(...)``."""
+
+    # idle heartbeat of the consumers of gets and watchers (seconds); 3 missed ones recreate it
+    _push_heartbeat = DEFAULT_PUSH_HEARTBEAT
 
     def __init__(self, js: JetStream, stream: Stream, bucket: str) -> None:
         self._js = js
@@ -286,12 +299,17 @@ class ObjectStore:
     async def _publish_meta(self, info: ObjectInfo) -> None:
         await self._js.publish(obj_meta_subject(self._name, info.name), meta_payload(info), headers=_ROLLUP)
 
-    async def put_bytes(self, name: str, data: bytes) -> ObjectInfo:
-        """``put(name, data)``."""
-        return await self.put(name, bytes(data))
+    async def put_bytes(self, name: str, data: bytes | bytearray | memoryview) -> ObjectInfo:
+        """``put(name, data)``; ``data`` is bytes-like (``TypeError`` otherwise)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise payload_type_error(data, "data")
+        return await self.put(name, data)
 
     async def put_string(self, name: str, data: str) -> ObjectInfo:
-        """Store ``data`` encoded as UTF-8."""
+        """Store ``data`` encoded as UTF-8 (``TypeError`` when it is not a ``str``)."""
+        if not isinstance(data, str):
+            # payload_type_error names the bytes-like types, which put_string does not take
+            raise TypeError(f"data must be a str, not {type(data).__name__}")
         return await self.put(name, data.encode("utf-8"))
 
     async def put_file(self, path: str | os.PathLike[str], name: str | None = None) -> ObjectInfo:
@@ -330,8 +348,8 @@ class ObjectStore:
             return await target.get(link.name, timeout=timeout)
         if info.size == 0 and info.chunks == 0:
             return ObjectResult(info, None, timeout)
-        push = await started(PushCore(self._js, self._stream_name,
-                                           spec={"filter_subjects": [obj_chunk_subject(self._name, info.nuid)]}))
+        push = await started(PushCore(self._js, self._stream_name, self._push_heartbeat,
+                                      spec={"filter_subjects": [obj_chunk_subject(self._name, info.nuid)]}))
         return ObjectResult(info, push, timeout)
 
     async def get_bytes(self, name: str, show_deleted: bool = False) -> bytes:
@@ -448,7 +466,8 @@ class ObjectStore:
         return await started(ObjectWatcher(self, include_history, ignore_deletes, updates_only))
 
     async def list(self, show_deleted: bool = False) -> builtins.list[ObjectInfo]:
-        """Info of every object (deleted ones too with ``show_deleted``); ``[]`` when none."""
+        """Info of every object (deleted ones too with ``show_deleted``); ``[]`` when none;
+        ``ConnectionClosedError`` when the connection closes before the list is complete."""
         w = await self.watch(ignore_deletes=not show_deleted)
         out: list[ObjectInfo] = []
         try:
@@ -457,8 +476,8 @@ class ObjectStore:
                 if info is None:
                     return out
                 out.append(info)
-        except StopAsyncIteration:
-            return out
+        except StopAsyncIteration:  # never stopped here: a partial list would pass for the whole
+            raise ConnectionClosedError("the watch ended before its initial values were complete") from None
         finally:
             w.stop()
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._typing import JSONObject
 from ..errors import (
+    ConnectionClosedError,
     JetStreamError,
     NoHeartbeatError,
     StreamNotFoundError,
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from ..protocol.headers import Headers
     from .jetstream import JetStream
 
-__all__ = ["END", "MARKER", "PushCore", "Watcher", "halt", "listen", "next_raw", "started"]
+__all__ = ["END", "MARKER", "PushCore", "Watcher", "halt", "listen", "next_raw", "orphan", "started"]
 
 log = logging.getLogger("jetwire")
 
@@ -89,6 +90,14 @@ def halt(pc: PushCore) -> None:
     pc._halt()
 
 
+def orphan(pc: PushCore) -> None:
+    """Nobody will read ``pc`` any more (its owner was garbage-collected without being
+    closed): it stops itself at its next delivery or heartbeat check. Only sets a flag,
+    so it is safe from a finalizer, whatever thread it runs on and whatever lock that
+    thread holds."""
+    pc._orphaned = True
+
+
 class PushCore:
     """One push consumer as the client sees it.
 
@@ -102,8 +111,10 @@ class PushCore:
     False: there are none, the marker comes first.
 
     ``_next_raw()`` returns the next delivered ``Msg``, ``MARKER`` or ``END`` once
-    stopped. :meth:`stop` is not a coroutine: it unsubscribes at once and asks the
-    server to delete a consumer made here without waiting.
+    stopped; ``_lost`` tells an ``END`` that came because the subscription ended under
+    it (the connection closed, or is draining) from one after :meth:`stop`. :meth:`stop`
+    is not a coroutine: it unsubscribes at once and asks the server to delete a consumer
+    made here without waiting.
     """
 
     _report_status = False  # report status messages other than 100 to the error callback
@@ -121,6 +132,8 @@ class PushCore:
         self._lock = prims.write_lock()
         self._closed = False
         self._draining = False
+        self._lost = False  # ended because the subscription did (connection closed or draining)
+        self._orphaned = False  # see orphan()
         self._error: BaseException | None = None
         self._sub: Any = None
         self._serial = 0
@@ -232,6 +245,9 @@ class PushCore:
     def _on_msg(self, msg: Msg) -> None:
         if self._closed:
             return
+        if self._orphaned:
+            self.stop()
+            return
         self._seen += 1
         state = self._state
         h = msg.headers
@@ -289,6 +305,9 @@ class PushCore:
 
     # -- heartbeats, reconnects and recreation (ADR-15, ADR-17) --------------------------
     def _check(self) -> None:  # timer
+        if self._orphaned:
+            self.stop()
+            return
         mon = self._monitor
         if mon is None or self._closed or self._resetting:
             return
@@ -322,6 +341,7 @@ class PushCore:
         try:
             while not self._closed and not self._draining:
                 if self._link.is_closed:
+                    self._lost = True
                     self.stop()
                     return
                 self._drop_consumer()
@@ -346,6 +366,18 @@ class PushCore:
         self.stop()
 
     # -- for the reader ----------------------------------------------------------------
+    def _sub_ended(self) -> bool:
+        """The subscription is gone and no reset is replacing it: closed under us (the
+        connection closed or is draining) or by :meth:`stop`."""
+        sub = self._sub
+        if sub is None:
+            return True
+        if not sub._closed or self._resetting:
+            return False
+        # closed, and no reset under way now: the one that closed it (if any) is over, so
+        # the subscription is still ours unless that reset already made a new one
+        return sub is self._sub
+
     async def _next_raw(self, timeout: float | None = None) -> Any:
         """The next message, ``MARKER`` or ``END``; ``TimeoutError`` after ``timeout``
         seconds without one (None waits as long as it takes). Taking a message may
@@ -362,12 +394,16 @@ class PushCore:
                     if reply:
                         self._link.try_publish(reply, None, b"")
                 return item
-            if self._closed or self._sub is None or (self._sub._closed and not self._resetting):
+            if self._closed or self._sub_ended():
                 if self._error is not None:
                     err, self._error = self._error, None
                     raise err
-                if not self._closed and self._link.is_closed:
-                    self.stop()
+                # _closed is set before stop() unsubscribes: still False here, the
+                # subscription ended under us (the connection closed, or is draining)
+                if not self._closed:
+                    self._lost = True
+                    if self._link.is_closed:
+                        self.stop()
                 return END
             if timeout is not None:
                 now = prims.monotonic()
@@ -376,7 +412,10 @@ class PushCore:
                 elif now >= deadline:
                     raise TimeoutError(f"nothing received in {timeout}s")
             signal.clear()
-            if queue or self._closed:
+            # what set the signal between the checks above and clear() is lost with it:
+            # look again at everything that sets it (a delivery, stop(), the subscription
+            # closing with the connection, a reset ending)
+            if queue or self._closed or self._sub_ended():
                 continue
             await signal.wait(None if deadline is None else max(0.0, deadline - prims.monotonic()))
 
@@ -405,10 +444,14 @@ class Watcher(PushCore):
 
     async def next(self, timeout: float | None = None) -> Any:
         """The next item (or the ``None`` marker); ``TimeoutError`` after ``timeout``
-        seconds; ``StopAsyncIteration`` (``StopIteration`` blocking) once stopped."""
+        seconds; ``StopAsyncIteration`` (``StopIteration`` blocking) once stopped;
+        ``ConnectionClosedError`` once the connection closed (or began draining) under
+        it, when what arrived before is taken."""
         while True:
             raw = await self._next_raw(timeout)
             if raw is END:
+                if self._lost:
+                    raise ConnectionClosedError("connection closed")
                 raise StopAsyncIteration
             if raw is MARKER:
                 if self._marker_sent:
