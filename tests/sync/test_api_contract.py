@@ -963,6 +963,43 @@ def test_ordered_consumer_options(nats_url):
         oc2 = s.ordered_consumer(filter_subjects=f"{p}.a", deliver_policy=nats.DeliverPolicy.BY_START_TIME,
                                        opt_start_time=later)
         assert (oc2.next(timeout=2)).data == b"late"
+        # filter_subjects is the first parameter, positional too, on both
+        oc3 = js.ordered_consumer(s.name, f"{p}.b")
+        assert [m.data for m in oc3.fetch(3, max_wait=2)] == [b"d1", b"d3", b"d5"]
+        oc4 = s.ordered_consumer([f"{p}.b"])
+        assert (oc4.next(timeout=2)).data == b"d1"
+    finally:
+        js.delete_stream(s.name)
+        nc.close()
+
+
+def test_consume_by_bytes_with_the_documented_default_of_max_messages(nats_url):
+    """``consume(cb, max_messages=500, max_bytes=None, ...)``: giving max_bytes alone works
+    (the default 500 does not count as given); both given explicitly is an error."""
+    nc = nats.connect(nats_url)
+    js = nc.jetstream()
+    s = make_stream(js)
+    p = s.name.lower()
+    try:
+        for i in range(20):
+            js.publish(f"{p}.x", b"%02d" % i)
+        c = js.create_consumer(s.name, durable_name="bytes", ack_policy="none")
+        got: list = []
+        done = prims.Signal()
+
+        def cb(msg):
+            got.append(msg.data)
+            if len(got) == 20:
+                done.set()
+
+        cc = c.consume(cb, max_bytes=4096)
+        assert done.wait(10)
+        cc.stop()
+        assert got == [b"%02d" % i for i in range(20)]
+        with pytest.raises(ValueError, match="only one of max_messages and max_bytes"):
+            c.consume(cb, max_messages=10, max_bytes=4096)
+        it = c.messages(max_bytes=4096)
+        it.stop()
     finally:
         js.delete_stream(s.name)
         nc.close()
@@ -1301,7 +1338,9 @@ def test_documented_signatures():
     _check_signature(Consumer.fetch_bytes, "max_bytes", "max_wait")
     _check_signature(Consumer.fetch_no_wait, "batch")
     _check_signature(Consumer.next, "timeout")
-    _check_signature(Consumer.consume, "cb", "max_messages", ("max_bytes", None), ("expires", 30.0),
+    _check_signature(JetStream.ordered_consumer, "stream", ("filter_subjects", None))
+    _check_signature(Stream.ordered_consumer, ("filter_subjects", None))
+    _check_signature(Consumer.consume, "cb", ("max_messages", 500), ("max_bytes", None), ("expires", 30.0),
                      ("threshold_messages", None), ("threshold_bytes", None), ("heartbeat", None),
                      ("error_cb", None), ("stop_after", None))
     _check_signature(Consumer.messages, "max_messages", "max_bytes", "expires", "heartbeat")

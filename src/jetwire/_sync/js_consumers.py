@@ -7,7 +7,7 @@ and ``PushConsumer``). :class:`~jetwire.jetstream.JetStream` is made of this and
 other managers."""
 from __future__ import annotations
 
-from collections.abc import Iterator, Callable, Mapping
+from collections.abc import Iterator, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
@@ -221,10 +221,15 @@ class ConsumerManager(ContextBase):
             return c
         return self.update_consumer(stream, update_config(cfg, stored))
 
-    def ordered_consumer(self, stream: str, **options: Any) -> OrderedConsumer:
-        """An ordered consumer on ``stream`` (options as ``OrderedConsumer`` takes them)."""
+    def ordered_consumer(self, stream: str, filter_subjects: str | Sequence[str] | None = None,
+                               **options: Any) -> OrderedConsumer:
+        """An ordered consumer on ``stream`` reading ``filter_subjects`` (None: all of
+        it); the other options as ``OrderedConsumer`` takes them (``deliver_policy``,
+        ``opt_start_seq``, ``opt_start_time``, ``replay_policy``, ``inactive_threshold``,
+        ``headers_only``, ``max_reset_attempts``, ``metadata``)."""
         validate_stream_name(stream)
-        return start_ordered_consumer(cast("JetStream", self), stream, **options)
+        return start_ordered_consumer(cast("JetStream", self), stream, filter_subjects=filter_subjects,
+                                            **options)
 
     # -- push consumers (nats.go legacy style; implemented in push.py) ---------------
     def subscribe(self, subject: str, queue: str | None = None, cb: Callable[..., object] | None = None,

@@ -253,6 +253,7 @@ class Stream:
         """Create, update or check consumer ``name`` (see ``JetStream.ensure_consumer``)."""
         return self._js.ensure_consumer(self._name, name, template, **overrides)
 
-    def ordered_consumer(self, **options: Any) -> OrderedConsumer:
+    def ordered_consumer(self, filter_subjects: str | Sequence[str] | None = None,
+                               **options: Any) -> OrderedConsumer:
         """An ordered consumer on this stream (see ``JetStream.ordered_consumer``)."""
-        return self._js.ordered_consumer(self._name, **options)
+        return self._js.ordered_consumer(self._name, filter_subjects, **options)

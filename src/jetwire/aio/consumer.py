@@ -34,6 +34,7 @@ from ..jetstream.models import ConsumerInfo
 from ..jetstream.pull import (
     ACK_HOLD,
     BATCH_BYTES_ONLY,
+    DEFAULT_MAX_MESSAGES,
     GONE_ERRORS,
     PIN_ID_HDR,
     RESET_DELAY,
@@ -533,7 +534,7 @@ class Consumer:
         raise TimeoutError(f"no message from consumer {self._name!r} within {timeout}s")
 
     # -- continuous pulls ------------------------------------------------------------
-    async def consume(self, cb: Callable[[Msg], object], max_messages: int | None = None,
+    async def consume(self, cb: Callable[[Msg], object], max_messages: int | None = DEFAULT_MAX_MESSAGES,
                       max_bytes: int | None = None, expires: float = 30.0,
                       threshold_messages: int | None = None, threshold_bytes: int | None = None,
                       heartbeat: float | None = None, error_cb: Callable[..., object] | None = None,
@@ -542,8 +543,8 @@ class Consumer:
                       priority: int | None = None) -> ConsumeContext:
         """Call ``cb(msg)`` for every message, pulling continuously (ADR-37).
 
-        ``max_messages`` (default 500) or ``max_bytes`` (not both) bound what is asked
-        for at a time; new pulls go out when pending drops below ``threshold_messages``
+        ``max_messages`` (default 500) or ``max_bytes`` (not both; with ``max_bytes`` the
+        default ``max_messages`` does not count) bound what is asked for at a time; new pulls go out when pending drops below ``threshold_messages``
         / ``threshold_bytes`` (default half). Pulls expire after ``expires`` seconds
         (at least 1); idle heartbeats every ``heartbeat`` seconds (default expires/2,
         0.5-30 s). ``error_cb(err)`` hears about missed heartbeats
@@ -564,7 +565,7 @@ class Consumer:
         ctx._begin()
         return ctx
 
-    async def messages(self, max_messages: int | None = None, max_bytes: int | None = None,
+    async def messages(self, max_messages: int | None = DEFAULT_MAX_MESSAGES, max_bytes: int | None = None,
                        expires: float = 30.0, heartbeat: float | None = None,
                        threshold_messages: int | None = None,
                        threshold_bytes: int | None = None, err_on_missing_heartbeat: bool = True,

@@ -252,6 +252,7 @@ class Stream:
         """Create, update or check consumer ``name`` (see ``JetStream.ensure_consumer``)."""
         return await self._js.ensure_consumer(self._name, name, template, **overrides)
 
-    async def ordered_consumer(self, **options: Any) -> OrderedConsumer:
+    async def ordered_consumer(self, filter_subjects: str | Sequence[str] | None = None,
+                               **options: Any) -> OrderedConsumer:
         """An ordered consumer on this stream (see ``JetStream.ordered_consumer``)."""
-        return await self._js.ordered_consumer(self._name, **options)
+        return await self._js.ordered_consumer(self._name, filter_subjects, **options)

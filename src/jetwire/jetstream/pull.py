@@ -139,14 +139,17 @@ def consume_options(max_messages: int | None = None, max_bytes: int | None = Non
                     stop_after: int | None = None, ordered: bool = False) -> ConsumeOptions:
     """Apply ADR-37 defaults and checks; raise ``ValueError`` on bad combinations.
 
-    * ``max_messages`` and ``max_bytes`` are mutually exclusive; with bytes only the
-      batch is 1,000,000 messages. Default 500 messages.
+    * ``max_messages`` and ``max_bytes`` are mutually exclusive (``max_messages`` at its
+      default, 500, counts as not given); with bytes only the batch is 1,000,000
+      messages. Default 500 messages.
     * ``expires`` defaults to 30 s and must be at least 1 s.
     * ``heartbeat`` defaults to expires/2 capped at 30 s (ordered consumers: 5 s, or
       expires/2 when expires < 10 s); an explicit one must be within [0.5 s, 30 s]
       and at most half of ``expires``.
     * thresholds default to 50 % (rounded up) and are clamped to the maximum.
     """
+    if max_bytes is not None and max_messages == DEFAULT_MAX_MESSAGES:
+        max_messages = None  # the signature's default: only max_bytes was asked for
     if max_messages is not None and max_bytes is not None:
         raise ValueError("only one of max_messages and max_bytes can be specified")
     if max_bytes is not None:
