@@ -33,6 +33,7 @@ __all__ = [
     "parse_time_input",
     "rfc3339_to_us",
     "seconds_to_ns",
+    "wait_limit",
 ]
 
 _UTC = UTC
@@ -94,6 +95,19 @@ def parse_duration(value: object) -> float:
     if math.isnan(secs):
         raise ValueError(f"not a duration: {value!r}")
     return secs
+
+
+def wait_limit(timeout: float | None) -> float | None:
+    """A timeout as the waiting primitives take it: None and infinity wait as long as it
+    takes (None), a NaN is a ``ValueError`` (it compares false with every time, so a
+    wait on it would never end nor time out), any other number is kept."""
+    if timeout is None:
+        return None
+    if timeout != timeout:
+        raise ValueError("a timeout must be a number of seconds, not NaN")
+    if timeout == math.inf:
+        return None
+    return timeout
 
 
 def seconds_to_ns(v: float | int | timedelta) -> int:

@@ -78,6 +78,49 @@ async def test_publish_and_request_to_misplaced_wildcards_raise_before_sending(n
         await nc.close()
 
 
+async def test_timeouts_that_are_nan_raise_and_infinity_waits_as_long_as_it_takes(nats_url):
+    """A NaN timeout compares false with every time: it is a ValueError, never a wait
+    that cannot end; infinity means no limit where a wait can be unbounded, and a pull's
+    expiry (which the server needs) must be finite."""
+    nc, errs = await connect(nats_url)
+    try:
+        js, stream = await new_stream(nc, 3)
+        subject = uniq("echo")
+
+        async def echo(msg):
+            await msg.respond(msg.data)
+
+        await nc.subscribe(subject, cb=echo)
+        sub = await nc.subscribe(uniq("quiet"))
+        c = await js.create_consumer(stream, durable_name="c")
+        nan, inf = float("nan"), float("inf")
+        for call in (lambda: nc.request(subject, b"x", timeout=nan), lambda: sub.next_msg(timeout=nan),
+                     lambda: nc.flush(timeout=nan), lambda: js.publish(f"{stream}.a", b"x", timeout=nan)):
+            with pytest.raises(ValueError, match="NaN"):
+                await call()
+        it = await c.messages()
+        assert (await it.next(timeout=inf)).data == b"0"
+        with pytest.raises(ValueError, match="NaN"):
+            await it.next(timeout=nan)
+        it.stop()
+        with pytest.raises(ValueError, match="max_wait must be a finite number of seconds > 0, not inf"):
+            await c.fetch(1, max_wait=inf)
+        with pytest.raises(ValueError, match="timeout must be a finite number of seconds > 0, not 0"):
+            await c.next(timeout=0)
+        assert (await nc.request(subject, b"y", timeout=inf)).data == b"y"
+        await nc.publish(sub.subject, b"z")
+        assert (await sub.next_msg(timeout=inf)).data == b"z"
+        await nc.flush(timeout=inf)
+        assert (await js.publish(f"{stream}.a", b"w", timeout=inf)).seq == 4
+        for bad in (0, -1, nan):
+            with pytest.raises(jetwire.InvalidOptionError, match="^timeout must be a number of seconds > 0"):
+                nc.jetstream(timeout=bad)
+        await js.delete_stream(stream)
+        await assert_usable(nc, errs)
+    finally:
+        await nc.close()
+
+
 async def test_subscribe_with_misplaced_wildcards_raises_before_sending(nats_server, nats_url):
     nc, errs = await connect(nats_url)
     try:

@@ -129,3 +129,14 @@ def test_spark_options_accept_go_durations() -> None:
         datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
     with pytest.raises(OptionError, match="startTime"):
         parse_time("soon", "startTime")
+
+
+def test_wait_limit_nan_is_refused_infinity_is_no_limit():
+    import pytest
+
+    from jetwire._units import wait_limit
+
+    assert wait_limit(None) is None and wait_limit(float("inf")) is None
+    assert wait_limit(0) == 0 and wait_limit(-1.5) == -1.5 and wait_limit(2.5) == 2.5
+    with pytest.raises(ValueError, match="NaN"):
+        wait_limit(float("nan"))

@@ -11,6 +11,7 @@ from collections import deque
 from typing import Any, Callable, Deque, List, Optional, cast
 
 from .. import _impl
+from .._units import wait_limit
 from ..errors import TimeoutError as NatsTimeoutError
 
 log = logging.getLogger("jetwire")
@@ -117,6 +118,9 @@ def waiter_maker(spin: float = 0.0) -> Callable[[], Waiter]:
 
 
 def wait_future(fut: "concurrent.futures.Future[Any]", timeout: Optional[float]) -> Any:
+    """Wait for ``fut``; on timeout raise jetwire's TimeoutError (the future is failed).
+    Infinity waits as long as it takes; NaN is a ``ValueError``."""
+    timeout = wait_limit(timeout)
     cls = fut.__class__
     if cls is Waiter or cls is SpinWaiter:
         return _wait_waiter(cast(Waiter, fut), timeout)
@@ -198,6 +202,7 @@ class Signal:
     def wait(self, timeout: Optional[float] = None) -> bool:
         if self._flag:
             return True
+        timeout = wait_limit(timeout)
         lock = self._lock
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:

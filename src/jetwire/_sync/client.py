@@ -33,6 +33,7 @@ import orjson
 from .. import _impl
 from .._redact import redact_text
 from .._typing import JSONObject
+from .._units import wait_limit
 from ..connection.core import (
     CLOSED,
     CONNECTED,
@@ -309,7 +310,7 @@ class Subscription(SubscriptionBase, MsgIteration):
         client._queue_unsub(self.sid, 0)
         self._draining = True
         self._set_status(SUB_DRAINING)
-        wait = timeout or client._core.opts.drain_timeout
+        wait = client._core.opts.drain_timeout if timeout is None else timeout
         try:
             client.flush(wait)
         except ConnectionClosedError:
@@ -1074,6 +1075,7 @@ class Client:
 
     def request(self, subject: str, data: bytes = b"", timeout: float = 1.0, headers: HeadersInit | None = None) -> Msg:
         """Send a request and wait for one reply (``NoRespondersError`` at once if nobody listens)."""
+        wait_limit(timeout)  # a NaN raises before anything is sent
         token, fut = self._start_request(subject, data, None if headers is None else _encode_headers(headers))
         try:  # _wait_reply, inlined: one coroutine less per request
             return prims.wait_future(fut, timeout)
@@ -1138,8 +1140,9 @@ class Client:
     def _js_double_ack(self, msg: Msg, reply: str, payload: bytes, timeout: float | None) -> Any:
         """``msg.ack_sync()``: the ack goes out at call time (``reply``: its checked ack
         subject) and the result waits for the server's confirmation."""
+        wait_limit(timeout)  # a NaN raises before anything is sent
         token, fut = self._start_request(reply, payload, None)
-        return self._js_ack_confirmed(msg, reply, token, fut, timeout or 5.0)
+        return self._js_ack_confirmed(msg, reply, token, fut, 5.0 if timeout is None else timeout)
 
     def _js_ack_confirmed(self, msg: Msg, reply: str, token: str, fut: Any, timeout: float) -> None:
         self._wait_reply(reply, token, fut, timeout)
@@ -1528,6 +1531,7 @@ class Link:
     # -- request / reply ---------------------------------------------------------------
     def request_raw(self, subject: str, payload: bytes, headers: bytes | None, timeout: float) -> Msg:
         nc = self._nc
+        wait_limit(timeout)  # a NaN raises before anything is sent
         token, fut = nc._start_request(subject, payload, headers)
         return nc._wait_reply(subject, token, fut, timeout)
 

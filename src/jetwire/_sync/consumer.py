@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _impl
 from .._typing import JSONObject
+from .._units import wait_limit
 from ..errors import (
     ConnectionClosedError,
     ConsumerDeletedError,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("jetwire")
 
+_INF = float("inf")
 _monotonic = time.monotonic
 _isawaitable = inspect.isawaitable
 
@@ -433,7 +435,7 @@ class Consumer:
 
     def _fetch(self, batch: int, max_bytes: int, max_wait: float | None, heartbeat: float | None,
                      no_wait: bool, accept: Callable[[Msg], bool] | None,
-                     prio: JSONObject | None = None, confirm: bool = False) -> MessageBatch:
+                     prio: JSONObject | None = None, confirm: bool = False, what: str = "max_wait") -> MessageBatch:
         if batch < 1:
             raise ValueError("batch must be at least 1")
         pin = self.pin_id if prio is not None else None
@@ -443,8 +445,8 @@ class Consumer:
             body = pull_request(batch, 0.0, True, max_bytes, 0.0, prio, pin)
             timeout = api_timeout
         else:
-            if max_wait is None or max_wait <= 0:
-                raise ValueError("max_wait must be positive")
+            if max_wait is None or not 0 < max_wait < _INF:  # (NaN too)
+                raise ValueError(f"{what} must be a finite number of seconds > 0, not {max_wait!r}")
             hb = fetch_heartbeat(max_wait, heartbeat)
             body = pull_request(batch, max_wait, False, max_bytes, hb, prio, pin)
             timeout = max_wait + _FETCH_GRACE
@@ -527,7 +529,7 @@ class Consumer:
         ``ConsumerDeletedError`` or ``StreamNotFoundError`` when the consumer or its
         stream no longer exists."""
         prio = self._priority(group, min_pending, min_ack_pending, priority)
-        mb = self._fetch(1, 0, timeout, heartbeat, False, None, prio)
+        mb = self._fetch(1, 0, timeout, heartbeat, False, None, prio, what="timeout")
         for msg in mb:
             return msg
         if mb.error is not None:
@@ -1043,6 +1045,7 @@ class MessagesContext(_Pulling):
         ``ConsumerDeletedError`` or ``StreamNotFoundError`` (the consumer or stream is gone), and
         ``MsgIteratorClosedError`` once stopped or drained."""
         q = self._q
+        timeout = wait_limit(timeout)  # infinity: as long as it takes; NaN: ValueError
         deadline = None if timeout is None else _monotonic() + timeout
         while True:
             if self._stopped or self._finished:

@@ -127,7 +127,7 @@ class JSApi:
         ``JetStream.api_request``."""
         full, data = self.prepare(subject, payload)
         try:
-            msg = self.request_msg(full, data, timeout or self.timeout)
+            msg = self.request_msg(full, data, self.timeout if timeout is None else timeout)
         except NoRespondersError as exc:
             raise JetStreamNotEnabledError(code=503, err_code=None, description="JetStream not enabled (no responders)",
                                            request=subject) from exc

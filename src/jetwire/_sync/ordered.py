@@ -202,18 +202,18 @@ class OrderedConsumer(Consumer):
 
     def _fetch(self, batch: int, max_bytes: int, max_wait: float | None, heartbeat: float | None,
                      no_wait: bool, accept: Callable[[Msg], bool] | None,
-                     prio: JSONObject | None = None, confirm: bool = False) -> MessageBatch:
+                     prio: JSONObject | None = None, confirm: bool = False, what: str = "max_wait") -> MessageBatch:
         # a lost consumer is recreated, not reported: the fetch is confirmed (a 503 before
         # the PONG), then pulled again from a new consumer; a lost stream raises
         self._prepare(fetch=True)
         try:
             mb = Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
-                                       self._fetch_accept, confirm=confirm)
+                                       self._fetch_accept, confirm=confirm, what=what)
         except ConsumerNotFoundError:  # its consumer is gone, the stream is there
             self._need_reset = True
             self._prepare(fetch=True)
             mb = Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
-                                       self._fetch_accept)
+                                       self._fetch_accept, what=what)
         self._batch = mb
         return mb
 

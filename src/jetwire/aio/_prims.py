@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
+from .._units import wait_limit
 from ..errors import TimeoutError as NatsTimeoutError
 
 T = TypeVar("T")
@@ -96,7 +97,9 @@ _INF = float("inf")
 
 
 async def wait_future(fut: asyncio.Future[T], timeout: float | None) -> T:
-    """Wait for ``fut``; on timeout raise jetwire's TimeoutError (the future is failed, not cancelled)."""
+    """Wait for ``fut``; on timeout raise jetwire's TimeoutError (the future is failed,
+    not cancelled). Infinity waits as long as it takes; NaN is a ``ValueError``."""
+    timeout = wait_limit(timeout)
     if timeout is None or fut.done():
         return await fut
     loop = fut.get_loop()
@@ -136,6 +139,7 @@ class Signal:
     async def wait(self, timeout: float | None = None) -> bool:
         if self._flag:
             return True
+        timeout = wait_limit(timeout)
         if timeout is not None and timeout <= 0:
             return False
         loop = self._loop

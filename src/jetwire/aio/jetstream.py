@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..errors import InvalidOptionError
 from ..jetstream.pubmux import CONTEXT_TIMEOUT
 from .js_consumers import ConsumerManager
 from .js_ops import Operations
@@ -85,6 +86,8 @@ class JetStream(StreamManager, ConsumerManager, Publisher, KeyValueManager, Obje
         self._nc = nc
         # internal (no compatibility promise): the API requests of this context, which
         # the handles it makes use openly
+        if type(timeout) is bool or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise InvalidOptionError(f"timeout must be a number of seconds > 0, not {timeout!r}")
         self.api = JSApi(nc, domain, api_prefix, timeout, trace_cb, validate)
         self._init_publishing(publish_async_max_pending, publish_async_timeout, publish_async_err_cb,
                               publish_async_ack_cb)
