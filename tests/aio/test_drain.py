@@ -46,6 +46,46 @@ async def test_drain_lets_consume_callbacks_finish_and_ack_what_was_delivered(na
         await nc.close()
 
 
+@pytest.mark.parametrize("kind", ["push consume", "js.subscribe"])
+async def test_drain_lets_push_callbacks_finish_and_ack_what_was_delivered(nats_url, kind):
+    nc = await jetwire.connect(nats_url)
+    admin = await jetwire.connect(nats_url)
+    js, stream = await new_stream(admin, 0)
+    try:
+        await fill(js, f"{stream}.a", 40)
+        handled: list = []
+        entered: list = []
+        go = prims.Signal()
+
+        async def cb(msg):
+            entered.append(msg)
+            assert await go.wait(10)  # busy while the drain starts
+            handled.append(msg.data)
+            if kind == "push consume":
+                await msg.ack()  # (js.subscribe acks after the callback returns)
+
+        njs = nc.jetstream()
+        if kind == "push consume":
+            pc = await njs.create_push_consumer(stream, deliver_subject=nc.new_inbox(), durable_name="p",
+                                                max_ack_pending=10)
+            await pc.consume(cb)
+        else:
+            await njs.subscribe(f"{stream}.a", cb=cb, durable="p", config={"max_ack_pending": 10})
+        assert await wait_until(lambda: bool(entered), 5)
+        drainer = prims.spawn(nc.drain, 10)
+        assert await wait_until(lambda: nc.is_draining, 5)
+        go.set()
+        assert await prims.join(drainer, 15)
+        assert nc.is_closed and handled
+        info = await admin.jetstream().consumer_info(stream, "p")
+        # every message handed to the callback was acked before the connection closed
+        assert info.num_ack_pending == 0 and info.ack_floor.stream_seq == len(handled)
+    finally:
+        await js.delete_stream(stream)
+        await admin.close()
+        await nc.close()
+
+
 async def test_drain_lets_a_service_answer_the_requests_it_took(nats_url):
     nc = await jetwire.connect(nats_url)
     client = await jetwire.connect(nats_url)

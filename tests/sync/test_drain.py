@@ -47,6 +47,46 @@ def test_drain_lets_consume_callbacks_finish_and_ack_what_was_delivered(nats_url
         nc.close()
 
 
+@pytest.mark.parametrize("kind", ["push consume", "js.subscribe"])
+def test_drain_lets_push_callbacks_finish_and_ack_what_was_delivered(nats_url, kind):
+    nc = jetwire.connect(nats_url)
+    admin = jetwire.connect(nats_url)
+    js, stream = new_stream(admin, 0)
+    try:
+        fill(js, f"{stream}.a", 40)
+        handled: list = []
+        entered: list = []
+        go = prims.Signal()
+
+        def cb(msg):
+            entered.append(msg)
+            assert go.wait(10)  # busy while the drain starts
+            handled.append(msg.data)
+            if kind == "push consume":
+                msg.ack()  # (js.subscribe acks after the callback returns)
+
+        njs = nc.jetstream()
+        if kind == "push consume":
+            pc = njs.create_push_consumer(stream, deliver_subject=nc.new_inbox(), durable_name="p",
+                                                max_ack_pending=10)
+            pc.consume(cb)
+        else:
+            njs.subscribe(f"{stream}.a", cb=cb, durable="p", config={"max_ack_pending": 10})
+        assert wait_until(lambda: bool(entered), 5)
+        drainer = prims.spawn(nc.drain, 10)
+        assert wait_until(lambda: nc.is_draining, 5)
+        go.set()
+        assert prims.join(drainer, 15)
+        assert nc.is_closed and handled
+        info = admin.jetstream().consumer_info(stream, "p")
+        # every message handed to the callback was acked before the connection closed
+        assert info.num_ack_pending == 0 and info.ack_floor.stream_seq == len(handled)
+    finally:
+        js.delete_stream(stream)
+        admin.close()
+        nc.close()
+
+
 def test_drain_lets_a_service_answer_the_requests_it_took(nats_url):
     nc = jetwire.connect(nats_url)
     client = jetwire.connect(nats_url)

@@ -184,6 +184,7 @@ class PushSubscription(PushCore, MsgIteration):
         self._cb = cb
         self._auto_ack = cb is not None and not manual_ack and not ack_none
         self._task: Any = None
+        self._undrain: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"<PushSubscription stream={self._stream!r} consumer={self._consumer!r} subject={self.subject!r}>"
@@ -192,6 +193,8 @@ class PushSubscription(PushCore, MsgIteration):
         super()._begin()
         if self._cb is not None and self._task is None:
             self._task = prims.spawn(self._run, name="jetwire-push")
+            # the connection's drain lets the callback finish (and ack) what was delivered
+            self._undrain = self._link.on_drain(self._drain)
 
     # -- user side -------------------------------------------------------------------
     async def next_msg(self, timeout: float | None = 1.0) -> Msg:
@@ -229,6 +232,9 @@ class PushSubscription(PushCore, MsgIteration):
                     self._link.report_error(exc)
         finally:
             self._halt()
+            undrain, self._undrain = self._undrain, None
+            if undrain is not None:
+                undrain()
 
     async def _delete_if_created(self) -> None:
         if self._owned and self._consumer and not self._link.is_closed:
@@ -247,17 +253,23 @@ class PushSubscription(PushCore, MsgIteration):
 
     async def drain(self, timeout: float | None = None) -> None:
         """Stop receiving, let buffered messages be handled, then unsubscribe."""
+        await self._drain(timeout)
+
+    async def _drain(self, timeout: float | None) -> bool:
+        """``drain()``; whether the callback finished what was buffered within ``timeout``."""
         if self._closed:
-            return
+            return True
         self._draining = True
         sub = self._sub
         if sub is not None:
             self._link.unsubscribe(sub)
         self._signal.set()
+        done = True
         if self._task is not None:
-            await prims.join(self._task, timeout)
+            done = await prims.join(self._task, timeout)
         self._halt()
         await self._delete_if_created()
+        return done
 
     async def consumer_info(self) -> ConsumerInfo:
         """Fresh info of the consumer behind this subscription."""

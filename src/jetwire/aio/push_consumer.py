@@ -129,6 +129,7 @@ class PushConsumeContext(PushCore):
         self._error_cb2 = error_cb is not None and _two_arg(error_cb)
         self._task: Any = None
         self._finished = False
+        self._undrain: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"<PushConsumeContext consumer={self._consumer!r} delivered={self._state.taken}>"
@@ -139,6 +140,8 @@ class PushConsumeContext(PushCore):
         self._listen(cfg.deliver_subject, cfg.deliver_group or None, self._on_msg)
         self._begin()
         self._task = prims.spawn(self._run, name="jetwire-push-consume")
+        # the connection's drain lets the callback finish what was delivered
+        self._undrain = self._link.on_drain(self._drain)
 
     # -- errors (from the reader, the timer or the callback task: never blocks) -----------
     def _report(self, exc: BaseException) -> None:
@@ -175,6 +178,9 @@ class PushConsumeContext(PushCore):
             self._halt()
             self._queue.clear()
             self._finished = True
+            undrain, self._undrain = self._undrain, None
+            if undrain is not None:
+                undrain()
 
     # -- controls ---------------------------------------------------------------------------
     def stop(self) -> None:
@@ -188,13 +194,17 @@ class PushConsumeContext(PushCore):
     async def drain(self, timeout: float | None = None) -> None:
         """Stop receiving, hand what is buffered to the callback, then close (waits for
         that, at most ``timeout`` seconds)."""
+        await self._drain(timeout)
+
+    async def _drain(self, timeout: float | None) -> bool:
+        """``drain()``; whether consuming ended within ``timeout``."""
         if not self._closed and not self._draining:
             self._draining = True
             sub = self._sub
             if sub is not None:
                 self._link.unsubscribe(sub)
             self._signal.set()
-        await prims.join(self._task, timeout)
+        return await prims.join(self._task, timeout)
 
     async def closed(self, timeout: float | None = None) -> bool:
         """Wait until consuming ended (stopped, drained, the consumer deleted); False if
