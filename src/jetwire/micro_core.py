@@ -130,8 +130,13 @@ def resolve_queue_group(own: str | None, parent: str | None) -> str:
 
 
 def join_subject(prefix: str, subject: str) -> str:
-    """``prefix.subject`` (just ``subject`` without a prefix)."""
-    return f"{prefix}.{subject}" if prefix else subject
+    """``prefix.subject``; an empty part is left out (a group named ``""`` adds no
+    token, as in nats.go's micro)."""
+    if not prefix:
+        return subject
+    if not subject:
+        return prefix
+    return f"{prefix}.{subject}"
 
 
 def control_subject(verb: str, name: str | None = None, id: str | None = None,

@@ -152,6 +152,7 @@ async def test_put_get_and_revisions(nats_url):
         assert e.delta == 0
         old = await kv.get("color", revision=1)
         assert old.value == b"red" and old.revision == 1
+        assert (await kv.get("color", revision=0)).revision == 3  # 0: the latest, as nats.go
         with pytest.raises(jetwire.KeyNotFoundError):
             await kv.get("color", revision=2)  # the revision of another key
         with pytest.raises(jetwire.KeyNotFoundError):
@@ -502,6 +503,8 @@ async def test_watch_options(nats_url):
         assert (e.key, e.value) == ("e", b"new")
         await assert_quiet(w)
         w.stop()
+        with pytest.raises(jetwire.InvalidOptionError, match="include_history and updates_only"):
+            await kv.watch_all(include_history=True, updates_only=True)  # as nats.go: one or the other
 
         w = await kv.watch_all(meta_only=True)
         initial = await drain_initial(w)

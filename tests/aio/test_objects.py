@@ -416,6 +416,9 @@ async def test_links(nats_url):
         assert doomed.deleted is False
         with pytest.raises(jetwire.ObjectAlreadyExistsError):
             await obs.add_link("target", target)  # an object with that name exists
+        with pytest.raises(jetwire.ObjectAlreadyExistsError):
+            await obs.add_link("doomed", target)  # a deleted one too (as nats.go): only a link is replaced
+        assert (await obs.get_info("doomed", show_deleted=True)).deleted
         link2 = await obs.add_link("alias", target)  # a link may be replaced
         assert link2.link.name == "target"
 

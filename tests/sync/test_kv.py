@@ -152,6 +152,7 @@ def test_put_get_and_revisions(nats_url):
         assert e.delta == 0
         old = kv.get("color", revision=1)
         assert old.value == b"red" and old.revision == 1
+        assert (kv.get("color", revision=0)).revision == 3  # 0: the latest, as nats.go
         with pytest.raises(jetwire.KeyNotFoundError):
             kv.get("color", revision=2)  # the revision of another key
         with pytest.raises(jetwire.KeyNotFoundError):
@@ -502,6 +503,8 @@ def test_watch_options(nats_url):
         assert (e.key, e.value) == ("e", b"new")
         assert_quiet(w)
         w.stop()
+        with pytest.raises(jetwire.InvalidOptionError, match="include_history and updates_only"):
+            kv.watch_all(include_history=True, updates_only=True)  # as nats.go: one or the other
 
         w = kv.watch_all(meta_only=True)
         initial = drain_initial(w)

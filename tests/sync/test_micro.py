@@ -126,11 +126,15 @@ def test_queue_groups_inherit_service_group_endpoint(nats_url):
         off = svc.add_group("off", queue_group="")                          # a group with none
         off.add_endpoint("f", echo)
         off.add_endpoint("f2", echo, queue_group="back")
+        # a group named "" adds no token (ADR-32 allows it; nats.go's micro leaves it out)
+        svc.add_group("").add_group(name).add_group("").add_endpoint("empty", echo)
         default = micro.add_service(nc, name=name_of("qgd"), version="1.0.0")
         default.add_endpoint("z", echo, subject=f"{name}.z")
         got = {e.name: (e.subject, e.queue_group) for e in svc.info().endpoints}
         assert got == {"a": ("a", "svcq"), "b": ("b", "own"), "c": ("c", ""), "d": ("g.d", "gq"),
-                       "e": ("g.h.x.y", "gq"), "f": ("off.f", ""), "f2": ("off.f2", "back")}
+                       "e": ("g.h.x.y", "gq"), "f": ("off.f", ""), "f2": ("off.f2", "back"),
+                       "empty": (f"{name}.empty", "svcq")}
+        assert (micro.request(nc, f"{name}.empty", b"flat")).data == b"flat"
         assert [(e.queue_group) for e in default.info().endpoints] == ["q"]
         assert inner.prefix == "g.h" and inner.queue_group == "gq"
         # the stats documents carry the same

@@ -416,6 +416,9 @@ def test_links(nats_url):
         assert doomed.deleted is False
         with pytest.raises(jetwire.ObjectAlreadyExistsError):
             obs.add_link("target", target)  # an object with that name exists
+        with pytest.raises(jetwire.ObjectAlreadyExistsError):
+            obs.add_link("doomed", target)  # a deleted one too (as nats.go): only a link is replaced
+        assert (obs.get_info("doomed", show_deleted=True)).deleted
         link2 = obs.add_link("alias", target)  # a link may be replaced
         assert link2.link.name == "target"
 

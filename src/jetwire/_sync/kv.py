@@ -22,6 +22,7 @@ from ..errors import (
     APIError,
     BucketNotFoundError,
     ConnectionClosedError,
+    InvalidOptionError,
     JetStreamError,
     KeyDeletedError,
     KeyExistsError,
@@ -104,6 +105,8 @@ class KeyWatcher(Watcher):
     def __init__(self, kv: KeyValue, filters: Sequence[str], include_history: bool = False,
                  ignore_deletes: bool = False, meta_only: bool = False, updates_only: bool = False,
                  resume_from_revision: int | None = None) -> None:
+        if include_history and updates_only:  # (nats.go: ErrInvalidOption)
+            raise InvalidOptionError("include_history and updates_only cannot be used together")
         if resume_from_revision:
             policy, start = "by_start_sequence", int(resume_from_revision)
         elif updates_only:
@@ -171,7 +174,7 @@ class KeyValue:
 
     # -- reading ---------------------------------------------------------------------
     def get(self, key: str, revision: int | None = None) -> KeyValueEntry:
-        """The latest entry of ``key`` (or the one at ``revision``).
+        """The latest entry of ``key`` (or the one at ``revision``; 0 is the latest too).
 
         ``KeyNotFoundError`` when there is none (also when ``revision`` belongs to
         another key); ``KeyDeletedError`` (a ``KeyNotFoundError``; its ``entry`` is the
@@ -179,13 +182,13 @@ class KeyValue:
         validate_key(key)
         subject = self._pre + key
         try:
-            if revision is None:
+            if not revision:  # None or 0: the latest (nats.go's kvLatestRevision is 0)
                 raw = self._stream.get_last_msg_for_subject(subject)
             else:
                 raw = self._stream.get_msg(revision)
         except MsgNotFoundError:
             raise key_not_found(key, revision) from None
-        if revision is not None and raw.subject != subject:
+        if revision and raw.subject != subject:
             raise key_not_found(key, revision)
         return raise_if_deleted(entry_from_raw(self._name, key, raw))
 

@@ -445,7 +445,7 @@ class ObjectStore:
             existing = await self.get_info(name, show_deleted=True)
         except ObjectNotFoundError:
             existing = None
-        if existing is not None and existing.link is None and not existing.deleted:
+        if existing is not None and existing.link is None:  # deleted too (as nats.go): only a link is replaced
             raise ObjectAlreadyExistsError(f"object {name!r} already exists")
         info = link_info(name, self._name, _nuid.next(), bucket, target)
         await self._publish_meta(info)
