@@ -14,6 +14,9 @@ tests of both flavours drive the same proxy:
   direction, then reset every connection (the peer sees a frame cut in the middle);
 - ``cut()``: reset every connection now;
 - ``inject(data, direction="down")``: write ``data`` into the stream at once;
+- ``close_after(pattern, direction="down")``: from now on (until ``heal()``), each
+  connection is reset right after a chunk holding ``pattern`` was forwarded in that
+  direction (a server that closes right after its PONG: ``close_after(b"PONG")``);
 - ``latency(seconds)``: delay every write by a fixed latency.
 
 Counters (``accepted``, ``bytes_in[d]``, ``bytes_out[d]``, ``writes[d]``) let tests check
@@ -56,6 +59,7 @@ class FaultProxy:
         self._latency = 0.0
         self._drop: str | None = None
         self._cut_next: str | None = None
+        self._close_after: tuple[bytes, str] | None = None
         self._pairs: set = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.AbstractServer | None = None
@@ -144,11 +148,12 @@ class FaultProxy:
         self._loop.call_soon_threadsafe(self._running.set)
 
     def heal(self) -> None:
-        """Every fault off: no trickle, latency, drop, stall or pending cut."""
+        """Every fault off: no trickle, latency, drop, stall, pending cut or close_after."""
         self._trickle = False
         self._latency = 0.0
         self._drop = None
         self._cut_next = None
+        self._close_after = None
         self.resume()
 
     def cut(self) -> None:
@@ -162,6 +167,9 @@ class FaultProxy:
         """Forward half of the next chunk going ``direction``, then reset every connection."""
         assert direction in (UP, DOWN)
         self._cut_next = direction
+
+    def close_after(self, pattern: bytes, direction: str = DOWN) -> None:
+        self._close_after = (pattern, direction)
 
     def inject(self, data: bytes, direction: str = DOWN) -> None:
         """Write ``data`` into every open connection's ``direction`` at once."""
@@ -230,6 +238,10 @@ class FaultProxy:
                     self.bytes_out[direction] += len(data)
                     writer.write(data)
                     await writer.drain()
+                after = self._close_after
+                if after is not None and after[1] == direction and after[0] in data:
+                    pair.abort()  # this connection only: right after what was forwarded
+                    break
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:

@@ -334,6 +334,10 @@ class Client:
         self._lost_lock = prims.write_lock()  # one _on_lost per transport (reader, timer, writer)
         self._close_signal = prims.Signal()
         self._handshaking = False
+        # the handshake's PING waiter, and the transport lost while it was under way (the
+        # server may close right after its PONG: the handshake must not succeed then)
+        self._handshake_fut: Any = None
+        self._handshake_lost: Transport | None = None
         self._ever_connected = False
         self._user_closed = False  # close()/drain() was called (no_callbacks_after_close)
         # PING waiters, oldest first (None for the ping timer's PINGs)
@@ -468,7 +472,8 @@ class Client:
             if not core.headers_ok:
                 raise NatsError("server does not support headers")
             self._handshaking = True
-            fut = prims.new_future()
+            self._handshake_lost = None
+            fut = self._handshake_fut = prims.new_future()
             self._pongs.appendleft(fut)
             answers = {}
             for key, cb, args in core.creds.callbacks(info):
@@ -483,6 +488,7 @@ class Client:
                 raise TimeoutError("timed out waiting for the server to accept CONNECT") from None
         except BaseException:
             self._handshaking = False
+            self._handshake_fut = None
             if fut is not None:
                 try:
                     self._pongs.remove(fut)
@@ -490,20 +496,35 @@ class Client:
                     pass
             tr.abort()
             raise
-        self._handshaking = False
-        srv.did_connect = True
-        srv.reconnects = 0
-        core.pool.current = srv
-        self._transport = tr
         outbox = core.outbox
         with self._writer.lock:
-            # the subscriptions go first, then what was published while disconnected
+            # the subscriptions go first, then what was published while disconnected (if
+            # this connection is lost before they leave, the next one sends them again:
+            # the server ignores a SUB whose sid it has)
             outbox.buf[:0] = core.resubscribe_bytes()
-        if self._ever_connected:  # counted before anything buffered leaves: its answer may come first
-            core.reconnects += 1
-        core.status = CONNECTED
-        core.pings_out = 0
+        # against _on_lost on the reader thread: the transport and CONNECTED come together,
+        # so a loss is seen either here (the handshake fails) or as a connection's loss
+        with self._lost_lock:
+            self._handshaking = False
+            self._handshake_fut = None
+            lost = self._handshake_lost is tr or tr.closed
+            self._handshake_lost = None
+            if not lost:
+                srv.did_connect = True
+                srv.reconnects = 0
+                core.pool.current = srv
+                self._transport = tr
+                if self._ever_connected:  # counted before anything buffered leaves: its answer may come first
+                    core.reconnects += 1
+                core.pings_out = 0
+                core.status = CONNECTED
+        if lost:  # the server answered the PING and closed: try the next one
+            tr.abort()
+            raise ConnectionClosedError("connection lost right after the handshake")
         self._writer.set_transport(tr)
+        if self._transport is not tr:  # lost since (its _on_lost has taken it down)
+            self._writer.set_transport(None)
+            return
         self._writer.flush_now()
 
     def _need_tls_for(self, srv: Server, ctx: ssl.SSLContext | None) -> Callable[[bytes], bool]:
@@ -530,7 +551,7 @@ class Client:
             core.last_error = exc
             self._report_error(exc)
             if self._handshaking:
-                self._fail_pongs(exc)
+                self._fail_handshake(exc)
             else:
                 tr = self._transport
                 if tr is not None:
@@ -633,6 +654,17 @@ class Client:
         else:
             log.warning("jetwire: reconnecting to %s failed: %s", srv.display, redact_text(str(exc)))
 
+    def _fail_handshake(self, exc: BaseException) -> None:
+        """Fail the handshake's PING waiter only: a ``flush()`` made while reconnecting
+        waits for the connection that comes back (its PING is in the reconnect buffer)."""
+        fut = self._handshake_fut
+        if fut is not None and not fut.done():
+            try:
+                self._pongs.remove(fut)
+            except ValueError:
+                pass
+            fut.set_exception(exc)
+
     def _fail_pongs(self, exc: BaseException) -> None:
         pongs = self._pongs
         while pongs:
@@ -660,13 +692,17 @@ class Client:
         core = self._core
         if core is None:
             return
-        if self._handshaking:
-            self._fail_pongs(exc or ConnectionClosedError("connection lost during handshake"))
-            return
         with self._lost_lock:
-            if tr is not self._transport:
+            handshake = self._handshaking
+            if handshake:
+                self._handshake_lost = tr
+            elif tr is not self._transport:
                 return
-            self._transport = None
+            else:
+                self._transport = None
+        if handshake:
+            self._fail_handshake(exc or ConnectionClosedError("connection lost during handshake"))
+            return
         self._writer.set_transport(None)
         tr.abort()
         if core.status == CLOSED:
@@ -776,6 +812,7 @@ class Client:
                 if opts.reconnected_cb is not None:
                     self._call_cb(opts.reconnected_cb)
                 return
+            return  # lost again at once: that loss started a reconnect of its own (or it closed)
         if core.status == RECONNECTING:
             last = core.last_error
             core.last_error = NoServersError(f"reconnect attempts exhausted: {redact_text(str(last))}")

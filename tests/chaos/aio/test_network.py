@@ -249,3 +249,58 @@ async def test_consumers_go_on_through_stalls_and_cuts(proxy):
         assert faults == [] and len(conn.recoveries) == 3
     finally:
         await nc.close()
+
+
+async def test_a_server_that_closes_right_after_its_pong_is_not_taken_for_a_connection(proxy):
+    """Each reconnect's handshake gets its PONG, then the connection closes (the proxy
+    resets it right after forwarding the PONG): the client must not sit on that dead
+    socket as if connected (until the pings noticed: minutes with the defaults), but
+    keep trying; once the fault is gone it is back and carries messages."""
+    conn = Conn()
+    nc = await conn.connect(proxy.url, ping_interval=600)
+    try:
+        subj = uniq("pongclose")
+        assert await _roundtrip(nc, subj) == b"ok"
+        proxy.close_after(b"PONG")
+        proxy.cut()
+        assert await conn.disconnected.wait(5)
+        before = proxy.accepted
+        # every handshake got its PONG and lost its connection: the client tried again
+        assert await wait_until(lambda: proxy.accepted >= before + 3, 10), proxy.accepted
+        proxy.heal()
+        assert await wait_until(lambda: nc.status == "CONNECTED", 20)
+        assert await _roundtrip(nc, subj) == b"ok"
+    finally:
+        await nc.close()
+
+
+async def test_a_flush_made_while_reconnecting_waits_through_failed_handshakes(proxy):
+    """Reconnect attempts whose handshake fails (the proxy resets each connection right
+    after the server's INFO) fail their own PING only: a flush() made meanwhile waits
+    for the connection that comes back, and succeeds then."""
+    conn = Conn()
+    nc = await conn.connect(proxy.url, ping_interval=600)
+    try:
+        proxy.close_after(b"INFO")
+        proxy.cut()
+        assert await conn.disconnected.wait(5)
+        outcome: list = []
+
+        async def flush() -> None:
+            try:
+                await nc.flush(20)
+                outcome.append("ok")
+            except Exception as exc:
+                outcome.append(exc)
+
+        flusher = prims.spawn(flush)
+        before = proxy.accepted
+        assert await wait_until(lambda: proxy.accepted >= before + 3, 10), proxy.accepted
+        assert outcome == []  # still waiting, through the failed handshakes
+        proxy.heal()
+        await conn.wait_reconnected()
+        assert await prims.join(flusher, 20)
+        assert outcome == ["ok"]
+        assert await _roundtrip(nc, uniq("flushed")) == b"ok"
+    finally:
+        await nc.close()
