@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import difflib
+import ipaddress
+import math
+import numbers
 import os
 import random
 import socket
@@ -16,6 +19,7 @@ from ._redact import option_repr, redact_url
 from .errors import BadSubjectError, NoServersError
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
+DEFAULT_RECONNECT_BUFFER_SIZE = 8 * 1024 * 1024  # reconnect_buffer_size=0 means this (as nats.go)
 
 
 @dataclass(repr=False)  # the generated repr would show passwords, tokens and seeds
@@ -158,15 +162,18 @@ class Options:
 
     @property
     def wants_tls(self) -> bool:
+        """TLS on every connection, whatever the URLs' scheme: ``tls=``, a TLS file or
+        callback, or ``tls_handshake_first`` (which implies TLS, as nats.go's)."""
         return bool(self.tls) or self.tls_context_cb is not None or bool(
-            self.tls_ca_file or self.tls_cert_file)
+            self.tls_ca_file or self.tls_cert_file) or self.tls_handshake_first
 
     def ssl_context(self) -> ssl.SSLContext | None:
-        """The TLS context of ``tls=`` and the ``tls_*_file`` options (``tls_context_cb``
-        is asked by the client itself, on every connect)."""
+        """The TLS context of ``tls=``, the ``tls_*_file`` options and
+        ``tls_handshake_first`` (``tls_context_cb`` is asked by the client itself, on
+        every connect)."""
         if isinstance(self.tls, ssl.SSLContext):
             ctx = self.tls
-        elif self.tls or self.tls_ca_file or self.tls_cert_file:
+        elif self.tls or self.tls_ca_file or self.tls_cert_file or self.tls_handshake_first:
             ctx = ssl.create_default_context(cafile=self.tls_ca_file)
         else:
             return None
@@ -202,8 +209,7 @@ def make_options(servers: str | Sequence[str] | None, kwargs: dict[str, Any]) ->
     if not urls:
         raise NoServersError("no servers given")
     opts = Options(servers=urls, **kwargs)
-    if opts.max_pings_outstanding < 1:
-        raise ValueError("max_pings_outstanding must be at least 1")
+    _check_values(opts)
     if opts.poll_io is not None and not isinstance(opts.poll_io, bool):
         raise ValueError(f"poll_io must be True, False or None (automatic), not {opts.poll_io!r}")
     if not opts.busy_poll >= 0:
@@ -247,6 +253,40 @@ def ws_header_list(headers: object) -> list[tuple[bytes, bytes]]:
                 raise ValueError(f"WebSocket header {name!r}: a value must not hold CR, LF or NUL")
             out.append((name.encode("ascii"), raw))
     return out
+
+
+def _check_values(o: Options) -> None:
+    """Option values nats.go refuses (or gives a meaning) at connect time: ``TypeError``
+    or ``ValueError`` naming the option, before anything is dialled."""
+    if o.name is not None and not isinstance(o.name, str):
+        raise TypeError(f"name must be a str, not {type(o.name).__name__}")
+    _check_seconds("connect_timeout", o.connect_timeout)
+    _check_seconds("flush_timeout", o.flush_timeout)
+    # 0: no client PINGs (nats.go starts its ping timer only for PingInterval > 0)
+    _check_seconds("ping_interval", o.ping_interval, zero="no pings")
+    _check_int("max_pings_outstanding", o.max_pings_outstanding)
+    if o.max_pings_outstanding < 1:
+        raise ValueError(f"max_pings_outstanding must be at least 1, not {o.max_pings_outstanding!r}")
+    _check_int("reconnect_buffer_size", o.reconnect_buffer_size)
+    if o.reconnect_buffer_size == 0:  # as nats.go: 0 is the default size; negative keeps nothing
+        o.reconnect_buffer_size = DEFAULT_RECONNECT_BUFFER_SIZE
+    if o.tls is False and o.tls_handshake_first:
+        raise ValueError("tls_handshake_first needs TLS, and tls=False turns it off")
+
+
+def _check_seconds(name: str, value: object, zero: str | None = None) -> None:
+    """``value`` is a finite number of seconds above 0 (or 0 too, where ``zero`` says
+    what it means)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number of seconds, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0 or (value == 0 and zero is None):
+        want = f"0 ({zero}) or a positive number of seconds" if zero else "a positive number of seconds"
+        raise ValueError(f"{name} must be {want}, not {value!r}")
+
+
+def _check_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
 
 
 def _check_inbox_prefix(prefix: str) -> None:
@@ -334,6 +374,9 @@ class Server:
         self.last_attempt = 0.0
         self.did_connect = False
         self.last_auth_error: str | None = None  # what the server said when it last refused us
+        # the name its TLS certificate is verified against when that is not its host: a
+        # discovered server announced by IP keeps the host name of the URL it was learned
+        # through (nats.go's tlsName); None: its host (or the tls_hostname option)
         self.tls_name: str | None = None
 
     @property
@@ -345,6 +388,15 @@ class Server:
     def hostport(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+    @property
+    def host_is_ip(self) -> bool:
+        """The URL names the server by an IP address, not a host name."""
+        try:
+            ipaddress.ip_address(self.host)
+        except ValueError:
+            return False
+        return True
 
     def __repr__(self) -> str:
         return f"<Server {self.display}>"
@@ -359,6 +411,11 @@ class ServerPool:
         self.ws = bool(self.servers) and self.servers[0].is_ws
         if any(s.is_ws != self.ws for s in self.servers):
             raise ValueError("mixing websocket (ws://, wss://) and non-websocket URLs is not allowed")
+        # a tls:// (wss://) URL asks for TLS: the servers the cluster announces are dialled
+        # with TLS too, whatever their INFO says (nats.go's Secure and connScheme); the TLS
+        # options (tls=, tls_*_file, tls_context_cb, tls_handshake_first) give every
+        # server TLS whatever its scheme (Options.wants_tls)
+        self.secure = any(s.scheme in ("tls", "wss") for s in self.servers)
         self.randomize = randomize
         if randomize:
             random.shuffle(self.servers)
@@ -399,11 +456,30 @@ class ServerPool:
                 return s
         return None
 
+    def in_use(self) -> Server | None:
+        """The server connected to, or being dialled: ``current`` once set (connected, or
+        a reconnect attempt), else, while the first connect goes over the pool, the one
+        tried last (the driver stamps ``last_attempt`` just before it dials)."""
+        if self.current is not None:
+            return self.current
+        tried = [s for s in self.servers if s.last_attempt]
+        return max(reversed(tried), key=lambda s: s.last_attempt) if tried else None
+
     def add_discovered(self, connect_urls: Sequence[str], tls: bool) -> list[str]:
-        """Add unknown connect_urls; returns the URLs that were new. Over WebSocket the
-        server sends its websocket URLs (``ws_connect_urls``) as these."""
+        """Add unknown connect_urls (``tls``: the announcing server requires TLS); returns
+        the URLs that were new. Over WebSocket the server sends its websocket URLs
+        (``ws_connect_urls``) as these.
+
+        As nats.go's implicit servers, each takes from the server it was learned through
+        (:meth:`in_use`) its URL's user and password (or token) and, announced by IP while
+        that one is named by host, that host name to verify its TLS certificate against."""
         known = {s.hostport for s in self.servers}
+        tls = tls or self.secure
         scheme = ("wss" if tls else "ws") if self.ws else "tls" if tls else "nats"
+        source = self.in_use()
+        name = None
+        if source is not None:
+            name = source.tls_name or (None if source.host_is_ip else source.host)
         added: list[Server] = []
         for hp in connect_urls:
             try:
@@ -413,6 +489,11 @@ class ServerPool:
             if srv.hostport in known:
                 continue
             known.add(srv.hostport)
+            if source is not None:
+                if srv.user is None and source.user is not None:
+                    srv.user, srv.password = source.user, source.password
+                if name is not None and srv.host_is_ip:
+                    srv.tls_name = name
             added.append(srv)
         if added:
             if self.randomize:

@@ -5,7 +5,8 @@ connection accepted is paired with a new connection to the target, and bytes are
 both ways, through the faults currently switched on. Every method is thread-safe, so
 tests of both flavours drive the same proxy:
 
-- ``trickle(True)``: pass bytes one at a time (one write, and one drain, per byte);
+- ``trickle(True, delay=0.0)``: pass bytes one at a time (one write, and one drain, per
+  byte; ``delay`` seconds between two bytes: a server dribbling its INFO);
 - ``stall(seconds=None)``: stop forwarding in both directions (``resume()``, or after
   ``seconds``); the connections stay open, nothing moves;
 - ``drop("up" | "down" | None)``: discard what flows in one direction (``up``: client to
@@ -19,8 +20,9 @@ tests of both flavours drive the same proxy:
   direction (a server that closes right after its PONG: ``close_after(b"PONG")``);
 - ``latency(seconds)``: delay every write by a fixed latency.
 
-Counters (``accepted``, ``bytes_in[d]``, ``bytes_out[d]``, ``writes[d]``) let tests check
-what happened.
+Counters (``accepted``, ``bytes_in[d]``, ``bytes_out[d]``, ``writes[d]``) and the first
+MiB forwarded in each direction (``captured[d]``, every connection's in turn) let tests
+check what happened.
 """
 from __future__ import annotations
 
@@ -56,6 +58,8 @@ class FaultProxy:
         self.bytes_out = {UP: 0, DOWN: 0}
         self.writes = {UP: 0, DOWN: 0}
         self._trickle = False
+        self._trickle_delay = 0.0
+        self.captured = {UP: bytearray(), DOWN: bytearray()}
         self._latency = 0.0
         self._drop: str | None = None
         self._cut_next: str | None = None
@@ -123,9 +127,10 @@ class FaultProxy:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     # ------------------------------------------------------------------ faults
-    def trickle(self, on: bool = True) -> None:
-        """Pass bytes one at a time (``False``: whole chunks again)."""
+    def trickle(self, on: bool = True, delay: float = 0.0) -> None:
+        """Pass bytes one at a time, ``delay`` seconds apart (``False``: whole chunks again)."""
         self._trickle = on
+        self._trickle_delay = delay
 
     def latency(self, seconds: float) -> None:
         """Delay every write by ``seconds`` (0: none)."""
@@ -150,6 +155,7 @@ class FaultProxy:
     def heal(self) -> None:
         """Every fault off: no trickle, latency, drop, stall, pending cut or close_after."""
         self._trickle = False
+        self._trickle_delay = 0.0
         self._latency = 0.0
         self._drop = None
         self._cut_next = None
@@ -213,6 +219,9 @@ class FaultProxy:
                 if not data:
                     break
                 self.bytes_in[direction] += len(data)
+                seen = self.captured[direction]
+                if len(seen) < 1 << 20:
+                    seen += data
                 await self._running.wait()  # a stall that began while we were reading
                 if self._drop == direction:
                     continue
@@ -229,6 +238,8 @@ class FaultProxy:
                     await asyncio.sleep(self._latency)
                 if self._trickle:
                     for i in range(len(data)):
+                        if i and self._trickle_delay:
+                            await asyncio.sleep(self._trickle_delay)
                         self.writes[direction] += 1
                         self.bytes_out[direction] += 1
                         writer.write(data[i:i + 1])

@@ -19,6 +19,32 @@ _INFO_LIMIT = 64 * 1024
 _READ_SIZE = 256 * 1024
 
 
+def handshake_timeout(host: str, port: int, timeout: float) -> str:
+    """The text of the error when dialling, TLS and the server's INFO took longer than
+    ``connect_timeout``."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"timed out after {timeout:g}s connecting to {where} (connect_timeout)"
+
+
+def _time_left(deadline: float, host: str, port: int, timeout: float) -> float:
+    """Seconds left until ``deadline``; the handshake's timeout error once it has come."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise NatsTimeoutError(handshake_timeout(host, port, timeout))
+    return left
+
+
+def _wrap_tls(tls: ssl.SSLContext, sock: socket.socket, server_hostname: str, deadline: float,
+              host: str, port: int, timeout: float) -> ssl.SSLSocket:
+    """``sock`` with its TLS handshake done by ``deadline`` (CPython's handshake keeps one
+    deadline of the socket's timeout for all its reads and writes)."""
+    sock.settimeout(_time_left(deadline, host, port, timeout))
+    try:
+        return tls.wrap_socket(sock, server_hostname=server_hostname)
+    except TimeoutError:
+        raise NatsTimeoutError(handshake_timeout(host, port, timeout)) from None
+
+
 class Transport:
     """One TCP (optionally TLS) connection to a server. ``socket_factory(host, port,
     timeout)`` dials instead of the default: it returns a connected socket (e.g. through
@@ -41,14 +67,23 @@ class Transport:
 
     def open(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
              tls_first: bool, tls_hostname: Optional[str], need_tls: Callable[[bytes], bool]) -> bytes:
-        sock = self._dial(host, port, timeout, tls if tls_first else None, tls_hostname)
+        """Connect and return the server's first line (INFO ...\\r\\n) plus anything after it.
+        Dialling, TLS and the INFO line share one deadline, ``timeout`` seconds from now (as
+        asyncio's ``wait_for``): a server that sends its INFO a byte at a time cannot hold
+        the handshake longer."""
+        deadline = time.monotonic() + timeout
+        sock = self._dial(host, port, timeout, tls if tls_first else None, tls_hostname, deadline)
         self._sock = sock  # close() from another thread ends a handshake that hangs
         try:
             if self.closed:
                 raise ConnectionError("closed during the handshake")
             head = bytearray()
             while b"\r\n" not in head:
-                chunk = sock.recv(4096)
+                sock.settimeout(_time_left(deadline, host, port, timeout))
+                try:
+                    chunk = sock.recv(4096)
+                except TimeoutError:  # socket.timeout: the deadline came
+                    raise NatsTimeoutError(handshake_timeout(host, port, timeout)) from None
                 if not chunk:
                     raise ConnectionError("connection closed by server")
                 head += chunk
@@ -57,10 +92,11 @@ class Transport:
             if not tls_first and need_tls(bytes(head)):
                 if tls is None:
                     raise ProtocolError("server requires TLS but no TLS context is configured")
-                sock = tls.wrap_socket(sock, server_hostname=tls_hostname or host)
+                sock = _wrap_tls(tls, sock, tls_hostname or host, deadline, host, port, timeout)
                 head = head[: head.index(b"\r\n") + 2]
             if self.closed:
                 raise ConnectionError("closed during the handshake")
+            sock.settimeout(timeout)
             self._sock = sock
             self._tls = isinstance(sock, ssl.SSLSocket)
             self._timeout = timeout
@@ -74,8 +110,11 @@ class Transport:
             raise
 
     def _dial(self, host: str, port: int, timeout: float, tls: Optional[ssl.SSLContext],
-              tls_hostname: Optional[str]) -> socket.socket:
-        """A connected socket (TLS at once when ``tls`` is given) with ``timeout`` set."""
+              tls_hostname: Optional[str], deadline: Optional[float] = None) -> socket.socket:
+        """A connected socket (TLS at once when ``tls`` is given) with ``timeout`` set;
+        the TLS handshake ends by ``deadline`` (default: ``timeout`` from now)."""
+        if deadline is None:
+            deadline = time.monotonic() + timeout
         if self._socket_factory is not None:
             sock = self._socket_factory(host, port, timeout)
         else:
@@ -84,7 +123,7 @@ class Transport:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.settimeout(timeout)
             if tls is not None:
-                sock = tls.wrap_socket(sock, server_hostname=tls_hostname or host)
+                sock = _wrap_tls(tls, sock, tls_hostname or host, deadline, host, port, timeout)
         except BaseException:
             try:
                 sock.close()

@@ -405,14 +405,14 @@ class Client:
             break
         if core.status == CONNECTED:
             self._ever_connected = True
-            self._ping_timer = self._sched.call_every(opts.ping_interval, self._on_ping_timer)
+            self._start_pings()
             if opts.connected_cb is not None:
                 self._sched.dispatch(opts.connected_cb)
             return
         core.last_error = auth_err or last
         if opts.retry_on_failed_connect and opts.allow_reconnect:
             core.status = RECONNECTING
-            self._ping_timer = self._sched.call_every(opts.ping_interval, self._on_ping_timer)
+            self._start_pings()
             self._reconnector = prims.spawn(self._reconnect_loop, False)
             return
         core.status = CLOSED
@@ -452,7 +452,7 @@ class Client:
         self._dialing = tr  # close() aborts it
         try:
             head = tr.open(srv.host, srv.port, opts.connect_timeout, ctx, opts.tls_handshake_first,
-                                 opts.tls_hostname, self._need_tls_for(srv, ctx))
+                                 opts.tls_hostname or srv.tls_name, self._need_tls_for(srv, ctx))
         finally:
             self._dialing = None
         if core.status == CLOSED:
@@ -526,6 +526,14 @@ class Client:
             self._writer.set_transport(None)
             return
         self._writer.flush_now()
+
+    def _start_pings(self) -> None:
+        """The ping timer, every ``ping_interval`` seconds; none when it is 0 (pings off,
+        as nats.go)."""
+        core = self._core
+        assert core is not None
+        if core.opts.ping_interval > 0:
+            self._ping_timer = self._sched.call_every(core.opts.ping_interval, self._on_ping_timer)
 
     def _need_tls_for(self, srv: Server, ctx: ssl.SSLContext | None) -> Callable[[bytes], bool]:
         def need(head: bytes) -> bool:

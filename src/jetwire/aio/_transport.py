@@ -15,6 +15,7 @@ from .._typing import JSONObject
 from ..connection.core import ConnectionCore, tls_state
 from ..connection.hold import WriteHold
 from ..errors import ProtocolError
+from ..errors import TimeoutError as NatsTimeoutError
 from ._prims import NO_LOCK
 
 _DONE = _impl.DONE  # an awaitable that is already done
@@ -22,6 +23,13 @@ _DONE = _impl.DONE  # an awaitable that is already done
 _INFO_LIMIT = 64 * 1024
 _perf = time.perf_counter
 _ALPHA = 0.125  # Spinner: weight of each new reply time in the moving average
+
+
+def handshake_timeout(host: str, port: int, timeout: float) -> str:
+    """The text of the error when dialling, TLS and the server's INFO took longer than
+    ``connect_timeout``."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return f"timed out after {timeout:g}s connecting to {where} (connect_timeout)"
 
 
 class _Proto(asyncio.Protocol):
@@ -112,6 +120,12 @@ class Transport:
 
         try:
             return await asyncio.wait_for(go(), timeout)
+        except TimeoutError as exc:
+            self.close()
+            if str(exc):  # the socket's own (e.g. ETIMEDOUT): it says what it is
+                raise
+            # wait_for's has no text, and NoServersError shows the last attempt's
+            raise NatsTimeoutError(handshake_timeout(host, port, timeout)) from None
         except BaseException:
             self.close()
             raise
