@@ -297,6 +297,37 @@ async def test_queue_group_spreads_requests_over_two_instances(nats_url):
         await nc2.close()
 
 
+async def test_a_refused_endpoint_subscription_stops_the_service(nats_server_factory):
+    """The server refusing an endpoint's subscription (permissions) stops the service,
+    as nats.go's micro does: the endpoint counts the error, the service's error_cb hears
+    the PermissionViolationError, done_cb follows; the connection's error_cb hears it too
+    and the connection stays."""
+    srv = nats_server_factory(auth={"users": [
+        {"user": "svc", "password": "pw",
+         "permissions": {"subscribe": {"deny": ["secret"]}, "publish": {"allow": [">"]}}}]})
+    conn_errors: list = []
+    nc = await jetwire.connect(srv.url, user="svc", password="pw", error_cb=conn_errors.append)
+    try:
+        svc_errors: list = []
+        done: list = []
+        svc = await micro.add_service(nc, name=name_of("refused"), version="1.0.0",
+                                      error_cb=svc_errors.append, done_cb=done.append)
+        await svc.add_endpoint("ok", echo)
+        await svc.add_endpoint("secret", echo, subject="secret")
+        assert await wait_until(lambda: bool(done), 5), (svc_errors, conn_errors)
+        assert svc.stopped and done == [svc]
+        assert await wait_until(lambda: bool(svc_errors), 5)
+        err = svc_errors[0]
+        assert isinstance(err, jetwire.PermissionViolationError) and err.subject == "secret"
+        stats = {e.name: e for e in svc.stats().endpoints}
+        assert stats["secret"].num_errors == 1 and "secret" in stats["secret"].last_error
+        assert stats["ok"].num_errors == 0
+        assert any(isinstance(e, jetwire.PermissionViolationError) for e in conn_errors)
+        assert nc.is_connected
+    finally:
+        await nc.close()
+
+
 async def test_stop_drains_in_flight_requests_and_takes_no_new_ones(nats_url, nats_server):
     nc = await jetwire.connect(nats_url)
     client = await jetwire.connect(nats_url)

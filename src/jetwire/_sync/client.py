@@ -355,6 +355,7 @@ class Client:
         self._on_lost_cbs: list[Callable[[BaseException], None]] = []
         self._on_close_cbs: list[Callable[[BaseException], None]] = []
         self._on_drain_cbs: list[Callable[[float], Any]] = []
+        self._on_error_cbs: list[Callable[[BaseException], None]] = []
         self._shared: dict[str, Any] = {}
         self._status_cbs: list[Callable[[str], object]] = []  # add_status_listener
         # force_reconnect: the next reconnect attempt goes at once (the wait is woken)
@@ -635,6 +636,11 @@ class Client:
     def _report_error(self, exc: BaseException) -> None:
         """Hand ``exc`` to ``error_cb`` (on the callback dispatcher), or log it."""
         core = self._core
+        for listener in list(self._on_error_cbs):  # the layers above (a service's refused endpoint)
+            try:
+                listener(exc)
+            except Exception:
+                log.exception("jetwire: error listener %r failed", listener)
         if core is not None:
             core.last_error = exc
             cb = core.opts.error_cb
@@ -1592,6 +1598,9 @@ class Link:
 
     def on_drain(self, cb: Callable[[float], Any]) -> Callable[[], None]:
         return _register(self._nc._on_drain_cbs, cb)
+
+    def on_error(self, cb: Callable[[BaseException], None]) -> Callable[[], None]:
+        return _register(self._nc._on_error_cbs, cb)
 
     def shared(self, key: str, make: Callable[[], T]) -> T:
         shared = self._nc._shared

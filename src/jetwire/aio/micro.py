@@ -26,7 +26,7 @@ import orjson
 
 from .. import micro_core as core
 from .._nuid import next_nuid
-from ..errors import InvalidServiceConfigError, NatsError, ServiceError, payload_type_error
+from ..errors import InvalidServiceConfigError, NatsError, PermissionViolationError, ServiceError, payload_type_error
 from ..micro_core import EndpointInfo, EndpointStats, ServiceInfo, ServicePing, ServiceStats
 from . import _prims as prims
 
@@ -438,6 +438,7 @@ class Service(_EndpointAdder):
         self._stopping = False
         self._remove_close_cb: Callable[[], None] | None = None
         self._remove_drain_cb: Callable[[], None] | None = None
+        self._remove_error_cb: Callable[[], None] | None = None
 
     # -- identity ------------------------------------------------------------------------
     @property
@@ -496,6 +497,7 @@ class Service(_EndpointAdder):
         self._remove_close_cb = link.on_close(self._on_close)
         # the connection's drain stops the service first: the requests it took are answered
         self._remove_drain_cb = link.on_drain(self._stop)
+        self._remove_error_cb = link.on_error(self._on_conn_error)
         await self._nc.flush()
 
     def _verb_handler(self, verb: str) -> Callable[[Msg], None]:
@@ -572,7 +574,7 @@ class Service(_EndpointAdder):
                     pass
         finally:
             self._stopped = True
-            for remove in (self._remove_close_cb, self._remove_drain_cb):
+            for remove in (self._remove_close_cb, self._remove_drain_cb, self._remove_error_cb):
                 if remove is not None:
                     remove()
         await self._done()
@@ -580,12 +582,37 @@ class Service(_EndpointAdder):
             raise first
         return finished
 
+    def _on_conn_error(self, exc: BaseException) -> None:
+        """An error the connection reported (never blocks): the server refusing the
+        subscription of an endpoint (or of the discovery subjects) stops the service, as
+        nats.go's micro does: the endpoint counts it as its error, ``error_cb`` hears it,
+        then ``done_cb``."""
+        if self._stopped or self._stopping or not isinstance(exc, PermissionViolationError):
+            return
+        ep = next((e for e in self._endpoints if e.subject == exc.subject), None)
+        if ep is None and not any(sub.subject == exc.subject for sub in self._verb_subs):
+            return
+        if ep is not None:
+            with ep._lock:
+                ep._core.num_errors += 1
+                ep._core.last_error = str(exc)
+        self._link.spawn(self._refused, exc)
+
+    async def _refused(self, exc: BaseException) -> None:
+        await self._stop(None)
+        if self._error_cb is not None:
+            try:
+                await prims.call(self._error_cb, exc)
+            except Exception as err:
+                self._link.report_error(err)
+
     def _on_close(self, exc: BaseException) -> None:  # the connection closed for good
         if self._stopped:
             return
         self._stopped = True
-        if self._remove_drain_cb is not None:
-            self._remove_drain_cb()
+        for remove in (self._remove_drain_cb, self._remove_error_cb):
+            if remove is not None:
+                remove()
         for e in self._endpoints:
             e._workers.close()
         self._verbs.close()

@@ -186,6 +186,12 @@ class Link(Protocol):
     def on_close(self, cb: Callable[[BaseException], None]) -> Callable[[], None]:
         """``cb(exc)`` once, when the connection closes for good."""
 
+    def on_error(self, cb: Callable[[BaseException], None]) -> Callable[[], None]:
+        """``cb(exc)`` for every asynchronous error the connection reports (what
+        ``error_cb`` hears: a refused subscription, a slow consumer, ...), before
+        ``error_cb``; from whichever thread or task reports it: never blocks. Returns a
+        function that removes it."""
+
     def on_drain(self, cb: Callable[[float], Awaitable[bool]]) -> Callable[[], None]:
         """``cb(timeout)`` when the connection drains, before its subscriptions
         are unsubscribed, while it still carries everything: the layer finishes what it
