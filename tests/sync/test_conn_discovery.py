@@ -106,6 +106,18 @@ def test_connect_timeout_bounds_a_dribbled_info(proxy):
     assert str(info.value).rstrip()[-1] != ":"
 
 
+def test_connect_timeout_bounds_a_dribbled_websocket_upgrade(nats_ws_url):
+    host, port = nats_ws_url.split("://", 1)[1].rsplit(":", 1)
+    with FaultProxy(host, int(port)).start() as p:
+        p.trickle(True, delay=0.05)  # the upgrade's answer and the INFO a byte at a time
+        start = time.monotonic()
+        with pytest.raises(jetwire.NoServersError) as info:
+            jetwire.connect(f"ws://{p.host}:{p.port}", connect_timeout=0.5, allow_reconnect=False)
+        took = time.monotonic() - start
+        assert took < 2.5, f"connect() took {took:.1f}s with connect_timeout=0.5"
+        assert "timed out after 0.5s" in str(info.value), str(info.value)
+
+
 # -- option values -----------------------------------------------------------------------
 BAD_OPTIONS = [
     ({"ping_interval": -1}, ValueError),

@@ -6,11 +6,13 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+import time
 from typing import Any, Callable, List, Optional, Tuple
 
 from ..connection.ws import WsAdapter
 from ..errors import ProtocolError
-from ._transport import _INFO_LIMIT, Transport
+from ..errors import TimeoutError as NatsTimeoutError
+from ._transport import _INFO_LIMIT, Transport, _time_left, handshake_timeout
 
 
 class WsTransport(Transport):
@@ -43,12 +45,22 @@ class WsTransport(Transport):
         first NATS bytes (INFO ...\\r\\n and anything after it)."""
         hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         ws = self._ws = WsAdapter(hostport, self._path, self._compression, self._headers)
-        sock = self._dial(host, port, timeout, tls, tls_hostname)
+        # dialling, TLS, the upgrade and the INFO share one deadline (as the TCP transport's)
+        deadline = time.monotonic() + timeout
+        sock = self._dial(host, port, timeout, tls, tls_hostname, deadline)
+        self._sock = sock  # close() from another thread ends a handshake that hangs
         try:
+            sock.settimeout(_time_left(deadline, host, port, timeout))
             sock.sendall(ws.request())
             head = bytearray()
             while b"\r\n" not in head:
-                chunk = sock.recv(65536)
+                sock.settimeout(_time_left(deadline, host, port, timeout))
+                try:
+                    chunk = sock.recv(65536)
+                except TimeoutError:  # socket.timeout: the deadline came
+                    raise NatsTimeoutError(handshake_timeout(host, port, timeout)) from None
+                if self.closed:
+                    raise ConnectionError("closed during the handshake")
                 if not chunk:
                     raise ws.closed_error() or ConnectionError("connection closed by server")
                 head += ws.receive(chunk)
@@ -59,11 +71,13 @@ class WsTransport(Transport):
                     raise ws.closed_error()  # type: ignore[misc]
                 if len(head) > _INFO_LIMIT:
                     raise ProtocolError(f"no INFO line from server: {bytes(head[:64])!r}")
+            sock.settimeout(timeout)
             self._sock = sock
             self._tls = isinstance(sock, ssl.SSLSocket)
             self._timeout = timeout
             return bytes(head)
         except BaseException:
+            self.closed = True
             try:
                 sock.close()
             except OSError:

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..connection.ws import WsAdapter
 from ..errors import ProtocolError
-from ._transport import _INFO_LIMIT, Transport
+from ..errors import TimeoutError as NatsTimeoutError
+from ._transport import _INFO_LIMIT, Transport, handshake_timeout
 
 
 class WsTransport(Transport):
@@ -58,6 +59,11 @@ class WsTransport(Transport):
 
         try:
             return await asyncio.wait_for(go(), timeout)
+        except TimeoutError as exc:
+            self.abort()
+            if str(exc):  # the socket's own (e.g. ETIMEDOUT): it says what it is
+                raise
+            raise NatsTimeoutError(handshake_timeout(host, port, timeout)) from None  # wait_for's has no text
         except BaseException:
             self.abort()
             raise
