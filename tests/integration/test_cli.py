@@ -434,6 +434,17 @@ def test_server_command_runs_and_stops_on_sigterm(tmp_path: Path) -> None:
     assert store.is_dir()  # a given store directory is kept
 
 
+def test_server_command_says_why_the_server_did_not_start(tmp_path: Path) -> None:
+    conf = tmp_path / "bad.conf"
+    conf.write_text("x y z\n")
+    p = subprocess.run(jetwire_cmd("server", "--port", "0", "--config", conf), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1
+    err = p.stderr.strip()
+    assert err.startswith("error: nats-server on") and "Parse error" in err, err  # the reason, not just its heading
+    assert "\n" not in err and "Traceback" not in err
+
+
 # ------------------------------------------------------------------------------ bench
 
 BENCH_CASES = [

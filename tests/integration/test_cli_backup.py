@@ -76,3 +76,8 @@ def test_bad_usage_and_missing_backups(nats_url: str, tmp_path: Path) -> None:
     assert res.exit_code == 1 and "no backups" in res.stderr
     res = run("-s", nats_url, "stream", "backup", f"NOPE{uuid.uuid4().hex[:6]}", tmp_path / "x")
     assert res.exit_code == 1 and "stream not found" in res.stderr
+    # --timeout takes a duration, as every other --timeout of the command
+    res = run("-s", nats_url, "stream", "backup", "--timeout", "5s", f"NOPE{uuid.uuid4().hex[:6]}", tmp_path / "y")
+    assert res.exit_code == 1 and "stream not found" in res.stderr
+    res = run("-s", nats_url, "stream", "restore", "--timeout", "soon", tmp_path)
+    assert res.exit_code == 2 and "soon" in res.stderr

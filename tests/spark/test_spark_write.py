@@ -239,3 +239,39 @@ def test_bulk_refusals(spark_nats, make_stream, js):
     assert js.stream(stream).info().state.messages == 0  # refused before anything was sent
     with pytest.raises(NoStreamResponseError):
         _write_task(spark_nats.url, [_batch(["nobody.listens.here"], [b"1"])])
+
+
+def test_a_stream_named_error_still_has_its_failed_publishes_reported(spark_nats, make_stream, js):
+    """The bulk ack check tells an error answer by its "error" key: a stream named
+    "error" (every ack then holds that word) must not hide one."""
+    from jetwire.errors import APIError
+
+    make_stream(name="error", subjects=["err.named.>"], max_msgs=2, discard="new")
+    s = "err.named.k"
+    with pytest.raises(APIError, match="maximum messages"):
+        _write_task(spark_nats.url, [_batch([s] * 5, [b"%d" % i for i in range(5)])])
+    assert js.stream("error").info().state.messages == 2
+
+
+def test_msg_id_prefix_with_a_line_break_is_refused(spark_nats):
+    from jetwire.spark._options import OptionError, WriteOptions
+
+    for bad in ("p\r\nX-Injected: yes", "p\n", "p\x00q"):
+        with pytest.raises(OptionError, match="msgIdPrefix"):
+            WriteOptions({"servers": spark_nats.url, "msgIdPrefix": bad})
+
+
+def test_expected_stream_is_sent_with_every_row(spark_nats, make_stream, js):
+    """``stream`` (or ``expectedStream``) on a writer: every publish carries the
+    expected stream, so rows whose subject belongs to another stream are refused."""
+    from jetwire.errors import APIError
+
+    stream = make_stream()
+    other = make_stream()
+    s = f"{stream.lower()}.k"
+    res = _write_task(spark_nats.url, [_batch([s, s], [b"1", b"2"])], stream=stream)
+    assert (res.count, res.stream) == (2, stream)
+    with pytest.raises(APIError, match="expected stream does not match"):
+        _write_task(spark_nats.url, [_batch([s], [b"3"])], expectedStream=other)
+    assert js.stream(stream).info().state.messages == 2
+    assert js.stream(other).info().state.messages == 0

@@ -129,6 +129,14 @@ def test_spark_options_accept_go_durations() -> None:
         datetime(2024, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
     with pytest.raises(OptionError, match="startTime"):
         parse_time("soon", "startTime")
+    # the server's times are 64-bit nanoseconds: a later one would wrap (and read it all)
+    with pytest.raises(OptionError, match="startTime' must be before 2262-04-11"):
+        parse_time("2999-01-01T00:00:00Z", "startTime")
+    assert parse_time("2262-04-10T00:00:00Z", "startTime").year == 2262
+    # stream sequences start at 1
+    with pytest.raises(OptionError, match="startingOffsets"):
+        ReadOptions({"stream": "S", "startingOffsets": "0"})
+    assert ReadOptions({"stream": "S", "startingOffsets": "1"}).starting_offsets == "1"
 
 
 def test_wait_limit_nan_is_refused_infinity_is_no_limit():

@@ -433,4 +433,4 @@ class Publisher(ContextBase):
         deadline of the publishes made with one)."""
         mux = self._current_mux()
         if mux is not None and not await _acks_in(mux, timeout):
-            raise TimeoutError(f"{len(mux.pending)} async publishes still await their ack")
+            raise TimeoutError(f"{len(mux.pending)} async publishes still wait for their ack")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._click import SIZE, CliError, connected, connection_options, console, one_line
+from ._click import DURATION, SIZE, CliError, connected, connection_options, console, one_line
 from ._conn import ConnSettings, comma, human_bytes, human_duration
 
 if TYPE_CHECKING:
@@ -128,8 +128,8 @@ def _each(items: list[tuple[str, Callable[[], None]]], what: str) -> None:
 
 progress_option = click.option("--progress/--no-progress", "show_progress", default=None,
                                help="Show a progress bar (default: when stderr is a terminal).")
-timeout_option = click.option("--timeout", type=float, default=10.0, show_default=True,
-                              help="Seconds to wait for each answer of the server.")
+timeout_option = click.option("--timeout", type=DURATION, default=10.0, show_default=True,
+                              help="How long to wait for each answer of the server (90, 1.5, 500ms, 1m30s).")
 
 
 @click.command("backup")

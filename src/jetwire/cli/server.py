@@ -50,10 +50,13 @@ def server(port: int, http_port: int, store_dir: str | None, jetstream: bool, co
         try:
             srv.start()
         except NatsServerError as exc:
-            first = str(exc).splitlines()[0]
+            # the first line, and the log's lines that say why (an invalid config file)
+            lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+            why = [ln for ln in lines[1:] if not ln.startswith("----")]  # (the harness's own lines)
+            message = " ".join(lines[:1] + why[-2:])
             if exc.address_in_use:
-                first = f"port {port} is already in use (try --port 0)"
-            raise CliError(first) from None
+                message = f"port {port} is already in use (try --port 0)"
+            raise CliError(message) from None
         click.echo(f"nats-server listening on {srv.url}")
         click.echo(f"  monitoring  {srv.monitor_url}")
         if jetstream:

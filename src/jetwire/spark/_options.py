@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from .. import _units
@@ -223,7 +224,7 @@ class ReadOptions(_Options):
         # streaming
         self.starting_offsets = (o.get("startingoffsets") or "").strip().lower() or None
         if self.starting_offsets not in (None, "earliest", "latest"):
-            parse_int(self.starting_offsets, "startingOffsets", 0)
+            parse_int(self.starting_offsets, "startingOffsets", 1)  # stream sequences start at 1
         self.starting_timestamp = o.get("startingtimestamp") or None
         if self.starting_timestamp is not None:
             parse_time(self.starting_timestamp, "startingTimestamp")
@@ -262,6 +263,9 @@ class WriteOptions(_Options):
         self.ack_timeout = parse_duration(o.get("acktimeout", DEFAULT_ACK_TIMEOUT), "ackTimeout")
         self.msg_id_column = (o.get("msgidcolumn") or "").strip() or None
         self.msg_id_prefix = o.get("msgidprefix") or None
+        if self.msg_id_prefix is not None and any(c < " " or c == "\x7f" for c in self.msg_id_prefix):
+            # it becomes a header value: a CR or LF would end it (and inject headers)
+            raise OptionError(f"option 'msgIdPrefix' must not contain control characters, not {self.msg_id_prefix!r}")
         if self.msg_id_column and self.msg_id_prefix:
             raise OptionError("give option 'msgIdColumn' or 'msgIdPrefix', not both")
         self.expected_stream = (o.get("expectedstream") or o.get("stream") or "").strip() or None
@@ -274,10 +278,17 @@ class WriteOptions(_Options):
                                   f"not {self.commit_bucket!r}")
 
 
+# the last time a server's 64-bit nanosecond timestamps hold (2262-04-11)
+_LAST_TIME = datetime(2262, 4, 11, tzinfo=UTC)
+
+
 def parse_time(value: Any, name: str) -> Any:
     """An aware ``datetime`` from an ISO-8601 / RFC 3339 string (naive means UTC) or from
     epoch milliseconds (an integer string): ``_units.parse_time_input``."""
     try:
-        return _units.parse_time_input(value)
+        t = _units.parse_time_input(value)
     except (ValueError, OverflowError, OSError):
         raise OptionError(f"option {name!r} must be an ISO-8601 time or epoch milliseconds, not {value!r}") from None
+    if t >= _LAST_TIME:  # the server's times are 64-bit nanoseconds: later ones wrap around
+        raise OptionError(f"option {name!r} must be before {_LAST_TIME:%Y-%m-%d}, not {value!r}")
+    return t

@@ -23,6 +23,7 @@ from ..errors import (
     APIError,
     ConnectionClosedError,
     ConnectionLostError,
+    JetStreamError,
     NoStreamResponseError,
     TimeoutError,
 )
@@ -164,7 +165,9 @@ def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: i
             try:
                 base = 0
                 for rb in chain((first,), it):
-                    frames = _frames(rb, cols, opts.subject, bulk.reply_prefix, base, id_base, nc.max_payload)
+                    # (expectedStream is a header on every row: the row path sends it)
+                    frames = None if opts.expected_stream else \
+                        _frames(rb, cols, opts.subject, bulk.reply_prefix, base, id_base, nc.max_payload)
                     if frames is None:  # headers, or a column the frames are not built for
                         rows.publish(_rows_of_batch(rb, cols), base)
                     else:
@@ -205,7 +208,8 @@ class _RowPublisher:
             hdrs = _as_headers(headers) if headers is not None else None
             if type(data) is not bytes:
                 data = _as_bytes(data)
-            futs.append(publish(subj, data, headers=hdrs, msg_id=mid, stall_wait=stall))
+            futs.append(publish(subj, data, headers=hdrs, msg_id=mid, expected_stream=self.opts.expected_stream,
+                                stall_wait=stall))
             if i & 255 == 255:
                 while futs and futs[0].done():
                     add(_outcome(futs.popleft()))
@@ -417,9 +421,16 @@ class _BulkPublisher:
             raise APIError(code=int(status) if status and status.isdigit() else None, err_code=None,
                            description=f"publish of row {m.subject[len(self.reply_prefix):]}: "
                                        f"{(m.headers.description if m.headers is not None else '') or 'no ack'}")
-        errors = pc.match_substring(arr, '"error"')
+        # an error answer has the key "error" (a stream or domain may be named "error": as a
+        # value it is followed by ',' or '}', never by ':')
+        errors = pc.match_substring_regex(arr, r'"error"\s*:')
         if pc.any(errors).as_py():
             PubAck.from_json_bytes(msgs[pc.index(errors, True).as_py()].data)  # raises the typed error
+        acked = pc.match_substring_regex(arr, r'"seq"\s*:\s*\d')
+        if not pc.all(acked).as_py():  # neither an ack nor an error: nothing says it was stored
+            bad = msgs[pc.index(acked, False).as_py()]
+            raise JetStreamError(f"invalid JetStream publish ack for row {bad.subject[len(self.reply_prefix):]}: "
+                                 f"{bytes(bad.data[:100])!r}")
         dup = pc.match_substring_regex(arr, r'"duplicate":\s*true')  # (the server writes '"duplicate": true')
         ndup = pc.sum(dup).as_py() or 0
         r = self.result
