@@ -423,7 +423,7 @@ class Publisher(ContextBase):
         return mux
 
     def publish_async_pending(self) -> int:
-        """How many async publishes on this connection await their ack."""
+        """How many async publishes on this connection wait for their ack."""
         mux = self._current_mux()
         return len(mux.pending) if mux is not None else 0
 
