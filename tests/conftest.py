@@ -95,3 +95,15 @@ def nats_ws_url(nats_ws_server):
     if not nats_ws_server.running:
         nats_ws_server.start()
     return nats_ws_server.ws_url
+
+
+@pytest.fixture
+def proxy(nats_server):
+    """The fault proxy (``tests/chaos/proxy.py``) in front of the session's nats-server
+    (brought back if a test stopped it)."""
+    from tests.chaos.proxy import FaultProxy
+
+    if not nats_server.running:
+        nats_server.start()
+    with FaultProxy(nats_server.host, nats_server.port).start() as p:
+        yield p

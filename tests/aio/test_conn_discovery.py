@@ -85,15 +85,6 @@ async def test_discovered_servers_stay_tls_after_a_tls_url(nats_cluster_factory,
 
 
 # -- the handshake's deadline --------------------------------------------------------------
-@pytest.fixture
-def proxy(nats_server):
-    """The fault proxy (tests/chaos/proxy.py) in front of the session's nats-server."""
-    if not nats_server.running:
-        nats_server.start()
-    with FaultProxy(nats_server.host, nats_server.port).start() as p:
-        yield p
-
-
 async def test_connect_timeout_bounds_a_dribbled_info(proxy):
     proxy.trickle(True, delay=0.05)  # the server's INFO a byte at a time: each read is quick
     start = time.monotonic()

@@ -12,21 +12,13 @@ import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
 from tests.aio._helpers import uniq, wait_until
 
-from ..proxy import DOWN, UP, FaultProxy
+from ..proxy import DOWN, UP
 from ..report import record
 from ._chaos import FLAVOUR, Conn, read_stream
 
 PING = 0.5
 MAX_OUT = 2
 BOUND = PING + 1.5  # a ping tick of slack, plus scheduling on a busy 2-core box
-
-
-@pytest.fixture
-def proxy(nats_server):
-    if not nats_server.running:
-        nats_server.start()
-    with FaultProxy(nats_server.host, nats_server.port).start() as p:
-        yield p
 
 
 async def _roundtrip(nc: Any, subj: str) -> bytes:

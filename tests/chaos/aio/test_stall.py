@@ -9,8 +9,6 @@ import asyncio  # aio-only
 import time
 from typing import Any
 
-import pytest
-
 import jetwire.aio as jetwire
 from jetwire.aio import _prims as prims
 from tests.aio._helpers import uniq, wait_until
@@ -24,14 +22,6 @@ NOTICED = PING * (MAX_OUT + 1) + 1.0  # three ping intervals plus a second: 2.5 
 SLACK = 0.5  # scheduling on a busy 2-core box
 HEAL = 15.0  # the proxy resumes on its own after this long (a hung client ends the test)
 PAYLOAD = b"x" * 1024
-
-
-@pytest.fixture
-def proxy(nats_server):
-    if not nats_server.running:
-        nats_server.start()
-    with FaultProxy(nats_server.host, nats_server.port).start() as p:
-        yield p
 
 
 def _running() -> set:
