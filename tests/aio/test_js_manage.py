@@ -285,7 +285,7 @@ async def test_purge_variants(nats_url):
         info = await s.info()
         assert info.state.messages == 0
         assert info.state.first_seq == 11
-        with pytest.raises(ValueError):
+        with pytest.raises(jetwire.InvalidOptionError, match="sequence or keep"):  # a ValueError too
             await s.purge(sequence=3, keep=1)
 
 

@@ -38,8 +38,10 @@ async def test_create_push_consumer_and_consume(nats_url):
         assert await more.wait(5)
         assert rec.seqs[200:] == list(range(201, 206))
         assert cc.delivered == 205
-        cons = await js.consumer(stream, "p")
-        assert (await acks_applied(cons)).num_ack_pending == 0
+        assert (await acks_applied(pc)).num_ack_pending == 0
+        with pytest.raises(jetwire.ConsumerIsPushBasedError, match="push consumer"):  # as nats.go
+            await js.consumer(stream, "p")  # a pull handle of it is refused
+        assert (await js.consumer_info(stream, "p")).config.deliver_subject == dsubj
 
         cc.stop()
         assert await cc.closed(5)

@@ -286,7 +286,7 @@ def test_purge_variants(nats_url):
         info = s.info()
         assert info.state.messages == 0
         assert info.state.first_seq == 11
-        with pytest.raises(ValueError):
+        with pytest.raises(jetwire.InvalidOptionError, match="sequence or keep"):  # a ValueError too
             s.purge(sequence=3, keep=1)
 
 

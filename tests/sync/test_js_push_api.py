@@ -39,8 +39,10 @@ def test_create_push_consumer_and_consume(nats_url):
         assert more.wait(5)
         assert rec.seqs[200:] == list(range(201, 206))
         assert cc.delivered == 205
-        cons = js.consumer(stream, "p")
-        assert (acks_applied(cons)).num_ack_pending == 0
+        assert (acks_applied(pc)).num_ack_pending == 0
+        with pytest.raises(jetwire.ConsumerIsPushBasedError, match="push consumer"):  # as nats.go
+            js.consumer(stream, "p")  # a pull handle of it is refused
+        assert (js.consumer_info(stream, "p")).config.deliver_subject == dsubj
 
         cc.stop()
         assert cc.closed(5)

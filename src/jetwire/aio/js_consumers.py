@@ -11,7 +11,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from .._typing import JSONObject
-from ..errors import ConsumerExistsError, ConsumerNotFoundError, JetStreamError, TimeoutError
+from ..errors import (
+    ConsumerExistsError,
+    ConsumerIsPushBasedError,
+    ConsumerNotFoundError,
+    JetStreamError,
+    TimeoutError,
+)
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.config_kwargs import ConsumerConfigFields
 from ..jetstream.ensure_core import (
@@ -95,15 +101,26 @@ class ConsumerManager(ContextBase):
         return Consumer(cast("JetStream", self), stream, info)
 
     async def consumer(self, stream: str, name: str) -> Consumer:
-        """Look a consumer up now (``ConsumerNotFoundError`` when it does not exist)."""
+        """Look a pull consumer up now (``ConsumerNotFoundError`` when it does not exist;
+        ``ConsumerIsPushBasedError`` for a push consumer, as nats.go's
+        ``ErrNotPullConsumer``: ``js.push_consumer()`` binds to one)."""
+        c = await self._handle(stream, name)
+        if c.cached_info().config.deliver_subject:
+            raise ConsumerIsPushBasedError(
+                "409", f"consumer {name!r} of stream {stream!r} is a push consumer (js.push_consumer() binds to it)")
+        return c
+
+    async def _handle(self, stream: str, name: str) -> Consumer:
+        """A handle of consumer ``name`` as it is now, pull or push (what ``create_consumer``
+        and the ensure helpers give back)."""
+        return Consumer(cast("JetStream", self), stream, await self.consumer_info(stream, name))
+
+    async def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
+        """A consumer's info, pull or push (``ConsumerNotFoundError`` when it does not exist)."""
         validate_stream_name(stream)
         validate_consumer_name(name)
         resp = await self.api_request(f"CONSUMER.INFO.{stream}.{name}")
-        return Consumer(cast("JetStream", self), stream, ConsumerInfo.from_json(_clean(resp)))
-
-    async def consumer_info(self, stream: str, name: str) -> ConsumerInfo:
-        """Shortcut for ``(await js.consumer(stream, name)).cached_info()``."""
-        return (await self.consumer(stream, name)).cached_info()
+        return ConsumerInfo.from_json(_clean(resp))
 
     async def delete_consumer(self, stream: str, name: str) -> bool:
         """Delete a consumer (``ConsumerNotFoundError`` when it does not exist)."""
@@ -192,13 +209,13 @@ class ConsumerManager(ContextBase):
         validate_stream_name(stream)
         cfg = named_consumer_config(name, template, overrides)
         try:
-            return await self.consumer(stream, name)
+            return await self._handle(stream, name)
         except ConsumerNotFoundError:
             pass
         try:
             return await self.create_consumer(stream, cfg)
         except ConsumerExistsError:  # created by someone else meanwhile
-            return await self.consumer(stream, name)
+            return await self._handle(stream, name)
 
     async def ensure_consumer(self, stream: str, name: str, template: ConsumerConfig | JSONObject = DEFAULT_CONSUMER,
                               **overrides: object) -> Consumer:
@@ -209,12 +226,12 @@ class ConsumerManager(ContextBase):
         validate_stream_name(stream)
         cfg = named_consumer_config(name, template, overrides)
         try:
-            c = await self.consumer(stream, name)
+            c = await self._handle(stream, name)
         except ConsumerNotFoundError:
             try:
                 return await self.create_consumer(stream, cfg)
             except ConsumerExistsError:  # created by someone else meanwhile: compare
-                c = await self.consumer(stream, name)
+                c = await self._handle(stream, name)
         stored = c.cached_info().config
         if not check_drift("consumer", name, consumer_drift(cfg, stored)):
             return c

@@ -113,7 +113,7 @@ def _print_consumer_info(i: ConsumerInfo) -> None:
 def consumer_info(stream_name: str, name: str, as_json: bool, conn: ConnSettings) -> None:
     """Show a consumer's configuration and state."""
     with connected(conn) as nc:
-        info = js_of(nc).consumer(stream_name, name).info()
+        info = js_of(nc).consumer_info(stream_name, name)  # pull or push
     if as_json:
         echo_json(info.to_json_dict())
     else:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .. import _impl
 from .._nuid import NUID
 from .._units import format_rfc3339, parse_rfc3339
-from ..errors import APIError, BadRequestError, JetStreamError, MsgNotFoundError
+from ..errors import APIError, BadRequestError, InvalidOptionError, JetStreamError, MsgNotFoundError
 from ..protocol.headers import Headers, HeadersInit, check_value
 from ._json import JSONObject, Model, duration
 from .models import ConsumerConfig, RawStreamMsg
@@ -180,8 +180,8 @@ def consumer_create_request(stream: str, cfg: ConsumerConfig, action: str) -> JS
 
 
 def purge_request(subject: str | None, sequence: int | None, keep: int | None) -> JSONObject:
-    if sequence is not None and keep is not None:
-        raise ValueError("purge: give sequence or keep, not both")
+    if sequence is not None and keep is not None:  # (nats.go: ErrInvalidOption)
+        raise InvalidOptionError("purge: give sequence or keep, not both")
     req: JSONObject = {}
     if subject:
         req["filter"] = subject
