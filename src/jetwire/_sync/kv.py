@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import (
     APIError,
     BucketNotFoundError,
-    ConnectionClosedError,
     InvalidOptionError,
     JetStreamError,
     KeyDeletedError,
@@ -56,7 +55,7 @@ from ..jetstream.manage import publish_headers
 from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
 from ..jetstream.validate import validate_key
 from .buckets import BucketKind
-from .push_core import Watcher, started
+from .push_core import Watcher, initial_values, started
 
 if TYPE_CHECKING:
     from ..jetstream.models import StreamConfig, StreamInfo
@@ -301,18 +300,10 @@ class KeyValue:
 
     def _initial(self, keys: Any, **options: Any) -> list[KeyValueEntry]:
         """The initial values of a watch (everything up to the ``None`` marker)."""
-        w = self.watch(keys, **options)
         out: list[KeyValueEntry] = []
-        try:
-            while True:
-                e = w.next(None)
-                if e is None:
-                    return out
-                out.append(e)
-        except StopIteration:  # never stopped here: a partial list would pass for the whole
-            raise ConnectionClosedError("the watch ended before its initial values were complete") from None
-        finally:
-            w.stop()
+        for e in initial_values(self.watch(keys, **options)):
+            out.append(e)
+        return out
 
     def keys(self, *filters: str | Sequence[str]) -> list[str]:
         """Every key that has a value (deleted and purged keys are left out), sorted,
@@ -328,15 +319,10 @@ class KeyValue:
         may come twice."""
         w = self.watch(_flatten(filters), ignore_deletes=True, meta_only=True)
         try:
-            while True:
-                e = w.next(None)
-                if e is None:
-                    return
+            for e in initial_values(w):
                 yield e.key
-        except StopIteration:  # never stopped here: a partial listing would pass for the whole
-            raise ConnectionClosedError("the watch ended before its initial values were complete") from None
         finally:
-            w.stop()
+            w.stop()  # (now, when the caller leaves the listing early)
 
     def history(self, key: str) -> list[KeyValueEntry]:
         """Every stored revision of ``key`` (markers included), oldest first;

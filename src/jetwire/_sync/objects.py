@@ -24,7 +24,6 @@ from .._nuid import NUID
 from ..errors import (
     BadObjectMetaError,
     BucketNotFoundError,
-    ConnectionClosedError,
     JetStreamError,
     LinkNotAllowedError,
     MsgNotFoundError,
@@ -58,7 +57,7 @@ from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
 from ..jetstream.validate import validate_bucket_name, validate_object_name
 from . import _prims as prims
 from .buckets import BucketKind
-from .push_core import END, MARKER, PushCore, Watcher, next_raw, orphan, started
+from .push_core import END, MARKER, PushCore, Watcher, initial_values, next_raw, orphan, started
 
 if TYPE_CHECKING:
     from ..jetstream.models import StreamConfig
@@ -469,18 +468,10 @@ class ObjectStore:
     def list(self, show_deleted: bool = False) -> builtins.list[ObjectInfo]:
         """Info of every object (deleted ones too with ``show_deleted``); ``[]`` when none;
         ``ConnectionClosedError`` when the connection closes before the list is complete."""
-        w = self.watch(ignore_deletes=not show_deleted)
         out: list[ObjectInfo] = []
-        try:
-            while True:
-                info = w.next(None)
-                if info is None:
-                    return out
-                out.append(info)
-        except StopIteration:  # never stopped here: a partial list would pass for the whole
-            raise ConnectionClosedError("the watch ended before its initial values were complete") from None
-        finally:
-            w.stop()
+        for info in initial_values(self.watch(ignore_deletes=not show_deleted)):
+            out.append(info)
+        return out
 
     def status(self) -> ObjectStoreStatus:
         try:

@@ -23,7 +23,6 @@ from .._nuid import NUID
 from ..errors import (
     BadObjectMetaError,
     BucketNotFoundError,
-    ConnectionClosedError,
     JetStreamError,
     LinkNotAllowedError,
     MsgNotFoundError,
@@ -57,7 +56,7 @@ from ..jetstream.push import DEFAULT_PUSH_HEARTBEAT
 from ..jetstream.validate import validate_bucket_name, validate_object_name
 from . import _prims as prims
 from .buckets import BucketKind
-from .push_core import END, MARKER, PushCore, Watcher, next_raw, orphan, started
+from .push_core import END, MARKER, PushCore, Watcher, initial_values, next_raw, orphan, started
 
 if TYPE_CHECKING:
     from ..jetstream.models import StreamConfig
@@ -468,18 +467,10 @@ class ObjectStore:
     async def list(self, show_deleted: bool = False) -> builtins.list[ObjectInfo]:
         """Info of every object (deleted ones too with ``show_deleted``); ``[]`` when none;
         ``ConnectionClosedError`` when the connection closes before the list is complete."""
-        w = await self.watch(ignore_deletes=not show_deleted)
         out: list[ObjectInfo] = []
-        try:
-            while True:
-                info = await w.next(None)
-                if info is None:
-                    return out
-                out.append(info)
-        except StopAsyncIteration:  # never stopped here: a partial list would pass for the whole
-            raise ConnectionClosedError("the watch ended before its initial values were complete") from None
-        finally:
-            w.stop()
+        async for info in initial_values(await self.watch(ignore_deletes=not show_deleted)):
+            out.append(info)
+        return out
 
     async def status(self) -> ObjectStoreStatus:
         try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._typing import JSONObject
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ..protocol.headers import Headers
     from .jetstream import JetStream
 
-__all__ = ["END", "MARKER", "PushCore", "Watcher", "halt", "listen", "next_raw", "orphan", "started"]
+__all__ = ["END", "MARKER", "PushCore", "Watcher", "halt", "initial_values", "listen", "next_raw", "orphan", "started"]
 
 log = logging.getLogger("jetwire")
 
@@ -88,6 +88,22 @@ def halt(pc: PushCore) -> None:
     """Stop ``pc`` without deleting its consumer (``push.subscribe`` when making the
     consumer failed)."""
     pc._halt()
+
+
+async def initial_values(w: Watcher) -> AsyncIterator[Any]:
+    """A watcher's initial values, up to its ``None`` marker (the listings of KV and object
+    stores); ``ConnectionClosedError`` when it ends before the marker (a partial list
+    would pass for the whole). The watcher is stopped after."""
+    try:
+        while True:
+            item = await w.next(None)
+            if item is None:
+                return
+            yield item
+    except StopAsyncIteration:  # never stopped here: only the connection can end it
+        raise ConnectionClosedError("the watch ended before its initial values were complete") from None
+    finally:
+        w.stop()
 
 
 def orphan(pc: PushCore) -> None:
