@@ -426,9 +426,11 @@ class _BulkPublisher:
         errors = pc.match_substring_regex(arr, r'"error"\s*:')
         if pc.any(errors).as_py():
             PubAck.from_json_bytes(msgs[pc.index(errors, True).as_py()].data)  # raises the typed error
-        acked = pc.match_substring_regex(arr, r'"seq"\s*:\s*\d')
-        if not pc.all(acked).as_py():  # neither an ack nor an error: nothing says it was stored
-            bad = msgs[pc.index(acked, False).as_py()]
+        # every ack's sequence in one pass: one without any is neither an ack nor an error,
+        # and nothing says its row was stored
+        seqs = pc.struct_field(pc.extract_regex(arr, r'"seq"\s*:\s*(?P<s>\d+)'), [0])
+        if seqs.null_count:
+            bad = msgs[pc.index(pc.is_null(seqs), True).as_py()]
             raise JetStreamError(f"invalid JetStream publish ack for row {bad.subject[len(self.reply_prefix):]}: "
                                  f"{bytes(bad.data[:100])!r}")
         dup = pc.match_substring_regex(arr, r'"duplicate":\s*true')  # (the server writes '"duplicate": true')
@@ -439,7 +441,7 @@ class _BulkPublisher:
         if ndup == k:
             return
         stored = pc.filter(arr, pc.invert(dup)) if ndup else arr
-        seqs = pc.struct_field(pc.extract_regex(stored, r'"seq":\s*(?P<s>\d+)'), [0]).cast(pa.int64())
+        seqs = (pc.filter(seqs, pc.invert(dup)) if ndup else seqs).cast(pa.int64())
         mm = pc.min_max(seqs)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         if r.first_seq is None or lo < r.first_seq:
