@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidOptionError
 from ..jetstream.pubmux import CONTEXT_TIMEOUT
+from ..jetstream.validate import validate_seconds
 from .js_consumers import ConsumerManager
 from .js_ops import Operations
 from .js_publish import Publisher
@@ -87,8 +87,7 @@ class JetStream(StreamManager, ConsumerManager, Publisher, KeyValueManager, Obje
         self._nc = nc
         # internal (no compatibility promise): the API requests of this context, which
         # the handles it makes use openly
-        if type(timeout) is bool or not isinstance(timeout, (int, float)) or not timeout > 0:
-            raise InvalidOptionError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+        validate_seconds(timeout, "timeout")
         self.api = JSApi(nc, domain, api_prefix, timeout, trace_cb, validate)
         self._init_publishing(publish_async_max_pending, publish_async_timeout, publish_async_err_cb,
                               publish_async_ack_cb)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from .. import _impl
 from ..errors import (
     ConnectionClosedError,
-    InvalidOptionError,
     JetStreamError,
     MaxPayloadError,
     NoRespondersError,
@@ -32,6 +31,7 @@ from ..jetstream.pubmux import (  # noqa: F401 - one future per flavour
     PubAckMux,
     acked_future_class,
 )
+from ..jetstream.validate import validate_seconds
 from ..msg import Msg
 from . import _prims as prims
 from .batch import AtomicBatch
@@ -71,11 +71,10 @@ async def _acks_in(mux: PubAckMux, timeout: float | None) -> bool:
 
 def _ack_timeout(value: object, name: str) -> float | None:
     """An async-publish ack timeout: None (no deadline; also for infinity) or seconds > 0."""
+    validate_seconds(value, name, none=True)
     if value is None:
         return None
-    if type(value) is bool or not isinstance(value, (int, float)) or not value > 0:
-        raise InvalidOptionError(f"{name} must be None or a number of seconds > 0, not {value!r}")
-    value = float(value)
+    value = float(value)  # type: ignore[arg-type]  # (checked: a number)
     return None if value == float("inf") else value
 
 
@@ -242,9 +241,8 @@ class Publisher(ContextBase):
         aio): all of it is stored, or nothing and ``AtomicBatchError`` is raised (see
         :class:`~jetwire.aio.batch.AtomicBatch`). ``timeout``: the commit's wait for its
         answer (default: the context's). Nothing is sent until the first ``add``."""
-        if timeout is not None and (type(timeout) is bool or not isinstance(timeout, (int, float))
-                                    or not timeout > 0):
-            raise InvalidOptionError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+        if timeout is not None:
+            validate_seconds(timeout, "timeout")
         return AtomicBatch(self.api.nc, self._link, timeout or self.api.timeout, self.api.nuid.next())
 
     async def incr(self, subject: str, delta: int = 1, timeout: float | None = None) -> int:

@@ -25,6 +25,7 @@ from jetwire.errors import (
     InvalidBucketNameError,
     InvalidConsumerNameError,
     InvalidKeyError,
+    InvalidOptionError,
     InvalidStreamNameError,
 )
 
@@ -40,10 +41,21 @@ __all__ = [
     "validate_key",
     "validate_key_filter",
     "validate_object_name",
+    "validate_seconds",
     "validate_stream_name",
 ]
 
 MAX_NAME_LEN = 255
+
+
+def validate_seconds(value: object, name: str, none: bool = False) -> None:
+    """A timeout given to JetStream: a number of seconds > 0 (or None, with ``none``);
+    ``InvalidOptionError`` naming ``name`` otherwise."""
+    if none and value is None:
+        return
+    if type(value) is bool or not isinstance(value, (int, float)) or not value > 0:
+        what = "None or a number of seconds > 0" if none else "a number of seconds > 0"
+        raise InvalidOptionError(f"{name} must be {what}, not {value!r}")
 
 _BAD_NAME = re.compile(r"[.*>/\\\s]")
 _BUCKET = re.compile(r"[a-zA-Z0-9_-]+")
