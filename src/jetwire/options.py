@@ -466,9 +466,8 @@ class ServerPool:
         return max(reversed(tried), key=lambda s: s.last_attempt) if tried else None
 
     def add_discovered(self, connect_urls: Sequence[str], tls: bool) -> list[str]:
-        """Add unknown connect_urls (``tls``: the announcing server requires TLS), drop the
-        discovered servers no longer among them (but the one in use); returns the URLs
-        that were new. Over WebSocket the server sends its websocket URLs
+        """Add unknown connect_urls (``tls``: the announcing server requires TLS); returns
+        the URLs that were new. Over WebSocket the server sends its websocket URLs
         (``ws_connect_urls``) as these.
 
         As nats.go's implicit servers, each takes from the server it was learned through
@@ -482,13 +481,11 @@ class ServerPool:
         if source is not None:
             name = source.tls_name or (None if source.host_is_ip else source.host)
         added: list[Server] = []
-        announced: set[str] = set()
         for hp in connect_urls:
             try:
                 srv = Server(f"{scheme}://{hp}", discovered=True)
             except ValueError:
                 continue
-            announced.add(srv.hostport)
             if srv.hostport in known:
                 continue
             known.add(srv.hostport)
@@ -498,13 +495,6 @@ class ServerPool:
                 if name is not None and srv.host_is_ip:
                     srv.tls_name = name
             added.append(srv)
-        # a discovered server the cluster no longer announces has left it: dropped (as
-        # nats.go prunes its implicit servers), unless it is the one in use; the servers
-        # the user gave stay
-        if announced:
-            cur = self.current
-            self.servers[:] = [s for s in self.servers
-                               if not s.discovered or s.hostport in announced or s is cur]
         if added:
             if self.randomize:
                 random.shuffle(added)

@@ -23,16 +23,14 @@ def test_discovered_servers_take_user_info_and_tls_name_from_the_server_in_use()
     assert (b.user, b.password, b.tls_name) == ("alice", "s3cret", None)  # a host name: its own
     assert a.display == "nats://10.0.0.2:4222" and a.scheme == "nats"  # shown without them
     # once connected (or reconnecting) the current one; chained through a discovered one
-    # (a server's INFO names the whole cluster)
-    cluster = ["10.0.0.2:4222", "node2.example:4222"]
     pool.current = a
-    (c,) = _learned(pool, [*cluster, "10.0.0.3:4222"])
+    (c,) = _learned(pool, ["10.0.0.3:4222"])
     assert (c.user, c.password, c.tls_name) == ("alice", "s3cret", "node0.example")
     # a source named by IP has no host name to give; user info of its own is kept
     pool.current = other
-    (d,) = _learned(pool, [*cluster, "10.0.0.3:4222", "bob:pw@10.0.0.4:4222"])
+    (d,) = _learned(pool, ["bob:pw@10.0.0.4:4222"])
     assert (d.user, d.password, d.tls_name) == ("bob", "pw", None)
-    assert _learned(pool, [*cluster, "10.0.0.3:4222", "10.0.0.4:4222"]) == []  # known
+    assert _learned(pool, ["10.0.0.2:4222"]) == []  # known
 
 
 def test_a_token_url_is_inherited_too():
@@ -89,17 +87,3 @@ def test_option_values_with_a_meaning():
     first = make_options(None, {"tls_handshake_first": True})
     assert first.wants_tls and first.ssl_context() is not None  # implies TLS (nats.go)
     assert make_options(None, {}).ssl_context() is None
-
-
-def test_discovered_servers_that_leave_the_cluster_are_dropped_but_not_the_one_in_use():
-    """As nats.go prunes its implicit servers: an INFO whose connect_urls no longer name a
-    discovered server removes it; the servers given by the user and the one in use stay."""
-    pool = ServerPool(["nats://seed:4222"], randomize=False)
-    assert pool.add_discovered(["10.0.0.1:4222", "10.0.0.2:4222", "10.0.0.3:4222"], tls=False) == [
-        "nats://10.0.0.1:4222", "nats://10.0.0.2:4222", "nats://10.0.0.3:4222"]
-    pool.current = pool.find("nats://10.0.0.3:4222")
-    assert pool.add_discovered(["10.0.0.1:4222"], tls=False) == []
-    assert pool.urls() == ["nats://seed:4222", "nats://10.0.0.1:4222", "nats://10.0.0.3:4222"]
-    assert pool.add_discovered(["10.0.0.1:4222", "10.0.0.4:4222"], tls=False) == ["nats://10.0.0.4:4222"]
-    assert pool.urls() == ["nats://seed:4222", "nats://10.0.0.1:4222", "nats://10.0.0.3:4222",
-                           "nats://10.0.0.4:4222"]
