@@ -24,12 +24,27 @@ def is_creds_text(value: object) -> bool:
     return isinstance(value, (bytes, bytearray)) and _CREDS_MARK.search(value) is not None
 
 
-def _read_text(value: str | bytes) -> str:
+def expand_path(path: str) -> str:
+    """A file path as a shell would read it: ``~`` and ``$VAR`` expanded (as nats.go's
+    credentials paths)."""
+    return os.path.expanduser(os.path.expandvars(path))
+
+
+def _read_text(value: str | bytes | os.PathLike[str]) -> str:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).decode("utf-8", "replace")
-    if not looks_secret(value) and os.path.exists(value):
-        with open(value, encoding="utf-8") as fh:
-            return fh.read()
+    try:
+        value = os.fsdecode(os.fspath(value))
+    except TypeError:
+        raise AuthorizationError(f"expected a str, bytes or a path, not {type(value).__name__}") from None
+    if not looks_secret(value):
+        path = expand_path(value)
+        if os.path.exists(path):
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    return fh.read()
+            except OSError as exc:
+                raise AuthorizationError(f"cannot read {shown(path)}: {exc.strerror or type(exc).__name__}") from None
     return value
 
 
@@ -48,6 +63,8 @@ def _read_bytes(source: str | bytes | bytearray | os.PathLike[str], what: str) -
     if isinstance(path, str) and looks_secret(path):
         raise AuthorizationError(f"{what} <text, not shown> is neither a readable file nor the text of a .creds file "
                                  "(no '-----BEGIN NATS USER JWT-----' block)")
+    if isinstance(path, str):
+        path = expand_path(path)
     try:
         with open(path, "rb") as fh:
             return bytearray(fh.read())
@@ -68,8 +85,8 @@ def _blocks(text: bytearray) -> list[bytearray]:
     return found or [text.strip()]
 
 
-_CREDS_BLOCK_B = re.compile(
-    rb"\s*(?:(?:[-]{3,}[^\n]*[-]{3,}\n))(.+?)(?:\n\s*[-]{3,}[^\n]*[-]{3,}\n?)", re.DOTALL
+_CREDS_BLOCK_B = re.compile(  # line ends \n or \r\n (a file written on Windows), as nkeys reads them
+    rb"\s*(?:(?:[-]{3,}[^\r\n]*[-]{3,}\r?\n))(.+?)(?:\r?\n\s*[-]{3,}[^\r\n]*[-]{3,}\r?\n?)", re.DOTALL
 )
 
 
@@ -103,14 +120,17 @@ def parse_creds_pair(jwt_file: str, seed_file: str) -> tuple[str, bytearray]:
     return jwt, seed
 
 
-def load_seed(nkey_seed: str | bytes) -> bytearray:
+def load_seed(nkey_seed: str | bytes | os.PathLike[str]) -> bytearray:
     """A seed given inline (``SU...``) or as a path to a file holding it."""
     text = _read_text(nkey_seed).strip()
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("S") and len(line) >= 56:
             return bytearray(line.encode())
-    raise AuthorizationError("no nkey seed found")
+    if isinstance(nkey_seed, (bytes, bytearray)) or looks_secret(str(nkey_seed)):
+        raise AuthorizationError("no nkey seed found")
+    raise AuthorizationError(f"no nkey seed found: nkey_seed {shown(os.fsdecode(os.fspath(nkey_seed)))} is neither "
+                             "a seed nor a readable file holding one")
 
 
 def sign_nonce(seed: bytearray, nonce: str) -> tuple[str, str]:
@@ -173,10 +193,9 @@ class Credentials:
             if "sig" in answers:
                 out["sig"] = _signature(answers["sig"])
         elif o.nkey is not None and o.signature_cb is not None:
-            if not nonce:
-                raise AuthorizationError("server sent no nonce for nkey authentication")
-            out["nkey"] = o.nkey
-            out["sig"] = _signature(answers.get("sig"))
+            if nonce:  # no nonce: the server asks for no nkey (it has none configured)
+                out["nkey"] = o.nkey
+                out["sig"] = _signature(answers.get("sig"))
         elif o.creds or o.user_jwt is not None:
             if o.user_jwt is not None:
                 assert o.nkey_seed is not None  # make_options refuses user_jwt without it
@@ -193,10 +212,10 @@ class Credentials:
                 _wipe(seed)
         elif o.nkey_seed:
             seed = load_seed(o.nkey_seed)
-            if not nonce:
+            if not nonce:  # the server asks for no nkey (it has none configured)
                 _wipe(seed)
-                raise AuthorizationError("server sent no nonce for nkey authentication")
-            out["sig"], out["nkey"] = sign_nonce(seed, nonce)
+            else:
+                out["sig"], out["nkey"] = sign_nonce(seed, nonce)
         user = url_user if url_user is not None else o.user
         password = url_password if url_password is not None else o.password
         if "user" in answers:

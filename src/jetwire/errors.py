@@ -49,7 +49,12 @@ class ProtocolError(NatsError):
 
 
 class AuthorizationError(NatsError):
-    """The server refused our credentials."""
+    """The server refused our credentials (``from_server``), or the client could not
+    make them (a credentials file it cannot read, a callback's bad answer)."""
+
+    from_server = False
+    """Whether the server said it (an ``-ERR``): only such a refusal, the same one twice
+    in a row, stops reconnecting."""
 
 
 class PermissionsError(NatsError):

@@ -39,10 +39,11 @@ class Options:
     """Password for ``user``."""
     token: str | None = None
     """Authentication token (also taken from a ``nats://token@host`` URL)."""
-    nkey_seed: str | None = None
-    """An nkey seed, or the path of a file holding one."""
+    nkey_seed: str | bytes | os.PathLike[str] | None = None
+    """An nkey seed, or the path of a file holding one (``~`` and ``$VAR`` expanded)."""
     creds: str | bytes | os.PathLike[str] | tuple[str, str] | None = None
-    """A ``.creds`` file's path, its text (``str`` or ``bytes``), or a (jwt file, seed file) pair."""
+    """A ``.creds`` file's path (``~`` and ``$VAR`` expanded), its text (``str`` or ``bytes``), or a (jwt file,
+    seed file) pair."""
     token_cb: Callable[[], object] | None = None
     """``() -> token``, asked on every (re)connect (plain or coroutine function in ``jetwire.aio``)."""
     user_cb: Callable[[], object] | None = None
@@ -173,6 +174,8 @@ class Options:
         every connect)."""
         if isinstance(self.tls, ssl.SSLContext):
             ctx = self.tls
+            if self.tls_ca_file:  # the files add to a given context (as nats.go's RootCAs())
+                ctx.load_verify_locations(cafile=self.tls_ca_file)
         elif self.tls or self.tls_ca_file or self.tls_cert_file or self.tls_handshake_first:
             ctx = ssl.create_default_context(cafile=self.tls_ca_file)
         else:
@@ -322,6 +325,10 @@ def _check_auth(o: Options) -> None:
     if o.creds is not None and not isinstance(o.creds, (str, bytes, bytearray, tuple, os.PathLike)):
         raise TypeError(f"creds is a path, the text of a .creds file (str or bytes) or a (jwt file, seed file) "
                         f"pair, not {type(o.creds).__name__}")
+    if o.nkey_seed is not None and not isinstance(o.nkey_seed, (str, bytes, bytearray, os.PathLike)):
+        raise TypeError(f"nkey_seed is a seed or the path of a file holding one, not {type(o.nkey_seed).__name__}")
+    if o.tls_context_cb is not None and (o.tls_ca_file or o.tls_cert_file or isinstance(o.tls, ssl.SSLContext)):
+        raise ValueError("tls_context_cb makes the whole TLS context: give it, or tls= and the tls_*_file options")
     if o.tls_key_file and not o.tls_cert_file:
         raise ValueError("tls_key_file needs tls_cert_file")
 
@@ -339,6 +346,7 @@ class Server:
         "password",
         "path",
         "port",
+        "query",
         "reconnects",
         "scheme",
         "tls_name",
@@ -363,6 +371,9 @@ class Server:
         self.user = unquote(u.username) if u.username is not None else None
         self.password = unquote(u.password) if u.password is not None else None
         self.path = u.path if self.is_ws and u.path != "/" else ""
+        # a ws URL's query goes with the upgrade request (as nats.go's); it is never shown,
+        # since it may carry a token
+        self.query = u.query if self.is_ws else ""
         host = f"[{self.host}]" if ":" in self.host else self.host
         # url: the server, without credentials; display: what is shown (nc.servers,
         # connected_url, messages), the URL's credentials masked (nats://alice:***@host:4222)

@@ -142,6 +142,8 @@ def test_ws_path():
     assert ws_path("/base/", "/ws") == "/base/ws"
     assert ws_path("/base", "ws") == "/base/ws"
     assert ws_path("/only", None) == "/only"
+    assert ws_path("/base", "ws", "auth=abc&x=1") == "/base/ws?auth=abc&x=1"
+    assert ws_path("", None, "t=1") == "/?t=1"
 
 
 def test_ws_server_urls():

@@ -90,8 +90,8 @@ class Transport:
                 if len(head) > _INFO_LIMIT:
                     raise ProtocolError(f"no INFO line from server: {bytes(head[:64])!r}")
             if not tls_first and need_tls(bytes(head)):
-                if tls is None:
-                    raise ProtocolError("server requires TLS but no TLS context is configured")
+                if tls is None:  # the server requires TLS: the system's trust store (as nats.go)
+                    tls = ssl.create_default_context()
                 sock = _wrap_tls(tls, sock, tls_hostname or host, deadline, host, port, timeout)
                 head = head[: head.index(b"\r\n") + 2]
             if self.closed:

@@ -93,6 +93,7 @@ class Transport:
         self._proto = _Proto()
         self._tr: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
+        self._seen = 0  # how much of the protocol's head open() has returned
         self.closed = False
 
     async def open(self, host: str, port: int, timeout: float, tls: ssl.SSLContext | None,
@@ -107,13 +108,15 @@ class Transport:
             tr = await self._dial(host, port, timeout, tls if tls_first else None, tls_hostname)
             await proto.head_fut  # type: ignore[misc]
             head = bytes(proto.head)
+            self._seen = len(head)  # what arrives after this, before start(), start() feeds
             if b"\r\n" not in head:
                 raise ProtocolError(f"no INFO line from server: {head[:64]!r}")
             if not tls_first and need_tls(head):
-                if tls is None:
-                    raise ProtocolError("server requires TLS but no TLS context is configured")
+                self._seen = 0  # the head is cleared: what arrives in TLS is new
+                # without a context, the server requires TLS: the system's trust store (as nats.go)
+                ctx = tls if tls is not None else ssl.create_default_context()
                 proto.head.clear()
-                newtr = await loop.start_tls(tr, proto, tls, server_hostname=tls_hostname or host)
+                newtr = await loop.start_tls(tr, proto, ctx, server_hostname=tls_hostname or host)
                 proto.transport = newtr
                 self._tr = newtr
             return head
@@ -153,10 +156,14 @@ class Transport:
     def start(self, on_data: Callable[[bytes], None], on_lost: Callable[[BaseException | None], None],
               rest: bytes) -> None:
         proto = self._proto
+        # what came after the INFO while the client was answering it (an -ERR, a PING) is
+        # in the head still: it goes first
+        late = bytes(proto.head[self._seen:])
+        proto.head.clear()
         proto.on_data = on_data
         proto.on_lost = on_lost
-        if rest:
-            on_data(rest)
+        if rest or late:
+            on_data(rest + late)
         if proto.lost:
             on_lost(None)
 

@@ -94,6 +94,10 @@ log = logging.getLogger("jetwire")
 T = TypeVar("T")
 _CB = TypeVar("_CB")
 
+# after the CONNECT could not be written, how long the reader may take to say why the
+# server refused (a TLS alert, an -ERR) before the write's own error is raised
+HANDSHAKE_REASON_WAIT = 1.0
+
 _append_unsub = _impl.append_unsub
 _encode_headers = _impl.encode_headers
 
@@ -447,7 +451,7 @@ class Client:
                 hdrs = ws_header_list(headers) if headers is not None else None
             else:
                 hdrs = ws_header_list(opts.ws_headers) if opts.ws_headers is not None else None
-            tr: Transport = WsTransport(opts.socket_factory, ws_path(srv.path, opts.ws_proxy_path),
+            tr: Transport = WsTransport(opts.socket_factory, ws_path(srv.path, opts.ws_proxy_path, srv.query),
                                         opts.ws_compression, hdrs)
         else:
             tr = Transport(opts.socket_factory)
@@ -484,10 +488,20 @@ class Client:
             connect = core.connect_line(srv.user, srv.password, answers)
             # sync-only: tr.read_poll = self._io_poll
             tr.start(self._on_data, self._lost_handler(tr), head[idx + 2:])
-            tr.write(connect + PING)
+            write_err: Exception | None = None
             try:
-                await prims.wait_future(fut, opts.connect_timeout)
+                tr.write(connect + PING)
+            # the reader may have seen why first (a TLS alert, an -ERR) and closed the
+            # transport: the socket's error, or (uvloop) a RuntimeError for the closed handle
+            except (OSError, RuntimeError) as exc:
+                write_err = exc
+            try:
+                # after a failed write the reader's reason comes at once, if there is one
+                await prims.wait_future(fut, opts.connect_timeout if write_err is None else
+                                        min(opts.connect_timeout, HANDSHAKE_REASON_WAIT))
             except TimeoutError:
+                if write_err is not None:
+                    raise write_err from None
                 raise TimeoutError("timed out waiting for the server to accept CONNECT") from None
         except BaseException:
             self._handshaking = False
@@ -539,15 +553,22 @@ class Client:
             self._ping_timer = self._sched.call_every(core.opts.ping_interval, self._on_ping_timer)
 
     def _need_tls_for(self, srv: Server, ctx: ssl.SSLContext | None) -> Callable[[bytes], bool]:
+        """Whether the connection goes on in TLS, from the server's INFO: always when
+        TLS is configured (``ProtocolError`` when the server offers none, as nats.go's
+        "secure connection not available"); without it, when the server requires TLS
+        (the transport then uses the system's trust store, as nats.go)."""
         def need(head: bytes) -> bool:
-            if ctx is not None:
-                return True
             line = head.split(b"\r\n", 1)[0]
             try:
                 info = orjson.loads(line[5:])
             except orjson.JSONDecodeError:
-                return False
-            return bool(info.get("tls_required"))
+                return ctx is not None
+            if ctx is not None:
+                if not isinstance(info, dict) or info.get("tls_required") or info.get("tls_available"):
+                    return True
+                raise ProtocolError(f"secure connection not available: {srv.display} offers no TLS "
+                                    "(TLS was asked for by the URL's scheme or the TLS options)")
+            return isinstance(info, dict) and bool(info.get("tls_required"))
 
         return need
 
@@ -807,7 +828,7 @@ class Client:
                 await self._connect_server(srv)
             except Exception as exc:
                 core.last_error = exc
-                if isinstance(exc, AuthorizationError):
+                if isinstance(exc, AuthorizationError) and exc.from_server:  # not the client's own (a file)
                     if srv.last_auth_error == str(exc) and not opts.ignore_auth_error_abort:
                         # the same refusal twice in a row: retrying will not help (nats.go)
                         self._report_error(exc)
@@ -1691,7 +1712,7 @@ async def connect(
     user: str | None = None,
     password: str | None = None,
     token: str | None = None,
-    nkey_seed: str | None = None,
+    nkey_seed: str | bytes | os.PathLike[str] | None = None,
     creds: str | bytes | os.PathLike[str] | tuple[str, str] | None = None,
     token_cb: Callable[[], object] | None = None,
     user_cb: Callable[[], object] | None = None,
@@ -1759,9 +1780,11 @@ async def connect(
         password (str | None, default None): Password for ``user``.
         token (str | None, default None): Authentication token (also taken from a ``nats://token@host``
             URL).
-        nkey_seed (str | None, default None): An nkey seed, or the path of a file holding one.
+        nkey_seed (str | bytes | os.PathLike[str] | None, default None): An nkey seed, or the path of a
+            file holding one (``~`` and ``$VAR`` expanded).
         creds (str | bytes | os.PathLike[str] | tuple[str, str] | None, default None): A ``.creds``
-            file's path, its text (``str`` or ``bytes``), or a (jwt file, seed file) pair.
+            file's path (``~`` and ``$VAR`` expanded), its text (``str`` or ``bytes``), or a (jwt file,
+            seed file) pair.
         token_cb (Callable[[], object] | None, default None): ``() -> token``, asked on every
             (re)connect (plain or coroutine function in ``jetwire.aio``).
         user_cb (Callable[[], object] | None, default None): ``() -> (user, password)``, asked on every

@@ -515,7 +515,9 @@ class ConnectionCore:
         if low.startswith("maximum subscriptions exceeded"):
             return ServerError(MaxSubscriptionsError(f"server error: {text}"), fatal=False)
         if "authorization violation" in low or "authentication" in low:
-            err: BaseException = AuthorizationError(text)
+            auth = AuthorizationError(text)
+            auth.from_server = True
+            err: BaseException = auth
         elif "stale connection" in low:
             err = StaleConnectionError(text)
         else:

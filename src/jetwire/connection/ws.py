@@ -34,14 +34,15 @@ from ..errors import ProtocolError
 _HEAD_LIMIT = 64 * 1024
 
 
-def ws_path(url_path: str, proxy_path: str | None) -> str:
+def ws_path(url_path: str, proxy_path: str | None, query: str = "") -> str:
     """The request target: the URL's path with ``proxy_path`` appended (nats.go's
-    ``ProxyPath``; a leading ``/`` is added when missing), ``/`` when both are empty."""
+    ``ProxyPath``; a leading ``/`` is added when missing), ``/`` when both are empty,
+    then the URL's ``query`` (``?a=b``) when it has one."""
     path = url_path or ""
     if proxy_path:
         proxy = proxy_path if proxy_path.startswith("/") else "/" + proxy_path
         path = path.rstrip("/") + proxy
-    return path or "/"
+    return (path or "/") + (f"?{query}" if query else "")
 
 
 class WsAdapter:
