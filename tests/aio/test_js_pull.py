@@ -84,6 +84,27 @@ async def test_fetch_no_wait_on_empty_stream_is_prompt(nats_url):
         await nc.close()
 
 
+async def test_fetch_no_wait_gives_up_a_pull_the_server_never_ends(nats_url):
+    """max_ack_pending reached with messages pending: the server neither delivers nor ends
+    a no-wait pull. fetch_no_wait gives it up after about a second (as nats.go's
+    FetchNoWait), not after the API timeout (5 s here), and quietly."""
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 3, ack_policy="explicit", max_ack_pending=1)
+    try:
+        c = await nc.jetstream(timeout=5).consumer(stream, c.name)
+        first = await collect(await c.fetch(1, max_wait=2))
+        assert [m.metadata.sequence.stream for m in first] == [1]  # left unacked
+        start = time.monotonic()
+        batch = await c.fetch_no_wait(5)
+        msgs = await collect(batch)
+        took = time.monotonic() - start
+        assert msgs == [] and batch.error is None
+        assert took < 3, f"fetch_no_wait took {took:.2f}s"
+    finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
 async def test_fetch_on_an_empty_consumer_returns_once_the_server_took_the_pull(nats_url):
     """Nothing to deliver: fetch() returns the batch after a PING's round trip (sent once
     no answer came within CONFIRM_PING_AFTER), not at the request timeout, and the batch
@@ -270,6 +291,83 @@ async def test_consume_by_bytes_and_explicit_acks(nats_url):
         with pytest.raises(ValueError):
             await c.consume(cb, expires=0.5)
     finally:
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+class _PullCounter:
+    """Counts the pulls of one consumer, as a core subscriber on its pull subject (from a
+    second connection) sees them."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self, _msg) -> None:
+        self.n += 1
+
+    async def start(self, nats_url: str, stream: str, consumer: str):
+        nc = await jetwire.connect(nats_url)
+        await nc.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", cb=self)
+        await nc.flush(5)
+        return nc
+
+    async def count_for(self, seconds: float) -> int:
+        before = self.n
+        await prims.sleep(seconds)
+        return self.n - before
+
+
+async def test_consume_reports_a_message_larger_than_max_bytes_once_and_backs_off(nats_url):
+    """Every pull of consume(max_bytes=100) is answered "409 Message Size Exceeds
+    MaxBytes" while the next message is larger: error_cb hears it once (not per pull),
+    the pull is sent again after a pause (not at once, forever), and consuming goes on
+    once the message is gone."""
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 0, ack_policy="explicit")
+    spy = _PullCounter()
+    nc2 = await spy.start(nats_url, stream, c.name)
+    try:
+        await fill(js, f"{stream}.a", 1, b"x" * 1000)
+        await fill(js, f"{stream}.a", 1, b"small")
+        errors = Errors()
+        got = Collector(1)
+        cc = await c.consume(got, max_bytes=100, expires=2, error_cb=errors)
+        err = await errors.wait_for(jetwire.PullStatusError, timeout=5)
+        assert err.status == "409" and "MaxBytes" in str(err)
+        pulls = await spy.count_for(1.0)
+        assert pulls < 50, f"{pulls} pulls in 1 s"
+        assert got.msgs == []
+        assert len([e for e in errors.errors if isinstance(e, jetwire.PullStatusError)]) == 1
+        # the big one goes: the next pull gets the small one
+        await (await js.stream(stream)).delete_msg(1)
+        assert [m.data for m in await got.wait(10)] == [b"small"]
+        cc.stop()
+        assert await cc.closed(5)
+    finally:
+        await nc2.close()
+        await js.delete_stream(stream)
+        await nc.close()
+
+
+async def test_messages_raise_a_message_larger_than_max_bytes_once_and_back_off(nats_url):
+    """messages(max_bytes=100) with a larger message next: next() raises the 409 once, then
+    waits (the pull is re-sent after a pause, not at once, forever)."""
+    nc = await jetwire.connect(nats_url)
+    js, stream, c = await make(nc, 0, ack_policy="none")
+    spy = _PullCounter()
+    nc2 = await spy.start(nats_url, stream, c.name)
+    try:
+        await fill(js, f"{stream}.a", 1, b"x" * 1000)
+        ctx = await c.messages(max_bytes=100, expires=2)
+        with pytest.raises(jetwire.PullStatusError) as info:
+            await ctx.next(timeout=5)
+        assert info.value.status == "409" and "MaxBytes" in str(info.value)
+        with pytest.raises(jetwire.TimeoutError):  # the same run: not raised again
+            await ctx.next(timeout=1.0)
+        assert await spy.count_for(1.0) < 50
+        ctx.stop()
+    finally:
+        await nc2.close()
         await js.delete_stream(stream)
         await nc.close()
 

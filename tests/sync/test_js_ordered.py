@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 import jetwire as jetwire
+from jetwire._sync import _prims as prims
 from jetwire.testing import NatsServer
-from tests.sync._helpers import Errors, Seqs, fill, new_stream, publish_when_back, uniq
+from tests.sync._helpers import Errors, Seqs, fill, new_stream, publish_when_back, uniq, wait_until
 
 
 def test_ordered_consume_delivers_everything_in_order(nats_url):
@@ -97,6 +98,44 @@ def test_ordered_fetch_and_next(nats_url):
         while len(got) < 5:
             got += [x.metadata.sequence.stream for x in oc.fetch(10, max_wait=1)]
         assert got == list(range(121, 126))
+    finally:
+        js.delete_stream(stream)
+        nc.close()
+
+
+def _read_two(batch) -> list:
+    """The stream sequences of the first two messages of ``batch``, once the rest of it
+    has arrived too and waits unread."""
+    got = []
+    for m in batch:
+        got.append(m.metadata.sequence.stream)
+        if len(got) == 2:
+            break
+    assert wait_until(lambda: batch.done), "the batch never ended"
+    return got
+
+
+def test_ordered_fetch_after_a_partly_read_batch_goes_on_after_the_last_one_read(nats_url):
+    """A batch that ended with messages left unread: the next fetch (fetch, fetch_no_wait,
+    fetch_bytes) starts right after the last message the user read, not with an empty
+    batch (the server's consumer had delivered past it)."""
+    nc = jetwire.connect(nats_url)
+    js, stream = new_stream(nc, 20)
+    try:
+        oc = js.ordered_consumer(stream)
+        assert _read_two(oc.fetch(5, max_wait=2)) == [1, 2]
+        batch = oc.fetch(5, max_wait=2)
+        assert [m.metadata.sequence.stream for m in batch] == [3, 4, 5, 6, 7]
+        assert batch.error is None
+        assert _read_two(oc.fetch_no_wait(5)) == [8, 9]
+        batch = oc.fetch_no_wait(5)
+        assert [m.metadata.sequence.stream for m in batch] == [10, 11, 12, 13, 14]
+        assert batch.error is None
+        # 15..20 arrive, the request expires after 0.5 s; two are read
+        assert _read_two(oc.fetch_bytes(100_000, max_wait=0.5)) == [15, 16]
+        batch = oc.fetch_bytes(100_000, max_wait=0.5)
+        assert [m.metadata.sequence.stream for m in batch] == [17, 18, 19, 20]
+        assert batch.error is None
     finally:
         js.delete_stream(stream)
         nc.close()
@@ -221,4 +260,31 @@ def test_ordered_consume_on_a_deleted_stream_stops_at_once(nats_url):
             js.delete_stream(stream)
         except jetwire.StreamNotFoundError:
             pass
+        nc.close()
+
+
+def test_ordered_consumer_refuses_a_second_request_while_one_is_under_way(nats_url):
+    nc = jetwire.connect(nats_url)
+    js, stream = new_stream(nc)
+    try:
+        oc = js.ordered_consumer(stream)
+        got: list = []
+
+        def reader():
+            got.append((oc.next(timeout=10)).metadata.sequence.stream)
+
+        worker = prims.spawn(reader)
+        assert wait_until(lambda: oc._pulling.locked())  # the worker's next() waits
+        # another thread or task would restart the consumer under it: both would get message 1
+        with pytest.raises(jetwire.JetStreamError, match="concurrent"):
+            oc.next(timeout=1)
+        with pytest.raises(jetwire.JetStreamError, match="concurrent"):
+            oc.fetch(5, max_wait=1)
+        js.publish(f"{stream}.a", b"one")
+        assert prims.join(worker, 10)
+        assert got == [1]
+        js.publish(f"{stream}.a", b"two")
+        assert (oc.next(timeout=5)).metadata.sequence.stream == 2  # one at a time is fine
+    finally:
+        js.delete_stream(stream)
         nc.close()

@@ -270,6 +270,20 @@ def test_pull_state_bytes_mode():
     assert st.pending_bytes == 300
 
 
+def test_pull_state_oversized_only_when_a_whole_pull_got_nothing():
+    st = PullState(consume_options(max_bytes=100, expires=30))
+    assert st.oversized(100)  # a pull for all of max_bytes refused: the next message is bigger
+    assert not st.oversized(40)  # a refill for less, or a pull that delivered some: not stuck
+    assert not st.oversized(0)  # no Nats-Pending-Bytes header: cannot tell
+    assert not PullState(consume_options(max_messages=10)).oversized(100)
+    assert st.oversize_retry() == pull.OVERSIZE_RETRY  # heartbeat 15 s
+    assert PullState(consume_options(max_bytes=100, expires=1)).oversize_retry() == 0.5  # the heartbeat
+    err = pull.oversize_error("409", "Message Size Exceeds MaxBytes", "consumer 'c' of stream 'S'", 100)
+    assert isinstance(err, PullStatusError) and err.status == "409"
+    assert err.description.startswith("Message Size Exceeds MaxBytes")
+    assert "consumer 'c' of stream 'S'" in str(err) and "max_bytes=100" in str(err)
+
+
 def test_pull_state_stop_after_limits_batches():
     st = PullState(consume_options(max_messages=100, stop_after=30))
     assert st.next_pull() == (30, 0)

@@ -57,6 +57,7 @@ from ..jetstream.pull import (
     fetch_heartbeat,
     gone_error,
     msg_size,
+    oversize_error,
     parse_pending,
     priority_fields,
     pull_request,
@@ -79,6 +80,10 @@ _isawaitable = inspect.isawaitable
 # a one-off pull that the server never ends (frozen or gone) is given up this long after
 # its expiry
 _FETCH_GRACE = 1.0
+# a no-wait pull (no expiry) that the server neither fills nor ends (max_ack_pending
+# reached, say) is given up after this long, or the API timeout when shorter: as
+# nats.go's FetchNoWait (expires + 1 s, without expires)
+NO_WAIT_GIVE_UP = 1.0
 # a fetch waits this long for its first answer (a message, or the 503 of a pull nobody
 # listens to) before it sends a PING to learn that the server took the pull (_confirm)
 CONFIRM_PING_AFTER = 0.005
@@ -110,7 +115,8 @@ def _two_arg(cb: Callable[..., object]) -> bool:
 
 
 class MessageBatch:
-    """The answer to one pull request: iterate it (``for`` in aio) for its messages.
+    """The answer to one pull request: iterate it for its messages (asynchronously in the
+    asyncio flavour).
 
     Messages are yielded as they arrive; iteration ends when the batch is complete, the
     request expired (``max_wait``), the byte limit was reached, or on an error, which is
@@ -429,7 +435,9 @@ class Consumer:
     def fetch_no_wait(self, batch: int, group: str | None = None, min_pending: int | None = None,
                             min_ack_pending: int | None = None, priority: int | None = None) -> MessageBatch:
         """Pull up to ``batch`` messages that are available now; an empty stream ends at once
-        (priority-group options and errors as :meth:`fetch`)."""
+        (priority-group options and errors as :meth:`fetch`). A pull the server neither
+        fills nor ends (e.g. ``max_ack_pending`` reached) ends quietly with what came
+        after at most 1 s (``NO_WAIT_GIVE_UP``; the API timeout when shorter)."""
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         return self._fetch(batch, 0, None, None, True, None, prio, True)
 
@@ -443,7 +451,7 @@ class Consumer:
         if no_wait:
             hb = 0.0
             body = pull_request(batch, 0.0, True, max_bytes, 0.0, prio, pin)
-            timeout = api_timeout
+            timeout = min(api_timeout, NO_WAIT_GIVE_UP)
         else:
             if max_wait is None or not 0 < max_wait < _INF:  # (NaN too)
                 raise ValueError(f"{what} must be a finite number of seconds > 0, not {max_wait!r}")
@@ -551,7 +559,9 @@ class Consumer:
         / ``threshold_bytes`` (default half). Pulls expire after ``expires`` seconds
         (at least 1); idle heartbeats every ``heartbeat`` seconds (default expires/2,
         0.5-30 s). ``error_cb(err)`` hears about missed heartbeats
-        (``NoHeartbeatError``, the pull is re-issued), server warnings and terminal
+        (``NoHeartbeatError``, the pull is re-issued), server warnings, a next message
+        larger than ``max_bytes`` (``PullStatusError`` 409, once until something is
+        delivered; pulls go out again about once a second meanwhile) and terminal
         errors, after which consuming stops and the context is closed: the consumer or its
         stream no longer exists (``ConsumerNotFoundError``, ``ConsumerDeletedError``,
         ``StreamNotFoundError``; a pull nobody answers is checked with one lookup), ....
@@ -574,13 +584,15 @@ class Consumer:
                        threshold_bytes: int | None = None, err_on_missing_heartbeat: bool = True,
                        group: str | None = None, min_pending: int | None = None,
                        min_ack_pending: int | None = None, priority: int | None = None) -> MessagesContext:
-        """A continuous pull to iterate (``for`` in aio) or call ``next()`` on.
+        """A continuous pull to iterate (asynchronously in the asyncio flavour) or call
+        ``next()`` on.
 
         Same pull settings (priority-group options included) as :meth:`consume`.
         ``next()`` raises ``NoHeartbeatError`` when heartbeats stop (the pull is
         re-issued and iteration may go on; with ``err_on_missing_heartbeat=False`` it
-        is re-issued quietly and ``next()`` keeps waiting) and the terminal errors of
-        :meth:`consume`.
+        is re-issued quietly and ``next()`` keeps waiting), the 409 of a next message
+        larger than ``max_bytes`` (once, as :meth:`consume` reports it) and the terminal
+        errors of :meth:`consume`.
         """
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         opts = consume_options(max_messages, max_bytes, expires, threshold_messages, threshold_bytes,
@@ -607,9 +619,10 @@ class Consumer:
         """A consume()/messages() context of this consumer finished."""
 
 
-def abandon(batch: MessageBatch) -> bool:
-    """Stop ``batch`` when it is still running (its messages are dropped); whether it was."""
-    if batch._done:
+def abandon(batch: MessageBatch, unread: bool = False) -> bool:
+    """Stop ``batch`` when it is still running, or (``unread``) when it holds messages
+    not yet read (its messages are dropped); whether it did."""
+    if batch._done and not (unread and batch._q):
         return False
     batch._stop()
     return True
@@ -652,6 +665,10 @@ class _Pulling:
         self._listener: Callable[[], None] | None = None
         self._closer: Callable[[], None] | None = None
         self._conn_closed = False  # the connection closed: nothing more is handed out
+        # no pull goes out before this time (monotonic; 0: none held): every pull was refused
+        # because the next message is larger than max_bytes (PullState.oversized)
+        self._hold_until = 0.0
+        self._oversize = False  # that was reported, and nothing delivered since
 
     # -- setup -----------------------------------------------------------------------
     def _begin(self) -> None:
@@ -703,6 +720,10 @@ class _Pulling:
     def _pull(self) -> None:
         if self._stopped or self._draining or self._finished:
             return
+        if self._hold_until:
+            if _monotonic() < self._hold_until:
+                return  # _check pulls once the pause is over
+            self._hold_until = 0.0
         st = self._st
         r = st.next_pull()
         if r is None:
@@ -735,6 +756,7 @@ class _Pulling:
             st.pending_msgs -= 1
             st.delivered += 1
             if st.max_bytes:
+                self._oversize = False
                 st.pending_bytes -= msg_size(msg)
                 if st.pending_msgs < st.threshold_messages or st.pending_bytes < st.threshold_bytes:
                     self._pull()
@@ -750,6 +772,16 @@ class _Pulling:
         if kind in (S_END, S_PENDING):
             n, b = parse_pending(h)
             st.on_status_pending(n, b)
+            if kind == S_PENDING and st.oversized(b):
+                # the next message is larger than max_bytes: every pull would be refused at
+                # once. Say so once (until something is delivered) and pull again after a
+                # pause, not in a busy loop
+                if not self._oversize:
+                    self._oversize = True
+                    where = self._owner._target()._where
+                    self._errors.append(oversize_error(h.status, h.description, where, st.max_bytes))
+                self._hold_until = _monotonic() + st.oversize_retry()
+                return
             self._pull()
             return
         if kind in (S_HEARTBEAT, S_FLOW_CONTROL):
@@ -804,6 +836,8 @@ class _Pulling:
             if self._terminal is None:
                 self._terminal = ConnectionClosedError("connection closed")
             return
+        if self._hold_until and now >= self._hold_until:
+            self._pull()  # the pause after oversized pulls is over
         if hb.check(now, self._seen, nc.is_connected):
             err = NoHeartbeatError(f"no heartbeat from consumer {self._owner._target()._name!r} "
                                    f"for {hb.window:g}s")
@@ -829,6 +863,9 @@ class _Pulling:
         wait = self._hb.wait_time(now)
         if wait is not None:
             wait += 0.001
+        hold = self._hold_until
+        if hold and (wait is None or hold - now < wait):
+            wait = max(hold - now, 0.0) + 0.001
         if limit is not None and (wait is None or limit < wait):
             wait = limit
         signal.wait(wait)

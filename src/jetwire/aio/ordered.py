@@ -11,6 +11,7 @@ only adds the sequence check and the recreation.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -53,9 +54,11 @@ class OrderedConsumer(Consumer):
 
     Same methods as :class:`Consumer` (``fetch``, ``fetch_bytes``, ``fetch_no_wait``,
     ``next``, ``consume``, ``messages``, ``info``, ``cached_info``); only one fetch,
-    consume or messages may run at a time. ``max_reset_attempts`` (None = unlimited)
-    bounds the attempts to recreate the consumer in a row, after which
-    ``OrderedConsumerResetError`` is raised (or reported to ``error_cb``).
+    consume or messages may run at a time: a new one stops a batch still running, and
+    continues right after the last message read (what a batch held unread is dropped).
+    ``max_reset_attempts`` (None = unlimited) bounds the attempts to recreate the
+    consumer in a row, after which ``OrderedConsumerResetError`` is raised (or reported
+    to ``error_cb``).
     """
 
     def __init__(self, js: JetStream, stream: str, filter_subjects: str | Sequence[str] | None = None,
@@ -87,6 +90,7 @@ class OrderedConsumer(Consumer):
         self._active: Any = None  # the running consume()/messages() context
         self._batch: MessageBatch | None = None  # the last fetch
         self._need_reset = False
+        self._pulling = threading.Lock()  # held by the fetch or next() under way (one at a time)
 
     def __repr__(self) -> str:
         return f"<OrderedConsumer stream={self._stream!r} name={self._name!r}>"
@@ -187,21 +191,38 @@ class OrderedConsumer(Consumer):
 
     # -- one-off pulls ---------------------------------------------------------------
     async def _prepare(self, fetch: bool) -> None:
-        """Before a pull: nothing else may be consuming; a batch still running is stopped
-        and the next pull starts from a fresh consumer (a fetch also after a failed
-        batch); the consumer is (re)created when needed."""
+        """Before a pull: nothing else may be consuming; the next pull starts from a fresh
+        consumer, right after the last message the user read, when the last batch is still
+        running (it is stopped), ended with messages left unread (they are dropped: the
+        server's consumer delivered past them), or (a fetch) failed; the consumer is
+        (re)created when needed."""
         self._check_idle()
         b = self._batch
         if b is not None:
-            if abandon(b) or (fetch and b.error is not None):
+            if abandon(b, unread=True) or (fetch and b.error is not None):
                 self._need_reset = True
             self._batch = None
         if self._current is None or self._need_reset:
             await self._recreate()
 
+    def _enter(self) -> None:
+        """One fetch or ``next()`` at a time: another one under way (another thread or
+        task) would restart the consumer under it and both would get the same messages
+        (nats.go: ErrOrderedConsumerConcurrentRequests)."""
+        if not self._pulling.acquire(False):
+            raise JetStreamError("ordered consumer: concurrent requests (one fetch or next() at a time)")
+
     async def _fetch(self, batch: int, max_bytes: int, max_wait: float | None, heartbeat: float | None,
                      no_wait: bool, accept: Callable[[Msg], bool] | None,
                      prio: JSONObject | None = None, confirm: bool = False, what: str = "max_wait") -> MessageBatch:
+        self._enter()
+        try:
+            return await self._fetch_one(batch, max_bytes, max_wait, heartbeat, no_wait, confirm, what)
+        finally:
+            self._pulling.release()
+
+    async def _fetch_one(self, batch: int, max_bytes: int, max_wait: float | None, heartbeat: float | None,
+                         no_wait: bool, confirm: bool, what: str) -> MessageBatch:
         # a lost consumer is recreated, not reported: the fetch is confirmed (a 503 before
         # the PONG), then pulled again from a new consumer; a lost stream raises
         await self._prepare(fetch=True)
@@ -218,23 +239,28 @@ class OrderedConsumer(Consumer):
 
     async def next(self, timeout: float = 30.0, heartbeat: float | None = None) -> Msg:  # type: ignore[override]
         """The next message in order; ``TimeoutError`` when none arrives within ``timeout``.
-        A gap or a lost consumer is repaired (recreated) within the same ``timeout``."""
+        A gap or a lost consumer is repaired (recreated) within the same ``timeout``.
+        ``JetStreamError`` when another fetch or ``next()`` is under way (one at a time)."""
         deadline = prims.monotonic() + timeout
         last: BaseException | None = None
-        while True:
-            remaining = deadline - prims.monotonic()
-            if remaining <= 0:
-                if last is not None:
-                    raise last
-                raise TimeoutError(f"no message from ordered consumer within {timeout}s")
-            hb = heartbeat if heartbeat is not None and remaining >= 2 * heartbeat else None
-            mb = await self._fetch(1, 0, remaining, hb, False, None)
-            async for msg in mb:
-                return msg
-            if mb.error is not None:
-                last = mb.error
-            elif not self._need_reset:
-                raise TimeoutError(f"no message from ordered consumer within {timeout}s")
+        self._enter()
+        try:
+            while True:
+                remaining = deadline - prims.monotonic()
+                if remaining <= 0:
+                    if last is not None:
+                        raise last
+                    raise TimeoutError(f"no message from ordered consumer within {timeout}s")
+                hb = heartbeat if heartbeat is not None and remaining >= 2 * heartbeat else None
+                mb = await self._fetch_one(1, 0, remaining, hb, False, False, "max_wait")
+                async for msg in mb:
+                    return msg
+                if mb.error is not None:
+                    last = mb.error
+                elif not self._need_reset:
+                    raise TimeoutError(f"no message from ordered consumer within {timeout}s")
+        finally:
+            self._pulling.release()
 
     # -- continuous pulls ------------------------------------------------------------
     async def consume(self, cb: Callable[[Msg], object], **kwargs: Any) -> Any:  # type: ignore[override]

@@ -13,7 +13,8 @@ Pieces:
 * :func:`classify_status` sorts a status message (100, 404, 408, 409 ..., 503) into
   what a consumer does with it; :func:`status_error` gives the error to report; :func:`gone_error` says what is gone
   when a lookup after a 503 fails.
-* :class:`PullState`: pending message/byte accounting and refill decisions.
+* :class:`PullState`: pending message/byte accounting and refill decisions (and
+  :func:`oversize_error` when the next message can never fit a pull's ``max_bytes``).
 * :class:`HeartbeatMonitor`: missed-heartbeat detection from an activity counter.
 * :class:`OrderedCursor` and :func:`ordered_config`: ordered-consumer bookkeeping.
 """
@@ -54,6 +55,7 @@ __all__ = [
     "MAX_HEARTBEAT",
     "MIN_EXPIRES",
     "MIN_HEARTBEAT",
+    "OVERSIZE_RETRY",
     "PIN_ID_HDR",
     "RESET_DELAY",
     "RESET_DELAY_MAX",
@@ -79,6 +81,7 @@ __all__ = [
     "gone_error",
     "msg_size",
     "ordered_config",
+    "oversize_error",
     "parse_pending",
     "priority_fields",
     "pull_request",
@@ -102,6 +105,10 @@ ACK_HOLD = 0.002
 # ordered consumers: backoff between attempts to recreate the consumer (doubling)
 RESET_DELAY = 0.25
 RESET_DELAY_MAX = 2.0
+# consume()/messages() with max_bytes: while every pull is refused because the next message
+# is larger than max_bytes (PullState.oversized), pulls go out again no sooner than this
+# (or the heartbeat interval, when shorter: heartbeats are not missed meanwhile), not at once
+OVERSIZE_RETRY = 1.0
 
 HDR_PENDING_MSGS = "Nats-Pending-Messages"
 HDR_PENDING_BYTES = "Nats-Pending-Bytes"
@@ -306,7 +313,7 @@ S_USER = 0  # not a status: a message for the user
 S_HEARTBEAT = 1  # 100 Idle Heartbeat: activity only
 S_FLOW_CONTROL = 2  # 100 FlowControl Request (push): answer the reply subject
 S_END = 3  # 404 No Messages / 408 Request Timeout / 409 Batch Completed: a pull ended (silent)
-S_PENDING = 4  # 409 Message Size Exceeds MaxBytes: a pull ended short (silent)
+S_PENDING = 4  # 409 Message Size Exceeds MaxBytes: a pull ended short (silent, but see PullState.oversized)
 S_WARN = 5  # 409 Exceeded MaxRequestBatch/Expires/MaxBytes/MaxWaiting, others: report, go on
 S_RESET = 6  # 409 Leadership Change: report, forget pending pulls
 S_TERMINAL = 7  # 400, 409 Consumer Deleted, 409 Consumer is push based: report and stop
@@ -364,6 +371,15 @@ def status_error(status: str, description: str | None, where: str = "") -> BaseE
     if kind == S_PIN_RESET:
         return PinIdMismatchError(status, desc or "Nats-Pin-Id mismatch")
     return PullStatusError(status, desc)
+
+
+def oversize_error(status: str, description: str | None, where: str, max_bytes: int) -> PullStatusError:
+    """The error reported (once) when a continuous pull's every request is refused with
+    "409 Message Size Exceeds MaxBytes": the next message of ``where`` is larger than
+    ``max_bytes``."""
+    desc = description or "Message Size Exceeds MaxBytes"
+    return PullStatusError(status, f"{desc} (the next message of {where or 'the consumer'} is larger "
+                                   f"than max_bytes={max_bytes})")
 
 
 # what a pull raises (never an empty batch) when its consumer or stream no longer exists
@@ -437,6 +453,18 @@ out (inline: it is the per-message path); a status
             self.pending_bytes -= nbytes
             if self.pending_bytes < 0:
                 self.pending_bytes = 0
+
+    def oversized(self, nbytes_left: int) -> bool:
+        """A "409 Message Size Exceeds MaxBytes" gave back ``nbytes_left`` bytes of its pull:
+        True when that pull asked for the whole ``max_bytes`` and got nothing, so the next
+        message is larger than ``max_bytes`` and every pull is refused alike (a refill
+        asks for less and may end so while the next message would fit a whole pull)."""
+        return self.max_bytes > 0 and nbytes_left >= self.max_bytes
+
+    def oversize_retry(self) -> float:
+        """Seconds to wait before pulling again after :meth:`oversized`."""
+        hb = self.heartbeat
+        return min(OVERSIZE_RETRY, hb) if hb > 0 else OVERSIZE_RETRY
 
     def clear_pending(self) -> None:
         """Forget every outstanding pull (missed heartbeats, reconnect, leadership change)."""
