@@ -480,3 +480,66 @@ async def test_plain_handler_endpoint_handle_and_closing_the_connection(nats_url
     finally:
         await client.close()
         await nc.close()
+
+
+@pytest.mark.parametrize("how", ["stop", "drain"])
+async def test_stop_or_drain_from_a_handler_does_not_wait_for_that_handler(nats_url, how):
+    nc = await jetwire.connect(nats_url, drain_timeout=20)
+    client = await jetwire.connect(nats_url)
+    name = name_of(f"self{how}")
+    done_with: list = []
+    returned = prims.Signal()
+    try:
+        async def last(req):
+            await req.respond(b"bye")
+            t0 = time.monotonic()
+            if how == "stop":
+                await svc.stop(timeout=20)
+            else:
+                await nc.drain()
+            took.append(time.monotonic() - t0)
+            returned.set()
+
+        took: list = []
+        svc = await micro.add_service(nc, name=name, version="1.0.0", done_cb=done_with.append)
+        await svc.add_endpoint("last", last, subject=f"{name}.last")
+        assert (await client.request(f"{name}.last", b"", timeout=5)).data == b"bye"
+        assert await returned.wait(15)  # not after its own 20 s timeout
+        assert took[0] < 10, took
+        assert svc.stopped and done_with == [svc]
+    finally:
+        await client.close()
+        await nc.close()
+
+
+async def test_a_second_stop_returns_once_the_service_has_stopped(nats_url):
+    nc = await jetwire.connect(nats_url)
+    client = await jetwire.connect(nats_url)
+    name = name_of("twostops")
+    gate, started = prims.Signal(), prims.Signal()
+    seen: list = []
+    try:
+        async def slow(req):
+            started.set()
+            assert await gate.wait(10)
+            await req.respond(b"late")
+
+        svc = await micro.add_service(nc, name=name, version="1.0.0")
+        await svc.add_endpoint("slow", slow, subject=f"{name}.slow")
+        asker = prims.spawn(client.request, f"{name}.slow", b"", 10)
+        assert await started.wait(5)
+        first = prims.spawn(svc.stop)
+        assert await wait_until(lambda: svc._stopping)
+
+        async def second():
+            await svc.stop()
+            seen.append(svc.stopped)
+
+        other = prims.spawn(second)
+        assert not await prims.join(other, 0.3)  # waits for the first stop, which waits for the handler
+        gate.set()
+        assert await prims.join(first, 10) and await prims.join(other, 10) and await prims.join(asker, 10)
+        assert seen == [True]
+    finally:
+        await client.close()
+        await nc.close()

@@ -481,3 +481,66 @@ def test_plain_handler_endpoint_handle_and_closing_the_connection(nats_url):
     finally:
         client.close()
         nc.close()
+
+
+@pytest.mark.parametrize("how", ["stop", "drain"])
+def test_stop_or_drain_from_a_handler_does_not_wait_for_that_handler(nats_url, how):
+    nc = jetwire.connect(nats_url, drain_timeout=20)
+    client = jetwire.connect(nats_url)
+    name = name_of(f"self{how}")
+    done_with: list = []
+    returned = prims.Signal()
+    try:
+        def last(req):
+            req.respond(b"bye")
+            t0 = time.monotonic()
+            if how == "stop":
+                svc.stop(timeout=20)
+            else:
+                nc.drain()
+            took.append(time.monotonic() - t0)
+            returned.set()
+
+        took: list = []
+        svc = micro.add_service(nc, name=name, version="1.0.0", done_cb=done_with.append)
+        svc.add_endpoint("last", last, subject=f"{name}.last")
+        assert (client.request(f"{name}.last", b"", timeout=5)).data == b"bye"
+        assert returned.wait(15)  # not after its own 20 s timeout
+        assert took[0] < 10, took
+        assert svc.stopped and done_with == [svc]
+    finally:
+        client.close()
+        nc.close()
+
+
+def test_a_second_stop_returns_once_the_service_has_stopped(nats_url):
+    nc = jetwire.connect(nats_url)
+    client = jetwire.connect(nats_url)
+    name = name_of("twostops")
+    gate, started = prims.Signal(), prims.Signal()
+    seen: list = []
+    try:
+        def slow(req):
+            started.set()
+            assert gate.wait(10)
+            req.respond(b"late")
+
+        svc = micro.add_service(nc, name=name, version="1.0.0")
+        svc.add_endpoint("slow", slow, subject=f"{name}.slow")
+        asker = prims.spawn(client.request, f"{name}.slow", b"", 10)
+        assert started.wait(5)
+        first = prims.spawn(svc.stop)
+        assert wait_until(lambda: svc._stopping)
+
+        def second():
+            svc.stop()
+            seen.append(svc.stopped)
+
+        other = prims.spawn(second)
+        assert not prims.join(other, 0.3)  # waits for the first stop, which waits for the handler
+        gate.set()
+        assert prims.join(first, 10) and prims.join(other, 10) and prims.join(asker, 10)
+        assert seen == [True]
+    finally:
+        client.close()
+        nc.close()

@@ -305,6 +305,11 @@ def join(task: Any, timeout: Optional[float] = None) -> bool:
     return not task.is_alive()
 
 
+def current() -> object:
+    """What runs this code: the current thread."""
+    return threading.current_thread()
+
+
 def cancel(task: Any) -> None:
     """Threads cannot be cancelled; their loops check the closed flags."""
     return None

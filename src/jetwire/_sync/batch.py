@@ -76,9 +76,9 @@ class AtomicBatch:
             expected_last_subject_seq_subject: str | None = None, ttl: Any = None) -> Any:
         """Add a message to the batch: sent now, stored only by a successful commit.
         The options are :meth:`JetStream.publish`'s (checked here, before anything is
-        sent). In ``jetwire`` the result is an awaitable, already done unless the
-        socket is congested (awaiting it is back-pressure; not awaiting it loses
-        nothing), like ``nc.publish``'s."""
+        sent). The result is ``nc.publish``'s: in the asyncio flavour an awaitable,
+        already done unless the socket is congested (awaiting it is back-pressure; not
+        awaiting it loses nothing); in the blocking flavour None."""
         self._check_open()
         hdrs = batch_headers(headers, self._id, self._seq + 1, False, msg_id, expected_stream, expected_last_seq,
                              expected_last_subject_seq, expected_last_subject_seq_subject, ttl)

@@ -228,19 +228,25 @@ class Subscription(SubscriptionBase, MsgIteration):
         """The next message; ``TimeoutError`` after ``timeout`` seconds (None waits forever)."""
         if self._cb is not None:
             raise NatsError("next_msg() is not available on a subscription with a callback")
+        signal = self._signal
         msg = self._take()
         if msg is not None:
+            if self._pending:  # more for whoever else waits (threads sharing the subscription)
+                signal.set()
             return msg
         deadline = None if timeout is None else time.monotonic() + timeout
-        signal = self._signal
         while True:
             signal.clear()
             msg = self._take()
             if msg is not None:
+                if self._pending:  # each waiter that takes one wakes the next
+                    signal.set()
                 return msg
             if self._perm_err is not None:  # the server refused it (permission_err_on_subscribe)
+                signal.set()  # every waiter hears it
                 raise PermissionViolationError(str(self._perm_err), self.subject, self.queue)
             if self._closed:
+                signal.set()  # every waiter hears it
                 if self._client.is_closed:
                     raise ConnectionClosedError("connection closed")
                 raise SubscriptionClosedError("subscription closed")

@@ -237,7 +237,7 @@ class Publisher(ContextBase):
         """A new atomic batch (ADR-50; server 2.12+, streams with ``allow_atomic=True``):
         ``b.add(subject, data, headers=None, **options)`` for each message but the last,
         then ``b.commit(subject, data, headers=None, **options) -> BatchAck`` (awaited in
-        aio): all of it is stored, or nothing and ``AtomicBatchError`` is raised (see
+        the asyncio flavour): all of it is stored, or nothing and ``AtomicBatchError`` is raised (see
         :class:`~jetwire.batch.AtomicBatch`). ``timeout``: the commit's wait for its
         answer (default: the context's). Nothing is sent until the first ``add``."""
         if timeout is not None:

@@ -55,12 +55,12 @@ class KeyValueManager(ContextBase):
         return KV_BUCKETS.delete(cast("JetStream", self), bucket)
 
     def key_value_store_names(self) -> Iterator[str]:
-        """Name of every key-value bucket (``for`` in aio)."""
+        """Name of every key-value bucket (iterate with ``for``)."""
         for name in KV_BUCKETS.names(cast("JetStream", self)):
             yield name
 
     def key_value_stores(self) -> Iterator[KeyValueStatus]:
-        """``KeyValueStatus`` of every key-value bucket (``for`` in aio)."""
+        """``KeyValueStatus`` of every key-value bucket (iterate with ``for``)."""
         for status in KV_BUCKETS.statuses(cast("JetStream", self)):
             yield status
 
@@ -93,12 +93,12 @@ class ObjectStoreManager(ContextBase):
         return OBJ_BUCKETS.delete(cast("JetStream", self), bucket)
 
     def object_store_names(self) -> Iterator[str]:
-        """Name of every object store (``for`` in aio)."""
+        """Name of every object store (iterate with ``for``)."""
         for name in OBJ_BUCKETS.names(cast("JetStream", self)):
             yield name
 
     def object_stores(self) -> Iterator[ObjectStoreStatus]:
-        """``ObjectStoreStatus`` of every object store (``for`` in aio)."""
+        """``ObjectStoreStatus`` of every object store (iterate with ``for``)."""
         for status in OBJ_BUCKETS.statuses(cast("JetStream", self)):
             yield status
 

@@ -91,7 +91,7 @@ def _as_value(value: Any) -> bytes:
 
 
 class KeyWatcher(Watcher):
-    """Iterate (``for`` in aio) for the entries of the watched keys: first the
+    """Iterate (with ``for``) for the entries of the watched keys: first the
     initial values, then ``None`` exactly once, then live updates until :meth:`stop`.
 
     The ``None`` comes also when there are no initial values (an empty bucket, or
@@ -314,7 +314,7 @@ class KeyValue:
         return sorted({e.key for e in entries})
 
     def list_keys(self, *filters: str | Sequence[str]) -> Iterator[str]:
-        """Like :meth:`keys` but streamed (``for`` in aio), in stream order,
+        """Like :meth:`keys` but streamed (iterate with ``for``), in stream order,
         without loading every key first; with a bucket written to while it runs a key
         may come twice."""
         w = self.watch(_flatten(filters), ignore_deletes=True, meta_only=True)

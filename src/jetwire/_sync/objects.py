@@ -80,7 +80,7 @@ def _now() -> datetime:
 
 class ObjectResult:
     """A readable binary stream of one object: ``read(n=-1)``, ``readinto(b)``,
-    iteration in chunks (``for`` in aio), ``close()``; ``info`` is its
+    iteration in chunks (``for``), ``close()``; ``info`` is its
     :class:`ObjectInfo`. Size and SHA-256 are checked when the end is reached:
     ``DigestMismatchError`` instead of the last ``b""``. One dropped without ``close()``
     before its end is garbage-collected: its consumer stops at its next delivery or
@@ -194,7 +194,7 @@ class ObjectResult:
 
 
 class ObjectWatcher(Watcher):
-    """Iterate (``for`` in aio) for :class:`ObjectInfo` updates: the current
+    """Iterate (with ``for``) for :class:`ObjectInfo` updates: the current
     objects, then ``None`` exactly once, then every change until :meth:`stop`."""
 
     def __init__(self, store: ObjectStore, include_history: bool = False, ignore_deletes: bool = False,

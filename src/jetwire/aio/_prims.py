@@ -112,23 +112,31 @@ async def wait_future(fut: asyncio.Future[T], timeout: float | None) -> T:
 
 
 class Signal:
-    """A level-triggered wake-up flag for one waiter at a time (the loop of its first
-    ``wait`` is kept: one loop waits on a signal)."""
+    """A level-triggered wake-up flag (the loop of its first ``wait`` is kept: one loop
+    waits on a signal). One waiter is the common case and costs one future; more (tasks
+    sharing a subscription's ``next_msg``) are kept aside, and ``set()`` wakes them all."""
 
-    __slots__ = ("_flag", "_loop", "_waiter")
+    __slots__ = ("_flag", "_loop", "_more", "_waiter")
 
     def __init__(self) -> None:
         self._flag = False
         self._waiter: asyncio.Future[bool] | None = None
+        self._more: list[asyncio.Future[bool]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def set(self) -> None:
-        if self._flag:  # up already: its waiter (if any) was woken when it went up
+        if self._flag:  # up already: its waiters (if any) were woken when it went up
             return
         self._flag = True
         w = self._waiter
         if w is not None and not w.done():
             w.set_result(True)
+        more = self._more
+        if more:
+            self._more = None
+            for w in more:
+                if not w.done():
+                    w.set_result(True)
 
     def clear(self) -> None:
         self._flag = False
@@ -146,7 +154,13 @@ class Signal:
         if loop is None or loop.is_closed():
             loop = self._loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
-        self._waiter = fut
+        first = self._waiter
+        if first is None or first.done():
+            self._waiter = fut
+        elif self._more is None:
+            self._more = [fut]
+        else:
+            self._more.append(fut)
         handle = None
         if timeout is not None:
             handle = loop.call_later(timeout, _false, fut)
@@ -155,7 +169,13 @@ class Signal:
         finally:
             if handle is not None:
                 handle.cancel()
-            self._waiter = None
+            if self._waiter is fut:
+                self._waiter = None
+            elif self._more:
+                try:
+                    self._more.remove(fut)
+                except ValueError:
+                    pass
 
 
 def signal_maker(spin: float = 0.0) -> Callable[[], Signal]:
@@ -269,6 +289,11 @@ def eager_start(coro: Coroutine[object, object, object]) -> asyncio.Task[object]
     except StopIteration:
         return None
     return asyncio.get_running_loop().create_task(_finish(_Rest(coro, first)))
+
+
+def current() -> object:
+    """What runs this code: the current task (None outside one)."""
+    return asyncio.current_task()
 
 
 def cancel(task: asyncio.Future[T] | None) -> None:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 class EventStream(Mailbox):
     """Parsed events from one or more event subjects, in arrival order: ``next(timeout=None)``,
-    iteration (``async for`` in aio) until ``stop()``, and a context manager that stops it.
+    iteration (``async for``) until ``stop()``, and a context manager that stops it.
 
     ``kinds`` (full type strings or their last token) keeps only those types. With a
     JetStream ``domain``, events that name another domain are skipped. Messages that

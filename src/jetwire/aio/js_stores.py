@@ -54,12 +54,12 @@ class KeyValueManager(ContextBase):
         return await KV_BUCKETS.delete(cast("JetStream", self), bucket)
 
     async def key_value_store_names(self) -> AsyncIterator[str]:
-        """Name of every key-value bucket (``async for`` in aio)."""
+        """Name of every key-value bucket (iterate with ``async for``)."""
         async for name in KV_BUCKETS.names(cast("JetStream", self)):
             yield name
 
     async def key_value_stores(self) -> AsyncIterator[KeyValueStatus]:
-        """``KeyValueStatus`` of every key-value bucket (``async for`` in aio)."""
+        """``KeyValueStatus`` of every key-value bucket (iterate with ``async for``)."""
         async for status in KV_BUCKETS.statuses(cast("JetStream", self)):
             yield status
 
@@ -92,12 +92,12 @@ class ObjectStoreManager(ContextBase):
         return await OBJ_BUCKETS.delete(cast("JetStream", self), bucket)
 
     async def object_store_names(self) -> AsyncIterator[str]:
-        """Name of every object store (``async for`` in aio)."""
+        """Name of every object store (iterate with ``async for``)."""
         async for name in OBJ_BUCKETS.names(cast("JetStream", self)):
             yield name
 
     async def object_stores(self) -> AsyncIterator[ObjectStoreStatus]:
-        """``ObjectStoreStatus`` of every object store (``async for`` in aio)."""
+        """``ObjectStoreStatus`` of every object store (iterate with ``async for``)."""
         async for status in OBJ_BUCKETS.statuses(cast("JetStream", self)):
             yield status
 

@@ -1,17 +1,17 @@
-"""Services: the NATS service API (ADR-32, nats.go ``micro``) for asyncio. This source is
-also the blocking ``jetwire.micro`` (``jetwire/_sync/micro.py`` is generated from it by
-``tools/gen_sync.py``; never edit the generated file).
+"""Services: the NATS service API (ADR-32, nats.go ``micro``), both flavours: the asyncio
+source is also the blocking ``jetwire.micro`` (``jetwire/_sync/micro.py`` is generated
+from it by ``tools/gen_sync.py``; never edit the generated file).
 
 Everything without I/O (checks, subjects, queue groups, counters, the JSON documents,
 the typed results) is :mod:`jetwire.micro_core`; this module moves requests.
 
 Requests reach an endpoint through a direct subscription (``nc.link``): the reader puts
 each one in the endpoint's backlog and wakes one of its workers, which runs the handler
-(``concurrency`` workers at most per endpoint). In ``jetwire.aio`` a worker is a task
-and a handler may be a coroutine function: up to ``concurrency`` requests of one
-endpoint are handled at once (default 256), the rest wait in arrival order. In
-``jetwire`` a worker is a thread of the endpoint's small pool (``concurrency``, default
-4), started when needed. A worker handles what is in the backlog one after the other, so
+(``concurrency`` workers at most per endpoint). In the asyncio flavour a worker is a
+task and a handler may be a coroutine function: up to ``concurrency`` requests of one
+endpoint are handled at once (default 256), the rest wait in arrival order. In the
+blocking flavour a worker is a thread of the endpoint's small pool (``concurrency``,
+default 4), started when needed. A worker handles what is in the backlog one after the other, so
 a burst of requests costs one wake-up, not a task or thread each.
 """
 from __future__ import annotations
@@ -72,9 +72,10 @@ _now_ns = core.monotonic_ns
 
 class Request:
     """One request to an endpoint: ``data``, ``headers``, ``subject``, ``reply``, and the
-    ways to answer it. ``respond*`` queue the answer when called (in ``jetwire.aio`` they
-    return an awaitable that is done, or done once a congested socket drains: awaiting it
-    is optional)."""
+    ways to answer it. ``respond*`` queue the answer when called and return what
+    ``nc.publish`` returns: in the asyncio flavour an awaitable that is done, or done
+    once a congested socket drains (awaiting it is optional); in the blocking flavour
+    None."""
 
     __slots__ = ("_ep", "_error", "_nc", "_responded", "_t0", "msg")
 
@@ -160,6 +161,9 @@ class _Workers:
         self._closing = False
         self._quiet = prims.Signal()  # set while nothing is waiting or being handled
         self._quiet.set()
+        # what runs handlers (worker threads / tasks, aio's adopted tasks): a stop() or
+        # drain() called from a handler must not wait for that handler
+        self._runners: set[object] = set()
 
     def submit(self, item: Any) -> None:
         with self._lock:
@@ -194,8 +198,18 @@ class _Workers:
         backlog = self._backlog
         handle = self._handle
         link = self._link
+        me = prims.current()
         with lock:
             self._waking -= 1
+            self._runners.add(me)
+        try:
+            await self._work_on(sig, lock, backlog, handle, link)
+        finally:
+            with lock:
+                self._runners.discard(me)
+
+    async def _work_on(self, sig: prims.Signal, lock: Any, backlog: deque[Any], handle: Callable[[Any], Any],
+                       link: _api.Link) -> None:
         while True:
             wake = None
             with lock:
@@ -238,9 +252,11 @@ class _Workers:
         """Count a request whose handler, started eagerly, goes on as ``task``."""
         self._busy += 1
         self._quiet.clear()
+        self._runners.add(task)
         task.add_done_callback(self._adopted_done)
 
     def _adopted_done(self, task: asyncio.Task[object]) -> None:
+        self._runners.discard(task)
         self._busy -= 1
         wake = self._wake_locked()
         if wake is not None:
@@ -249,9 +265,25 @@ class _Workers:
             self._quiet.set()
     # aio-only: end
 
+    def runs_caller(self) -> bool:
+        """Whether the caller is one of these handlers."""
+        return prims.current() in self._runners
+
     async def join(self, timeout: float | None) -> bool:
-        """Wait until nothing waits or is being handled; False on timeout."""
-        return await self._quiet.wait(timeout)
+        """Wait until nothing waits or is being handled (but the handler calling this: a
+        stop() or drain() from a handler cannot wait for itself); False on timeout."""
+        if not self.runs_caller():
+            return await self._quiet.wait(timeout)
+        with self._lock:  # the caller's request stops counting while it waits for the others
+            self._busy -= 1
+            if not self._busy and not self._backlog:
+                self._quiet.set()
+        try:
+            return await self._quiet.wait(timeout)
+        finally:
+            with self._lock:
+                self._busy += 1
+                self._quiet.clear()
 
     def close(self) -> None:
         """Let the workers end once the backlog is empty."""
@@ -436,6 +468,7 @@ class Service(_EndpointAdder):
         self._verbs = _Workers(self._answer, 1, f"jetwire-micro-{sc.name}", self._link)
         self._stopped = False
         self._stopping = False
+        self._stop_done = prims.Signal()  # set once a stop() has finished
         self._remove_close_cb: Callable[[], None] | None = None
         self._remove_drain_cb: Callable[[], None] | None = None
         self._remove_error_cb: Callable[[], None] | None = None
@@ -546,9 +579,13 @@ class Service(_EndpointAdder):
         await self._stop(timeout)
 
     async def _stop(self, timeout: float | None) -> bool:
-        """``stop()``; whether every handler that was running finished within ``timeout``."""
+        """``stop()``; whether every handler that was running finished within ``timeout``.
+        A second caller waits for the first one's stop (up to ``timeout``), unless it is a
+        handler of this service, which that stop waits for."""
         if self._stopped or self._stopping:
-            return True
+            if self._stopped or any(e._workers.runs_caller() for e in self._endpoints):
+                return True
+            return await self._stop_done.wait(DRAIN_TIMEOUT if timeout is None else timeout)
         self._stopping = True
         wait = DRAIN_TIMEOUT if timeout is None else timeout
         first: BaseException | None = None
@@ -577,7 +614,10 @@ class Service(_EndpointAdder):
             for remove in (self._remove_close_cb, self._remove_drain_cb, self._remove_error_cb):
                 if remove is not None:
                     remove()
-        await self._done()
+        try:
+            await self._done()
+        finally:
+            self._stop_done.set()
         if first is not None and not isinstance(first, NatsError):
             raise first
         return finished
@@ -668,15 +708,16 @@ async def add_service(nc: Client, name: str, version: str, description: str | No
     group, every instance gets every request). ``stats_handler(endpoint)`` gives each endpoint's ``data`` in
     ``$SRV.STATS``. ``error_cb(exc)`` is told of every exception a handler raises (the
     request was answered with a 500 error). ``done_cb(service)`` is called once the
-    service stopped. ``concurrency``: requests of one endpoint handled at once (in
-    ``jetwire.aio`` coroutine handlers in progress, default 256; in ``jetwire`` the size of
-    the endpoint's thread pool, default 4).
+    service stopped. ``concurrency``: requests of one endpoint handled at once (in the
+    asyncio flavour coroutine handlers in progress, default 256; in the blocking flavour
+    the size of the endpoint's thread pool, default 4).
 
-    In ``jetwire.aio`` a handler starts at once, on the connection's reader, and runs there
-    up to its first wait (as Python 3.12's eager tasks do); from then on it is a task.
-    Before that first wait ``asyncio.current_task()`` is not its own: a handler that opens
-    ``asyncio.timeout()`` first should ``await asyncio.sleep(0)`` before. ``stop()`` waits
-    for the requests in progress: a handler must not await it (spawn it instead)."""
+    In the asyncio flavour a handler starts at once, on the connection's reader, and runs
+    there up to its first wait (as Python 3.12's eager tasks do); from then on it is a
+    task. Before that first wait ``asyncio.current_task()`` is not its own: a handler that
+    opens ``asyncio.timeout()`` first should yield once before (``asyncio.sleep(0)``).
+    ``stop()`` waits for the requests in progress: a handler must not wait for it (it
+    would wait for itself; call it from another task or thread instead)."""
     sc = core.ServiceCore(name, version, next_nuid(), description, metadata, queue_group, stats_handler)
     if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
         raise InvalidServiceConfigError("concurrency must be a positive int")

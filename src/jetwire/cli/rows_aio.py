@@ -9,7 +9,7 @@ Every row is one function ``row(cl, url, n, ctx)`` over a client ``cl``: the few
 in which the clients differ (connecting, the counting callback, waiting for async
 publish acks, pulling one batch) are methods of ``cl``; everything else (the loops, the
 timing, the accounting) is the row's, the same for every client. :class:`Client` is
-jetwire (``jetwire.aio`` here, ``jetwire`` in the generated twin); the peer nats-py
+jetwire (the asyncio flavour here, the blocking one in the generated twin); the peer nats-py
 (``benchmarks/natspy_rows.py``, outside the package: jetwire never imports nats-py)
 gives the same methods over its own API and runs these functions.
 """

@@ -357,10 +357,15 @@ class ConnectionCore:
         self.parser.sinks.pop(sid, None)
 
     def close_all_subs(self) -> None:
+        """The connection closed: every subscription ends. A callback's messages still
+        queued are dropped (at most the callback running finishes, as nats.go's); a
+        ``next_msg()`` reader may still take what was queued."""
         subs = list(self.subs.values())
         self.subs.clear()
         self.parser.sinks.clear()
         for sub in subs:
+            if sub._cb is not None:
+                sub.discard_pending()
             sub._mark_closed()
 
     # -- handshake -------------------------------------------------------------------

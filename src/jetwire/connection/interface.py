@@ -6,11 +6,12 @@ flavour: never edit that file).
 (JetStream, key-value and object stores, push and pull consumers, services, Spark, the
 CLI): ``nc.link``. Nothing above the connection touches the core, the writer or its
 buffers. ``TransportAPI``, ``WriterAPI`` and ``PrimsAPI`` are what each flavour's
-hand-written ``_transport.py`` and ``_prims.py`` implement (``jetwire.aio`` with asyncio,
-``jetwire`` with threads and blocking sockets); the client is written once against them.
+hand-written ``_transport.py`` and ``_prims.py`` implement (the asyncio flavour with
+asyncio, the blocking flavour with threads and blocking sockets); the client is written
+once against them.
 
-Methods that are ``async`` here are coroutines in ``jetwire.aio`` and blocking calls in
-``jetwire`` (``interface_sync.py``). Handlers and callbacks marked "from the reader" run on the connection's
+Methods that are ``async`` in ``interface.py`` are coroutines in the asyncio flavour and
+blocking calls in the blocking flavour (``interface_sync.py``). Handlers and callbacks marked "from the reader" run on the connection's
 reader (the event loop, or the blocking flavour's reader thread): they must never block
 or wait.
 """
@@ -349,6 +350,9 @@ class PrimsAPI(Protocol):
     def spawn(self, fn: Callable[..., Any], *args: object, name: str | None = None) -> Any: ...
 
     async def join(self, task: Any, timeout: float | None = None) -> bool: ...
+
+    def current(self) -> object:
+        """What runs the caller: its task (asyncio) or thread (blocking)."""
 
     async def call(self, cb: Callable[..., object], *args: object) -> Any: ...
 
