@@ -45,7 +45,7 @@ class Options:
     """A ``.creds`` file's path (``~`` and ``$VAR`` expanded), its text (``str`` or ``bytes``), or a (jwt file,
     seed file) pair."""
     token_cb: Callable[[], object] | None = None
-    """``() -> token``, asked on every (re)connect (plain or coroutine function in ``jetwire.aio``)."""
+    """``() -> token``, asked on every (re)connect (a coroutine function too, in the asyncio flavour)."""
     user_cb: Callable[[], object] | None = None
     """``() -> (user, password)``, asked on every (re)connect."""
     user_jwt_cb: Callable[[], object] | None = None

@@ -939,9 +939,9 @@ class Client:
 
         The message is queued when this is called, on every path; a bad subject, a
         payload over ``max_payload``, a closed connection or a full reconnect buffer
-        raise here. In ``jetwire`` the result is an awaitable: already done, or, while
-        the socket is congested, done once it drains (awaiting it is back-pressure;
-        not awaiting it loses nothing). In ``jetwire`` it returns None.
+        raise here. In the asyncio flavour the result is an awaitable: already done, or,
+        while the socket is congested, done once it drains (awaiting it is back-pressure;
+        not awaiting it loses nothing). In the blocking flavour it returns None.
 
         A connected client answers ``publish`` with ``core.outbox.publish`` (an instance
         attribute set on connect): a message without headers, within ``max_payload``, on
@@ -1777,7 +1777,7 @@ def connect(
             file's path (``~`` and ``$VAR`` expanded), its text (``str`` or ``bytes``), or a (jwt file,
             seed file) pair.
         token_cb (Callable[[], object] | None, default None): ``() -> token``, asked on every
-            (re)connect (plain or coroutine function in ``jetwire``).
+            (re)connect (a coroutine function too, in the asyncio flavour).
         user_cb (Callable[[], object] | None, default None): ``() -> (user, password)``, asked on every
             (re)connect.
         user_jwt_cb (Callable[[], object] | None, default None): ``() -> user JWT``, asked on every
