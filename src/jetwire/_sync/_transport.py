@@ -377,9 +377,11 @@ class Writer(WriteHold):
 
     Write deadline (``write_timeout``, the client's ``flush_timeout``): a thread that
     needs to write waits for the thread writing at most that long, and its own write gets
-    what is left of it; a write that hands nothing to the kernel in time, or a wait that
-    runs out, calls ``on_stuck`` (the client drops the connection, which wakes every
-    thread blocked on the socket). So no ``publish`` blocks longer than ``write_timeout``.
+    what is left of it; a write that hands nothing to the kernel for that long, or a wait
+    that runs out, calls ``on_stuck`` (the client drops the connection, which wakes every
+    thread blocked on the socket). A write that keeps making progress (a slow reader, the
+    kernel's buffers filling) is not stuck: a ``publish`` waits at most ``write_timeout``
+    after the kernel last took a byte.
     The scheduler's timer thread never writes or waits (``deferring_thread``).
     """
 

@@ -54,6 +54,7 @@ from ..connection.core import (
     ServerError,
     SubscriptionBase,
     SubscriptionError,
+    strip_pings,
 )
 from ..errors import (
     AuthorizationError,
@@ -751,7 +752,21 @@ class Client:
         draining = core.status in (DRAINING_SUBS, DRAINING_PUBS)
         if not draining:
             core.status = DISCONNECTED  # then RECONNECTING, or CLOSED (as nats.go)
-        self._fail_pongs(ConnectionClosedError("connection lost"))
+        # the PINGs still queued go with the waiters they belong to (under the writer's
+        # lock, as _ping appends both): kept, each PONG on the next connection would
+        # answer a later flush() before the server had what came before it (nats.go
+        # drops its buffered PINGs too)
+        with self._writer.lock:
+            outbox = core.outbox
+            if PING in outbox.buf:
+                outbox.buf[:] = strip_pings(outbox.buf)
+            waiters = list(self._pongs)
+            self._pongs.clear()
+        core.pings_out = 0
+        lost_err = ConnectionClosedError("connection lost")
+        for fut in waiters:
+            if fut is not None and not fut.done():
+                fut.set_exception(lost_err)
         lost = ConnectionLostError("connection lost")
         for cb in list(self._on_lost_cbs):  # e.g. the acks of what went out are lost with it
             try:
@@ -1300,6 +1315,7 @@ class Client:
         self._user_closed = True
         if core.status in (DRAINING_SUBS, DRAINING_PUBS):  # drained by another caller: wait for the close
             if not self._close_signal.wait(timeout):
+                self._close(flush=False)
                 raise DrainTimeoutError("drain timed out")
             return
         deadline = time.monotonic() + timeout
@@ -1308,6 +1324,18 @@ class Client:
             if core.status == CLOSED:
                 return
         core.status = DRAINING_SUBS
+        try:
+            self._drain_steps(deadline)
+        except BaseException:
+            if core.status != CLOSED:  # cancelled midway: never left half-drained
+                self._close(flush=False)
+            raise
+
+    def _drain_steps(self, deadline: float) -> None:
+        """``drain()`` once the status is ``DRAINING_SUBS``: the layers, the subscriptions,
+        the last flush and the close."""
+        core = self._core
+        assert core is not None
         # the layers above finish first, while the connection still carries everything:
         # consume() callbacks, service handlers, async publishes awaiting their acks
         for hook in list(self._on_drain_cbs):
@@ -1399,12 +1427,16 @@ class Client:
             tr = self._transport
             self._transport = None
         flushed = False
+        cancelled: BaseException | None = None
         if flush and tr is not None:
             if timeout is None:
                 timeout = core.opts.flush_timeout
             deadline = time.monotonic() + timeout
             self._writer.flush_now(timeout)
-            flushed = self._writer.flushed(max(0.0, deadline - time.monotonic()))
+            try:
+                flushed = self._writer.flushed(max(0.0, deadline - time.monotonic()))
+            except BaseException as exc:  # cancelled: the teardown below still runs, then it is raised
+                cancelled = exc
         self._writer.close()
         if tr is not None:
             if flushed:
@@ -1423,6 +1455,11 @@ class Client:
                 cb(err)
             except Exception as exc:
                 self._report_error(exc)
+        if cancelled is not None:
+            if core.opts.closed_cb is not None:
+                prims.spawn(self._call_cb, core.opts.closed_cb)
+            self._sched.close()
+            raise cancelled
         if core.opts.closed_cb is not None:
             self._call_cb(core.opts.closed_cb)
         self._sched.close()

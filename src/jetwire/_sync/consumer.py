@@ -263,7 +263,15 @@ class MessageBatch:
                     if isinstance(err, GONE_ERRORS):
                         raise err
                 raise StopIteration
-            self._wait()
+            try:
+                self._wait()
+            except BaseException:
+                # the iterating caller was cancelled (interrupted): end the pull now, or its
+                # inbox would stay subscribed and the server would keep sending it what
+                # later pulls should get (lost until ack_wait). What already came stays
+                # to be iterated
+                self._abandon(False)
+                raise
 
     def _wait(self) -> None:
         signal = self._signal
@@ -296,6 +304,17 @@ class MessageBatch:
         """Abandon the batch (no more messages)."""
         self._finish(None)
         self._q.clear()
+
+    def _abandon(self, drop: bool = True) -> None:
+        """Whoever waited for the batch was cancelled (interrupted): end it now. Its inbox
+        is unsubscribed, so the server drops the pull (nobody listens for it) and what
+        comes next goes to a later pull; the acks held meanwhile leave now. ``drop``: the
+        messages not yet read are dropped too (nobody will read them)."""
+        if drop:
+            self._stop()
+        else:
+            self._finish(None)
+        self._link.release_writes()
 
 
 class _Taken:
@@ -474,9 +493,15 @@ class Consumer:
         # the whole batch waits for this pull: it leaves now, from this thread (with any
         # acks held meanwhile), not after a hand-off to the flusher or the loop's turn
         link.send_now()
-        link.wait_writable()
-        if confirm:
-            self._confirm(mb, min(timeout, api_timeout))
+        try:
+            link.wait_writable()
+            if confirm:
+                self._confirm(mb, min(timeout, api_timeout))
+        except BaseException:
+            # cancelled (interrupted) before the batch was handed out, or the consumer is
+            # gone: nobody will read it, and the pull must not keep taking messages
+            mb._abandon()
+            raise
         link.hold_writes(ACK_HOLD)  # the acks of what comes leave together (see MessageBatch._wait)
         return mb
 
@@ -538,8 +563,12 @@ class Consumer:
         stream no longer exists."""
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         mb = self._fetch(1, 0, timeout, heartbeat, False, None, prio, what="timeout")
-        for msg in mb:
-            return msg
+        try:
+            for msg in mb:
+                return msg
+        except BaseException:
+            mb._abandon()  # cancelled (interrupted): the pull ends with the call (see _fetch)
+            raise
         if mb.error is not None:
             raise mb.error
         raise TimeoutError(f"no message from consumer {self._name!r} within {timeout}s")

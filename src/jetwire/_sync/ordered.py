@@ -21,6 +21,7 @@ from .._nuid import NUID
 from .._typing import JSONObject
 from .._units import format_rfc3339
 from ..errors import (
+    APIError,
     ConsumerNotFoundError,
     JetStreamError,
     OrderedConsumerResetError,
@@ -120,8 +121,17 @@ class OrderedConsumer(Consumer):
         cfg = ordered_config(name, self._cursor, self._filters, self._deliver_policy, self._opt_start_seq,
                              self._opt_start_time, self._replay_policy, self._inactive_threshold,
                              self._headers_only, metadata=self._metadata)
-        resp = self._js.api_request(f"CONSUMER.CREATE.{self._stream}.{name}",
-                                   {"stream_name": self._stream, "config": cfg, "action": "create"})
+        subject = f"CONSUMER.CREATE.{self._stream}.{name}"
+        body: JSONObject = {"stream_name": self._stream, "config": cfg, "action": "create"}
+        try:
+            resp = self._js.api_request(subject, body)
+        except APIError:
+            raise  # refused: nothing was made
+        except BaseException:
+            # perhaps made all the same (an answer lost to a timeout, a cancelled caller): it
+            # must not stay behind, unread, until its inactive threshold
+            self._drop(name)
+            raise
         resp.pop("type", None)
         info = ConsumerInfo.from_json(resp)
         cons = Consumer(self._js, self._stream, info)
@@ -130,6 +140,14 @@ class OrderedConsumer(Consumer):
         self._info = info
         self._next_subject = cons._next_subject
         self._need_reset = False
+
+    def _drop(self, name: str) -> None:
+        """Ask the server to delete consumer ``name`` without waiting (best effort; one that
+        was never made is no harm)."""
+        try:
+            self._js.api.request_nowait(f"CONSUMER.DELETE.{self._stream}.{name}")
+        except Exception:
+            pass
 
     def _delete_current(self) -> None:
         cur = self._current

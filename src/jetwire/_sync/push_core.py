@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._typing import JSONObject
 from ..errors import (
+    APIError,
     ConnectionClosedError,
     JetStreamError,
     NoHeartbeatError,
@@ -48,6 +49,7 @@ from ..msg import Msg
 from . import _prims as prims
 
 if TYPE_CHECKING:
+
     from ..connection import interface_sync as _api
     from ..protocol.headers import Headers
     from .jetstream import JetStream
@@ -105,6 +107,8 @@ def initial_values(w: Watcher) -> Iterator[Any]:
         raise ConnectionClosedError("the watch ended before its initial values were complete") from None
     finally:
         w.stop()
+
+
 
 
 def orphan(pc: PushCore) -> None:
@@ -206,10 +210,19 @@ class PushCore:
         assert self._spec is not None
         cfg = push_consumer_config(self._sub.subject, state.cursor, name=name, heartbeat=self._heartbeat,
                                    **self._spec)
-        resp = js.api_request(consumer_create_subject(self._stream, name, cfg),
-                             {"stream_name": self._stream, "config": cfg})
+        # named before it is asked for: a stop() while the request is under way (a cancelled
+        # watch, a timeout) deletes it (a delete of a consumer never made is harmless)
         self._consumer = name
+        subject = consumer_create_subject(self._stream, name, cfg)
+        body: JSONObject = {"stream_name": self._stream, "config": cfg}
+        try:
+            resp = js.api_request(subject, body)
+        except APIError:  # refused: there is nothing to delete
+            if self._consumer == name:
+                self._consumer = ""
+            raise
         if self._closed or self._draining:  # stopped while the consumer was being made
+            self._consumer = name  # its delete may have overtaken the create: once more, now it exists
             self._drop_consumer()
             return
         if first:  # what was pending at creation: when the initial values are complete
@@ -221,6 +234,7 @@ class PushCore:
                     self._queue.append(MARKER)
             if due:
                 self._signal.set()
+
 
     def stop(self) -> None:
         """Stop: iteration ends once what was already received is taken; a consumer

@@ -239,11 +239,21 @@ async def join(task: asyncio.Future[T] | None, timeout: float | None = None) -> 
     except TimeoutError:
         return False
     except asyncio.CancelledError:
-        if task.cancelled():
+        if task.cancelled() and not cancelling():  # the joined task was; the caller was not
             return True
         raise
     except Exception:
         return True
+
+
+CancelledError = asyncio.CancelledError
+
+
+def cancelling() -> bool:
+    """Whether the current task is being cancelled (a ``CancelledError`` seen now is its
+    own, not one a callback raised)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 class _Rest:

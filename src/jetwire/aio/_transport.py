@@ -174,7 +174,8 @@ class Transport:
         tr.write(data)
 
     def drained(self) -> asyncio.Future[None]:
-        """A future done once writing resumes (at once when it is not paused)."""
+        """A future done once writing resumes (at once when it is not paused). Each
+        caller gets its own while paused: cancelling one waiter cancels no other."""
         proto = self._proto
         fut = proto.resume_fut
         if fut is None or fut.done():
@@ -183,7 +184,8 @@ class Transport:
                 proto.resume_fut = fut
             else:
                 fut.set_result(None)
-        return fut
+                return fut
+        return asyncio.shield(fut)
 
     async def drain(self) -> None:
         proto = self._proto
@@ -291,6 +293,8 @@ class Writer(WriteHold):
             self._stuck_timer = None
         if paused and self.write_timeout and self.on_stuck is not None:
             self._stuck_timer = self.loop.call_later(self.write_timeout, self._stuck, self.tr)
+        if not paused and self.outbox.buf:
+            self.flush_now()  # what was held while paused
 
     def _stuck(self, tr: Transport | None) -> None:
         self._stuck_timer = None
@@ -314,10 +318,14 @@ class Writer(WriteHold):
         self.flush_now()
 
     def flush_now(self, timeout: float | None = None) -> None:
-        """Write what is queued to the transport (which never blocks: ``timeout`` is for
-        the blocking flavour)."""
+        """Write what is queued to the transport (which never blocks). While the transport
+        is paused (the server reads slower than we write) the bytes stay in the outbox
+        and leave when it resumes: a connection lost meanwhile loses only what the
+        transport holds (about its high-water mark), the outbox is sent again after the
+        reconnect, as nats.go keeps its buffer. ``timeout`` (close, drain: their time
+        is bounded) writes anyway."""
         tr = self.tr
-        if tr is None or tr.closed:
+        if tr is None or tr.closed or (timeout is None and tr.write_paused):
             return
         buf = self.outbox.take()
         if not buf:

@@ -11,6 +11,7 @@ iterating user (fetch, ``messages()``) or the one task/thread of ``consume()``.
 """
 from __future__ import annotations
 
+import asyncio  # aio-only
 import inspect
 import logging
 import time
@@ -262,7 +263,15 @@ class MessageBatch:
                     if isinstance(err, GONE_ERRORS):
                         raise err
                 raise StopAsyncIteration
-            await self._wait()
+            try:
+                await self._wait()
+            except BaseException:
+                # the iterating caller was cancelled (interrupted): end the pull now, or its
+                # inbox would stay subscribed and the server would keep sending it what
+                # later pulls should get (lost until ack_wait). What already came stays
+                # to be iterated
+                self._abandon(False)
+                raise
 
     async def _wait(self) -> None:
         signal = self._signal
@@ -295,6 +304,17 @@ class MessageBatch:
         """Abandon the batch (no more messages)."""
         self._finish(None)
         self._q.clear()
+
+    def _abandon(self, drop: bool = True) -> None:
+        """Whoever waited for the batch was cancelled (interrupted): end it now. Its inbox
+        is unsubscribed, so the server drops the pull (nobody listens for it) and what
+        comes next goes to a later pull; the acks held meanwhile leave now. ``drop``: the
+        messages not yet read are dropped too (nobody will read them)."""
+        if drop:
+            self._stop()
+        else:
+            self._finish(None)
+        self._link.release_writes()
 
 
 class _Taken:
@@ -473,9 +493,15 @@ class Consumer:
         # the whole batch waits for this pull: it leaves now, from this thread (with any
         # acks held meanwhile), not after a hand-off to the flusher or the loop's turn
         link.send_now()
-        await link.wait_writable()
-        if confirm:
-            await self._confirm(mb, min(timeout, api_timeout))
+        try:
+            await link.wait_writable()
+            if confirm:
+                await self._confirm(mb, min(timeout, api_timeout))
+        except BaseException:
+            # cancelled (interrupted) before the batch was handed out, or the consumer is
+            # gone: nobody will read it, and the pull must not keep taking messages
+            mb._abandon()
+            raise
         link.hold_writes(ACK_HOLD)  # the acks of what comes leave together (see MessageBatch._wait)
         return mb
 
@@ -537,8 +563,12 @@ class Consumer:
         stream no longer exists."""
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         mb = await self._fetch(1, 0, timeout, heartbeat, False, None, prio, what="timeout")
-        async for msg in mb:
-            return msg
+        try:
+            async for msg in mb:
+                return msg
+        except BaseException:
+            mb._abandon()  # cancelled (interrupted): the pull ends with the call (see _fetch)
+            raise
         if mb.error is not None:
             raise mb.error
         raise TimeoutError(f"no message from consumer {self._name!r} within {timeout}s")
@@ -1022,6 +1052,15 @@ class ConsumeContext(_Pulling):
                             await r  # aio-only
                     except Exception as exc:  # a failing callback must not stop consuming
                         await self._report(exc)
+                    # aio-only: begin
+                    # a CancelledError of the callback's own (it awaited something cancelled
+                    # elsewhere) is its error like any other; this task's cancellation ends it
+                    except asyncio.CancelledError as exc:
+                        task = asyncio.current_task()
+                        if task is None or task.cancelling():
+                            raise
+                        await self._report(exc)
+                    # aio-only: end
                     if st.stop_after and st.delivered >= st.stop_after:
                         self.stop()
                 while self._errors:

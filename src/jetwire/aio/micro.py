@@ -202,11 +202,21 @@ class _Workers:
         with lock:
             self._waking -= 1
             self._runners.add(me)
+        ended = False
         try:
             await self._work_on(sig, lock, backlog, handle, link)
+            ended = True
         finally:
+            wake = None
             with lock:
                 self._runners.discard(me)
+                if not ended:  # its task was cancelled: the pool goes on without it
+                    self._workers -= 1
+                    wake = self._wake_locked()
+                    if wake is None and not self._busy and not backlog:
+                        self._quiet.set()
+            if wake is not None:
+                self._start(wake)
 
     async def _work_on(self, sig: prims.Signal, lock: Any, backlog: deque[Any], handle: Callable[[Any], Any],
                        link: _api.Link) -> None:
@@ -229,7 +239,15 @@ class _Workers:
                     sig.clear()
                     self._idle.append(sig)
             if item is None:
-                await sig.wait()
+                try:
+                    await sig.wait()
+                except BaseException:
+                    with lock:
+                        if sig in self._idle:
+                            self._idle.remove(sig)
+                        else:  # woken as it was cancelled (_work wakes another)
+                            self._waking -= 1
+                    raise
                 with lock:
                     self._waking -= 1
                 continue
@@ -375,31 +393,43 @@ class Endpoint:
             if r is not None and isawaitable(r):  # aio-only
                 await r  # aio-only
         except Exception as exc:
-            code, desc = core.exception_answer(exc)
-            error = f"{code}:{desc}"
-            if not req._responded:
-                req._error = error
-                if msg.reply:
-                    try:
-                        req.respond_error(code, desc)  # counted there
-                    except Exception as err:  # e.g. the connection closed
-                        self._svc._link.report_error(err)
-                if not req._responded:
-                    req._responded = True
-                    self._account(req)
-            else:  # it raised after answering: counted already, now its error too
-                with self._lock:
-                    self._core.num_errors += 1
-                    self._core.last_error = error
-            if self._error_cb is not None:
-                try:
-                    await prims.call(self._error_cb, exc)
-                except Exception as err:
-                    self._svc._link.report_error(err)
+            await self._failed(req, msg, exc)
             return
+        # aio-only: begin
+        except prims.CancelledError as exc:  # the handler's own (it waited on something cancelled)
+            if prims.cancelling():  # this task's: it ends
+                raise
+            await self._failed(req, msg, exc)
+            return
+        # aio-only: end
         if not req._responded:
             req._responded = True
             self._account(req)
+
+    async def _failed(self, req: Request, msg: Msg, exc: BaseException) -> None:
+        """The handler raised ``exc``: answer 500 (or its ``ServiceError``) unless it had
+        answered, count the error, tell ``error_cb``."""
+        code, desc = core.exception_answer(exc)
+        error = f"{code}:{desc}"
+        if not req._responded:
+            req._error = error
+            if msg.reply:
+                try:
+                    req.respond_error(code, desc)  # counted there
+                except Exception as err:  # e.g. the connection closed
+                    self._svc._link.report_error(err)
+            if not req._responded:
+                req._responded = True
+                self._account(req)
+        else:  # it raised after answering: counted already, now its error too
+            with self._lock:
+                self._core.num_errors += 1
+                self._core.last_error = error
+        if self._error_cb is not None:
+            try:
+                await prims.call(self._error_cb, exc)
+            except Exception as err:
+                self._svc._link.report_error(err)
 
     def __repr__(self) -> str:
         return f"<Endpoint {self.name!r} subject={self.subject!r} queue_group={self.queue_group!r}>"
@@ -591,29 +621,37 @@ class Service(_EndpointAdder):
         first: BaseException | None = None
         finished = True
         try:
-            for e in self._endpoints:
-                if e._sub is not None and e._sub.is_valid and not self._nc.is_closed:
-                    try:
-                        await e._sub.drain(wait)
-                    except Exception as exc:
-                        first = first or exc
+            try:
+                for e in self._endpoints:
+                    if e._sub is not None and e._sub.is_valid and not self._nc.is_closed:
+                        try:
+                            await e._sub.drain(wait)
+                        except Exception as exc:
+                            first = first or exc
+                            self._link.unsubscribe(e._sub)
+                for e in self._endpoints:
+                    finished = await e._workers.join(wait) and finished
+            finally:  # also when cancelled: nothing is left answering
+                for e in self._endpoints:
+                    if e._sub is not None and e._sub.is_valid:
                         self._link.unsubscribe(e._sub)
-            for e in self._endpoints:
-                finished = await e._workers.join(wait) and finished
-                e._workers.close()
-            for sub in self._verb_subs:
-                self._link.unsubscribe(sub)
-            self._verbs.close()
+                    e._workers.close()
+                for sub in self._verb_subs:
+                    self._link.unsubscribe(sub)
+                self._verbs.close()
+                self._stopped = True
+                for remove in (self._remove_close_cb, self._remove_drain_cb, self._remove_error_cb):
+                    if remove is not None:
+                        remove()
             if not self._nc.is_closed:
                 try:  # the server has every UNSUB when stop() returns
                     await self._nc.flush(wait)
                 except NatsError:
                     pass
-        finally:
-            self._stopped = True
-            for remove in (self._remove_close_cb, self._remove_drain_cb, self._remove_error_cb):
-                if remove is not None:
-                    remove()
+        except BaseException:  # cancelled: done_cb still runs, once, and later stop() calls return
+            self._link.spawn(self._done)
+            self._stop_done.set()
+            raise
         try:
             await self._done()
         finally:

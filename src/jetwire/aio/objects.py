@@ -5,12 +5,15 @@ A bucket is the stream ``OBJ_<bucket>``. An object's chunks go to
 ``$O.<bucket>.M.<urlsafe-base64 name>`` with ``Nats-Rollup: sub`` so only the latest
 meta stays. A put publishes the chunks with a bounded window of async publishes,
 writes the meta last and then purges the chunks of the version it replaced; if
-anything fails, the new chunks are purged. A get streams the chunks through an
-ordered push consumer (flow control answered as the reader takes them, so memory
-stays flat whatever the size) and checks size and SHA-256 at EOF.
+anything fails before the meta is sent, the new chunks are purged, and after it (a
+lost ack, a cancelled put) the meta the bucket holds decides which version's chunks
+go. A get streams the chunks through an ordered push consumer (flow control answered
+as the reader takes them, so memory stays flat whatever the size) and checks size and
+SHA-256 at EOF.
 """
 from __future__ import annotations
 
+import asyncio  # aio-only
 import builtins
 import io
 import os
@@ -275,25 +278,75 @@ class ObjectStore:
             while window:
                 await prims.wait_future(window.popleft(), timeout)
             info = new_object_info(meta, self._name, nuid, check.size, chunks, check.digest())
-            await self._publish_meta(info)
         except BaseException:
             for fut in window:  # let the chunks in flight land, then remove them all
                 try:
                     await prims.wait_future(fut, timeout)
                 except BaseException:
                     pass
-            try:
-                await self._stream.purge(subject=chunk_subject)
-            except Exception:
-                pass
+            await self._purge_quietly(chunk_subject)
             raise
+        # The meta goes last. Once sent it may be stored whatever becomes of this call (its
+        # ack lost to a timeout, the put cancelled while awaiting it), so the put decides by
+        # what the bucket holds: its meta stored, the new version stays (the old chunks go,
+        # as after any put); the old meta still there, the new chunks go; not known (the
+        # look-up failed too), nothing is purged. Never a meta without its chunks.
+        failed, interrupted = await self._send_meta(info)
+        if failed is not None:
+            stored = await self._holds_meta(meta.name, nuid)
+            if stored is not True:
+                if stored is False:
+                    await self._purge_quietly(chunk_subject)
+                raise interrupted if interrupted is not None else failed
         info.mtime = _now()
         if old is not None and not old.deleted and old.nuid and old.nuid != nuid:
-            try:
-                await self._stream.purge(subject=obj_chunk_subject(self._name, old.nuid))
-            except Exception:
-                pass
+            await self._purge_quietly(obj_chunk_subject(self._name, old.nuid))
+        if interrupted is not None:  # cancelled after the meta was stored: the put is done, and cancelled
+            raise interrupted
         return info
+
+    async def _send_meta(self, info: ObjectInfo) -> tuple[BaseException | None, BaseException | None]:
+        """Publish the meta of a put and see the publish through: (what the publish failed
+        with, the cancellation of this call that came meanwhile), None for none. In aio the
+        publish runs in its own task, which a cancellation of the put does not stop (the
+        server may have the meta already, and the put must learn whether): the cancellation
+        is noted, returned, and raised by the put once it has decided."""
+        # aio-only: begin
+        task = asyncio.ensure_future(self._publish_meta(info))
+        interrupted: BaseException | None = None
+        while not task.done():
+            try:
+                await asyncio.wait((task,))
+            except asyncio.CancelledError as exc:
+                interrupted = exc
+        if task.cancelled():  # not by this call: the loop is ending
+            return asyncio.CancelledError(), interrupted
+        return task.exception(), interrupted
+        # aio-only: end
+        # sync-only: begin
+        # try:
+        #     self._publish_meta(info)
+        # except BaseException as exc:
+        #     return exc, None
+        # return None, None
+        # sync-only: end
+
+    async def _holds_meta(self, name: str, nuid: str) -> bool | None:
+        """Whether the stored meta of ``name`` is the one of the put ``nuid`` (None: the
+        look-up failed, nobody knows)."""
+        try:
+            return (await self.get_info(name, show_deleted=True)).nuid == nuid
+        except ObjectNotFoundError:
+            return False
+        except Exception:
+            return None
+
+    async def _purge_quietly(self, subject: str) -> None:
+        """Purge ``subject`` from the bucket, best effort (what is left is unreferenced)."""
+        try:
+            await self._stream.purge(subject=subject)
+        except Exception:
+            pass
 
     async def _publish_meta(self, info: ObjectInfo) -> None:
         await self._js.publish(obj_meta_subject(self._name, info.name), meta_payload(info), headers=_ROLLUP)

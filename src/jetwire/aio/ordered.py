@@ -20,6 +20,7 @@ from .._nuid import NUID
 from .._typing import JSONObject
 from .._units import format_rfc3339
 from ..errors import (
+    APIError,
     ConsumerNotFoundError,
     JetStreamError,
     OrderedConsumerResetError,
@@ -32,6 +33,7 @@ from ..jetstream.pull import RESET_DELAY, RESET_DELAY_MAX, OrderedCursor, ordere
 from ..msg import Msg
 from . import _prims as prims
 from .consumer import Consumer, MessageBatch, abandon, parse_fields
+from .push_core import made_or_undone  # aio-only
 
 if TYPE_CHECKING:
     from .jetstream import JetStream
@@ -119,8 +121,18 @@ class OrderedConsumer(Consumer):
         cfg = ordered_config(name, self._cursor, self._filters, self._deliver_policy, self._opt_start_seq,
                              self._opt_start_time, self._replay_policy, self._inactive_threshold,
                              self._headers_only, metadata=self._metadata)
-        resp = await self._js.api_request(f"CONSUMER.CREATE.{self._stream}.{name}",
-                                   {"stream_name": self._stream, "config": cfg, "action": "create"})
+        subject = f"CONSUMER.CREATE.{self._stream}.{name}"
+        body: JSONObject = {"stream_name": self._stream, "config": cfg, "action": "create"}
+        try:
+            resp = await made_or_undone(self._js.api_request(subject, body), lambda: self._drop(name))  # aio-only
+            # sync-only: resp = self._js.api_request(subject, body)
+        except APIError:
+            raise  # refused: nothing was made
+        except BaseException:
+            # perhaps made all the same (an answer lost to a timeout, a cancelled caller): it
+            # must not stay behind, unread, until its inactive threshold
+            self._drop(name)
+            raise
         resp.pop("type", None)
         info = ConsumerInfo.from_json(resp)
         cons = Consumer(self._js, self._stream, info)
@@ -129,6 +141,14 @@ class OrderedConsumer(Consumer):
         self._info = info
         self._next_subject = cons._next_subject
         self._need_reset = False
+
+    def _drop(self, name: str) -> None:
+        """Ask the server to delete consumer ``name`` without waiting (best effort; one that
+        was never made is no harm)."""
+        try:
+            self._js.api.request_nowait(f"CONSUMER.DELETE.{self._stream}.{name}")
+        except Exception:
+            pass
 
     async def _delete_current(self) -> None:
         cur = self._current

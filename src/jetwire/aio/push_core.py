@@ -18,6 +18,7 @@ status messages (409 consumer deleted) and reconnects.
 """
 from __future__ import annotations
 
+import asyncio  # aio-only
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._typing import JSONObject
 from ..errors import (
+    APIError,
     ConnectionClosedError,
     JetStreamError,
     NoHeartbeatError,
@@ -47,6 +49,8 @@ from ..msg import Msg
 from . import _prims as prims
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine  # aio-only
+
     from ..connection import interface as _api
     from ..protocol.headers import Headers
     from .jetstream import JetStream
@@ -59,6 +63,7 @@ MARKER = object()  # end of the initial values, in a push consumer's queue
 END = object()  # the push consumer was stopped (or its subscription ended)
 
 P = TypeVar("P", bound="PushCore")
+T = TypeVar("T")  # aio-only
 
 
 # ---------------------------------------------------------------------------------
@@ -104,6 +109,30 @@ async def initial_values(w: Watcher) -> AsyncIterator[Any]:
         raise ConnectionClosedError("the watch ended before its initial values were complete") from None
     finally:
         w.stop()
+
+
+# aio-only: begin
+async def made_or_undone(coro: Coroutine[Any, Any, T], undo: Callable[[], None]) -> T:
+    """``await coro``, a request that makes something on the server (a consumer). When the
+    caller is cancelled while it waits, its ``CancelledError`` comes at once but the request
+    goes on in its own task, and once it has been answered (anything but the server's
+    refusal) ``undo()`` is called: what it made must not outlive a caller that never
+    learned of it."""
+    task = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        def done(t: asyncio.Future[T]) -> None:
+            if not t.cancelled() and isinstance(t.exception(), APIError):
+                return  # refused: nothing was made
+            try:
+                undo()
+            except Exception:
+                pass
+
+        task.add_done_callback(done)
+        raise
+# aio-only: end
 
 
 def orphan(pc: PushCore) -> None:
@@ -205,10 +234,20 @@ class PushCore:
         assert self._spec is not None
         cfg = push_consumer_config(self._sub.subject, state.cursor, name=name, heartbeat=self._heartbeat,
                                    **self._spec)
-        resp = await js.api_request(consumer_create_subject(self._stream, name, cfg),
-                             {"stream_name": self._stream, "config": cfg})
+        # named before it is asked for: a stop() while the request is under way (a cancelled
+        # watch, a timeout) deletes it (a delete of a consumer never made is harmless)
         self._consumer = name
+        subject = consumer_create_subject(self._stream, name, cfg)
+        body: JSONObject = {"stream_name": self._stream, "config": cfg}
+        try:
+            resp = await made_or_undone(js.api_request(subject, body), lambda: self._abandoned(name))  # aio-only
+            # sync-only: resp = js.api_request(subject, body)
+        except APIError:  # refused: there is nothing to delete
+            if self._consumer == name:
+                self._consumer = ""
+            raise
         if self._closed or self._draining:  # stopped while the consumer was being made
+            self._consumer = name  # its delete may have overtaken the create: once more, now it exists
             self._drop_consumer()
             return
         if first:  # what was pending at creation: when the initial values are complete
@@ -220,6 +259,16 @@ class PushCore:
                     self._queue.append(MARKER)
             if due:
                 self._signal.set()
+
+    # aio-only: begin
+    def _abandoned(self, name: str) -> None:
+        """The create of consumer ``name``, whose caller was cancelled, was answered: delete
+        the consumer unless it is still the one this push consumer runs on."""
+        if self._closed or self._consumer != name:
+            if self._consumer == name:
+                self._consumer = ""
+            self._js.api.request_nowait(f"CONSUMER.DELETE.{self._stream}.{name}")
+    # aio-only: end
 
     def stop(self) -> None:
         """Stop: iteration ends once what was already received is taken; a consumer

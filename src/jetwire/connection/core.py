@@ -269,6 +269,34 @@ class SubscriptionBase(_impl.SubState):
         self._signal.set()
 
 
+def strip_pings(buf: bytes | bytearray) -> bytearray:
+    """The commands of an outbox (whole commands, as it holds them) without their PINGs.
+    A connection lost with PINGs still queued must not send them on the next one: their
+    waiters failed with the loss, and each PONG would answer a later ``flush()`` before
+    the server had what came before it."""
+    out = bytearray()
+    i, n = 0, len(buf)
+    while i < n:
+        j = buf.find(b"\r\n", i)
+        if j < 0:
+            out += buf[i:]
+            break
+        if buf[i:i + 4] == b"PUB " or buf[i:i + 5] == b"HPUB ":
+            try:
+                end = j + 2 + int(bytes(buf[i:j]).rsplit(None, 1)[-1]) + 2  # the payload and its CRLF
+            except ValueError:  # not ours: keep the rest as it is
+                out += buf[i:]
+                break
+            out += buf[i:end]
+            i = end
+        elif j - i == 4 and buf[i:j] == b"PING":
+            i = j + 2
+        else:
+            out += buf[i:j + 2]
+            i = j + 2
+    return out
+
+
 class ConnectionCore:
     """Protocol state of one client connection, free of I/O."""
 
@@ -477,7 +505,8 @@ class ConnectionCore:
 
     def _slow_consumer(self, sub: SubscriptionBase) -> None:
         self._events.append(SubscriptionError(SlowConsumerError(
-            f"slow consumer on subject {sub.subject!r}, messages dropped", subject=sub.subject, sid=sub.sid)))
+            f"slow consumer on subject {sub.subject!r}, messages dropped", subject=sub.subject, sid=sub.sid,
+            dropped=sub.dropped)))
 
     def _auto_unsub_done(self, sub: SubscriptionBase) -> None:
         self._unroute(sub.sid)
