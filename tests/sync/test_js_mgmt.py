@@ -516,3 +516,19 @@ def test_a_value_beyond_64_bits_is_a_typed_error_before_anything_is_sent(nats_ur
         # the largest duration the server holds still goes through
         js.create_stream(name=name, subjects=[f"{name}.>"], max_age=(2 ** 63 - 1) // 10 ** 9, storage="memory")
         js.delete_stream(name)
+
+
+def test_ensure_stream_sends_no_update_for_the_rollup_headers_the_server_turned_on(nats_url):
+    nc = jetwire.connect(nats_url)
+    sent: list[str] = []
+    js = nc.jetstream(trace_cb=lambda subject, payload: sent.append(subject))
+    name = uniq("ENSROLL").replace(".", "_")
+    try:
+        s = js.ensure_stream(name, subjects=[f"{name}.>"], allow_msg_ttl=True, subject_delete_marker_ttl=5)
+        assert (s.info()).config.allow_rollup_hdrs is True  # the server's doing
+        sent.clear()
+        js.ensure_stream(name, subjects=[f"{name}.>"], allow_msg_ttl=True, subject_delete_marker_ttl=5)
+        assert [x for x in sent if ".UPDATE." in x] == [], sent  # unchanged: looked up, not updated
+    finally:
+        js.delete_stream(name)
+        nc.close()

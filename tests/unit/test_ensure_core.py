@@ -254,3 +254,17 @@ def test_consumer_kind_helpers():
     info = jetwire.ConsumerInfo(name="d", config=push)
     assert info.is_push and info.is_sampled() is True and info.is_durable() is False
     assert jetwire.ConsumerInfo.from_json({"name": "x", "config": {"durable_name": "x"}}).is_durable
+
+
+@pytest.mark.parametrize("asks", [{"allow_msg_ttl": True, "subject_delete_marker_ttl": 5.0},
+                                  {"allow_msg_schedules": True}])
+def test_rollup_headers_the_server_turns_on_are_no_drift(asks):
+    wire = {"allow_msg_ttl": True, "subject_delete_marker_ttl": 5 * 10**9} if "subject_delete_marker_ttl" in asks \
+        else {"allow_msg_schedules": True}
+    stored = stored_stream(allow_rollup_hdrs=True, **wire)  # what the server made of it
+    wanted = stream_config("S", jetwire.DEFAULT_STREAM, {"subjects": ["s.>"], **asks})
+    assert stream_drift(wanted, stored).equal
+    assert update_config(wanted, stored).allow_rollup_hdrs is True  # an update keeps it on
+    # without either ask, rollup headers turned off by hand are a change
+    plain = stream_config("S", jetwire.DEFAULT_STREAM, {"subjects": ["s.>"]})
+    assert not stream_drift(plain, stored_stream(allow_rollup_hdrs=True)).equal

@@ -12,7 +12,7 @@ import pytest
 from jetwire._units import NanoDatetime, datetime_to_ns, ns_to_seconds, seconds_to_ns
 from jetwire._units import format_rfc3339 as format_time
 from jetwire._units import parse_rfc3339 as parse_time
-from jetwire.errors import APIError, StreamNotFoundError, WrongLastSequenceError
+from jetwire.errors import APIError, InvalidOptionError, StreamNotFoundError, WrongLastSequenceError
 from jetwire.jetstream._json import config_from_kwargs
 from jetwire.jetstream.models import (
     AccountInfo,
@@ -351,6 +351,9 @@ def test_stream_source_domain_becomes_external():
     s = StreamSource(name="ORDERS", domain="hub")
     assert s.to_json_dict() == {"name": "ORDERS", "external": {"api": "$JS.hub.API"}}
     s = StreamSource(name="ORDERS", domain="hub", external=ExternalStream(api="$JS.other.API"))
+    with pytest.raises(InvalidOptionError, match="domain and external"):  # nats.go refuses both too
+        s.to_json_dict()
+    s = StreamSource(name="ORDERS", external=ExternalStream(api="$JS.other.API"))
     assert s.to_json_dict()["external"] == {"api": "$JS.other.API"}
 
 

@@ -255,6 +255,14 @@ def _wire(cfg: StreamConfig | ConsumerConfig) -> JSONObject:
     return d
 
 
+def _turned_on(k: _Kind, wanted: JSONObject) -> frozenset[str]:
+    """The flags the server turns on by itself for what ``wanted`` (wire form) asks: a
+    stream's rollup headers, for delete markers and for schedules."""
+    if k is _STREAM and (wanted.get("subject_delete_marker_ttl") or wanted.get("allow_msg_schedules")):
+        return frozenset({"allow_rollup_hdrs"})
+    return frozenset()
+
+
 def _drift(k: _Kind, wanted: StreamConfig | ConsumerConfig, stored: StreamConfig | ConsumerConfig) -> Drift:
     if not isinstance(wanted, k.cls) or not isinstance(stored, k.cls):
         raise TypeError(f"compare two {k.cls.__name__}s")
@@ -265,10 +273,13 @@ def _drift(k: _Kind, wanted: StreamConfig | ConsumerConfig, stored: StreamConfig
     filled = set(k.filled)
     if k is _CONSUMER and a.get("ack_policy") == AckPolicy.FLOW_CONTROL.value:
         filled |= {"flow_control", "idle_heartbeat"}  # the server sets both for this policy
+    turned_on = _turned_on(k, a)
     keys = list(k.names) + [x for x in unknown_fields(wanted) if x not in k.names]
     out = Drift()
     for key in keys:
         if key in filled and key not in a:
+            continue
+        if key in turned_on and not a.get(key):
             continue
         w, s = a.get(key), b.get(key)
         if w == s:
@@ -310,6 +321,9 @@ def update_config(wanted: _Config, stored: StreamConfig | ConsumerConfig) -> _Co
     for key in k.filled:
         if getattr(out, key) is None:
             setattr(out, key, copy.deepcopy(getattr(stored, key)))
+    for key in _turned_on(k, _wire(wanted)):
+        if not getattr(out, key):
+            setattr(out, key, getattr(stored, key))
     kept = unknown_fields(out)
     for key, v in unknown_fields(stored).items():
         if key not in kept:

@@ -207,7 +207,8 @@ class StreamConsumerSource(Model):
 @dataclass
 class StreamSource(Model):
     """A mirror or source of a stream. ``domain`` (not on the wire) is a shortcut that
-    sets ``external`` to ``$JS.<domain>.API`` when ``external`` is not given."""
+    sets ``external`` to ``$JS.<domain>.API``; giving both is an ``InvalidOptionError``
+    (nats.go: "domain and external are both set")."""
 
     _omit_defaults: ClassVar[bool] = True
     name: str | None = None
@@ -220,7 +221,11 @@ class StreamSource(Model):
     domain: str | None = jfield(None, skip=True)
 
     def _json_out(self, d: JSONObject) -> JSONObject:
-        if self.domain and "external" not in d:
+        if self.domain:
+            if "external" in d:
+                from ..errors import InvalidOptionError
+
+                raise InvalidOptionError(f"stream source {self.name!r}: domain and external are both set")
             d["external"] = {"api": f"$JS.{self.domain}.API"}
         return d
 
