@@ -915,3 +915,26 @@ async def test_watcher_wakes_when_its_subscription_closes_just_before_the_clear(
     finally:
         await js.delete_key_value(bucket)
         await nc.close()
+
+
+async def test_create_brings_a_bucket_of_an_older_client_up_to_date(nats_url):
+    from jetwire.jetstream.kv_models import KeyValueConfig, kv_stream_config
+
+    nc = await jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("legacy").replace(".", "_")
+    try:
+        old = kv_stream_config(KeyValueConfig(bucket=bucket))
+        old.discard, old.allow_direct = jetwire.DiscardPolicy.OLD, False  # as clients before nats 2.9 made them
+        await js.create_stream(old)
+        kv = await js.create_key_value(bucket=bucket)  # nats.go's CreateKeyValue updates such a bucket
+        cfg = (await kv.status()).stream_info.config
+        assert cfg.discard == jetwire.DiscardPolicy.NEW and cfg.allow_direct is True
+        await kv.put("k", b"v")
+        assert (await kv.get("k")).value == b"v"
+        # a bucket that differs in anything else is still refused
+        with pytest.raises(jetwire.StreamNameInUseError):
+            await js.create_key_value(bucket=bucket, history=5)
+    finally:
+        await js.delete_key_value(bucket)
+        await nc.close()

@@ -915,3 +915,26 @@ def test_watcher_wakes_when_its_subscription_closes_just_before_the_clear(nats_u
     finally:
         js.delete_key_value(bucket)
         nc.close()
+
+
+def test_create_brings_a_bucket_of_an_older_client_up_to_date(nats_url):
+    from jetwire.jetstream.kv_models import KeyValueConfig, kv_stream_config
+
+    nc = jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("legacy").replace(".", "_")
+    try:
+        old = kv_stream_config(KeyValueConfig(bucket=bucket))
+        old.discard, old.allow_direct = jetwire.DiscardPolicy.OLD, False  # as clients before nats 2.9 made them
+        js.create_stream(old)
+        kv = js.create_key_value(bucket=bucket)  # nats.go's CreateKeyValue updates such a bucket
+        cfg = (kv.status()).stream_info.config
+        assert cfg.discard == jetwire.DiscardPolicy.NEW and cfg.allow_direct is True
+        kv.put("k", b"v")
+        assert (kv.get("k")).value == b"v"
+        # a bucket that differs in anything else is still refused
+        with pytest.raises(jetwire.StreamNameInUseError):
+            js.create_key_value(bucket=bucket, history=5)
+    finally:
+        js.delete_key_value(bucket)
+        nc.close()

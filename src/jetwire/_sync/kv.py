@@ -387,4 +387,5 @@ def _kv_handle(js: JetStream, stream: Stream, bucket: str) -> KeyValue:
 
 # the bucket management of key-value stores (js.create_key_value(), ...)
 KV_BUCKETS: BucketKind[KeyValue, KeyValueConfig, KeyValueStatus] = BucketKind(KV_STREAM_PREFIX, f"{KV_SUBJECT_PREFIX}*.>", KeyValueConfig,
-                                              _stream_config, _kv_handle, KeyValueStatus, _check_kv)
+                                              _stream_config, _kv_handle, KeyValueStatus, _check_kv,
+                                              frozenset({"discard", "allow_direct"}))

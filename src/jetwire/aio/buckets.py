@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._typing import JSONObject
-from ..errors import BucketNotFoundError, StreamNotFoundError
+from ..errors import BucketNotFoundError, StreamNameInUseError, StreamNotFoundError
 from ..jetstream._json import Model, config_from_kwargs
+from ..jetstream.ensure_core import stream_drift
 from ..jetstream.models import StreamConfig, StreamInfo
 from ..jetstream.validate import validate_bucket_name
 
@@ -38,14 +39,17 @@ class BucketKind(Generic[H, C, S]):
     ``stream_config(js, cfg)``: the stream config of a bucket config (checks it; may
     ask the server, awaited in aio); ``handle(js, stream, bucket)``: the bucket's
     handle; ``status(info, bucket)``: its status; ``check(info, bucket)``: raises when a
-    stream of the right name is no bucket of this kind."""
+    stream of the right name is no bucket of this kind; ``upgradable``: the fields in
+    which a bucket made by an older client may differ and ``create`` brings up to date
+    (nats.go's CreateKeyValue: a key-value bucket's discard policy and direct get)."""
 
     def __init__(self, stream_prefix: str, list_subject: str, config_cls: type[C],
                  stream_config: Callable[[JetStream, C], Awaitable[StreamConfig]],  # aio-only
                  # sync-only: stream_config: Callable[[JetStream, C], StreamConfig],
                  handle: Callable[[JetStream, Stream, str], H],
                  status: Callable[[StreamInfo, str], S],
-                 check: Callable[[StreamInfo, str], None] | None = None) -> None:
+                 check: Callable[[StreamInfo, str], None] | None = None,
+                 upgradable: frozenset[str] = frozenset()) -> None:
         self.stream_prefix = stream_prefix
         self.list_subject = list_subject
         self.config_cls = config_cls
@@ -53,6 +57,7 @@ class BucketKind(Generic[H, C, S]):
         self.handle = handle
         self.status = status
         self.check = check
+        self.upgradable = upgradable
 
     def stream_name(self, bucket: str) -> str:
         return self.stream_prefix + bucket
@@ -64,7 +69,25 @@ class BucketKind(Generic[H, C, S]):
 
     async def create(self, js: JetStream, config: C | JSONObject | None, fields: Mapping[str, object]) -> H:
         cfg, scfg = await self._configs(js, config, fields)
-        return self.handle(js, await js.create_stream(scfg), cfg.bucket)
+        try:
+            stream = await js.create_stream(scfg)
+        except StreamNameInUseError as exc:
+            if not self.upgradable:
+                raise
+            stream = await self._upgrade(js, scfg, exc)
+        return self.handle(js, stream, cfg.bucket)
+
+    async def _upgrade(self, js: JetStream, scfg: StreamConfig, refused: StreamNameInUseError) -> Stream:
+        """The bucket exists with another config: one made by an older client that differs
+        only in what this kind may bring up to date is updated, else ``refused`` raises."""
+        try:
+            stored = (await js.stream_info(scfg.name or "")).config
+        except StreamNotFoundError:
+            raise refused from None
+        changes = set(stream_drift(scfg, stored).changes)
+        if not changes or not changes <= self.upgradable:
+            raise refused
+        return await js.update_stream(scfg)
 
     async def update(self, js: JetStream, config: C | JSONObject | None, fields: Mapping[str, object]) -> H:
         cfg, scfg = await self._configs(js, config, fields)
