@@ -175,4 +175,34 @@ async def test_ordered_consumer_cancelled_while_its_consumer_is_made_leaves_none
     finally:
         await js.delete_stream(stream)
         await nc.close()
+
+async def test_rename_cancelled_after_its_new_meta_was_sent_leaves_one_name(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("obrename")
+    try:
+        obs = await js.create_object_store(bucket=bucket)
+        await obs.put_bytes("a", OLD)
+        info = await obs.get_info("a")
+        info.name = "b"
+        # the new name's meta is stored, its ack on the way: the caller gives up waiting
+        obs._publish_meta = held = Held(obs._publish_meta)
+        await held.cancel_and_release(lambda: obs.update_meta("a", info))
+        # the rename was seen through: the old name is gone, not left on the same chunks
+        # (a later put to "a" would have purged the chunks "b" reads)
+        assert await wait_until(lambda: _gone(obs, "a"))
+        assert await obs.get_bytes("b") == OLD
+        await obs.put_bytes("a", NEW)
+        assert await obs.get_bytes("b") == OLD
+    finally:
+        await js.delete_object_store(bucket)
+        await nc.close()
+
+
+async def _gone(obs, name: str) -> bool:
+    try:
+        await obs.get_info(name)
+    except jetwire.ObjectNotFoundError:
+        return True
+    return False
 # aio-only: end

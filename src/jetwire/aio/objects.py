@@ -19,6 +19,7 @@ import io
 import os
 import weakref
 from collections import deque
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -291,7 +292,7 @@ class ObjectStore:
         # what the bucket holds: its meta stored, the new version stays (the old chunks go,
         # as after any put); the old meta still there, the new chunks go; not known (the
         # look-up failed too), nothing is purged. Never a meta without its chunks.
-        failed, interrupted = await self._send_meta(info)
+        failed, interrupted = await _see_through(self._publish_meta, info)
         if failed is not None:
             stored = await self._holds_meta(meta.name, nuid)
             if stored is not True:
@@ -304,32 +305,6 @@ class ObjectStore:
         if interrupted is not None:  # cancelled after the meta was stored: the put is done, and cancelled
             raise interrupted
         return info
-
-    async def _send_meta(self, info: ObjectInfo) -> tuple[BaseException | None, BaseException | None]:
-        """Publish the meta of a put and see the publish through: (what the publish failed
-        with, the cancellation of this call that came meanwhile), None for none. In aio the
-        publish runs in its own task, which a cancellation of the put does not stop (the
-        server may have the meta already, and the put must learn whether): the cancellation
-        is noted, returned, and raised by the put once it has decided."""
-        # aio-only: begin
-        task = asyncio.ensure_future(self._publish_meta(info))
-        interrupted: BaseException | None = None
-        while not task.done():
-            try:
-                await asyncio.wait((task,))
-            except asyncio.CancelledError as exc:
-                interrupted = exc
-        if task.cancelled():  # not by this call: the loop is ending
-            return asyncio.CancelledError(), interrupted
-        return task.exception(), interrupted
-        # aio-only: end
-        # sync-only: begin
-        # try:
-        #     self._publish_meta(info)
-        # except BaseException as exc:
-        #     return exc, None
-        # return None, None
-        # sync-only: end
 
     async def _holds_meta(self, name: str, nuid: str) -> bool | None:
         """Whether the stored meta of ``name`` is the one of the put ``nuid`` (None: the
@@ -454,11 +429,21 @@ class ObjectStore:
         info.description = new.description
         info.headers = new.headers
         info.metadata = new.metadata
-        await self._publish_meta(info)
-        if new.name != name:
-            await self._stream.purge(subject=obj_meta_subject(self._name, name))
+        # seen through together, cancelled or not: a new meta without the old one's purge
+        # would leave two names on the same chunks (a put to either purges the other's)
+        failed, interrupted = await _see_through(self._rename, info, name)
+        if failed is not None:
+            raise failed
+        if interrupted is not None:
+            raise interrupted
         info.mtime = _now()
         return info
+
+    async def _rename(self, info: ObjectInfo, old_name: str) -> None:
+        """Publish ``info``'s meta, then purge ``old_name``'s when the name changed."""
+        await self._publish_meta(info)
+        if info.name != old_name:
+            await self._stream.purge(subject=obj_meta_subject(self._name, old_name))
 
     async def delete(self, name: str) -> None:
         """Delete ``name``: its chunks are purged; a meta with ``deleted=True`` (size 0) stays."""
@@ -563,6 +548,34 @@ async def _stream_config(js: JetStream, cfg: ObjectStoreConfig) -> StreamConfig:
 
 def _obj_handle(js: JetStream, stream: Stream, bucket: str) -> ObjectStore:
     return ObjectStore(js, stream, bucket)
+
+
+async def _see_through(work: Callable[..., Any],
+                       *args: Any) -> tuple[BaseException | None, BaseException | None]:
+    """Run ``work(*args)`` to its end: (what it failed with, the cancellation of this call
+    that came meanwhile), None for none. In aio it runs in its own task, which a
+    cancellation of the caller does not stop (the server may have done part of it
+    already): the cancellation is noted and returned, for the caller to raise once it has
+    decided."""
+    # aio-only: begin
+    task = asyncio.ensure_future(work(*args))
+    interrupted: BaseException | None = None
+    while not task.done():
+        try:
+            await asyncio.wait((task,))
+        except asyncio.CancelledError as exc:
+            interrupted = exc
+    if task.cancelled():  # not by this call: the loop is ending
+        return asyncio.CancelledError(), interrupted
+    return task.exception(), interrupted
+    # aio-only: end
+    # sync-only: begin
+    # try:
+    #     work(*args)
+    # except BaseException as exc:
+    #     return exc, None
+    # return None, None
+    # sync-only: end
 
 
 # the bucket management of object stores (js.create_object_store(), ...)
