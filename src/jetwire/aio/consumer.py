@@ -11,7 +11,6 @@ iterating user (fetch, ``messages()``) or the one task/thread of ``consume()``.
 """
 from __future__ import annotations
 
-import asyncio  # aio-only
 import inspect
 import logging
 import time
@@ -1055,9 +1054,8 @@ class ConsumeContext(_Pulling):
                     # aio-only: begin
                     # a CancelledError of the callback's own (it awaited something cancelled
                     # elsewhere) is its error like any other; this task's cancellation ends it
-                    except asyncio.CancelledError as exc:
-                        task = asyncio.current_task()
-                        if task is None or task.cancelling():
+                    except prims.CancelledError as exc:
+                        if prims.cancelling():
                             raise
                         await self._report(exc)
                     # aio-only: end
