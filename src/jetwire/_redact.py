@@ -26,11 +26,16 @@ _JWT = re.compile(r"\beyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 _BLOCK = re.compile(r"-{3,}\s*BEGIN[^\n]*?-{3,}.*?(?:-{3,}\s*END[^\n]*?-{3,}|\Z)", re.DOTALL)
 
 
+# a comma between two URLs of a list: followed by the next one's scheme
+_LIST_COMMA = re.compile(r",(?=\s*[A-Za-z][A-Za-z0-9+.-]*://)")
+
+
 def redact_url(url: str) -> str:
     """``nats://user:secret@host`` -> ``nats://user:***@host``; ``nats://token@host`` ->
-    ``nats://***@host``; a comma-separated list URL by URL; other text unchanged."""
+    ``nats://***@host``; a comma-separated list URL by URL (split only where a comma
+    is followed by a scheme: a password may hold a comma); other text unchanged."""
     out = []
-    for u in url.split(","):
+    for u in _LIST_COMMA.split(url):
         scheme, sep, rest = u.partition("://")
         at = _creds_end(rest) if sep else -1
         if at >= 0:

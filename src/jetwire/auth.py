@@ -127,10 +127,13 @@ def load_seed(nkey_seed: str | bytes | os.PathLike[str]) -> bytearray:
         line = line.strip()
         if line.startswith("S") and len(line) >= 56:
             return bytearray(line.encode())
-    if isinstance(nkey_seed, (bytes, bytearray)) or looks_secret(str(nkey_seed)):
-        raise AuthorizationError("no nkey seed found")
-    raise AuthorizationError(f"no nkey seed found: nkey_seed {shown(os.fsdecode(os.fspath(nkey_seed)))} is neither "
-                             "a seed nor a readable file holding one")
+    text = "" if isinstance(nkey_seed, (bytes, bytearray)) else os.fsdecode(os.fspath(nkey_seed))
+    if looks_secret(text) or not any(c in text for c in "/\\.~$"):
+        # not recognisably a path: it may be a seed cut short or mistyped, never shown
+        raise AuthorizationError("no nkey seed found: nkey_seed <text, not shown> is neither a seed nor a "
+                                 "readable file holding one")
+    raise AuthorizationError(f"no nkey seed found: nkey_seed {shown(text)} is neither a seed nor a readable "
+                             "file holding one")
 
 
 def sign_nonce(seed: bytearray, nonce: str) -> tuple[str, str]:

@@ -483,6 +483,20 @@ def payload_type_error(value: object, name: str = "data", *also: str) -> builtin
     return builtins.TypeError(f"{name} must be {', '.join(kinds[:-1])} or {kinds[-1]}, not {type(value).__name__}")
 
 
+def payload_size(data: object, hdr: bytes | None = None) -> int:
+    """The bytes ``data`` (and the encoded headers ``hdr``) put on the wire: a buffer's
+    ``nbytes``, not its length in items (an ``array('d')`` of n items is 8n bytes);
+    ``TypeError`` for what is no bytes-like object (a str, a list, ...)."""
+    if data.__class__ is bytes:
+        n = len(data)
+    else:
+        try:
+            n = memoryview(data).nbytes  # type: ignore[arg-type]
+        except TypeError:
+            raise payload_type_error(data) from None
+    return n if hdr is None else n + len(hdr)
+
+
 def api_error(error: JSONObject, request: str | None = None) -> APIError:
     """Build the typed error for a JetStream API ``error`` object (``request``: the API
     subject it answered, relative to the prefix, named in the message)."""

@@ -58,3 +58,27 @@ def test_creds_text_is_recognised_and_parsed():
     for value in (text, text.encode()):
         jwt, seed = parse_creds(value)
         assert jwt == op.user_jwt and bytes(seed) == op.user.seed.encode()
+
+
+def test_a_password_or_token_holding_a_comma_is_masked():
+    assert redact_url("nats://alice:pa,ss@127.0.0.1:4222") == "nats://alice:***@127.0.0.1:4222"
+    assert redact_url("nats://to,ken@h:1") == "nats://***@h:1"
+    # a list is still split URL by URL (a comma before a scheme)
+    assert redact_url("nats://a:b@h1:1,nats://c:d,e@h2:2") == "nats://a:***@h1:1,nats://c:***@h2:2"
+    assert option_repr("servers", ["nats://alice:pa,ss@h:1"]) == "servers=['nats://alice:***@h:1']"
+
+
+def test_a_seed_cut_short_is_never_shown():
+    import pytest
+
+    from jetwire.auth import load_seed
+    from jetwire.errors import AuthorizationError
+    from jetwire.testing.auth import new_nkey
+
+    seed = new_nkey("user").seed
+    for bad in (seed[:50], seed.lower()):
+        with pytest.raises(AuthorizationError) as err:
+            load_seed(bad)
+        assert bad[:8] not in str(err.value) and "<text, not shown>" in str(err.value)
+    with pytest.raises(AuthorizationError, match="missing.nk"):  # a path is named
+        load_seed("/nowhere/missing.nk")

@@ -72,7 +72,7 @@ from ..errors import (
     SlowConsumerError,
     SubscriptionClosedError,
     TimeoutError,
-    payload_type_error,
+    payload_size,
 )
 from ..jetstream.pubmux import CONTEXT_TIMEOUT
 from ..msg import Msg
@@ -992,10 +992,7 @@ class Client:
         if core is None:
             raise ConnectionClosedError("connection closed")
         outbox = core.outbox
-        try:
-            size = len(data) if hdr is None else len(hdr) + len(data)
-        except TypeError:  # no bytes-like object (the encoder refuses a str, a list, ...)
-            raise payload_type_error(data) from None
+        size = payload_size(data, hdr)  # bytes, not items (an array's); TypeError for a str, a list
         if size > outbox.max_payload:
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {outbox.max_payload}")
         if core.status != CONNECTED:

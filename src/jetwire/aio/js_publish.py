@@ -20,6 +20,7 @@ from ..errors import (
     NoStreamResponseError,
     TimeoutError,
     TooManyStalledMsgsError,
+    payload_size,
     payload_type_error,
 )
 from ..jetstream.manage import incr_headers, publish_headers
@@ -360,7 +361,14 @@ class Publisher(ContextBase):
         A failed publish (a timeout, a lost connection) may or may not have been
         stored: give every message a ``msg_id`` and publish the failed ones again with
         the same id (``fut.msg`` is what was sent); the stream's duplicate window drops a
-        copy it has already stored. ``ttl``: a per-message TTL, as in :meth:`publish`."""
+        copy it has already stored. ``ttl``: a per-message TTL, as in :meth:`publish`.
+        ``data`` that is not ``bytes`` (a ``bytearray``, a ``memoryview``) is copied:
+        changing it afterwards changes neither a retry nor ``fut.msg``."""
+        if data.__class__ is not bytes:  # a buffer the caller may change: a retry and fut.msg keep a copy
+            try:
+                data = memoryview(data).tobytes()
+            except TypeError:
+                raise payload_type_error(data) from None
         mux = self._mux
         if mux is not None and headers is None and timeout is CONTEXT_TIMEOUT and msg_id is None and ttl is None \
                 and expected_stream is None and expected_last_seq is None and expected_last_subject_seq is None \
@@ -390,10 +398,7 @@ class Publisher(ContextBase):
             headers = publish_headers(headers, msg_id, expected_stream, expected_last_seq,
                                       expected_last_subject_seq, expected_last_msg_id, ttl)
         hdr = None if headers is None else _encode_headers(headers)
-        try:
-            size = len(data) if hdr is None else len(hdr) + len(data)
-        except TypeError:  # no bytes-like object (the encoder refuses a str, a list, ...)
-            raise payload_type_error(data) from None
+        size = payload_size(data, hdr)  # bytes, not items (an array's); TypeError for a str, a list
         link = self._link
         if size > link.max_payload:
             raise MaxPayloadError(f"message of {size} bytes exceeds max_payload {link.max_payload}")

@@ -39,6 +39,8 @@ def api_prefix(domain: str | None, prefix: str | None) -> str:
     if domain is not None and prefix is not None:
         raise ValueError("give domain or api_prefix, not both")
     if domain:
+        if any(c in domain for c in ".*>") or any(c.isspace() or ord(c) < 0x20 for c in domain):
+            raise ValueError(f"domain {domain!r} must be one subject token (no '.', '*', '>' or whitespace)")
         return f"$JS.{domain}.API"
     if prefix:
         return prefix.rstrip(".")

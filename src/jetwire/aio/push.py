@@ -31,6 +31,7 @@ from ..jetstream.models import AckPolicy, ConsumerConfig, ConsumerInfo
 from ..jetstream.push import (
     DEFAULT_PUSH_HEARTBEAT,
 )
+from ..jetstream.validate import validate_stream_name
 from ..msg import Msg
 from . import _prims as prims
 from .iteration import MsgIteration
@@ -77,6 +78,8 @@ async def subscribe(js: JetStream, subject: str, queue: str | None = None, cb: C
     durable = durable or cfg.durable_name
     if stream is None:
         stream = await js.stream_name_by_subject(subject)
+    else:
+        validate_stream_name(stream)  # it goes into the API subjects
 
     if ordered_consumer:
         hb = idle_heartbeat or cfg.idle_heartbeat or DEFAULT_PUSH_HEARTBEAT

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from .. import _impl
 from ..errors import KeyDeletedError, KeyNotFoundError
 from .kv_models import KV_OPERATION_HDR, KeyValueEntry, KeyValueOp
-from .validate import validate_key_filter
+from .validate import is_valid_key, validate_key_filter
 
 if TYPE_CHECKING:
     from ..msg import Msg
@@ -116,6 +116,10 @@ def purge_deletes_plan(markers: Iterable[KeyValueEntry], prefix: str, now: datet
     limit = now - timedelta(seconds=older_than) if older_than > 0 else None
     plan = []
     for e in markers:
+        if not is_valid_key(e.key):
+            # a marker written past the client's checks (a wildcard key): purging by its
+            # subject would purge every key it matches
+            continue
         keep = 1 if (limit is not None and e.created is not None and e.created > limit) else 0
         plan.append((prefix + e.key, keep))
     return plan

@@ -7,6 +7,7 @@ import base64
 import binascii
 import copy
 import hashlib
+import re
 from datetime import datetime
 from typing import Any
 
@@ -102,12 +103,20 @@ def meta_payload(info: ObjectInfo) -> bytes:
     return orjson.dumps(d)
 
 
+# what a meta's nuid may be: one plain token (nats.go writes NUIDs, 22 base62 characters)
+_NUID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
 def info_from_stored(data: bytes, mtime: datetime | None) -> ObjectInfo:
     """An ``ObjectInfo`` from a stored meta message (``BadObjectMetaError`` when it is not one)."""
     try:
         info = ObjectInfo.from_json(data)
     except Exception as exc:
         raise BadObjectMetaError(f"bad object meta: {bytes(data[:80])!r}") from exc
+    if info.nuid and not _NUID.fullmatch(info.nuid):
+        # it names the chunks' subject: a wildcard (written by anyone who may publish to
+        # the bucket) would purge or read every object's chunks
+        raise BadObjectMetaError(f"object {info.name!r}: its meta's nuid {info.nuid[:40]!r} is not one token")
     info.mtime = mtime
     return info
 
