@@ -114,7 +114,7 @@ REQUIRED: dict[type, tuple[str, ...]] = {
     EndpointInfo: ("name", "subject"),
     EndpointStats: ("name", "subject", "num_requests", "num_errors", "last_error", "processing_time",
                         "average_processing_time"),
-    ev.ClientInfo: ("acc",),
+    # ClientInfo: nothing (the server leaves "acc" out of a system account's own requests)
     ev.ServerInfo: ("name", "host", "id", "ver", "seq", "jetstream", "time"),
     api.PubAckResponse: ("stream",),
 }

@@ -378,6 +378,9 @@ async def test_snapshot_bad_input_and_missing_stream_leave_nothing(nats_url, tmp
         with pytest.raises(jetwire.StreamNotFoundError):
             await js.snapshot_stream(uniq("NOPE"), tmp_path / "x")
         assert not (tmp_path / "x").exists()
+        with pytest.raises(jetwire.StreamNotFoundError):  # the folders it made on the way go too
+            await js.snapshot_stream(uniq("NOPE"), tmp_path / "deep" / "er" / "x")
+        assert not (tmp_path / "deep").exists()
         with pytest.raises(jetwire.InvalidStreamNameError):
             await js.snapshot_stream("a.b", tmp_path / "x")
         for bad in (100, 2 * MB):

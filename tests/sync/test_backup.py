@@ -379,6 +379,9 @@ def test_snapshot_bad_input_and_missing_stream_leave_nothing(nats_url, tmp_path)
         with pytest.raises(jetwire.StreamNotFoundError):
             js.snapshot_stream(uniq("NOPE"), tmp_path / "x")
         assert not (tmp_path / "x").exists()
+        with pytest.raises(jetwire.StreamNotFoundError):  # the folders it made on the way go too
+            js.snapshot_stream(uniq("NOPE"), tmp_path / "deep" / "er" / "x")
+        assert not (tmp_path / "deep").exists()
         with pytest.raises(jetwire.InvalidStreamNameError):
             js.snapshot_stream("a.b", tmp_path / "x")
         for bad in (100, 2 * MB):

@@ -170,3 +170,21 @@ def test_a_duration_beyond_64_bits_of_nanoseconds_still_renders():
         assert isinstance(render(ev, fmt), str)
     assert orjson.loads(render(ev, "json"))["ack_time"] >= 2 ** 64
     assert orjson.loads(render(ev, "cloudevents"))["data"]["ack_time"] >= 2 ** 64
+
+
+def test_advisories_as_the_server_sends_them_to_the_system_account_parse_and_validate():
+    adv = "io.nats.jetstream.advisory.v1."
+    peer = [{"name": "n1", "current": True, "active": 0}]
+    elected = {"type": adv + "stream_leader_elected", "id": "e1", "timestamp": NAK["timestamp"],
+               "stream": "S", "leader": "n1", "replicas": peer, "account": "APP"}  # the system account's copy
+    ev = parse(orjson.dumps(elected))
+    assert ev.account == "APP" and schemas.validate(elected, elected["type"]) == []
+    audit = {"type": adv + "api_audit", "id": "a1", "timestamp": NAK["timestamp"], "server": "n1",
+             "client": {}, "subject": "$JS.API.META.LEADER.STEPDOWN", "request": "", "response": "{}"}
+    assert schemas.validate(audit, audit["type"]) == []  # a system account's own request: no "acc"
+    rescue = {"type": adv + "meta_rescue", "id": "r1", "timestamp": NAK["timestamp"], "server": "n1",
+              "server_id": "NABC", "prev_quorum": 2, "new_quorum": 1, "cluster": "c1", "domain": "hub"}
+    ev = parse(orjson.dumps(rescue))
+    assert type(ev).__name__ == "MetaRescueAdvisory" and ev.new_quorum == 1 and ev.domain == "hub"
+    assert "quorum 2 -> 1" in ev.summary()
+    assert schemas.validate(rescue, rescue["type"]) == []

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import SubscriptionClosedError
-from ..events import AnyEvent, accepts, kinds_filter, parse
+from ..events import AnyEvent, UnknownEvent, accepts, kinds_filter, parse
 from ..msg import Msg
 from . import _prims as prims
 from .inbox import Mailbox
@@ -45,6 +45,8 @@ class EventStream(Mailbox):
         if not accepts(self._kinds, ev.type):
             return None
         dom = getattr(ev, "domain", None)
+        if dom is None and isinstance(ev, UnknownEvent) and isinstance(ev.data, dict):
+            dom = ev.data.get("domain")  # a type jetwire has no class for may name its domain too
         if self._domain and dom and dom != self._domain:
             return None
         return ev

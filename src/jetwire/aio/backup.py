@@ -113,7 +113,7 @@ async def snapshot_stream(js: ContextBase, name: str, dest: str | os.PathLike[st
     meta_path, data_path = backup_paths(dest)
     data_part = data_path + PARTIAL_SUFFIX
     meta_part = meta_path + PARTIAL_SUFFIX
-    made_dir = not os.path.isdir(dest)
+    made = _missing_dirs(dest)  # made here: removed again when the snapshot fails
     os.makedirs(dest, exist_ok=True)
     f = open(data_part, "wb")  # noqa: SIM115 - closed below, on every path
     inbox: _Chunks | None = None
@@ -165,15 +165,28 @@ async def snapshot_stream(js: ContextBase, name: str, dest: str | os.PathLike[st
         f.close()
         _remove(data_part)
         _remove(meta_part)
-        if made_dir:
+        for d in made:  # deepest first; a folder someone filled meanwhile stays
             try:
-                os.rmdir(dest)
+                os.rmdir(d)
             except OSError:
-                pass
+                break
         raise
     finally:
         if inbox is not None:
             inbox.close()  # the server sees no interest and stops
+
+
+def _missing_dirs(dest: str | os.PathLike[str]) -> list[str]:
+    """The folders of ``dest`` that do not exist yet, deepest first."""
+    out = []
+    d = os.path.abspath(dest)
+    while not os.path.isdir(d):
+        out.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return out
 
 
 # ------------------------------------------------------------------------- restore

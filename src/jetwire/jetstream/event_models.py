@@ -35,6 +35,7 @@ __all__ = [
     "DomainLeaderElectedAdvisory",
     "Event",
     "MaxDeliverAdvisory",
+    "MetaRescueAdvisory",
     "MsgBytes",
     "NakAdvisory",
     "RestoreCompleteAdvisory",
@@ -341,6 +342,7 @@ class StreamLeaderElectedAdvisory(Event):
     leader: str = ""
     replicas: list[PeerInfo] | None = None
     domain: str | None = None
+    account: str | None = None  # the copy the server sends to the system account names it
 
     def summary(self) -> str:
         return f"Stream {self.stream} elected {self.leader} of {_peers(self.replicas)} peers"
@@ -354,6 +356,7 @@ class StreamQuorumLostAdvisory(Event):
     stream: str = ""
     replicas: list[PeerInfo] | None = None
     domain: str | None = None
+    account: str | None = None  # the copy the server sends to the system account names it
 
     def summary(self) -> str:
         return f"Stream {self.stream} lost quorum of {_peers(self.replicas)} peers"
@@ -369,6 +372,7 @@ class ConsumerLeaderElectedAdvisory(Event):
     leader: str = ""
     replicas: list[PeerInfo] | None = None
     domain: str | None = None
+    account: str | None = None  # the copy the server sends to the system account names it
 
     def summary(self) -> str:
         return f"Consumer {self.stream} > {self.consumer} elected {self.leader} of {_peers(self.replicas)} peers"
@@ -383,6 +387,7 @@ class ConsumerQuorumLostAdvisory(Event):
     consumer: str = ""
     replicas: list[PeerInfo] | None = None
     domain: str | None = None
+    account: str | None = None  # the copy the server sends to the system account names it
 
     def summary(self) -> str:
         return f"Consumer {self.stream} > {self.consumer} lost quorum of {_peers(self.replicas)} peers"
@@ -400,6 +405,23 @@ class DomainLeaderElectedAdvisory(Event):
 
     def summary(self) -> str:
         return f"Domain leader elected {self.leader} in cluster {self.cluster} leader of {_peers(self.replicas)} peers"
+
+
+@dataclass
+class MetaRescueAdvisory(Event):
+    TYPE: ClassVar[str] = JS_ADVISORY + "meta_rescue"
+    KIND: ClassVar[str] = "RAFT"
+    REQUIRED: ClassVar[tuple[str, ...]] = ("server", "prev_quorum", "new_quorum")
+    server: str = ""
+    server_id: str = ""
+    prev_quorum: int = 0
+    new_quorum: int = 0
+    cluster: str = ""
+    domain: str | None = None
+
+    def summary(self) -> str:
+        return (f"Meta group rescued by {self.server} in cluster {self.cluster}: quorum "
+                f"{self.prev_quorum} -> {self.new_quorum}")
 
 
 @dataclass
@@ -606,7 +628,8 @@ EVENT_TYPES: dict[str, type[Event]] = {
         APIAuditAdvisory, APILimitReachedAdvisory, StreamActionAdvisory, ConsumerActionAdvisory, MaxDeliverAdvisory,
         NakAdvisory, TerminatedAdvisory, SnapshotCreateAdvisory, SnapshotCompleteAdvisory, RestoreCreateAdvisory,
         RestoreCompleteAdvisory, StreamLeaderElectedAdvisory, StreamQuorumLostAdvisory, ConsumerLeaderElectedAdvisory,
-        ConsumerQuorumLostAdvisory, DomainLeaderElectedAdvisory, ServerOutOfSpaceAdvisory, ServerRemovedAdvisory,
+        ConsumerQuorumLostAdvisory, DomainLeaderElectedAdvisory, MetaRescueAdvisory, ServerOutOfSpaceAdvisory,
+        ServerRemovedAdvisory,
         ConsumerPauseAdvisory, ConsumerGroupPinnedAdvisory, ConsumerGroupUnpinnedAdvisory,
         StreamBatchAbandonedAdvisory, ConsumerAckMetric, ClientConnectAdvisory, ClientDisconnectAdvisory,
         AccountConnectionsAdvisory, ServiceLatencyMetric,
