@@ -199,6 +199,27 @@ async def test_rename_cancelled_after_its_new_meta_was_sent_leaves_one_name(nats
         await nc.close()
 
 
+async def test_delete_cancelled_after_its_meta_was_sent_still_purges_the_chunks(nats_url):
+    nc = await jetwire.connect(nats_url)
+    js = nc.jetstream()
+    bucket = uniq("obdelete")
+    try:
+        obs = await js.create_object_store(bucket=bucket)
+        await obs.put_bytes("a", NEW)
+        # the deleted meta is stored, its ack on the way: the caller gives up waiting
+        obs._publish_meta = held = Held(obs._publish_meta)
+        await held.cancel_and_release(lambda: obs.delete("a"))
+
+        async def only_the_meta_left() -> bool:
+            return (await js.stream_info(f"OBJ_{bucket}")).state.messages == 1
+
+        assert await wait_until(only_the_meta_left)  # the chunks went too
+        assert (await obs.get_info("a", show_deleted=True)).deleted
+    finally:
+        await js.delete_object_store(bucket)
+        await nc.close()
+
+
 async def _gone(obs, name: str) -> bool:
     try:
         await obs.get_info(name)

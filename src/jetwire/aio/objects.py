@@ -450,12 +450,23 @@ class ObjectStore:
         info = await self.get_info(name, show_deleted=True)
         if not info.nuid:
             raise BadObjectMetaError(f"object {name!r} has no nuid")
+        nuid = info.nuid
         info.deleted = True
         info.size = 0
         info.chunks = 0
         info.digest = None
+        # seen through together, cancelled or not: a deleted meta whose chunks stayed
+        # would keep their storage for ever (nothing names them any more)
+        failed, interrupted = await _see_through(self._delete_chunks, info, nuid)
+        if failed is not None:
+            raise failed
+        if interrupted is not None:
+            raise interrupted
+
+    async def _delete_chunks(self, info: ObjectInfo, nuid: str) -> None:
+        """Publish ``info``'s (deleted) meta, then purge the chunks of ``nuid``."""
         await self._publish_meta(info)
-        await self._stream.purge(subject=obj_chunk_subject(self._name, info.nuid))
+        await self._stream.purge(subject=obj_chunk_subject(self._name, nuid))
 
     async def add_link(self, name: str, obj_info: ObjectInfo) -> ObjectInfo:
         """Add ``name``, a link to the object of ``obj_info`` (in this or another bucket).
