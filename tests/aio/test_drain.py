@@ -176,3 +176,30 @@ async def test_drain_while_reconnecting_says_what_it_could_not_send(fresh_nats_s
         assert nc.is_closed
     finally:
         await nc.close()
+
+
+async def test_leaving_a_with_block_drains_and_an_exception_closes_at_once(nats_url):
+    subject = uniq("withdrain")
+    handled: list[bytes] = []
+
+    async def slow(msg) -> None:
+        await prims.sleep(0.01)  # the callback takes a while: ten of them are still queued
+        handled.append(msg.data)
+
+    async with await jetwire.connect(nats_url) as nc:
+        await nc.subscribe(subject, cb=slow)
+        for i in range(10):
+            await nc.publish(subject, b"%d" % i)
+        await nc.flush()
+    assert nc.is_closed
+    assert handled == [b"%d" % i for i in range(10)]  # every one handled before the block was left
+
+    handled.clear()
+    with pytest.raises(RuntimeError):
+        async with await jetwire.connect(nats_url) as nc:
+            await nc.subscribe(subject, cb=slow)
+            for i in range(10):
+                await nc.publish(subject, b"%d" % i)
+            await nc.flush()
+            raise RuntimeError("the block failed")
+    assert nc.is_closed and len(handled) < 10  # closed at once: not waited for

@@ -177,3 +177,30 @@ def test_drain_while_reconnecting_says_what_it_could_not_send(fresh_nats_server)
         assert nc.is_closed
     finally:
         nc.close()
+
+
+def test_leaving_a_with_block_drains_and_an_exception_closes_at_once(nats_url):
+    subject = uniq("withdrain")
+    handled: list[bytes] = []
+
+    def slow(msg) -> None:
+        prims.sleep(0.01)  # the callback takes a while: ten of them are still queued
+        handled.append(msg.data)
+
+    with jetwire.connect(nats_url) as nc:
+        nc.subscribe(subject, cb=slow)
+        for i in range(10):
+            nc.publish(subject, b"%d" % i)
+        nc.flush()
+    assert nc.is_closed
+    assert handled == [b"%d" % i for i in range(10)]  # every one handled before the block was left
+
+    handled.clear()
+    with pytest.raises(RuntimeError):
+        with jetwire.connect(nats_url) as nc:
+            nc.subscribe(subject, cb=slow)
+            for i in range(10):
+                nc.publish(subject, b"%d" % i)
+            nc.flush()
+            raise RuntimeError("the block failed")
+    assert nc.is_closed and len(handled) < 10  # closed at once: not waited for

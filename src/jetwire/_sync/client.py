@@ -1464,8 +1464,14 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        """Leaving the block drains (what was delivered is handled, then the connection
+        closes); leaving it with an exception, or while not connected, closes at once."""
+        core = self._core
+        if exc_type is None and core is not None and core.status == CONNECTED:
+            self.drain()
+        else:
+            self.close()
 
     # -- state -----------------------------------------------------------------------
     @property

@@ -1483,8 +1483,14 @@ class Client:
     async def __aenter__(self) -> Client:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
+        """Leaving the block drains (what was delivered is handled, then the connection
+        closes); leaving it with an exception, or while not connected, closes at once."""
+        core = self._core
+        if exc_type is None and core is not None and core.status == CONNECTED:
+            await self.drain()
+        else:
+            await self.close()
 
     # -- state -----------------------------------------------------------------------
     @property
