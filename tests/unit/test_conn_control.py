@@ -82,3 +82,31 @@ def test_ignore_discovered_servers():
 def test_ws_header_values_never_shown():
     text = repr(make_options("ws://127.0.0.1:80", {"ws_headers": {"Authorization": "Bearer s3cret"}}))
     assert "s3cret" not in text and "Authorization" in text
+
+
+def test_strip_pings_keeps_every_other_command_byte_for_byte():
+    import random
+
+    from jetwire import _impl
+    from jetwire.connection.core import strip_pings
+
+    rnd = random.Random(7)
+    for _ in range(300):
+        with_pings, without = bytearray(), bytearray()
+        for _ in range(rnd.randint(0, 30)):
+            kind = rnd.choice(["pub", "hpub", "sub", "unsub", "ping", "pong"])
+            part = bytearray()
+            data = rnd.choice([b"", b"PING\r\n", b"x" * rnd.randint(0, 40), b"\r\nPING\r\n\r\n"])
+            if kind == "pub":
+                _impl.append_pub(part, "a.b", rnd.choice([None, "r.1"]), data)
+            elif kind == "hpub":
+                _impl.append_hpub(part, "a.b", rnd.choice([None, "r.1"]), b"NATS/1.0\r\nK: PING\r\n\r\n", data)
+            elif kind == "sub":
+                _impl.append_sub(part, "a.*", rnd.choice([None, "q"]), rnd.randint(1, 99))
+            elif kind == "unsub":
+                part += b"UNSUB 5 10\r\n"
+            elif kind == "pong":
+                part += b"PONG\r\n"
+            with_pings += b"PING\r\n" if kind == "ping" else part
+            without += part
+        assert strip_pings(with_pings) == without
