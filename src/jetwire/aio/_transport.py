@@ -171,7 +171,17 @@ class Transport:
         tr = self._tr
         if tr is None or self.closed:
             raise ConnectionError("not connected")
-        tr.write(data)
+        self._put(tr, data)
+
+    @staticmethod
+    def _put(tr: asyncio.Transport, data: bytes | bytearray | memoryview) -> None:
+        """Hand ``data`` to ``tr``. A handle that closed under us (the peer refused and
+        hung up; uvloop says so with a ``RuntimeError``) is a ``ConnectionError``, as any
+        other closed socket, so callers catch ``OSError`` alone."""
+        try:
+            tr.write(data)
+        except RuntimeError as exc:
+            raise ConnectionError(f"not connected: {exc}") from exc
 
     def drained(self) -> asyncio.Future[None]:
         """A future done once writing resumes (at once when it is not paused). Each
@@ -332,7 +342,7 @@ class Writer(WriteHold):
             return
         try:
             tr.write(buf)
-        except (ConnectionError, RuntimeError, OSError):
+        except OSError:  # a closed handle (Transport._put), a dead socket
             pass
         on_write = self.on_write
         if on_write is not None:

@@ -135,7 +135,7 @@ class WsTransport(Transport):
         tr = self._tr
         if tr is None or ws is None or self.closed:
             raise ConnectionError("not connected")
-        tr.write(ws.encode(data))
+        self._put(tr, ws.encode(data))
 
     def close(self) -> None:
         if self.closed:

@@ -503,12 +503,10 @@ class Client:
             connect = core.connect_line(srv.user, srv.password, answers)
             # sync-only: tr.read_poll = self._io_poll
             tr.start(self._on_data, self._lost_handler(tr), head[idx + 2:])
-            write_err: Exception | None = None
+            write_err: OSError | None = None
             try:
                 tr.write(connect + PING)
-            # the reader may have seen why first (a TLS alert, an -ERR) and closed the
-            # transport: the socket's error, or (uvloop) a RuntimeError for the closed handle
-            except (OSError, RuntimeError) as exc:
+            except OSError as exc:  # the reader may have seen why first (a TLS alert, an -ERR)
                 write_err = exc
             try:
                 # after a failed write the reader's reason comes at once, if there is one

@@ -22,6 +22,7 @@ from .._nuid import NUID
 from .._typing import JSONObject
 from ..errors import InvalidOptionError, JetStreamError, JetStreamNotEnabledError, NoRespondersError, api_error
 from ..jetstream.manage import generate_consumer_name
+from ..jetstream.validate import validate_domain
 from ..msg import Msg
 from ..schemas import check_request
 from . import _prims as prims
@@ -39,9 +40,7 @@ def api_prefix(domain: str | None, prefix: str | None) -> str:
     if domain is not None and prefix is not None:
         raise ValueError("give domain or api_prefix, not both")
     if domain:
-        if any(c in domain for c in ".*>") or any(c.isspace() or ord(c) < 0x20 for c in domain):
-            raise ValueError(f"domain {domain!r} must be one subject token (no '.', '*', '>' or whitespace)")
-        return f"$JS.{domain}.API"
+        return f"$JS.{validate_domain(domain)}.API"
     if prefix:
         return prefix.rstrip(".")
     return DEFAULT_PREFIX

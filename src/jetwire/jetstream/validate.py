@@ -37,6 +37,7 @@ __all__ = [
     "is_valid_stream_name",
     "validate_bucket_name",
     "validate_consumer_name",
+    "validate_domain",
     "validate_durable_name",
     "validate_key",
     "validate_key_filter",
@@ -84,6 +85,15 @@ def validate_stream_name(name: object) -> str:
     if problem:
         raise InvalidStreamNameError(f"invalid stream name {name!r}: {problem}")
     return cast(str, name)  # _name_problem: a str
+
+
+def validate_domain(domain: object) -> str:
+    """Return ``domain`` (a JetStream domain: one subject token, named as streams are) or
+    raise ``ValueError``."""
+    problem = _name_problem(domain)
+    if problem:
+        raise ValueError(f"invalid domain {domain!r}: {problem}")
+    return cast(str, domain)  # _name_problem: a str
 
 
 def validate_consumer_name(name: object) -> str:
