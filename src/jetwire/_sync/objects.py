@@ -431,11 +431,7 @@ class ObjectStore:
         info.metadata = new.metadata
         # seen through together, cancelled or not: a new meta without the old one's purge
         # would leave two names on the same chunks (a put to either purges the other's)
-        failed, interrupted = _see_through(self._rename, info, name)
-        if failed is not None:
-            raise failed
-        if interrupted is not None:
-            raise interrupted
+        _see_through_or_raise(self._rename, info, name)
         info.mtime = _now()
         return info
 
@@ -457,11 +453,7 @@ class ObjectStore:
         info.digest = None
         # seen through together, cancelled or not: a deleted meta whose chunks stayed
         # would keep their storage for ever (nothing names them any more)
-        failed, interrupted = _see_through(self._delete_chunks, info, nuid)
-        if failed is not None:
-            raise failed
-        if interrupted is not None:
-            raise interrupted
+        _see_through_or_raise(self._delete_chunks, info, nuid)
 
     def _delete_chunks(self, info: ObjectInfo, nuid: str) -> None:
         """Publish ``info``'s (deleted) meta, then purge the chunks of ``nuid``."""
@@ -573,6 +565,16 @@ def _see_through(work: Callable[..., Any],
     except BaseException as exc:
         return exc, None
     return None, None
+
+
+def _see_through_or_raise(work: Callable[..., Any], *args: Any) -> None:
+    """:func:`_see_through`, then raise what ``work`` failed with, else the cancellation
+    that came meanwhile."""
+    failed, interrupted = _see_through(work, *args)
+    if failed is not None:
+        raise failed
+    if interrupted is not None:
+        raise interrupted
 
 
 # the bucket management of object stores (js.create_object_store(), ...)
