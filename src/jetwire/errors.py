@@ -5,7 +5,6 @@ import builtins
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._typing import JSONObject
     from .protocol.headers import HeadersInit
 
 
@@ -327,6 +326,18 @@ class SchemaValidationError(JetStreamError, ValueError):
         self.errors = list(errors)
 
 
+class InvalidJSONError(JetStreamError, ValueError):
+    """A JetStream document from the wire (an API response, a publish ack, a stored
+    meta) that does not fit what it should be: not JSON, not an object, or a field of
+    the wrong type. ``model``: what it was read as (e.g. ``"StreamInfo"``); ``path``: the
+    dotted path of the field at fault (``""`` for the whole document)."""
+
+    def __init__(self, message: str, model: str = "", path: str = "") -> None:
+        super().__init__(message)
+        self.model = model
+        self.path = path
+
+
 class OrderedConsumerResetError(JetStreamError):
     """The ordered consumer could not be recreated."""
 
@@ -497,14 +508,20 @@ def payload_size(data: object, hdr: bytes | None = None) -> int:
     return n if hdr is None else n + len(hdr)
 
 
-def api_error(error: JSONObject, request: str | None = None) -> APIError:
+def api_error(error: object, request: str | None = None) -> APIError:
     """Build the typed error for a JetStream API ``error`` object (``request``: the API
-    subject it answered, relative to the prefix, named in the message)."""
-    err_code = error.get("err_code")
+    subject it answered, relative to the prefix, named in the message). Anything else
+    in place of that object gives a plain ``APIError`` describing it."""
+    if not isinstance(error, dict):
+        error = {"description": str(error)}
+    code, err_code, desc = error.get("code"), error.get("err_code"), error.get("description", "")
+    code = code if type(code) is int else None
+    err_code = err_code if type(err_code) is int else None
+    desc = desc if isinstance(desc, str) else str(desc)
     cls = ERR_CODES.get(err_code, APIError) if err_code is not None else APIError
-    if cls is APIError and error.get("code") == 503:
-        cls = JetStreamNotEnabledError if "not enabled" in str(error.get("description", "")) else APIError
-    return cls(code=error.get("code"), err_code=err_code, description=error.get("description", ""), request=request)
+    if cls is APIError and code == 503:
+        cls = JetStreamNotEnabledError if "not enabled" in desc else APIError
+    return cls(code=code, err_code=err_code, description=desc, request=request)
 
 
 # every exception class above, then the helpers (tools/gen_exports.py writes the list)
@@ -564,6 +581,7 @@ __all__ = [
     'DataLossError',
     'CommitLogError',
     'SchemaValidationError',
+    'InvalidJSONError',
     'OrderedConsumerResetError',
     'TooManyStalledMsgsError',
     'ConfigDriftError',

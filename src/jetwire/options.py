@@ -479,13 +479,16 @@ class ServerPool:
     def add_discovered(self, connect_urls: Sequence[str], tls: bool) -> list[str]:
         """Add unknown connect_urls (``tls``: the announcing server requires TLS); returns
         the URLs that were new. Over WebSocket the server sends its websocket URLs
-        (``ws_connect_urls``) as these.
+        (``ws_connect_urls``) as these. A discovered server the list no longer names (it
+        left the cluster) leaves the pool, unless it is the one in use; servers the user
+        gave stay (nats.go prunes its implicit servers so).
 
         As nats.go's implicit servers, each takes from the server it was learned through
         (:meth:`in_use`) its URL's user and password (or token) and, announced by IP while
         that one is named by host, that host name to verify its TLS certificate against."""
-        known = {s.hostport for s in self.servers}
         tls = tls or self.secure
+        self._prune(connect_urls)
+        known = {s.hostport for s in self.servers}
         scheme = ("wss" if tls else "ws") if self.ws else "tls" if tls else "nats"
         source = self.in_use()
         name = None
@@ -511,6 +514,18 @@ class ServerPool:
                 random.shuffle(added)
             self.servers.extend(added)
         return [s.display for s in added]
+
+    def _prune(self, connect_urls: Sequence[str]) -> None:
+        announced = set()
+        for hp in connect_urls:
+            try:
+                announced.add(Server(f"nats://{hp}").hostport)
+            except ValueError:
+                continue
+        if not announced:  # nothing readable announced: nothing to go by
+            return
+        keep = self.in_use()
+        self.servers = [s for s in self.servers if not s.discovered or s is keep or s.hostport in announced]
 
 
 def io_poll_budget(opts: Options) -> float:

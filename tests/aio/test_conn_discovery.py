@@ -56,6 +56,24 @@ async def test_discovered_servers_take_the_credentials_of_the_url(nats_cluster_f
         await nc.close()
 
 
+async def test_a_server_that_leaves_the_cluster_leaves_the_pool(nats_cluster_factory):
+    """As nats.go prunes its implicit servers: one the cluster stops announcing is no
+    longer dialled; the URL the user gave stays, whatever the cluster says."""
+    cluster = nats_cluster_factory(3, jetstream=False)
+    gone = f"127.0.0.1:{cluster[2].port}"
+    nc = await jetwire.connect(cluster[0].url)
+    try:
+        assert await wait_until(lambda: len(nc.discovered_servers) == 2, 10), nc.servers
+        assert any(u.endswith(gone) for u in nc.discovered_servers)
+        cluster[2].kill()  # the others announce the cluster without it
+        assert await wait_until(lambda: not any(u.endswith(gone) for u in nc.servers), 10), nc.servers
+        assert nc.discovered_servers == [f"nats://127.0.0.1:{cluster[1].port}"]
+        assert cluster[0].url in nc.servers  # (the server the user named)
+        await nc.flush(5)
+    finally:
+        await nc.close()
+
+
 async def test_discovered_ip_servers_are_verified_against_the_urls_host_name(nats_cluster_factory, tmp_path):
     files = make_tls_files(tmp_path, hosts=("localhost",))  # no IP address in the certificate
     cluster = nats_cluster_factory(2, jetstream=False, tls=server_tls_config(files))

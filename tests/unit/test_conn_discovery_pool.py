@@ -23,14 +23,30 @@ def test_discovered_servers_take_user_info_and_tls_name_from_the_server_in_use()
     assert (b.user, b.password, b.tls_name) == ("alice", "s3cret", None)  # a host name: its own
     assert a.display == "nats://10.0.0.2:4222" and a.scheme == "nats"  # shown without them
     # once connected (or reconnecting) the current one; chained through a discovered one
+    # (a server announces the whole cluster each time)
     pool.current = a
-    (c,) = _learned(pool, ["10.0.0.3:4222"])
+    (c,) = _learned(pool, ["10.0.0.2:4222", "node2.example:4222", "10.0.0.3:4222"])
     assert (c.user, c.password, c.tls_name) == ("alice", "s3cret", "node0.example")
     # a source named by IP has no host name to give; user info of its own is kept
     pool.current = other
-    (d,) = _learned(pool, ["bob:pw@10.0.0.4:4222"])
+    (d,) = _learned(pool, ["10.0.0.2:4222", "node2.example:4222", "10.0.0.3:4222", "bob:pw@10.0.0.4:4222"])
     assert (d.user, d.password, d.tls_name) == ("bob", "pw", None)
-    assert _learned(pool, ["10.0.0.2:4222"]) == []  # known
+    assert _learned(pool, ["10.0.0.2:4222", "node2.example:4222", "10.0.0.3:4222", "10.0.0.4:4222"]) == []  # known
+
+
+def test_a_discovered_server_no_longer_announced_leaves_the_pool():
+    pool = ServerPool(["nats://127.0.0.1:4222", "nats://127.0.0.1:4223"], randomize=False)
+    given = list(pool.servers)
+    pool.add_discovered(["127.0.0.1:4222", "127.0.0.1:4224", "127.0.0.1:4225", "127.0.0.1:4226"], False)
+    a, b, c = pool.servers[2:]
+    pool.current = b  # in use: stays while it is, announced or not
+    assert pool.add_discovered(["127.0.0.1:4222", "127.0.0.1:4224"], False) == []
+    assert pool.servers == [*given, a, b]  # the given ones stay too, unannounced
+    pool.add_discovered(["garbage:url:x"], False)  # nothing readable: nothing pruned
+    assert pool.servers == [*given, a, b]
+    pool.current = given[0]
+    assert pool.add_discovered(["127.0.0.1:4226"], False) == ["nats://127.0.0.1:4226"]
+    assert [s.port for s in pool.servers] == [4222, 4223, 4226]
 
 
 def test_a_token_url_is_inherited_too():

@@ -681,3 +681,67 @@ def test_unknown_fields_round_trip_property(extra):
     raw = {"name": "S", "subjects": ["a.>"], "max_msgs": 5, **extra}
     cfg = StreamConfig.from_json(raw)
     assert cfg.to_json_dict() == raw
+
+
+# ---------------------------------------------------------------------------------
+# JSON that does not fit: a typed error naming the field
+
+
+@pytest.mark.parametrize(("doc", "path"), [
+    ({"config": {"name": "S", "subjects": "a.>"}}, "config.subjects"),
+    ({"config": {"name": "S", "max_age": "1h"}}, "config.max_age"),
+    ({"config": {"name": "S", "duplicate_window": [1]}}, "config.duplicate_window"),
+    ({"config": "S"}, "config"),
+    ({"created": 12}, "created"),
+    ({"created": "yesterday"}, "created"),
+    ({"state": {"messages": "many"}}, "state.messages"),
+    ({"state": {"messages": 1.5}}, "state.messages"),
+    ({"state": []}, "state"),
+    ({"cluster": {"replicas": [{"name": "n", "current": "yes"}]}}, "cluster.replicas.current"),
+])
+def test_json_of_the_wrong_shape_names_the_field(doc, path):
+    from jetwire.errors import InvalidJSONError, JetStreamError
+
+    with pytest.raises(InvalidJSONError) as ei:
+        StreamInfo.from_json({"config": {"name": "S"}, "created": "2026-01-01T00:00:00Z", **doc})
+    err = ei.value
+    assert isinstance(err, JetStreamError) and isinstance(err, ValueError)
+    assert (err.model, err.path) == ("StreamInfo", path)
+    assert f"StreamInfo.{path}:" in str(err)
+
+
+def test_documents_that_are_not_objects_are_typed_errors():
+    from jetwire.errors import InvalidJSONError
+
+    for raw in (b"not json", b"[1]", "3", b""):
+        with pytest.raises(InvalidJSONError):
+            StreamInfo.from_json(raw)
+    with pytest.raises(TypeError):  # a Python value of the wrong type is the caller's mistake
+        StreamInfo.from_json([1])  # type: ignore[call-overload]
+    # what fits is read as before: unknown keys kept, None for null, ints where floats go
+    info = ConsumerInfo.from_json({"stream_name": "S", "name": "c", "created": "2026-01-01T00:00:00Z",
+                                   "config": {"ack_wait": 30_000_000_000, "durable_name": None},
+                                   "num_pending": 3, "newer": {"x": 1}})
+    assert info.config.ack_wait == 30.0 and info.num_pending == 3 and info._extra == {"newer": {"x": 1}}
+
+
+@pytest.mark.parametrize("raw", [b"ok", b"", b"[]", b'{"stream": "S"}', b'{"seq": 1}', b'{"stream": "", "seq": 1}',
+                                 b'{"stream": 5, "seq": 1}', b'{"stream": "S", "seq": "1"}',
+                                 b'{"stream": "S", "seq": 1.0}', b'{"stream": "S", "seq": true}'])
+def test_a_publish_answer_that_is_no_ack_is_a_typed_error(raw):
+    from jetwire.errors import InvalidJSONError
+
+    with pytest.raises(InvalidJSONError, match="invalid JetStream publish ack"):
+        PubAck.from_json_bytes(raw)
+
+
+@pytest.mark.parametrize("error", ["boom", ["x"], {"code": "500", "err_code": [1], "description": 7},
+                                   {"code": 404, "err_code": "10059", "description": "stream not found"}])
+def test_an_error_value_of_any_shape_is_an_api_error(error):
+    from jetwire.errors import api_error
+
+    err = api_error(error, "STREAM.INFO.S")
+    assert type(err) is APIError  # no err_code it can trust: the plain class
+    assert err.code in (None, 404) and err.err_code is None and isinstance(err.description, str)
+    with pytest.raises(APIError):
+        PubAck.from_json_bytes(orjson.dumps({"error": error}))

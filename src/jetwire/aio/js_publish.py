@@ -84,15 +84,9 @@ def _none() -> None:
 
 
 def _parse_ack(data: bytes) -> PubAck:
-    try:
-        ack = _from_ack(data)
-    except JetStreamError:
-        raise
-    except Exception:
-        raise JetStreamError(f"invalid JetStream publish ack: {bytes(data[:100])!r}") from None
-    if not ack.stream:
-        raise JetStreamError(f"invalid JetStream publish ack: {bytes(data[:100])!r}")
-    return ack
+    """The ack in a publish's answer: its ``APIError``, or ``InvalidJSONError`` for an
+    answer that is not an ack."""
+    return _from_ack(data)
 
 
 def _positional(cb: Callable[..., object]) -> int:

@@ -20,7 +20,13 @@ import orjson
 from .. import _impl
 from .._nuid import NUID
 from .._typing import JSONObject
-from ..errors import InvalidOptionError, JetStreamError, JetStreamNotEnabledError, NoRespondersError, api_error
+from ..errors import (
+    InvalidJSONError,
+    InvalidOptionError,
+    JetStreamNotEnabledError,
+    NoRespondersError,
+    api_error,
+)
 from ..jetstream.manage import generate_consumer_name
 from ..jetstream.validate import validate_domain
 from ..msg import Msg
@@ -51,13 +57,14 @@ def api_answer(data: bytes, request: str | None = None) -> JSONObject:
     ``request``, the API subject)."""
     try:
         resp = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise JetStreamError(f"bad JetStream API response: {bytes(data[:100])!r}") from exc
+    except orjson.JSONDecodeError:
+        resp = None
     if type(resp) is not dict:
-        raise JetStreamError(f"bad JetStream API response: {bytes(data[:100])!r}")
+        raise InvalidJSONError(f"bad JetStream API response{f' to {request}' if request else ''}: "
+                               f"{bytes(data[:100])!r}")
     err = resp.get("error")
     if err:
-        raise api_error(err if isinstance(err, dict) else {"description": str(err)}, request)
+        raise api_error(err, request)
     return resp
 
 

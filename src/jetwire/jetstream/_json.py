@@ -51,7 +51,8 @@ import orjson
 
 # durations and times: the one home of the units (jetwire._units)
 from .._typing import JSONObject as JSONObject  # a decoded JSON object; models turn it into typed fields
-from .._units import format_rfc3339, ns_to_seconds, parse_rfc3339, seconds_to_ns
+from .._units import format_rfc3339, parse_rfc3339, seconds_to_ns
+from ..errors import InvalidJSONError
 
 if TYPE_CHECKING:
     from ..protocol.headers import Headers, HeadersInit
@@ -205,18 +206,78 @@ def _strip_optional(tp: object) -> object:
     return tp
 
 
+_JSON_KIND = {int: "an integer", str: "a string", bool: "true or false", float: "a number",
+              list: "an array", dict: "an object"}
+
+
+def _type_check(tp: type) -> _Conv:
+    """A wire reader that only checks the JSON type (what Go's typed decoding refuses)."""
+    want = _JSON_KIND[tp]
+    if tp is float:
+        def conv(v: Any) -> object:
+            if type(v) is float or type(v) is int:
+                return v
+            raise TypeError(f"expected {want}, got {_json_kind(v)}")
+    else:
+        def conv(v: Any) -> object:
+            if type(v) is tp:
+                return v
+            raise TypeError(f"expected {want}, got {_json_kind(v)}")
+    return conv
+
+
+def _invalid(cls: type, path: str, why: str) -> InvalidJSONError:
+    where = f"{cls.__name__}.{path}" if path else cls.__name__
+    return InvalidJSONError(f"invalid JSON for {where}: {why}", cls.__name__, path)
+
+
+def _ns(v: Any) -> float:
+    """A duration's nanoseconds as read (an integer; a float is let through)."""
+    if type(v) is int or type(v) is float:
+        return v
+    raise TypeError(f"expected an integer (nanoseconds), got {_json_kind(v)}")
+
+
+def _list(v: Any) -> list[Any]:
+    if type(v) is list:
+        return v
+    raise TypeError(f"expected an array, got {_json_kind(v)}")
+
+
+def _json_kind(v: object) -> str:
+    for tp, name in _JSON_KIND.items():
+        if type(v) is tp:
+            return name
+    return type(v).__name__
+
+
+def _plain_type(tp: object) -> type | None:
+    """``int``, ``str``, ``bool``, ``float``, ``list`` or ``dict`` when that (or it or
+    ``None``) is the whole hint, so that its JSON type can be checked; else ``None``."""
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) != 1:
+            return None
+        tp = args[0]
+    base = get_origin(tp) or tp
+    return base if base in _JSON_KIND else None
+
+
 def _converters(tp: object, kind: str | None, negative_none: bool) -> _Convs:
-    """(from_wire, to_wire, coerce) for one field; ``None`` entries mean identity."""
+    """(from_wire, to_wire, coerce) for one field; ``None`` entries mean identity (a
+    plain ``int``, ``str``, ``bool``, ``float``, list or dict field's reader checks the
+    JSON type)."""
+    plain = _plain_type(tp) if kind is None else None
     tp = _strip_optional(tp)
     origin = get_origin(tp)
     if kind == "duration":
         if origin is list or tp is list:
-            return (lambda v: [x / _NS for x in v],
+            return (lambda v: [_ns(x) / _NS for x in _list(v)],
                     lambda v: [seconds_to_ns(x) for x in v],
                     lambda v: [_dur_coerce(x) for x in v])
         if negative_none:
-            return (lambda v: None if v < 0 else v / _NS, seconds_to_ns, _dur_coerce)
-        return (ns_to_seconds, seconds_to_ns, _dur_coerce)
+            return (lambda v: None if _ns(v) < 0 else v / _NS, seconds_to_ns, _dur_coerce)
+        return (lambda v: _ns(v) / _NS, seconds_to_ns, _dur_coerce)
     if kind == "b64":
         return (_b64_in, _b64_out, None)
     if kind == "hdrs_b64":
@@ -229,12 +290,14 @@ def _converters(tp: object, kind: str | None, negative_none: bool) -> _Convs:
         conv = _enum_parser(tp)
         return (conv, enum_value, conv)
     if isinstance(tp, type) and issubclass(tp, Model):
-        return (tp.from_json, _model_out, _model_coercer(tp))
+        return (_nested_reader(tp), _model_out, _model_coercer(tp))
     if origin in (list, tuple) and get_args(tp):
         inner = _converters(get_args(tp)[0], None, False)
         fin, fout, fco = inner
         if fin is None and fout is None and fco is None:
-            return (None, None, None)
+            return (_type_check(list), None, None)
+        if _plain_type(get_args(tp)[0]) is not None:  # a list of scalars: the list's type checked
+            return (_type_check(list), None, None)
         return (
             (lambda v: [fin(x) if x is not None else None for x in v]) if fin else None,
             (lambda v: [fout(x) if x is not None else None for x in v]) if fout else None,
@@ -242,13 +305,15 @@ def _converters(tp: object, kind: str | None, negative_none: bool) -> _Convs:
         )
     if origin is dict and len(get_args(tp)) == 2:
         vin, vout, vco = _converters(get_args(tp)[1], None, False)
-        if vin is None and vout is None and vco is None:
-            return (None, None, None)
+        if (vin is None and vout is None and vco is None) or _plain_type(get_args(tp)[1]) is not None:
+            return (_type_check(dict), None, None)
         return (
             (lambda v: {k: vin(x) if x is not None else None for k, x in v.items()}) if vin else None,
             (lambda v: {k: vout(x) if x is not None else None for k, x in v.items()}) if vout else None,
             (lambda v: {k: vco(x) for k, x in v.items()}) if vco else None,
         )
+    if plain is not None:
+        return (_type_check(plain), None, None)
     return (None, None, None)
 
 
@@ -273,6 +338,15 @@ def _is_model_type(hint: object) -> bool:
 
 def _model_out(v: object) -> object:
     return v.to_json_dict() if isinstance(v, Model) else v
+
+
+def _nested_reader(tp: type[Model]) -> _Conv:
+    def conv(v: object) -> object:
+        if type(v) is not dict:  # (a string is not parsed as JSON here)
+            raise TypeError(f"expected an object, got {_json_kind(v)}")
+        return tp.from_json(v)
+
+    return conv
 
 
 def _model_coercer(tp: type[Model]) -> _Conv:
@@ -376,30 +450,44 @@ class Model:
     @classmethod
     def from_json(cls, data: JSONObject | bytes | bytearray | memoryview | str | None) -> Self | None:
         """Build from server JSON: a ``dict`` (or ``bytes``/``str`` of JSON).
-        Returns ``None`` for ``None``. Unknown keys are kept in ``_extra``."""
+        Returns ``None`` for ``None``. Unknown keys are kept in ``_extra``. JSON that
+        does not fit (not an object, a field of the wrong type) raises
+        :class:`~jetwire.errors.InvalidJSONError` naming the field."""
         if data is None:
             return None
         if isinstance(data, (bytes, bytearray, memoryview, str)):
-            data = orjson.loads(data)
-        if not isinstance(data, dict):
+            try:
+                data = orjson.loads(data)
+            except orjson.JSONDecodeError as exc:
+                raise _invalid(cls, "", f"not JSON ({exc})") from None
+            if not isinstance(data, dict):
+                raise _invalid(cls, "", f"expected an object, got {_json_kind(data)}")
+        elif not isinstance(data, dict):
             raise TypeError(f"{cls.__name__}.from_json expects a JSON object, got {type(data).__name__}")
         plan = _plan(cls)
-        data = cls._json_in(data)
-        obj = object.__new__(cls)
-        d = obj.__dict__
-        d.update(plan.defaults)
-        for name, fac in plan.factories:
-            d[name] = fac()
-        extra = d["_extra"]
-        by_json = plan.by_json
-        for k, v in data.items():
-            f = by_json.get(k)
-            if f is None:
-                extra[k] = v
-            elif v is None or f[1] is None:
-                d[f[0]] = v
-            else:
-                d[f[0]] = f[1](v)
+        k = ""
+        try:
+            data = cls._json_in(data)
+            obj = object.__new__(cls)
+            d = obj.__dict__
+            d.update(plan.defaults)
+            for name, fac in plan.factories:
+                d[name] = fac()
+            extra = d["_extra"]
+            by_json = plan.by_json
+            for k, v in data.items():
+                f = by_json.get(k)
+                if f is None:
+                    extra[k] = v
+                elif v is None or f[1] is None:
+                    d[f[0]] = v
+                else:
+                    d[f[0]] = f[1](v)
+        except InvalidJSONError as exc:  # from a nested model: its path within this one
+            path = f"{k}.{exc.path}" if k and exc.path else k or exc.path
+            raise _invalid(cls, path, str(exc).split(": ", 1)[-1]) from None
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError) as exc:
+            raise _invalid(cls, k, str(exc) or type(exc).__name__) from None
         return obj
 
     @classmethod

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import APIError, AtomicBatchError, JetStreamError, api_error
+from ..errors import APIError, AtomicBatchError, InvalidJSONError, api_error
 from ..protocol.headers import Headers
 from .manage import publish_headers
 from .models import BatchAck
@@ -60,18 +60,18 @@ def batch_failed(batch_id: str, error: BaseException) -> AtomicBatchError:
 
 def batch_ack(data: Any, batch_id: str) -> BatchAck:
     """The ``BatchAck`` in the commit's answer ``data``, or the ``AtomicBatchError`` the
-    answer carries (raised); ``JetStreamError`` for an answer that is not a batch ack."""
+    answer carries (raised); ``InvalidJSONError`` for an answer that is not a batch ack."""
     try:
         d = orjson.loads(data)
     except orjson.JSONDecodeError:
         d = None
     if type(d) is not dict:
-        raise JetStreamError(f"invalid atomic batch ack: {bytes(data[:100])!r}")
+        raise InvalidJSONError(f"invalid atomic batch ack: {bytes(data[:100])!r}", "BatchAck")
     err = d.get("error")
     if err:
-        typed = api_error(err if isinstance(err, dict) else {"description": str(err)})
+        typed = api_error(err)
         raise batch_failed(batch_id, typed) from typed
     ack = BatchAck.from_json(d)
     if not ack.stream or ack.batch_id != batch_id:
-        raise JetStreamError(f"invalid atomic batch ack for batch {batch_id!r}: {bytes(data[:100])!r}")
+        raise InvalidJSONError(f"invalid atomic batch ack for batch {batch_id!r}: {bytes(data[:100])!r}", "BatchAck")
     return ack

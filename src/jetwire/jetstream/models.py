@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Self
 
 import orjson
 
-from jetwire.errors import api_error
+from jetwire.errors import InvalidJSONError, api_error
 from jetwire.jetstream._json import JSONObject, Model, config_from_kwargs, duration, jfield  # noqa: F401
 
 __all__ = [
@@ -534,9 +534,12 @@ def check_api_error(d: JSONObject) -> JSONObject:
 
 def loads_api(raw: bytes | bytearray | memoryview | str) -> JSONObject:
     """Decode a JetStream API answer with orjson and :func:`check_api_error` it."""
-    d = orjson.loads(raw)
+    try:
+        d = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        d = None
     if not isinstance(d, dict):
-        raise TypeError("a JetStream API answer must be a JSON object")
+        raise InvalidJSONError(f"not a JetStream API answer (a JSON object): {_shown(raw)!r}")
     if "error" in d:
         check_api_error(d)
     return d
@@ -544,6 +547,15 @@ def loads_api(raw: bytes | bytearray | memoryview | str) -> JSONObject:
 
 _loads = orjson.loads
 _new = object.__new__
+
+
+def _shown(raw: bytes | bytearray | memoryview | str) -> bytes:
+    """The first 100 bytes of a document, for an error message."""
+    return (raw.encode("utf-8", "replace") if isinstance(raw, str) else bytes(raw))[:100]
+
+
+def _bad_ack(raw: bytes | bytearray | memoryview | str) -> InvalidJSONError:
+    return InvalidJSONError(f"invalid JetStream publish ack: {_shown(raw)!r}", "PubAck")
 
 
 @dataclass
@@ -564,16 +576,21 @@ class PubAck(Model):
         """Fast path for the publish hot path: decode with orjson and fill the fields
         directly. An ``error`` answer raises the typed ``APIError`` (for instance
         ``WrongLastSequenceError``)."""
-        d = _loads(raw)
+        try:
+            d = _loads(raw)
+        except ValueError:
+            d = None
         if type(d) is not dict:
-            raise TypeError("a publish ack must be a JSON object")
+            raise _bad_ack(raw)
         if "error" in d:
             raise api_error(d["error"])
         pop = d.pop
         obj = _new(cls)
         od = obj.__dict__
-        od["stream"] = pop("stream", "")
-        od["seq"] = pop("seq", 0)
+        od["stream"] = stream = pop("stream", "")
+        od["seq"] = seq = pop("seq", None)
+        if type(stream) is not str or not stream or type(seq) is not int:
+            raise _bad_ack(raw)  # not an ack (nats.go's ErrInvalidJSAck), e.g. a plain responder's reply
         od["duplicate"] = pop("duplicate", False) is True
         od["domain"] = pop("domain", None) or None
         if d:  # rarely: batch/counter fields or fields from a newer server
