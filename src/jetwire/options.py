@@ -139,8 +139,10 @@ class Options:
     """While traffic flows, keep polling the socket for up to ``busy_poll`` seconds after each read
     (and, asyncio, each write) instead of sleeping: None (default) where the process may use 4 or
     more CPUs, where a sleeping core's wake-up costs more than the poll."""
-    max_control_line: int = 4096
-    """Longest protocol line accepted from the server, in bytes."""
+    max_control_line: int = 1048576
+    """Longest protocol line accepted from the server, in bytes: a bound against a broken
+    server, not the server's own ``max_control_line`` (its MSG lines add the sid and the
+    reply subject to what was published, its INFO lists the cluster's URLs)."""
     error_cb: Callable[..., object] | None = None
     """``(error)``: asynchronous errors (slow consumers, refused subscriptions, ...)."""
     disconnected_cb: Callable[..., object] | None = None

@@ -513,6 +513,38 @@ async def test_permissions_violation_reaches_error_cb(nats_server_factory, url_f
         await nc.close()
 
 
+async def test_lines_longer_than_the_servers_own_limit_are_read(nats_server_factory, url_for):
+    """The server's max_control_line (4096) bounds what clients send; what it sends back
+    is longer: a MSG line adds the sid (and a JetStream delivery its ack subject), a -ERR
+    quotes the subject. Such lines are read, not taken for a broken server."""
+    srv = nats_server_factory(auth={"users": [
+        {"user": "u", "password": "pw", "permissions": {"publish": {"deny": ["forbidden.>"]}}}]})
+    errs = Errors()
+    nc = await jetwire.connect(url_for(srv), user="u", password="pw", error_cb=errs)
+    try:
+        subject = "long." + "x" * 4085  # its PUB line is 4096 bytes: the server's limit
+        sub = await nc.subscribe(subject)
+        await nc.publish(subject, b"core")
+        assert (await sub.next_msg(timeout=5)).data == b"core"  # a MSG line over 4096 bytes
+
+        js = nc.jetstream()
+        await js.create_stream(name="LONG", subjects=["long.>"])
+        stored = "long." + "y" * 4000
+        ack = await js.publish(stored, b"js")
+        cons = await js.create_consumer("LONG", durable_name="c", filter_subject=stored)
+        (msg,) = [m async for m in await cons.fetch(1, max_wait=5)]
+        assert (msg.subject, msg.data, msg.metadata.sequence.stream) == (stored, b"js", ack.seq)
+        await msg.ack_sync()
+
+        await nc.publish("forbidden." + "z" * 4080, b"no")  # its -ERR line is over 4096 bytes
+        await nc.flush()
+        assert await errs.signal.wait(5)
+        assert isinstance(errs.errors[0], jetwire.PermissionsError)
+        assert nc.is_connected and nc.stats["reconnects"] == 0
+    finally:
+        await nc.close()
+
+
 async def test_slow_consumer_drops_and_reports_once(nats_url):
     errs = Errors()
     nc = await jetwire.connect(nats_url, error_cb=errs)

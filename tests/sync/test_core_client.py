@@ -514,6 +514,38 @@ def test_permissions_violation_reaches_error_cb(nats_server_factory, url_for):
         nc.close()
 
 
+def test_lines_longer_than_the_servers_own_limit_are_read(nats_server_factory, url_for):
+    """The server's max_control_line (4096) bounds what clients send; what it sends back
+    is longer: a MSG line adds the sid (and a JetStream delivery its ack subject), a -ERR
+    quotes the subject. Such lines are read, not taken for a broken server."""
+    srv = nats_server_factory(auth={"users": [
+        {"user": "u", "password": "pw", "permissions": {"publish": {"deny": ["forbidden.>"]}}}]})
+    errs = Errors()
+    nc = jetwire.connect(url_for(srv), user="u", password="pw", error_cb=errs)
+    try:
+        subject = "long." + "x" * 4085  # its PUB line is 4096 bytes: the server's limit
+        sub = nc.subscribe(subject)
+        nc.publish(subject, b"core")
+        assert (sub.next_msg(timeout=5)).data == b"core"  # a MSG line over 4096 bytes
+
+        js = nc.jetstream()
+        js.create_stream(name="LONG", subjects=["long.>"])
+        stored = "long." + "y" * 4000
+        ack = js.publish(stored, b"js")
+        cons = js.create_consumer("LONG", durable_name="c", filter_subject=stored)
+        (msg,) = [m for m in cons.fetch(1, max_wait=5)]
+        assert (msg.subject, msg.data, msg.metadata.sequence.stream) == (stored, b"js", ack.seq)
+        msg.ack_sync()
+
+        nc.publish("forbidden." + "z" * 4080, b"no")  # its -ERR line is over 4096 bytes
+        nc.flush()
+        assert errs.signal.wait(5)
+        assert isinstance(errs.errors[0], jetwire.PermissionsError)
+        assert nc.is_connected and nc.stats["reconnects"] == 0
+    finally:
+        nc.close()
+
+
 def test_slow_consumer_drops_and_reports_once(nats_url):
     errs = Errors()
     nc = jetwire.connect(nats_url, error_cb=errs)

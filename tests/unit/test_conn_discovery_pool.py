@@ -38,7 +38,7 @@ def test_a_discovered_server_no_longer_announced_leaves_the_pool():
     pool = ServerPool(["nats://127.0.0.1:4222", "nats://127.0.0.1:4223"], randomize=False)
     given = list(pool.servers)
     pool.add_discovered(["127.0.0.1:4222", "127.0.0.1:4224", "127.0.0.1:4225", "127.0.0.1:4226"], False)
-    a, b, c = pool.servers[2:]
+    a, b, _ = pool.servers[2:]
     pool.current = b  # in use: stays while it is, announced or not
     assert pool.add_discovered(["127.0.0.1:4222", "127.0.0.1:4224"], False) == []
     assert pool.servers == [*given, a, b]  # the given ones stay too, unannounced

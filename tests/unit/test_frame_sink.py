@@ -76,6 +76,10 @@ def test_base_sink_declines(impl):
     p = impl.Parser(impl.MsgBase)
     base = impl.FrameSink()
     assert base.take_frame(b"a", None, None, b"x") is False
+    for args in [("a", None, None, b"x"), (b"a", "r", None, b"x"), (b"a", None, "NATS/1.0\r\n\r\n", b"x"),
+                 (b"a", None, None, 5)]:  # (the compiled twin read such objects' memory as bytes)
+        with pytest.raises(TypeError):
+            base.take_frame(*args)
     p.sinks[1] = base
     out = p.feed(msg_frame(b"a", 1, b"r", b"x"))
     assert len(out) == 1 and out[0].data == b"x" and p.taken_msgs == 0

@@ -452,9 +452,24 @@ def test_control_line_too_long(impl, msg_cls):
     p = impl.Parser(msg_cls, max_control_line=len(line))
     assert p.feed(line + b"\r") == []
     assert [key(e) for e in p.feed(b"\n\r\n")] == [("TMsg", "s" * 8, None, b"", 1, None)]
-    # garbage without any CRLF does not wait forever
+    # garbage without any CRLF does not wait forever: the default bound is 1 MiB
+    p = impl.Parser(msg_cls)
+    assert p.feed(b"x" * 5000) == []
     with pytest.raises(ProtocolError):
-        impl.Parser(msg_cls).feed(b"x" * 5000)
+        p.feed(b"x" * (1 << 20))
+
+
+def test_default_limit_takes_the_servers_long_lines(impl, msg_cls):
+    """The server's own max_control_line (4096) bounds what clients send; its MSG lines add
+    the sid and reply, its INFO lists the cluster: longer lines are read by default."""
+    subject = b"s" * 4090
+    info = b'INFO {"connect_urls": [' + b",".join(b'"10.0.%d.%d:4222"' % (i // 250, i % 250) for i in range(400)) + b"]}"
+    err = b"-ERR 'Permissions Violation for Publish to \"" + subject + b"\"'"
+    assert len(info) > 6000
+    events = parse_all(impl, msg_cls, b"MSG " + subject + b" 1 $JS.ACK." + b"a" * 200 + b" 2\r\nhi\r\n"
+                       + info + b"\r\n" + err + b"\r\n")
+    assert events[0].subject == subject.decode() and events[0].data == b"hi"
+    assert events[1][0] == impl.OP_INFO and events[2][0] == impl.OP_ERR
 
 
 def test_control_line_limit_does_not_apply_to_payload(impl, msg_cls):

@@ -338,3 +338,4 @@ OP_OK = 4
 OP_ERR = 5
 OP_FRAME_ERROR = 6  # (OP_FRAME_ERROR, ProtocolError): one malformed message skipped, the stream goes on
 DEFAULT_MAX_PAYLOAD = 1 << 30
+DEFAULT_MAX_CONTROL_LINE = 1 << 20  # a bound against a broken server (see options.max_control_line)

@@ -183,6 +183,9 @@ cdef class FrameSink:
         cdef const unsigned char* r = NULL
         cdef const unsigned char* h = NULL
         cdef Py_ssize_t rn = 0, hn = 0
+        if type(subject) is not bytes or type(data) is not bytes or not (reply is None or type(reply) is bytes) \
+                or not (hdr is None or type(hdr) is bytes):
+            raise TypeError("take_frame takes bytes (reply and hdr: bytes or None)")
         if reply is not None:
             r = <const unsigned char*>PyBytes_AS_STRING(reply)
             rn = PyBytes_GET_SIZE(reply)

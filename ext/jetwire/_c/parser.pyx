@@ -77,7 +77,7 @@ cdef class Parser:
         self._len = self._cap = self._pos = 0
         self._cls = MsgBase
         self._untrack = True
-        self._max_line = 4096
+        self._max_line = DEFAULT_MAX_CONTROL_LINE
         self._max_payload = DEFAULT_MAX_PAYLOAD
         self._busy = False
         self._sid_val = -1
@@ -88,7 +88,7 @@ cdef class Parser:
             self._subjects[i] = NULL
             self._keys[i] = NULL
 
-    def __init__(self, msg_cls=None, max_control_line=4096, max_payload=DEFAULT_MAX_PAYLOAD):
+    def __init__(self, msg_cls=None, max_control_line=DEFAULT_MAX_CONTROL_LINE, max_payload=DEFAULT_MAX_PAYLOAD):
         if msg_cls is None:
             msg_cls = MsgBase
         if not isinstance(msg_cls, type) or not issubclass(msg_cls, MsgBase):

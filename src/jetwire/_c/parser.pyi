@@ -25,7 +25,7 @@ class Parser:
     def __init__(
         self,
         msg_cls: type[MsgBase] | None = None,
-        max_control_line: int = 4096,
+        max_control_line: int = 1048576,
         max_payload: int = ...,
     ) -> None: ...
     @property

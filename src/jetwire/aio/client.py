@@ -1812,7 +1812,7 @@ async def connect(
     flush_timeout: float = 10.0,
     busy_poll: float = 200e-6,
     poll_io: bool | None = None,
-    max_control_line: int = 4096,
+    max_control_line: int = 1048576,
     error_cb: Callable[..., object] | None = None,
     disconnected_cb: Callable[..., object] | None = None,
     reconnected_cb: Callable[..., object] | None = None,
@@ -1915,7 +1915,10 @@ async def connect(
             ``busy_poll`` seconds after each read (and, asyncio, each write) instead of sleeping: None
             (default) where the process may use 4 or more CPUs, where a sleeping core's wake-up costs
             more than the poll.
-        max_control_line (int, default 4096): Longest protocol line accepted from the server, in bytes.
+        max_control_line (int, default 1048576): Longest protocol line accepted from the server, in
+            bytes: a bound against a broken server, not the server's own ``max_control_line`` (its MSG
+            lines add the sid and the reply subject to what was published, its INFO lists the cluster's
+            URLs).
         error_cb (Callable[..., object] | None, default None): ``(error)``: asynchronous errors (slow
             consumers, refused subscriptions, ...).
         disconnected_cb (Callable[..., object] | None, default None): ``()``: the connection was lost.

@@ -16,6 +16,7 @@ PING = b"PING\r\n"
 PONG = b"PONG\r\n"
 
 DEFAULT_MAX_PAYLOAD = 1 << 30
+DEFAULT_MAX_CONTROL_LINE = 1 << 20  # a bound against a broken server (see options.max_control_line)
 _COMPACT_AT = 1 << 16
 _MAX_DIGITS = 18
 

@@ -102,4 +102,7 @@ class FrameSink:
 
     def take_frame(self, subject: bytes, reply: bytes | None, hdr: bytes | None, data: bytes) -> bool:
         """Python entry to ``take`` (the compiled twin's ``take`` is C-only)."""
+        if type(subject) is not bytes or type(data) is not bytes or not (reply is None or type(reply) is bytes) \
+                or not (hdr is None or type(hdr) is bytes):
+            raise TypeError("take_frame takes bytes (reply and hdr: bytes or None)")
         return bool(self.take(subject, reply, hdr, data))

@@ -20,6 +20,7 @@ from .common import (
     _EV_PING,
     _EV_PONG,
     _MAX_DIGITS,
+    DEFAULT_MAX_CONTROL_LINE,
     DEFAULT_MAX_PAYLOAD,
     OP_ERR,
     OP_FRAME_ERROR,
@@ -63,7 +64,7 @@ class Parser:
 
     __slots__ = ("_buf", "_cls", "_max_line", "_max_payload", "_pos", "_sinks", "taken_bytes", "taken_msgs")
 
-    def __init__(self, msg_cls: Any = None, max_control_line: int = 4096, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
+    def __init__(self, msg_cls: Any = None, max_control_line: int = DEFAULT_MAX_CONTROL_LINE, max_payload: int = DEFAULT_MAX_PAYLOAD) -> None:
         if msg_cls is None:
             msg_cls = MsgBase
         if not isinstance(msg_cls, type) or not issubclass(msg_cls, MsgBase):
