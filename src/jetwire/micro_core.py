@@ -8,6 +8,7 @@ the typed results of the discovery client, and the service-error headers.
 """
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from .errors import (
     ServiceError,
 )
 from .jetstream._json import Model, duration
+from .protocol.headers import Headers
 
 if TYPE_CHECKING:
     from .msg import Msg
@@ -44,13 +46,19 @@ INFO_RESPONSE_TYPE = "io.nats.micro.v1.info_response"
 STATS_RESPONSE_TYPE = "io.nats.micro.v1.stats_response"
 VERBS = ("PING", "INFO", "STATS")
 
+# the longest error description (and code) a service sends or keeps as ``last_error``, in
+# characters: an exception quoting a megabyte request must not make the 500 answer (or
+# the $SRV.STATS document holding it) exceed max_payload
+MAX_ERROR_TEXT = 1024
+
 # the regular expressions of ADR-32 / nats.go micro (semver: the one semver.org suggests),
-# used with fullmatch (a "$" would let a trailing newline through)
+# used with fullmatch (a "$" would let a trailing newline through); ASCII: Go's (RE2) and
+# the JSON schema's (ECMA-262) \d is [0-9], Python's would take any Unicode digit
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 _SEMVER_RE = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$", re.ASCII)
 _BAD_SUBJECT_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
@@ -392,6 +400,10 @@ class ServiceCore:
         self.description = description or ""
         self.metadata = check_metadata(metadata)
         self.queue_group = check_queue_group(queue_group)
+        if stats_handler is not None and not callable(stats_handler):
+            raise InvalidServiceConfigError("stats_handler must be callable")
+        if inspect.iscoroutinefunction(stats_handler):  # svc.stats() is not awaited: it cannot await one
+            raise InvalidServiceConfigError("stats_handler must be a plain function, not a coroutine function")
         self.stats_handler = stats_handler
         self.id = id
         self.started = now_utc()
@@ -420,20 +432,64 @@ class ServiceCore:
         return ServiceInfo(self.name, self.id, self.version, self.description, dict(self.metadata),
                            [ep.info() for ep, _ in self.endpoints])
 
-    def stats(self) -> ServiceStats:
-        handler = self.stats_handler
-        eps = [ep.stats(handler(handle) if handler is not None else None) for ep, handle in self.endpoints]
-        return ServiceStats(self.name, self.id, self.version, self.started, dict(self.metadata), eps)
+    def counters(self) -> ServiceStats:
+        """The stats document without ``data``: every endpoint's counters (read while the
+        blocking flavour holds the endpoints' locks)."""
+        return ServiceStats(self.name, self.id, self.version, self.started, dict(self.metadata),
+                            [ep.stats() for ep, _ in self.endpoints])
 
-    def answer(self, verb: str) -> bytes:
-        """The JSON a ``$SRV.<verb>`` request is answered with."""
+    def add_data(self, doc: ServiceStats, on_error: Callable[[BaseException], object]) -> ServiceStats:
+        """Fill each endpoint's ``data`` from ``stats_handler(endpoint)`` (called without the
+        endpoints' locks). A handler that raises, or returns something that is not JSON
+        (or an awaitable), gives that endpoint None, as nats.go ignores the marshal
+        error; ``on_error`` hears why."""
+        handler = self.stats_handler
+        if handler is None:
+            return doc
+        for st, (_, handle) in zip(doc.endpoints, self.endpoints, strict=False):
+            st.data = _stats_data(handler, handle, on_error)
+        return doc
+
+    def stats(self, on_error: Callable[[BaseException], object] | None = None) -> ServiceStats:
+        """Counters and ``data`` at once (no flavour's locks: tests and tools)."""
+        return self.add_data(self.counters(), on_error or _ignore)
+
+    def answer(self, verb: str, stats: ServiceStats | None = None) -> bytes:
+        """The JSON a ``$SRV.<verb>`` request is answered with (STATS: ``stats``, made by
+        the flavour with its locks)."""
         if verb == "PING":
             doc: ServicePing | ServiceInfo | ServiceStats = self.ping()
         elif verb == "INFO":
             doc = self.info()
         else:
-            doc = self.stats()
-        return orjson.dumps(doc.to_dict(), default=_json_default)
+            doc = stats if stats is not None else self.stats()
+        return encode(doc)
+
+
+def encode(doc: ServicePing | ServiceInfo | ServiceStats) -> bytes:
+    """A document's JSON."""
+    return orjson.dumps(doc.to_dict(), default=_json_default)
+
+
+def _ignore(exc: BaseException) -> None:
+    return None
+
+
+def _stats_data(handler: Callable[[Any], object], handle: object,
+                on_error: Callable[[BaseException], object]) -> object:
+    """``handler(handle)`` when it is JSON, else None (``on_error`` hears why)."""
+    try:
+        data = handler(handle)
+        if inspect.isawaitable(data):
+            close = getattr(data, "close", None)
+            if close is not None:
+                close()  # a coroutine never awaited would warn
+            raise InvalidServiceConfigError("stats_handler returned an awaitable; it must return the data")
+        orjson.dumps(data, default=_json_default)
+    except Exception as exc:
+        on_error(exc)
+        return None
+    return data
 
 
 def _json_default(obj: object) -> object:
@@ -449,21 +505,40 @@ def _json_default(obj: object) -> object:
 # ------------------------------------------------------------------------ errors on the wire
 
 
-def error_headers(code: object, description: object, headers: HeadersInit | None = None) -> dict[str, Any]:
-    """The headers of a service error answer: ``headers`` plus ``Nats-Service-Error`` and
-    ``Nats-Service-Error-Code``."""
-    code = str(code)
-    description = str(description)
-    if not code:
+def clip(text: str, limit: int = MAX_ERROR_TEXT) -> str:
+    """``text`` of at most ``limit`` characters: a longer one is cut (on a character,
+    never inside one) and ends with ``...``."""
+    if len(text) <= limit:
+        return text
+    return text[:limit - 3] + "..."
+
+
+def clean_text(text: object) -> str:
+    """A header value's text: CR and LF become spaces, trimmed, at most
+    ``MAX_ERROR_TEXT`` characters."""
+    return clip(str(text).replace("\r", " ").replace("\n", " ").strip())
+
+
+def service_error(code: object, description: object) -> tuple[str, str]:
+    """The (code, description) a service error is sent with: cleaned and bounded
+    (``clean_text``); ``InvalidServiceConfigError`` when either is empty then."""
+    c = clean_text(code)
+    d = clean_text(description)
+    if not c:
         raise InvalidServiceConfigError("a service error needs a code")
-    if not description:
+    if not d:
         raise InvalidServiceConfigError("a service error needs a description")
-    out: dict[str, Any] = {}
-    if headers:
-        items = headers.items() if hasattr(headers, "items") else headers
-        for k, v in items:
-            out[k] = v
-    out[ERROR_HEADER] = description.replace("\r", " ").replace("\n", " ")
+    return c, d
+
+
+def error_headers(code: object, description: object, headers: HeadersInit | None = None) -> Headers:
+    """The headers of a service error answer: ``headers`` (every value of a repeated
+    one) plus ``Nats-Service-Error`` and ``Nats-Service-Error-Code`` (``service_error``:
+    cleaned, bounded, never empty), which replace any of the caller's."""
+    code, description = service_error(code, description)
+    # a Headers' items (not its status line), a mapping's lists or a list of pairs: every value
+    out = Headers(headers.items() if isinstance(headers, Headers) else headers or None)
+    out[ERROR_HEADER] = description
     out[ERROR_CODE_HEADER] = code
     return out
 
@@ -482,11 +557,18 @@ def error_of(msg: Msg) -> ServiceError | None:
 
 def exception_answer(exc: BaseException) -> tuple[str, str]:
     """(code, description) a handler's exception is answered with: a ``ServiceError``'s
-    own, else 500 and the exception's text."""
+    own, else 500 and the exception's text; cleaned and bounded (``clean_text``), never
+    empty."""
     if isinstance(exc, ServiceError):
-        return exc.code or "500", exc.description or "service error"
-    text = str(exc)
-    return "500", f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        return clean_text(exc.code or "") or "500", clean_text(exc.description or "") or "service error"
+    text = clean_text(exc)
+    return "500", clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+def error_text(code: str, description: str) -> str:
+    """An endpoint's ``last_error``: ``code:description``, at most ``MAX_ERROR_TEXT``
+    characters."""
+    return clip(f"{code}:{description}")
 
 
 monotonic_ns = time.perf_counter_ns

@@ -13,10 +13,15 @@ task and a handler may be a coroutine function: up to ``concurrency`` requests o
 endpoint are handled at once (default 256), the rest wait in arrival order. In the
 blocking flavour a worker is a thread of the endpoint's small pool (``concurrency``,
 default 4), started when needed. A worker handles what is in the backlog one after the other, so
-a burst of requests costs one wake-up, not a task or thread each.
+a burst of requests costs one wake-up, not a task or thread each. The backlog (requests
+received, not yet handled) has a subscription's pending limits (the connection's
+``pending_msgs_limit`` / ``pending_bytes_limit``: 512Ki messages, 128 MiB by default), as
+nats.go's endpoints are subscriptions with its defaults: past them a request is dropped
+and the connection's ``error_cb`` hears a ``SlowConsumerError`` (once per episode).
 """
 from __future__ import annotations
 
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -26,7 +31,15 @@ import orjson
 
 from .. import micro_core as core
 from .._nuid import next_nuid
-from ..errors import InvalidServiceConfigError, NatsError, PermissionViolationError, ServiceError, payload_type_error
+from .._units import wait_limit
+from ..errors import (
+    InvalidServiceConfigError,
+    NatsError,
+    PermissionViolationError,
+    ServiceError,
+    SlowConsumerError,
+    payload_type_error,
+)
 from ..micro_core import EndpointInfo, EndpointStats, ServiceInfo, ServicePing, ServiceStats
 from . import _prims as prims
 
@@ -66,6 +79,20 @@ DEFAULT_CONCURRENCY = 4
 DRAIN_TIMEOUT = 30.0
 
 _now_ns = core.monotonic_ns
+
+
+def _limit(n: int) -> int:
+    """A pending limit; 0 or less: none."""
+    return n if n > 0 else sys.maxsize
+
+
+
+
+def _slow_consumer(link: _api.Link, subject: str, sid: int, dropped: int) -> None:
+    """Tell ``error_cb`` (through the connection, as for any subscription) that requests
+    to ``subject`` are being dropped."""
+    link.report_error(SlowConsumerError(f"slow consumer on subject {subject!r}, messages dropped",
+                                        subject=subject, sid=sid, dropped=dropped))
 
 
 class Request:
@@ -112,13 +139,24 @@ class Request:
                 memoryview(data).release()
             except TypeError:
                 raise payload_type_error(data) from None
-        if not self._responded:
+        ep = self._ep
+        if self._responded or ep is None:
+            r = self._nc.publish(reply, data) if headers is None else self._nc.publish(reply, data, headers=headers)
             self._responded = True
-            if self._ep is not None:  # counted before the answer leaves: who gets it sees it counted
-                self._ep._account(self)
-        if headers is None:
-            return self._nc.publish(reply, data)
-        return self._nc.publish(reply, data, headers=headers)
+            return r
+        # counted before the answer leaves (who gets it finds it counted), and taken back
+        # when it cannot leave (MaxPayloadError, ...): the request is unanswered then, so
+        # the handler's exception still answers it (500) and it counts once
+        self._responded = True
+        undo = ep._account(self)
+        try:
+            if headers is None:
+                return self._nc.publish(reply, data)
+            return self._nc.publish(reply, data, headers=headers)
+        except BaseException:
+            self._responded = False
+            ep._unaccount(undo)
+            raise
 
     def respond_json(self, obj: object, headers: HeadersInit | None = None) -> Any:
         """Answer with ``obj`` as JSON."""
@@ -127,31 +165,52 @@ class Request:
     def respond_error(self, code: object, description: str, data: bytes = b"",
                       headers: HeadersInit | None = None) -> Any:
         """Answer with a service error (headers ``Nats-Service-Error-Code: code`` and
-        ``Nats-Service-Error: description``); it counts as an error of the endpoint."""
+        ``Nats-Service-Error: description``); it counts as an error of the endpoint. Both
+        are cleaned (CR/LF become spaces, trimmed) and cut to ``MAX_ERROR_TEXT``
+        characters; one that is empty then raises ``InvalidServiceConfigError``."""
+        code, description = core.service_error(code, description)
         hdrs = core.error_headers(code, description, headers)
-        self._error = f"{code}:{description}"
-        return self.respond(data, hdrs)
+        before, self._error = self._error, core.error_text(code, description)
+        try:
+            return self.respond(data, hdrs)
+        except BaseException:
+            self._error = before  # not sent: not this request's error
+            raise
 
     def __repr__(self) -> str:
         return f"<Request subject={self.subject!r} reply={self.reply!r} data={self.data[:32]!r}>"
 
 
 class _Workers:
-    """At most ``limit`` workers (tasks / threads) running ``handle(item)`` for the items
+    """At most ``limit`` workers (tasks / threads) running ``handle(msg)`` for the requests
     ``submit`` puts in the backlog (from the reader; never blocks). A worker takes items
     until the backlog is empty, then waits; a submit wakes an idle worker (or starts one)
     only when none is waking already, and a worker taking an item while more wait wakes the
-    next: a burst costs a wake-up or two, however long it is."""
+    next: a burst costs a wake-up or two, however long it is.
 
-    def __init__(self, handle: Callable[[Any], Any], limit: int, name: str, link: _api.Link) -> None:
+    The backlog holds at most ``max_msgs`` requests and ``max_bytes`` bytes of payload (a
+    subscription's pending limits): past them ``submit`` drops the request and, once per
+    episode, calls ``on_slow(msg, dropped)``; the episode ends when the backlog is under
+    half of both limits (as a subscription's)."""
+
+    def __init__(self, handle: Callable[[Any], Any], limit: int, name: str, link: _api.Link,
+                 on_slow: Callable[[Msg, int], None]) -> None:
         self._handle = handle
         self._link = link
         self._limit = max(1, int(limit))
         self._name = name
-        # taken from C by ``with`` (no Python frame: it is on every request); re-entrant, so
-        # a stats_handler may read an endpoint's counters while the service reads them all
+        self._on_slow = on_slow
+        # taken from C by ``with`` (no Python frame: it is on every request); re-entrant
         self._lock = threading.RLock()
-        self._backlog: deque[Any] = deque()
+        self._backlog: deque[Msg] = deque()
+        self._bytes = 0  # the payload bytes in the backlog
+        # the backlog's limits: a subscription's (nats.go's endpoints are subscriptions with
+        # its defaults; ``Link.subscribe_direct`` has none, so the workers keep them)
+        msgs, nbytes = link.pending_limits
+        self.max_msgs = _limit(msgs)
+        self.max_bytes = _limit(nbytes)
+        self.dropped = 0  # requests dropped past the limits
+        self._slow = False  # dropping (reported once until the backlog is under half the limits)
         self._idle: list[prims.Signal] = []  # the signals of idle workers
         self._workers = 0
         self._waking = 0  # woken or started, not yet taking work
@@ -163,12 +222,26 @@ class _Workers:
         # drain() called from a handler must not wait for that handler
         self._runners: set[object] = set()
 
-    def submit(self, item: Any) -> None:
+    def submit(self, item: Msg) -> None:
+        size = len(item.data)
         with self._lock:
-            self._backlog.append(item)
-            self._quiet.clear()
-            wake = self._wake_locked()
-        if wake is not None:
+            backlog = self._backlog
+            if len(backlog) >= self.max_msgs or self._bytes + size > self.max_bytes:
+                self.dropped += 1
+                if self._slow:
+                    return
+                self._slow = True
+                dropped = self.dropped
+                wake = None
+            else:
+                backlog.append(item)
+                self._bytes += size
+                self._quiet.clear()
+                wake = self._wake_locked()
+                dropped = 0
+        if dropped:
+            self._on_slow(item, dropped)
+        elif wake is not None:
             self._start(wake)
 
     def _wake_locked(self) -> prims.Signal | Literal[True] | None:
@@ -223,6 +296,9 @@ class _Workers:
             with lock:
                 if backlog and self._busy < self._limit:
                     item = backlog.popleft()
+                    self._bytes -= len(item.data)
+                    if self._slow and len(backlog) < self.max_msgs // 2 and self._bytes < self.max_bytes // 2:
+                        self._slow = False
                     self._busy += 1
                     wake = self._wake_locked()  # more wait and there is room: the next worker
                 elif self._closing and not backlog:
@@ -312,7 +388,8 @@ class Endpoint:
         self._handler = handler
         self._nc = svc._nc
         self._error_cb = svc._error_cb
-        self._workers = _Workers(self._handle, concurrency, f"jetwire-micro-{svc.name}-{ep.name}", svc._link)
+        self._workers = _Workers(self._handle, concurrency, f"jetwire-micro-{svc.name}-{ep.name}", svc._link,
+                                 self._slow_consumer)
         self._lock = self._workers._lock
         self._sub: _api.DirectSub | None = None
 
@@ -339,16 +416,36 @@ class Endpoint:
         self._sub = self._svc._link.subscribe_direct(ep.subject, on_msg, queue=ep.queue_group or None)
 
 
-    def _account(self, req: Request) -> None:
-        """Count ``req``: its time so far and, when it answered with one, its error."""
+    def _slow_consumer(self, msg: Msg, dropped: int) -> None:
+        """From the reader: requests are being dropped past the backlog's limits."""
+        _slow_consumer(self._svc._link, self._core.subject, msg.sid, dropped)
+
+    def _account(self, req: Request) -> tuple[int, str | None, str]:
+        """Count ``req``: its time so far and, when it answered with one, its error. What
+        ``_unaccount`` needs to take it back."""
         dt = _now_ns() - req._t0
         ep = self._core
+        error = req._error
         with self._lock:
+            before = ep.last_error
             ep.num_requests += 1
             ep.processing_ns += dt
-            if req._error is not None:
+            if error is not None:
                 ep.num_errors += 1
-                ep.last_error = req._error
+                ep.last_error = error
+        return dt, error, before
+
+    def _unaccount(self, counted: tuple[int, str | None, str]) -> None:
+        """Take back what ``_account`` counted (its answer could not be sent)."""
+        dt, error, before = counted
+        ep = self._core
+        with self._lock:  # (a reset() in between may have zeroed the counters already)
+            ep.num_requests = max(0, ep.num_requests - 1)
+            ep.processing_ns = max(0, ep.processing_ns - dt)
+            if error is not None:
+                ep.num_errors = max(0, ep.num_errors - 1)
+                if ep.last_error == error:
+                    ep.last_error = before
 
     def _handle(self, msg: Msg) -> None:
         """Run the handler for one request. It is counted when it answers (the time up to
@@ -367,8 +464,8 @@ class Endpoint:
     def _failed(self, req: Request, msg: Msg, exc: BaseException) -> None:
         """The handler raised ``exc``: answer 500 (or its ``ServiceError``) unless it had
         answered, count the error, tell ``error_cb``."""
-        code, desc = core.exception_answer(exc)
-        error = f"{code}:{desc}"
+        code, desc = core.exception_answer(exc)  # cleaned and bounded
+        error = core.error_text(code, desc)
         if not req._responded:
             req._error = error
             if msg.reply:
@@ -453,7 +550,7 @@ class Service(_EndpointAdder):
         self._concurrency = concurrency
         self._endpoints: list[Endpoint] = []
         self._verb_subs: list[_api.DirectSub] = []
-        self._verbs = _Workers(self._answer, 1, f"jetwire-micro-{sc.name}", self._link)
+        self._verbs = _Workers(self._answer, 1, f"jetwire-micro-{sc.name}", self._link, self._verbs_slow)
         self._stopped = False
         self._stopping = False
         self._stop_done = prims.Signal()  # set once a stop() has finished
@@ -501,9 +598,16 @@ class Service(_EndpointAdder):
         if self._stopped or self._stopping:
             raise NatsError("the service is stopped")
         endpoint = Endpoint(self, ep, handler, self._concurrency)
-        endpoint._start()
+        # listed before it subscribes: the server's refusal (_on_conn_error, from the
+        # reader) may come back before _start() returns
         self._endpoints.append(endpoint)
         self._core.endpoints.append((ep, endpoint))
+        try:
+            endpoint._start()
+        except BaseException:
+            self._endpoints.remove(endpoint)
+            self._core.endpoints.remove((ep, endpoint))
+            raise
         self._nc.flush()  # the server has the subscription when this returns
         return endpoint
 
@@ -511,34 +615,45 @@ class Service(_EndpointAdder):
     def _start(self) -> None:
         sc = self._core
         link = self._link
+        submit = self._verbs.submit
         for verb in core.VERBS:
-            handler = self._verb_handler(verb)
             for subject in core.control_subjects(verb, sc.name, sc.id):
-                self._verb_subs.append(link.subscribe_direct(subject, handler))
+                self._verb_subs.append(link.subscribe_direct(subject, submit))
         self._remove_close_cb = link.on_close(self._on_close)
         # the connection's drain stops the service first: the requests it took are answered
         self._remove_drain_cb = link.on_drain(self._stop)
         self._remove_error_cb = link.on_error(self._on_conn_error)
         self._nc.flush()
 
-    def _verb_handler(self, verb: str) -> Callable[[Msg], None]:
-        submit = self._verbs.submit
+    def _verbs_slow(self, msg: Msg, dropped: int) -> None:
+        """From the reader: discovery requests are being dropped (a flood of them)."""
+        _slow_consumer(self._link, msg.subject, msg.sid, dropped)
 
-        def on_msg(msg: Msg) -> None:
-            submit((verb, msg))
-
-        return on_msg
-
-    def _answer(self, item: tuple[str, Msg]) -> None:
-        verb, msg = item
-        if not msg.reply:
+    def _answer(self, msg: Msg) -> None:
+        """Answer one ``$SRV.<verb>[.name[.id]]`` request; a document that cannot be made or
+        sent (over max_payload: a huge ``data``) is answered with a 500 service error."""
+        reply = msg.reply
+        if not reply:
             return
+        verb = msg.subject.split(".", 2)[1]  # $SRV.<verb>...
         try:
-            with self._endpoint_locks():
-                data = self._core.answer(verb)
-            self._nc.publish(msg.reply, data)
+            data = self._core.answer(verb, self.stats() if verb == "STATS" else None)
         except Exception as exc:
             self._link.report_error(exc)
+            self._answer_error(reply, exc)
+            return
+        try:
+            self._nc.publish(reply, data)
+        except Exception as exc:
+            self._link.report_error(exc)
+            self._answer_error(reply, exc)
+
+    def _answer_error(self, reply: str, exc: BaseException) -> None:
+        code, desc = core.exception_answer(exc)
+        try:
+            self._nc.publish(reply, b"", headers=core.error_headers(code, desc))
+        except Exception as err:
+            self._link.report_error(err)
 
     def _endpoint_locks(self) -> _Locks:
         return _Locks([e._lock for e in self._endpoints])
@@ -548,9 +663,13 @@ class Service(_EndpointAdder):
         return self._core.info()
 
     def stats(self) -> ServiceStats:
-        """Every endpoint's counters (what ``$SRV.STATS`` answers)."""
+        """Every endpoint's counters (what ``$SRV.STATS`` answers). The counters are read
+        under the endpoints' locks, ``stats_handler`` is called after (a slow one delays
+        no answer); one that raises or returns something that is not JSON gives that
+        endpoint ``data`` None, and ``error_cb`` of the connection hears why."""
         with self._endpoint_locks():
-            return self._core.stats()
+            doc = self._core.counters()
+        return self._core.add_data(doc, self._link.report_error)
 
     def ping(self) -> ServicePing:
         return self._core.ping()
@@ -574,8 +693,14 @@ class Service(_EndpointAdder):
             if self._stopped or any(e._workers.runs_caller() for e in self._endpoints):
                 return True
             return self._stop_done.wait(DRAIN_TIMEOUT if timeout is None else timeout)
+        wait_limit(timeout)  # a NaN raises before anything stops
         self._stopping = True
-        wait = DRAIN_TIMEOUT if timeout is None else timeout
+        # one deadline for every step: each endpoint's drain and wait gets what is left
+        deadline = prims.monotonic() + (DRAIN_TIMEOUT if timeout is None else timeout)
+
+        def left() -> float:
+            return max(0.0, deadline - prims.monotonic())
+
         first: BaseException | None = None
         finished = True
         try:
@@ -583,12 +708,12 @@ class Service(_EndpointAdder):
                 for e in self._endpoints:
                     if e._sub is not None and e._sub.is_valid and not self._nc.is_closed:
                         try:
-                            e._sub.drain(wait)
+                            e._sub.drain(max(0.001, left()))
                         except Exception as exc:
                             first = first or exc
                             self._link.unsubscribe(e._sub)
                 for e in self._endpoints:
-                    finished = e._workers.join(wait) and finished
+                    finished = e._workers.join(left()) and finished
             finally:  # also when cancelled: nothing is left answering
                 for e in self._endpoints:
                     if e._sub is not None and e._sub.is_valid:
@@ -602,8 +727,8 @@ class Service(_EndpointAdder):
                     if remove is not None:
                         remove()
             if not self._nc.is_closed:
-                try:  # the server has every UNSUB when stop() returns
-                    self._nc.flush(wait)
+                try:  # the server has every UNSUB when stop() returns (within the deadline)
+                    self._nc.flush(max(0.001, left()))
                 except NatsError:
                     pass
         except BaseException:  # cancelled: done_cb still runs, once, and later stop() calls return
@@ -631,7 +756,7 @@ class Service(_EndpointAdder):
         if ep is not None:
             with ep._lock:
                 ep._core.num_errors += 1
-                ep._core.last_error = str(exc)
+                ep._core.last_error = core.clip(str(exc))
         self._link.spawn(self._refused, exc)
 
     def _refused(self, exc: BaseException) -> None:
@@ -701,8 +826,10 @@ def add_service(nc: Client, name: str, version: str, description: str | None = N
     ``name``: ``[A-Za-z0-9_-]+``; ``version``: semantic versioning 2.0 (both checked before
     anything is subscribed: ``InvalidServiceNameError`` / ``InvalidServiceVersionError``,
     ``ValueError``s). ``queue_group``: the endpoints' default (``"q"``; ``""``: no queue
-    group, every instance gets every request). ``stats_handler(endpoint)`` gives each endpoint's ``data`` in
-    ``$SRV.STATS``. ``error_cb(exc)`` is told of every exception a handler raises (the
+    group, every instance gets every request). ``stats_handler(endpoint)`` (a plain function,
+    also in aio: ``InvalidServiceConfigError`` for a coroutine function) gives each
+    endpoint's ``data`` in ``$SRV.STATS`` (None when it raises or returns something that is
+    not JSON; the connection's ``error_cb`` hears why). ``error_cb(exc)`` is told of every exception a handler raises (the
     request was answered with a 500 error). ``done_cb(service)`` is called once the
     service stopped. ``concurrency``: requests of one endpoint handled at once (in the
     asyncio flavour coroutine handlers in progress, default 256; in the blocking flavour

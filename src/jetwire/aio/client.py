@@ -1600,6 +1600,12 @@ class Link:
     def max_payload(self) -> int:
         return self._nc.max_payload
 
+    @property
+    def pending_limits(self) -> tuple[int, int]:
+        core = self._nc._core
+        opts = core.opts if core is not None else Options()
+        return opts.pending_msgs_limit, opts.pending_bytes_limit
+
     def new_inbox(self) -> str:
         return self._nc.new_inbox()
 

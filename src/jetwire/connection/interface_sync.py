@@ -99,6 +99,11 @@ class Link(Protocol):
     @property
     def max_payload(self) -> int: ...
 
+    @property
+    def pending_limits(self) -> tuple[int, int]:
+        """A subscription's default pending limits (``connect()``'s ``pending_msgs_limit``,
+        ``pending_bytes_limit``; 0 or less: none)."""
+
     def new_inbox(self) -> str:
         """A unique subject under the connection's inbox prefix."""
 
