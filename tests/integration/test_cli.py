@@ -73,7 +73,7 @@ def test_version_help_and_module_entry() -> None:
     res = run("bench", "--help")
     assert res.exit_code == 0
     for mode in ("pub", "sub", "pubsub", "request", "reply", "js-pub", "js-pub-async", "js-fetch", "js-consume",
-                 "js-ordered", "kv-put", "kv-get", "compare"):
+                 "js-ordered", "kv-put", "kv-get", "kv", "compare"):
         assert mode in res.stdout
 
 
@@ -480,6 +480,17 @@ def test_bench_modes_account_for_every_message(nats_url: str, mode: str, extra: 
     if mode in ("request", "js-pub", "kv-put", "kv-get"):
         lat = next(iter(groups.values()))["latency"]
         assert lat["count"] == n and 0 < lat["p50_us"] <= lat["p90_us"] <= lat["p99_us"] <= lat["max_us"]
+
+
+@pytest.mark.parametrize("verb", ["put", "get"])
+def test_bench_kv_put_and_get_as_the_nats_cli_names_them(nats_url: str, verb: str) -> None:
+    """``bench kv put|get`` (API.md's ``kv``, natscli's ``nats bench kv put|get``) run the
+    kv-put and kv-get workloads."""
+    name = uid("B")
+    res = run("bench", "kv", verb, "--msgs", 300, "--size", 16, "--bucket", name, "--json", "-s", nats_url)
+    rep = js_out(res)
+    assert rep["mode"] == f"kv-{verb}" and rep["accounted"] is True and all(c["ok"] for c in rep["checks"])
+    assert sum(g["msgs"] for g in rep["groups"].values()) == 300
 
 
 def test_bench_subprocess_embedded_server_csv(tmp_path: Path) -> None:

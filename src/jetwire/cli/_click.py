@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import threading
@@ -86,15 +87,24 @@ class JetwireGroup(click.Group):
 
 
 class SizeType(_IntParam):
+    """A size in bytes: ``128``, ``1KB``, ``4MiB``; ``-1`` (unlimited) where ``unlimited``."""
+
     name = "size"
+
+    def __init__(self, unlimited: bool = True) -> None:
+        self.unlimited = unlimited
 
     def convert(self, value: str | int, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
-            return value
-        try:
-            return parse_size(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
+            n = value
+        else:
+            try:
+                n = parse_size(value)
+            except ValueError as exc:
+                self.fail(str(exc), param, ctx)
+        if n < 0 and not (self.unlimited and n == -1):
+            self.fail(f"{value!r}: a size here is 0 or more", param, ctx)
+        return n
 
 
 class DurationType(_FloatParam):
@@ -127,6 +137,8 @@ class CountType(_IntParam):
                 f = float(s) * mul
             except ValueError:
                 self.fail(f"{value!r} is not a count (examples: 1000, 100k, 1M, 1e5)", param, ctx)
+            if not math.isfinite(f):
+                self.fail(f"{value!r} is not a count (it must be a finite number)", param, ctx)
             if f != int(f):
                 self.fail(f"{value!r} is not a whole number", param, ctx)
             n = int(f)
@@ -136,6 +148,7 @@ class CountType(_IntParam):
 
 
 SIZE = SizeType()
+BODY_SIZE = SizeType(unlimited=False)  # a message body's size: 0 or more
 COUNT = CountType()
 DURATION = DurationType()
 
@@ -185,12 +198,16 @@ def connection_options(f: Callable[..., _R]) -> Callable[..., _R]:
 
     def wrapper(*args: Any, **kwargs: Any) -> _R:
         conn = {k: kwargs.pop(k, None) for k in CONN_KEYS}
-        parent = click.get_current_context().find_root().meta.get("jetwire.conn", {})
+        ctx = click.get_current_context()
+        if ctx.parent is None:  # the root command: what it was given, for its commands (below)
+            kwargs["conn"] = conn
+            return f(*args, **kwargs)
+        parent = ctx.find_root().meta.get("jetwire.conn", {})
         for k in CONN_KEYS:
             if conn[k] is None:
                 conn[k] = parent.get(k)
             if conn[k] is None:
-                conn[k] = os.environ.get(CONN_ENV[k]) or None
+                conn[k] = env_setting(k, ctx)
         kwargs["conn"] = conn
         return f(*args, **kwargs)
 
@@ -200,6 +217,32 @@ def connection_options(f: Callable[..., _R]) -> Callable[..., _R]:
     for o in reversed(opts):
         wrapper = o(wrapper)
     return wrapper
+
+
+_FILE = click.Path(exists=True, dir_okay=False)  # what --tls-ca, --tls-cert and --tls-key take
+
+
+def env_setting(key: str, ctx: click.Context | None = None) -> str | None:
+    """A connection setting from its `nats` CLI variable (``CONN_ENV``), or None. The files
+    it names are checked as the options' are (a usage error naming the variable): a TLS
+    file must exist; a credentials file too, unless the variable holds the file's text."""
+    var = CONN_ENV[key]
+    value = os.environ.get(var) or None
+    if value is None:
+        return None
+    if key in ("tls_ca", "tls_cert", "tls_key"):
+        try:
+            _FILE.convert(value, None, ctx)
+        except click.BadParameter as exc:
+            exc.param_hint = var
+            raise
+    elif key == "creds":
+        from .._redact import shown
+        from ..auth import expand_path, is_creds_text
+
+        if not is_creds_text(value) and not os.path.isfile(expand_path(value)):
+            raise click.BadParameter(f"credentials file {shown(value)} not found", ctx=ctx, param_hint=var)
+    return value
 
 
 @contextmanager
@@ -238,13 +281,34 @@ def _close_quietly(nc: Client) -> None:
 
 
 def console(stderr: bool = False) -> Console:
-    """A rich console on the current stdout/stderr (so click's test runner captures it)."""
+    """A rich console on the current stdout/stderr (so click's test runner captures it).
+    Output into a closed pipe (``jetwire stream info X | head -1``) ends the command with
+    status 0, as plain output does (rich's own console exits 1)."""
     from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            _silence(self.file)
+            raise SystemExit(0)
 
     stream = sys.stderr if stderr else sys.stdout
     tty = hasattr(stream, "isatty") and stream.isatty()
-    return Console(file=stream, width=None if tty else max(160, int(os.environ.get("COLUMNS", 0) or 0)),
-                   highlight=False, soft_wrap=not tty, force_terminal=None if tty else False)
+    return _Console(file=stream, width=None if tty else max(160, int(os.environ.get("COLUMNS", 0) or 0)),
+                    highlight=False, soft_wrap=not tty, force_terminal=None if tty else False)
+
+
+def _silence(stream: IO[str]) -> None:
+    """Point a stream whose reader is gone at /dev/null, so that nothing written to it
+    later (the interpreter's last flush included) fails again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a file descriptor (click's test runner)
+        pass
 
 
 def table(*cols: str, title: str | None = None, **kw: Any) -> Table:

@@ -24,13 +24,16 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from .._redact import redact_text
+from ._conn import connect_kwargs, redact_url
 from ._results import CompareReport, Runs, WorkerResult
+from ._rowkit import ROW_CONN_ENV
 from ._workloads import PEER_FILES, supported
 
 READY_TIMEOUT = 60.0  # seconds for every bench worker to connect and get ready
@@ -251,12 +254,22 @@ class _Run:
         self.errors.append(f"{self.label(i)}: {payload}")
         return True
 
-    def join(self) -> None:
-        for p in self.procs:
-            p.join(timeout=5)
-        for p in self.procs:
+    def join(self, interrupted: bool = False) -> None:
+        """Wait for the workers (5 s each), then terminate those still running; when
+        ``interrupted`` (Ctrl-C, SIGTERM, a failure in this process), terminate them at once."""
+        started = [p for p in self.procs if p.pid is not None]
+        if not interrupted:
+            for p in started:
+                p.join(timeout=5)
+        for p in started:
             if p.is_alive():
                 p.terminate()
+        deadline = time.monotonic() + 5
+        for p in started:
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
+        for p in started:
+            if p.is_alive():  # (SIGTERM not heard within 5 s)
+                p.kill()
                 p.join(timeout=5)
 
     def raise_errors(self) -> None:
@@ -299,6 +312,7 @@ def run_groups(groups: Sequence[Group], flavour: str, base: dict[str, object],
     _spawn(ctx, run, counters, base, flavour, (start_ev, stop_ev), sorted(client_cpus) if client_cpus else None,
            wait_external)
     producers = {i for i, (g, _) in enumerate(run.owner) if g.producer}
+    finished = False
     try:
         for p in run.procs:
             p.start()
@@ -313,10 +327,11 @@ def run_groups(groups: Sequence[Group], flavour: str, base: dict[str, object],
                 stop_ev.set()  # a worker failed, or the producers are done: the receivers may finish
             if on_tick is not None:
                 on_tick(counters)
+        finished = True
     finally:
         start_ev.set()
         stop_ev.set()
-        run.join()
+        run.join(interrupted=not finished)  # (Ctrl-C, SIGTERM, an error here: the workers stop now)
     run.raise_errors()
     return run.results
 
@@ -398,11 +413,33 @@ def resolve_peers(clients: list[str], peers: str | None, named: bool,
     return folder
 
 
+def check_server(url: str, conn: Mapping[str, str | None] | None = None, timeout: float = 5.0) -> None:
+    """:class:`BenchError` (one line) unless a client can connect to ``url`` with the
+    settings ``conn`` (auth, TLS): a compare against a server that is down fails at once
+    rather than row by row."""
+    import jetwire
+
+    kw = connect_kwargs(dict(conn or {}))
+    kw.update(name="jetwire-bench-check", connect_timeout=timeout, allow_reconnect=False)
+    try:
+        nc = jetwire.connect(url, **kw)
+    except Exception as exc:
+        shown = redact_url(url)
+        msg = " ".join(redact_text(str(exc) or type(exc).__name__).split())
+        raise BenchError(msg if shown in msg else f"cannot connect to {shown}: {msg}") from None
+    try:
+        nc.close()
+    except Exception:  # pragma: no cover - reachable was the point
+        pass
+
+
 def run_worker(row: str, client: str, url: str, monitor: str, scale: float, timeout: float = ROW_TIMEOUT,
-               peers: str | None = None, cpus: set[int] | None = None) -> dict[str, object]:
+               peers: str | None = None, cpus: set[int] | None = None,
+               conn: Mapping[str, str | None] | None = None) -> dict[str, object]:
     """One row for one client in a fresh process; ``{"error": ...}`` when it failed
     (``peers``: the folder of the peers' rows, see :func:`find_peers`; ``cpus``: the
-    CPUs the process, and whatever it starts, runs on)."""
+    CPUs the process, and whatever it starts, runs on; ``conn``: auth and TLS settings
+    for jetwire's rows, in ``$JETWIRE_BENCH_CONN``)."""
     if client in PEER_FILES:
         folder = peers
         if folder is None:
@@ -413,9 +450,13 @@ def run_worker(row: str, client: str, url: str, monitor: str, scale: float, time
     else:
         cmd = [sys.executable, "-m", "jetwire.cli.rows"]
     cmd += [row, client, url, monitor or "", repr(scale)]
+    env = dict(os.environ)
+    env.pop(ROW_CONN_ENV, None)
+    if conn:
+        env[ROW_CONN_ENV] = json.dumps(dict(conn))
     try:
         with pinned(cpus):
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ))
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f}s"}
     if out.returncode != 0:
@@ -432,16 +473,17 @@ def run_worker(row: str, client: str, url: str, monitor: str, scale: float, time
 def run_rows(target: Target, rows: Sequence[str], clients: Sequence[str], rounds: int = 3, scale: float = 1.0,
              on_result: Callable[[int, str, str, dict[str, object]], None] | None = None,
              on_start: Callable[[int, str, str], None] | None = None, peers: str | None = None,
-             client_cpus: set[int] | None = None) -> Runs:
-    """Run every (row, client) ``rounds`` times, in turns, against ``target``; (row,
-    client) pairs with no implementation (the peers have no row g) are left out."""
+             client_cpus: set[int] | None = None, conn: Mapping[str, str | None] | None = None) -> Runs:
+    """Run every (row, client) ``rounds`` times, in turns, against ``target`` (``conn``:
+    its auth and TLS settings); (row, client) pairs with no implementation (the peers
+    have no row g) are left out."""
     results: Runs = {r: {c: [] for c in clients if supported(r, c)} for r in rows}
     for rnd in range(rounds):
         for r in rows:
             for c in results[r]:
                 if on_start:
                     on_start(rnd, r, c)
-                res = run_worker(r, c, target.url, target.monitor, scale, peers=peers, cpus=client_cpus)
+                res = run_worker(r, c, target.url, target.monitor, scale, peers=peers, cpus=client_cpus, conn=conn)
                 results[r][c].append(res)
                 if on_result:
                     on_result(rnd, r, c, res)
@@ -452,12 +494,17 @@ def run_compare(rows: Sequence[str], clients: list[str], rounds: int = 3, scale:
                 server: str | None = None, monitor: str | None = None,
                 on_result: Callable[[int, str, str, dict[str, object]], None] | None = None,
                 on_start: Callable[[int, str, str], None] | None = None, peers: str | None = None,
-                server_cpus: set[int] | None = None, client_cpus: set[int] | None = None) -> CompareReport:
-    """``bench compare``: the rows on ``server`` (or one fresh embedded server, on
-    ``server_cpus``), each client process on ``client_cpus``; the report of the medians."""
+                server_cpus: set[int] | None = None, client_cpus: set[int] | None = None,
+                conn: Mapping[str, str | None] | None = None) -> CompareReport:
+    """``bench compare``: the rows on ``server`` (with ``conn``, its auth and TLS
+    settings; :class:`BenchError` at once when it cannot be reached) or on one fresh
+    embedded server (on ``server_cpus``), each client process on ``client_cpus``; the
+    report of the medians."""
     with serve(server, monitor, server_cpus) as target:
+        if not target.embedded:
+            check_server(target.url, conn)
         runs = run_rows(target, rows, clients, rounds, scale, on_result=on_result, on_start=on_start, peers=peers,
-                        client_cpus=client_cpus)
+                        client_cpus=client_cpus, conn=conn)
     rep = CompareReport.of(runs, scale, list(clients), **pinning(server_cpus, client_cpus))
     rep.rounds = rounds
     return rep

@@ -55,7 +55,12 @@ class Layout:
 
 
 def _rate(v: float | None) -> str:
-    return f"{v or 0.0:,.0f}"
+    """A rate; "-" for none (a span of zero length has no rate)."""
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _mb(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
 
 
 def _rates_table(rep: ModeReport) -> Table:
@@ -65,14 +70,14 @@ def _rates_table(rep: ModeReport) -> Table:
         if len(g.clients) > 1:
             for c in g.clients:
                 t.add(name, f"[{c.client}]", comma(c.msgs), f"{c.seconds:.3f}", _rate(c.msgs_per_sec),
-                      f"{c.mb_per_sec:.2f}")
+                      _mb(c.mb_per_sec))
         m = g.measurement
         t.add(Cell(name, "bold"), Cell("all", "bold"), comma(m.n), f"{m.seconds or 0.0:.3f}", Cell(_rate(m.rate), "bold"),
-              f"{g.mb_per_sec:.2f}")
+              _mb(g.mb_per_sec))
     if rep.total is not None:
         m = rep.total.measurement
         t.add(Cell("pub+sub", "bold"), "", comma(m.n), f"{m.seconds or 0.0:.3f}", Cell(_rate(m.rate), "bold"),
-              f"{rep.total.mb_per_sec:.2f}")
+              _mb(rep.total.mb_per_sec))
     return t
 
 
@@ -291,6 +296,10 @@ def render_rich(rep: Report, con: Console) -> None:
 # ================================================================== files
 
 
+def _csv(v: float | None, digits: int) -> str:
+    return "" if v is None else f"{v:.{digits}f}"
+
+
 def write_csv(rep: ModeReport) -> str:
     """Per-client (and per-group: client "all") figures of a ``bench <mode>`` run as CSV."""
     buf = io.StringIO()
@@ -300,11 +309,11 @@ def write_csv(rep: ModeReport) -> str:
     for name, g in rep.groups.items():
         for c in g.clients:
             w.writerow([rep.mode, rep.flavour, name, c.client, c.msgs, c.bytes, f"{c.seconds:.6f}",
-                        f"{c.msgs_per_sec:.1f}", f"{c.mb_per_sec:.3f}", "", ""])
+                        _csv(c.msgs_per_sec, 1), _csv(c.mb_per_sec, 3), "", ""])
         m = g.measurement
         lat = m.latency
         w.writerow([rep.mode, rep.flavour, name, "all", m.n, g.bytes, f"{m.seconds or 0.0:.6f}",
-                    f"{m.rate or 0.0:.1f}", f"{g.mb_per_sec:.3f}",
+                    _csv(m.rate, 1), _csv(g.mb_per_sec, 3),
                     f"{lat.p50_us:.1f}" if lat else "", f"{lat.p99_us:.1f}" if lat else ""])
     return buf.getvalue()
 

@@ -109,6 +109,15 @@ class Measurement:
 # ================================================================== bench <mode>
 
 
+def per_second(amount: float, msgs: int, seconds: float | None) -> float | None:
+    """``amount`` per second over ``seconds``; 0.0 when nothing was counted, None (no
+    rate: "-" in the tables, null in the JSON) when something was counted in a span of
+    zero length (one message: its first and last delivery are the same instant)."""
+    if not msgs:
+        return 0.0
+    return amount / seconds if seconds and seconds > 0 else None
+
+
 @dataclass(frozen=True)
 class ClientFigures:
     """One client (process) of a group."""
@@ -122,15 +131,16 @@ class ClientFigures:
     def of(cls, r: WorkerResult) -> ClientFigures:
         msgs = r.get("msgs", 0)
         return cls(client=r["idx"] + 1, msgs=msgs, bytes=r.get("bytes", 0),
-                   seconds=max(r["end"] - r["start"], 1e-9) if msgs else 0.0)
+                   seconds=max(r["end"] - r["start"], 0.0) if msgs else 0.0)
 
     @property
-    def msgs_per_sec(self) -> float:
-        return self.msgs / self.seconds if self.seconds else 0.0
+    def msgs_per_sec(self) -> float | None:
+        return per_second(self.msgs, self.msgs, self.seconds)
 
     @property
-    def mb_per_sec(self) -> float:
-        return self.bytes / self.seconds / MB if self.seconds else 0.0
+    def mb_per_sec(self) -> float | None:
+        rate = per_second(self.bytes, self.msgs, self.seconds)
+        return None if rate is None else rate / MB
 
     def to_json(self) -> Json:
         return {"client": self.client, "msgs": self.msgs, "bytes": self.bytes, "seconds": self.seconds,
@@ -152,21 +162,26 @@ class GroupResult:
         clients = [ClientFigures.of(r) for r in sorted(results, key=lambda r: r["idx"])]
         msgs = sum(c.msgs for c in clients)
         active = [r for r in results if r.get("msgs")]
-        dt = max(max(r["end"] for r in active) - min(r["start"] for r in active), 1e-09) if active else 0.0
+        dt = max(max(r["end"] for r in active) - min(r["start"] for r in active), 0.0) if active else 0.0
         lat = [x for r in results for x in r.get("latencies", ())]
         cpu = [r["cpu"] for r in results if "cpu" in r]
-        m = Measurement(n=msgs, seconds=dt, rate=msgs / dt if dt else 0.0, latency=Latency.of(lat) if lat else None,
+        m = Measurement(n=msgs, seconds=dt, rate=per_second(msgs, msgs, dt), latency=Latency.of(lat) if lat else None,
                         cpu_us=sum(cpu) / msgs * 1e6 if cpu and msgs else None)
         return cls(measurement=m, bytes=sum(c.bytes for c in clients), clients=clients, samples=lat)
 
     @property
-    def mb_per_sec(self) -> float:
+    def mb_per_sec(self) -> float | None:
         m = self.measurement
-        return self.bytes / m.seconds / MB if m.seconds else 0.0
+        rate = per_second(self.bytes, m.n, m.seconds)
+        return None if rate is None else rate / MB
 
-    def spread(self) -> dict[str, float]:
-        """min / avg / max / stddev of the clients' rates."""
-        return spread([c.msgs_per_sec for c in self.clients])
+    def spread(self) -> dict[str, float | None]:
+        """min / avg / max / stddev of the clients' rates (those that have one; all None
+        when none has)."""
+        rates = [r for c in self.clients if (r := c.msgs_per_sec) is not None]
+        if not rates and self.clients:
+            return {"min": None, "avg": None, "max": None, "stddev": None}
+        return dict(spread(rates))
 
     def totals(self) -> Json:
         m = self.measurement

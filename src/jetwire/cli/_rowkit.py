@@ -3,11 +3,15 @@ and its generated twin ``rows_sync.py`` hold the timed parts): the clocks, the r
 context and failure, the workload's constants."""
 from __future__ import annotations
 
+import json
+import os
 import time
-from typing import TypedDict
+from typing import Any, TypedDict
 
-__all__ = ["FETCH", "IDLE", "PAYLOAD", "RATE", "REQUESTERS", "WAIT", "WINDOW", "RowCtx", "RowFailed", "ack_subjects",
-           "cpu_now", "now"]
+from ._conn import connect_kwargs
+
+__all__ = ["FETCH", "IDLE", "PAYLOAD", "RATE", "REQUESTERS", "ROW_CONN_ENV", "WAIT", "WINDOW", "RowCtx", "RowFailed",
+           "ack_subjects", "conn_kwargs", "cpu_now", "now"]
 
 now = time.perf_counter
 cpu_now = time.process_time
@@ -45,3 +49,15 @@ def ack_subjects(n: int) -> list[str]:
     sequences, delivery count, nanosecond time, pending count)."""
     ts = 1_700_000_000_000_000_000
     return [f"$JS.ACK.BENCH_M.worker.1.{i + 1}.{i + 1}.{ts + i * 1000}.{n - i - 1}" for i in range(n)]
+
+
+#: the environment variable ``bench compare`` hands a row process the server's auth and
+#: TLS settings in (JSON: the CLI's connection settings, the server excluded)
+ROW_CONN_ENV = "JETWIRE_BENCH_CONN"
+
+
+def conn_kwargs() -> dict[str, Any]:
+    """``jetwire.connect`` keyword arguments for a row's connections: the settings in
+    ``$JETWIRE_BENCH_CONN`` (none when it is unset)."""
+    text = os.environ.get(ROW_CONN_ENV)
+    return connect_kwargs(json.loads(text)) if text else {}

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 import click
 
 from . import _engine, _modes
-from ._click import COUNT, DURATION, SIZE, CliError, JetwireGroup, connection_options, console, echo_json
-from ._conn import comma, server_url
+from ._click import BODY_SIZE, COUNT, DURATION, CliError, JetwireGroup, connection_options, console, echo_json
+from ._conn import ConnSettings, comma, connect_kwargs, server_url
 from ._render import render_plain, render_rich, write_csv, write_histogram
 from ._results import CompareReport, ModeReport
-from ._workloads import MODES, ROWS, latency_modes, parse_clients, parse_rows
+from ._workloads import MODES, PEER_FILES, ROWS, latency_modes, parse_clients, parse_rows
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -106,7 +106,8 @@ def bench_options(f: Callable[..., None]) -> Callable[..., None]:
     opts = [
         click.option("--msgs", default=100_000, show_default=True, type=COUNT,
                      help="Messages (or requests, puts, gets) in total."),
-        click.option("--size", default="128", show_default=True, type=SIZE, help="Message size (128, 1KB, 1MiB)."),
+        click.option("--size", default="128", show_default=True, type=BODY_SIZE,
+                     help="Message size (128, 1KB, 1MiB)."),
         click.option("--pub", "npub", default=1, show_default=True, type=click.IntRange(min=0),
                      help="Publishing clients (processes): publishers, requesters, putters."),
         click.option("--sub", "nsub", default=1, show_default=True, type=click.IntRange(min=0),
@@ -239,8 +240,8 @@ def _need_matplotlib() -> None:
         raise CliError("--histogram needs matplotlib: pip install 'jetwire[plot]'") from None
 
 
-def _make_mode_command(mode: str) -> None:
-    @bench.command(mode, help=MODES[mode].help)
+def _make_mode_command(mode: str, group: click.Group = bench, name: str | None = None) -> None:
+    @group.command(name or mode, help=MODES[mode].help)
     @bench_options
     def _cmd(**kw: object) -> None:
         run_bench(mode, kw)
@@ -248,6 +249,16 @@ def _make_mode_command(mode: str) -> None:
 
 for _mode in MODES:
     _make_mode_command(_mode)
+
+
+@bench.group("kv")
+def bench_kv() -> None:
+    """Key-value benchmarks as the nats CLI names them: 'bench kv put' and 'bench kv get'
+    (the same as 'kv-put' and 'kv-get')."""
+
+
+_make_mode_command("kv-put", bench_kv, "put")
+_make_mode_command("kv-get", bench_kv, "get")
 
 
 # =========================================================================== bench compare
@@ -265,31 +276,60 @@ for _mode in MODES:
               type=click.Path(exists=True, file_okay=False),
               help="Folder holding the peers' rows, natspy_rows.py, natsgo_rows.py and raw_rows.py (default: the "
                    "benchmarks/ folder of the source checkout; they are not in the package).")
-@click.option("-s", "--server", default=None, metavar="URL", help="A running server (default: a fresh embedded one).")
 @click.option("--monitor", default=None, metavar="URL", help="Monitoring URL of --server (row a accounting).")
 @click.option("--server-cpus", default=None, metavar="LIST", help=_PIN_HELP[0])
 @click.option("--client-cpus", default=None, metavar="LIST", help=_PIN_HELP[1])
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--plain", is_flag=True, help="Print the summary as plain text (no colours or tables).")
-def compare_cmd(rows: str, rounds: int, scale: float, clients: str | None, peers: str | None,
-                server: str | None, monitor: str | None, server_cpus: str | None, client_cpus: str | None,
-                as_json: bool, plain: bool = False) -> None:
+@connection_options
+def compare_cmd(conn: ConnSettings, rows: str, rounds: int, scale: float, clients: str | None, peers: str | None,
+                monitor: str | None, server_cpus: str | None, client_cpus: str | None, as_json: bool,
+                plain: bool = False) -> None:
     """Run the benchmark rows for jetwire (both flavours), nats.go and nats-py, each in
-    its own process, in turns, on one fresh server; print medians and ratios.
+    its own process, in turns, on one server; print medians and ratios.
+
+    The server is --server (or $NATS_URL), else a fresh embedded one, as for the other
+    bench commands; a server given that cannot be reached fails the run at once. Its auth
+    and TLS settings reach jetwire's rows; the peers' rows take only the URL, so they are
+    left out when such settings are given.
 
     jetwire's rows come with the package; the peers' are benchmarks/natspy_rows.py (needs
     nats-py) and benchmarks/natsgo_rows.py (needs go and Debian's nats.go: apt-get install
     golang-go golang-github-nats-io-go-nats-dev) in a source checkout (--peers). A peer
     that cannot run is left out with one line saying why. --server-cpus 1 --client-cpus 0
     measures across cores on a small machine (the many-core proxy)."""
+    rep = run_compare_view(conn, rows, rounds, scale, clients, peers, monitor, server_cpus, client_cpus, as_json,
+                           plain)
+    if rep.failed:
+        raise CliError("some rows failed (see above)")
+
+
+#: why the peers' rows cannot run with auth or TLS settings
+PEERS_NO_AUTH = "the peers' rows take only the server's URL, not its auth or TLS settings"
+
+
+def run_compare_view(conn: ConnSettings, rows: str, rounds: int, scale: float, clients: str | None = None,
+                     peers: str | None = None, monitor: str | None = None, server_cpus: str | None = None,
+                     client_cpus: str | None = None, as_json: bool = False, plain: bool = False) -> CompareReport:
+    """``bench compare`` with ``conn`` (the connection settings; no server: a fresh
+    embedded one): progress on stderr, the report on stdout; returns the report."""
+    server = server_url(conn["server"]) if conn.get("server") else None
+    settings: ConnSettings = {k: v for k, v in conn.items() if k != "server" and v} if server else {}
     try:
         row_list, client_list = parse_rows(rows), parse_clients(clients)
         srv_cpus, cli_cpus = _engine.parse_cpus(server_cpus), _engine.parse_cpus(client_cpus)
+        if settings:
+            connect_kwargs(settings)  # (--tls-cert without --tls-key)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     if srv_cpus and server:
         raise click.BadParameter("--server-cpus pins the embedded server; with --server, pin that server yourself")
     err = console(stderr=True)
+    for peer in [c for c in client_list if c in PEER_FILES] if settings else []:
+        if clients:
+            raise CliError(f"{peer} rows unavailable: {PEERS_NO_AUTH}")
+        client_list.remove(peer)
+        click.echo(_engine.unavailable_line(PEERS_NO_AUTH, peer), err=True)
     try:
         folder = _engine.resolve_peers(client_list, peers, bool(clients), lambda line: click.echo(line, err=True))
     except _engine.BenchError as exc:
@@ -312,22 +352,20 @@ def compare_cmd(rows: str, rounds: int, scale: float, clients: str | None, peers
         status.__enter__()
     try:
         rep = _engine.run_compare(row_list, client_list, rounds, scale, server, monitor, on_result=on_result,
-                                  on_start=on_start, peers=folder, server_cpus=srv_cpus, client_cpus=cli_cpus)
+                                  on_start=on_start, peers=folder, server_cpus=srv_cpus, client_cpus=cli_cpus,
+                                  conn=settings)
+    except _engine.BenchError as exc:  # the server cannot be reached
+        raise CliError(str(exc)) from None
     finally:
         if status is not None:
             status.__exit__(None, None, None)
-    summary = rep.to_json()
     if as_json:
-        echo_json(summary)
+        echo_json(rep.to_json())
     elif plain:
         click.echo(render_plain(rep))
     else:
         render_rich(rep, console())
-    ctx = click.get_current_context()
-    ctx.meta["jetwire.compare_summary"] = summary
-    ctx.meta["jetwire.compare_report"] = rep
-    if rep.failed and not ctx.meta.get("jetwire.compare_no_raise"):
-        raise CliError("some rows failed (see above)")
+    return rep
 
 
 def failed_clients(summary: dict[str, object] | CompareReport) -> list[str]:

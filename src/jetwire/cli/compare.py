@@ -137,8 +137,12 @@ def main(argv: list[str] | None = None, peers: str | None = None) -> int:
         else:
             print(f"round {rnd + 1} row {r} {c}: {ROWS[r].show(res)}", file=sys.stderr)
 
-    rep = run_compare(rows, clients, args.rounds, args.scale, args.server, args.monitor, on_result=on_result,
-                      peers=folder, server_cpus=server_cpus, client_cpus=client_cpus)
+    try:
+        rep = run_compare(rows, clients, args.rounds, args.scale, args.server, args.monitor, on_result=on_result,
+                          peers=folder, server_cpus=server_cpus, client_cpus=client_cpus)
+    except BenchError as exc:  # --server cannot be reached
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if args.json:
         print(json.dumps(rep.to_json(), indent=2))
     else:

@@ -60,18 +60,15 @@ def demo(scale: float, no_compare: bool, rows: str) -> None:
     if not no_compare:
         con.print()
         con.rule("[bold]jetwire bench compare --scale 0.05 --rounds 1[/bold]")
-        from .bench import compare_cmd, failed_clients
+        from .bench import run_compare_view
 
-        ctx = click.get_current_context()
-        ctx.meta["jetwire.compare_no_raise"] = True
-        try:
-            ctx.invoke(compare_cmd, rows=rows, rounds=1, scale=0.05 * scale, clients=None, peers=None, server=None,
-                       monitor=None, as_json=False)
+        report = None
+        try:  # on a fresh embedded server of its own, whatever $NATS_URL says
+            report = run_compare_view({}, rows, rounds=1, scale=0.05 * scale)
         except click.ClickException as exc:
             failures.append(f"bench compare: {exc.format_message()}")
-        summary = ctx.meta.get("jetwire.compare_summary")
-        if summary is not None:
-            failed = failed_clients(summary)
+        if report is not None:
+            failed = report.failed_clients()
             ours = [f for f in failed if f.split("/")[-1].startswith("jetwire")]
             if ours:
                 failures.append(f"bench compare: jetwire rows failed: {', '.join(ours)}")

@@ -1,7 +1,12 @@
 """The ``jetwire`` command (console script and ``python -m jetwire``)."""
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
 
 import click
 
@@ -79,8 +84,63 @@ def _register() -> None:
 _register()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread: the command unwinds as from Ctrl-C
+    (its ``finally`` blocks stop the servers and processes it started) and exits with
+    128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+#: the signals that stop a command the way Ctrl-C does
+TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def terminating_unwinds() -> Iterator[list[int]]:
+    """For the block (in the main thread only): SIGTERM and SIGHUP raise
+    :class:`Terminated`, once; a second one while the command unwinds is ignored, so
+    the clean-up is not cut short (SIGKILL still ends it). A signal whose disposition
+    is not the default (``nohup``'s ignored SIGHUP, an embedding program's handler) is
+    left alone. Yields the list the signal received is appended to."""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if got:
+            return
+        got.append(signum)
+        raise Terminated(signum)
+
+    old: dict[int, object] = {}
+    for sig in TERMINATING:
+        try:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                old[sig] = signal.signal(sig, on_signal)
+        except (OSError, ValueError):  # pragma: no cover - not settable here
+            pass
+    if old and hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(old))  # a mask is inherited: hear them
+    try:
+        yield got
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Console-script entry point; returns the exit status."""
+    """Console-script entry point; returns the exit status (128 + the signal's number
+    when SIGTERM or SIGHUP stopped the command)."""
+    with terminating_unwinds() as got:
+        code = _run(argv)
+    return 128 + got[0] if got else code
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         cli.main(args=argv, prog_name="jetwire", standalone_mode=True)
     except SystemExit as exc:
@@ -91,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             return code
         click.echo(str(code), err=True)
         return 1
+    except KeyboardInterrupt:  # (one outside the commands, which turn theirs into status 130)
+        return 130
     return 0
 
 

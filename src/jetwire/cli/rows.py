@@ -30,7 +30,21 @@ from typing import TYPE_CHECKING, Protocol
 
 from ._engine import in_msgs
 from ._results import RowResult
-from ._rowkit import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowCtx, RowFailed, ack_subjects, cpu_now, now
+from ._rowkit import (
+    FETCH,
+    IDLE,
+    PAYLOAD,
+    RATE,
+    REQUESTERS,
+    WAIT,
+    WINDOW,
+    RowCtx,
+    RowFailed,
+    ack_subjects,
+    conn_kwargs,
+    cpu_now,
+    now,
+)
 from ._workloads import CLIENT_ROWS, COUNTS, ROW_ORDER, ROWS, Row, supported
 
 if TYPE_CHECKING:
@@ -102,7 +116,7 @@ def _js_setup(url: str, row: str, n: int) -> RowCtx:
 
     tag = f"{row.upper()}_{os.getpid()}"
     ctx: RowCtx = {"stream": f"BENCH_{tag}", "subject": f"bench.{row}.{os.getpid()}", "n": n}
-    nc = jetwire.connect(url)
+    nc = jetwire.connect(url, **conn_kwargs())
     try:
         js = nc.jetstream(timeout=10)
         try:
@@ -159,7 +173,7 @@ def _js_check(url: str, row: str, ctx: RowCtx) -> None:
     import jetwire
 
     n = ctx["n"]
-    nc = jetwire.connect(url)
+    nc = jetwire.connect(url, **conn_kwargs())
     try:
         js = nc.jetstream(timeout=10)
         if row in ("d", "e"):

