@@ -189,6 +189,56 @@ async def test_jetstream_filters_with_misplaced_wildcards_raise_before_sending(n
         await nc.close()
 
 
+async def test_stream_calls_taking_a_subject_refuse_bad_ones_before_sending(nats_url):
+    """Purge, last-message-for-subject and info's subjects filter check their subject
+    as publish does (an empty one is a bad subject, never "all of them"); a stream's
+    subjects may not be empty either."""
+    nc, errs = await connect(nats_url)
+    try:
+        js, name = await new_stream(nc, 3)
+        stream = await js.stream(name)
+        for bad in ["", "a b", f"{name}..a", *(f"{name}.{f}" for f in BAD_FILTERS)]:
+            with pytest.raises(jetwire.BadSubjectError):
+                await stream.purge(subject=bad)
+            for direct in (False, True):
+                with pytest.raises(jetwire.BadSubjectError):
+                    await stream.get_last_msg_for_subject(bad, direct=direct)
+            with pytest.raises(jetwire.BadSubjectError):
+                await stream.info(subjects_filter=bad)
+            with pytest.raises(jetwire.BadSubjectError):
+                await stream.get_msg(1, next_by_subject=bad)
+        with pytest.raises(jetwire.BadSubjectError):
+            await js.create_stream(name=uniq("S"), subjects=[f"{name}x.a", ""])
+        assert (await stream.info()).state.messages == 3  # nothing was purged
+        assert (await stream.get_last_msg_for_subject(f"{name}.a")).seq == 3
+        assert await stream.purge(subject=f"{name}.*") == 3
+        await assert_usable(nc, errs)
+    finally:
+        await nc.close()
+
+
+async def test_pull_options_out_of_range_are_invalid_option_errors(nats_url):
+    """Every option a pull or a stream read refuses is an ``InvalidOptionError``: a
+    ``JetStreamError`` (as every JetStream error) and a ``ValueError``."""
+    nc, errs = await connect(nats_url)
+    try:
+        js, name = await new_stream(nc, 1)
+        cons = await js.create_consumer(name, durable_name="c")
+        stream = await js.stream(name)
+        calls = [lambda: cons.fetch(0), lambda: cons.fetch(1, max_wait=0),
+                 lambda: cons.fetch(1, max_wait=1, heartbeat=0.8), lambda: cons.fetch_bytes(0),
+                 lambda: cons.consume(lambda m: None, max_messages=10, max_bytes=10),
+                 lambda: cons.consume(None), lambda: cons.messages(max_messages=0), lambda: stream.get_msg(-1)]
+        for call in calls:
+            with pytest.raises(jetwire.InvalidOptionError) as ei:
+                await call()
+            assert isinstance(ei.value, jetwire.JetStreamError) and isinstance(ei.value, ValueError)
+        assert (await cons.next(timeout=5)).data is not None  # nothing was pulled by the refused calls
+        await assert_usable(nc, errs)
+    finally:
+        await nc.close()
+
+
 async def test_kv_watch_with_misplaced_wildcards_raises(nats_url):
     nc, errs = await connect(nats_url)
     try:

@@ -287,3 +287,45 @@ async def test_ordered_consumer_refuses_a_second_request_while_one_is_under_way(
     finally:
         await js.delete_stream(stream)
         await nc.close()
+
+
+async def test_ordered_next_keeps_its_timeout_when_the_consumer_cannot_be_recreated(nats_server_factory):
+    """A server that answers nothing (frozen) leaves the ordered consumer unable to make its
+    next consumer: next() and a messages() context's next() still end at their timeout,
+    and close() ends a next() under way at once (they retried forever)."""
+    srv = nats_server_factory()
+    nc = await jetwire.connect(srv.url, ping_interval=60)
+    js = nc.jetstream(timeout=1)
+    name = uniq("OFROZEN")
+    await js.create_stream(name=name, subjects=[f"{name}.>"], storage="memory")
+    await js.publish(f"{name}.a", b"1")
+    oc = await js.ordered_consumer(name)
+    oc2 = await js.ordered_consumer(name)
+    ctx = await oc2.messages(heartbeat=0.5)
+    outcome: list = []
+
+    async def next_until_closed() -> None:
+        try:
+            outcome.append(await oc.next(timeout=60))
+        except Exception as exc:
+            outcome.append(exc)
+
+    try:
+        assert (await oc.next(timeout=5)).data == b"1"
+        assert (await ctx.next(timeout=5)).data == b"1"
+        srv.freeze()
+        for call in (lambda: oc.next(timeout=2), lambda: ctx.next(timeout=2)):
+            started = prims.monotonic()
+            with pytest.raises(jetwire.TimeoutError):
+                await call()
+            # (a pull may wait its max_wait plus a second's grace, then the reset its time left)
+            assert prims.monotonic() - started < 2 + 1 + 1.5
+        ctx.stop()
+        pending = prims.spawn(next_until_closed)
+        await prims.sleep(0.2)  # (under way: waiting for a message or remaking its consumer)
+        await nc.close()
+        assert await prims.join(pending, 5), "next() still waiting after close()"
+        assert len(outcome) == 1 and isinstance(outcome[0], jetwire.NatsError), outcome
+    finally:
+        srv.thaw()
+        await nc.close()

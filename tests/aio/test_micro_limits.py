@@ -343,3 +343,59 @@ async def test_blank_error_descriptions_are_refused_or_replaced(nats_url):
     finally:
         await client.close()
         await nc.close()
+
+
+async def test_discovery_ends_when_the_connection_closes(nats_url):
+    """ping/info/stats collect answers until their timeout, or until the connection
+    closes: then they raise ConnectionClosedError at once (not an empty list, late)."""
+    nc = await jetwire.connect(nats_url)
+    watcher = await jetwire.connect(nats_url)
+    name = name_of("nobody")
+    outcome: list = []
+
+    async def ping() -> None:
+        try:
+            outcome.append(await micro.ping(nc, name, timeout=30.0))
+        except Exception as exc:
+            outcome.append(exc)
+
+    try:
+        seen = await watcher.subscribe(f"$SRV.PING.{name}")
+        await watcher.flush()
+        pinging = prims.spawn(ping)
+        await seen.next_msg(timeout=5)  # the ping is out: it waits for answers
+        await nc.close()
+        assert await prims.join(pinging, 5), "still waiting after close()"
+        assert len(outcome) == 1 and isinstance(outcome[0], jetwire.ConnectionClosedError), outcome
+        with pytest.raises(jetwire.ConnectionClosedError):  # and on a closed connection at once
+            await micro.stats(nc, timeout=30.0)
+    finally:
+        await watcher.close()
+        await nc.close()
+
+
+async def test_stop_waits_at_most_the_connections_drain_timeout(nats_url):
+    """stop() with no timeout waits for the requests in progress at most the
+    connection's drain_timeout (it waited a fixed 30 s)."""
+    nc = await jetwire.connect(nats_url, drain_timeout=0.5)
+    client = await jetwire.connect(nats_url)
+    name = name_of("stopdl")
+    gate = prims.Signal()
+    started = prims.Signal()
+    try:
+        async def stuck(req):
+            started.set()
+            await gate.wait(60)
+
+        svc = await micro.add_service(nc, name=name, version="1.0.0")
+        await svc.add_endpoint("e", stuck, subject=f"{name}.e")
+        await client.publish(f"{name}.e", b"", reply=client.new_inbox())
+        await client.flush()
+        assert await started.wait(5)
+        stopping = prims.spawn(svc.stop)
+        assert await prims.join(stopping, 10), "stop() outlived drain_timeout"
+        assert svc.stopped
+    finally:
+        gate.set()
+        await client.close()
+        await nc.close()

@@ -190,6 +190,56 @@ def test_jetstream_filters_with_misplaced_wildcards_raise_before_sending(nats_se
         nc.close()
 
 
+def test_stream_calls_taking_a_subject_refuse_bad_ones_before_sending(nats_url):
+    """Purge, last-message-for-subject and info's subjects filter check their subject
+    as publish does (an empty one is a bad subject, never "all of them"); a stream's
+    subjects may not be empty either."""
+    nc, errs = connect(nats_url)
+    try:
+        js, name = new_stream(nc, 3)
+        stream = js.stream(name)
+        for bad in ["", "a b", f"{name}..a", *(f"{name}.{f}" for f in BAD_FILTERS)]:
+            with pytest.raises(jetwire.BadSubjectError):
+                stream.purge(subject=bad)
+            for direct in (False, True):
+                with pytest.raises(jetwire.BadSubjectError):
+                    stream.get_last_msg_for_subject(bad, direct=direct)
+            with pytest.raises(jetwire.BadSubjectError):
+                stream.info(subjects_filter=bad)
+            with pytest.raises(jetwire.BadSubjectError):
+                stream.get_msg(1, next_by_subject=bad)
+        with pytest.raises(jetwire.BadSubjectError):
+            js.create_stream(name=uniq("S"), subjects=[f"{name}x.a", ""])
+        assert (stream.info()).state.messages == 3  # nothing was purged
+        assert (stream.get_last_msg_for_subject(f"{name}.a")).seq == 3
+        assert stream.purge(subject=f"{name}.*") == 3
+        assert_usable(nc, errs)
+    finally:
+        nc.close()
+
+
+def test_pull_options_out_of_range_are_invalid_option_errors(nats_url):
+    """Every option a pull or a stream read refuses is an ``InvalidOptionError``: a
+    ``JetStreamError`` (as every JetStream error) and a ``ValueError``."""
+    nc, errs = connect(nats_url)
+    try:
+        js, name = new_stream(nc, 1)
+        cons = js.create_consumer(name, durable_name="c")
+        stream = js.stream(name)
+        calls = [lambda: cons.fetch(0), lambda: cons.fetch(1, max_wait=0),
+                 lambda: cons.fetch(1, max_wait=1, heartbeat=0.8), lambda: cons.fetch_bytes(0),
+                 lambda: cons.consume(lambda m: None, max_messages=10, max_bytes=10),
+                 lambda: cons.consume(None), lambda: cons.messages(max_messages=0), lambda: stream.get_msg(-1)]
+        for call in calls:
+            with pytest.raises(jetwire.InvalidOptionError) as ei:
+                call()
+            assert isinstance(ei.value, jetwire.JetStreamError) and isinstance(ei.value, ValueError)
+        assert (cons.next(timeout=5)).data is not None  # nothing was pulled by the refused calls
+        assert_usable(nc, errs)
+    finally:
+        nc.close()
+
+
 def test_kv_watch_with_misplaced_wildcards_raises(nats_url):
     nc, errs = connect(nats_url)
     try:

@@ -335,3 +335,59 @@ def test_blank_error_descriptions_are_refused_or_replaced(nats_url):
     finally:
         client.close()
         nc.close()
+
+
+def test_discovery_ends_when_the_connection_closes(nats_url):
+    """ping/info/stats collect answers until their timeout, or until the connection
+    closes: then they raise ConnectionClosedError at once (not an empty list, late)."""
+    nc = jetwire.connect(nats_url)
+    watcher = jetwire.connect(nats_url)
+    name = name_of("nobody")
+    outcome: list = []
+
+    def ping() -> None:
+        try:
+            outcome.append(micro.ping(nc, name, timeout=30.0))
+        except Exception as exc:
+            outcome.append(exc)
+
+    try:
+        seen = watcher.subscribe(f"$SRV.PING.{name}")
+        watcher.flush()
+        pinging = prims.spawn(ping)
+        seen.next_msg(timeout=5)  # the ping is out: it waits for answers
+        nc.close()
+        assert prims.join(pinging, 5), "still waiting after close()"
+        assert len(outcome) == 1 and isinstance(outcome[0], jetwire.ConnectionClosedError), outcome
+        with pytest.raises(jetwire.ConnectionClosedError):  # and on a closed connection at once
+            micro.stats(nc, timeout=30.0)
+    finally:
+        watcher.close()
+        nc.close()
+
+
+def test_stop_waits_at_most_the_connections_drain_timeout(nats_url):
+    """stop() with no timeout waits for the requests in progress at most the
+    connection's drain_timeout (it waited a fixed 30 s)."""
+    nc = jetwire.connect(nats_url, drain_timeout=0.5)
+    client = jetwire.connect(nats_url)
+    name = name_of("stopdl")
+    gate = prims.Signal()
+    started = prims.Signal()
+    try:
+        def stuck(req):
+            started.set()
+            gate.wait(60)
+
+        svc = micro.add_service(nc, name=name, version="1.0.0")
+        svc.add_endpoint("e", stuck, subject=f"{name}.e")
+        client.publish(f"{name}.e", b"", reply=client.new_inbox())
+        client.flush()
+        assert started.wait(5)
+        stopping = prims.spawn(svc.stop)
+        assert prims.join(stopping, 10), "stop() outlived drain_timeout"
+        assert svc.stopped
+    finally:
+        gate.set()
+        client.close()
+        nc.close()

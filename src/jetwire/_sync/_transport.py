@@ -544,7 +544,7 @@ class Writer(WriteHold):
 
     congested = False
 
-    def drain(self) -> None:
+    def drain(self, timeout: Optional[float] = None) -> None:
         return None
 
     def flushed(self, timeout: float) -> bool:

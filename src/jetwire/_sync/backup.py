@@ -245,8 +245,7 @@ def _check_subjects(js: ContextBase, stream: str, config: Any) -> None:
 
 def _send(link: _api.Link, answers: Inbox, subject: str, data: bytes, timeout: float, what: str) -> Msg:
     """One restore chunk, and the server's answer to it."""
-    link.publish_raw(subject, answers.subject, None, data)
-    link.send_now()
+    link.publish_request(subject, answers.subject, data)
     msg = answers.take(timeout, what)
     h = msg.headers
     if h is not None and h.status:

@@ -1088,7 +1088,7 @@ class Client:
                 _append_unsub(buf, sid, max_msgs)
         if cb is not None:
             sub._task = prims.spawn(sub._run_cb, name=f"jetwire-sub-{sid}")
-        self._writer.kick()
+        self._writer.send_soon()  # (never waits for a stuck writer: a SUB is no back-pressure)
         return sub
 
     def _queue_unsub(self, sid: int, max_msgs: int) -> None:
@@ -1096,7 +1096,7 @@ class Client:
         assert core is not None
         with self._writer.lock:
             _append_unsub(core.outbox.buf, sid, max_msgs)
-        self._writer.kick()
+        self._writer.send_soon()  # (never waits for a stuck writer)
 
     def _drop_sub(self, sub: Subscription) -> None:
         """Drop ``sub`` at once without waiting (safe from the reader and timers)."""
@@ -1215,7 +1215,10 @@ class Client:
         with self._writer.lock:
             core.outbox.buf += PING
             self._pongs.append(waiter)
-        self._writer.flush_now(write_timeout)
+        if write_timeout is None:
+            self._writer.send_soon()  # (a thread writing takes it along: the waiter's own timeout bounds the wait)
+        else:
+            self._writer.flush_now(write_timeout)
         self._spin.arm()
 
     def rtt(self) -> float:
@@ -1583,9 +1586,16 @@ class Link:
 
     @property
     def pending_limits(self) -> tuple[int, int]:
-        core = self._nc._core
-        opts = core.opts if core is not None else Options()
+        opts = self._opts()
         return opts.pending_msgs_limit, opts.pending_bytes_limit
+
+    @property
+    def drain_timeout(self) -> float:
+        return self._opts().drain_timeout
+
+    def _opts(self) -> Options:
+        core = self._nc._core
+        return core.opts if core is not None else Options()
 
     def new_inbox(self) -> str:
         return self._nc.new_inbox()
@@ -1602,6 +1612,11 @@ class Link:
     def try_publish(self, subject: str, reply: str | None, payload: bytes) -> bool:
         return self._nc._try_publish(subject, reply, payload)
 
+    def publish_request(self, subject: str, reply: str, payload: bytes) -> None:
+        nc = self._nc
+        nc._append_raw(subject, reply, None, payload)
+        nc._writer.send_soon()
+
     def try_publish_frames(self, frames: Any, count: int, payload_bytes: int) -> bool:
         return self._nc._try_append_frames(frames, count, payload_bytes)
 
@@ -1616,7 +1631,7 @@ class Link:
         return nc._try_publish(subject, nc._resp_mux() + "_", payload)
 
     def send_now(self) -> None:
-        self._nc._writer.flush_now()
+        self._nc._writer.send_soon()  # (a thread writing takes them along: no wait for it)
 
     def hold_writes(self, seconds: float) -> None:
         self._nc._writer.hold(seconds)
@@ -1637,10 +1652,10 @@ class Link:
     def callback_thread(self, pending: Sized) -> None:
         self._nc._writer.callback_thread(pending)
 
-    def wait_writable(self) -> None:
+    def wait_writable(self, timeout: float | None = None) -> None:
         writer = self._nc._writer
         if writer is not None and writer.congested:
-            writer.drain()
+            writer.drain(timeout)
 
     # -- receiving ---------------------------------------------------------------------
     def subscribe_direct(self, subject: str, handler: Callable[[Msg], None], queue: str | None = None,

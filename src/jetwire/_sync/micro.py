@@ -33,6 +33,7 @@ from .. import micro_core as core
 from .._nuid import next_nuid
 from .._units import wait_limit
 from ..errors import (
+    ConnectionClosedError,
     InvalidServiceConfigError,
     NatsError,
     PermissionViolationError,
@@ -76,7 +77,6 @@ DEFAULT_QUEUE_GROUP = core.DEFAULT_QUEUE_GROUP
 ERROR_HEADER = core.ERROR_HEADER
 ERROR_CODE_HEADER = core.ERROR_CODE_HEADER
 DEFAULT_CONCURRENCY = 4
-DRAIN_TIMEOUT = 30.0
 
 _now_ns = core.monotonic_ns
 
@@ -682,7 +682,9 @@ class Service(_EndpointAdder):
     # -- stopping ------------------------------------------------------------------------
     def stop(self, timeout: float | None = None) -> None:
         """Drain the endpoints (no new requests are taken, those already received are
-        answered), stop answering discovery, then call ``done_cb(service)``."""
+        answered), stop answering discovery, then call ``done_cb(service)``. It waits at
+        most ``timeout`` seconds (default: the connection's ``drain_timeout``) for the
+        requests already received."""
         self._stop(timeout)
 
     def _stop(self, timeout: float | None) -> bool:
@@ -692,11 +694,12 @@ class Service(_EndpointAdder):
         if self._stopped or self._stopping:
             if self._stopped or any(e._workers.runs_caller() for e in self._endpoints):
                 return True
-            return self._stop_done.wait(DRAIN_TIMEOUT if timeout is None else timeout)
+            return self._stop_done.wait(self._link.drain_timeout if timeout is None else timeout)
         wait_limit(timeout)  # a NaN raises before anything stops
         self._stopping = True
         # one deadline for every step: each endpoint's drain and wait gets what is left
-        deadline = prims.monotonic() + (DRAIN_TIMEOUT if timeout is None else timeout)
+        # (by default the connection's drain_timeout)
+        deadline = prims.monotonic() + (self._link.drain_timeout if timeout is None else timeout)
 
         def left() -> float:
             return max(0.0, deadline - prims.monotonic())
@@ -874,13 +877,24 @@ def _discover(nc: Client, verb: str, name: str | None, id: str | None,
         if max_results is not None and n >= max_results:
             done.set()
 
+    closed: list[BaseException] = []
+
+    def on_close(exc: BaseException) -> None:  # the connection closed: nothing more comes
+        closed.append(exc)
+        done.set()
+
+    if link.is_closed:
+        raise ConnectionClosedError("connection closed")
     sub = link.subscribe_direct(inbox, on_msg)
+    remove = link.on_close(on_close)
     try:
-        link.publish_raw(subject, inbox, None, b"")
-        link.send_now()
+        link.publish_request(subject, inbox, b"")  # (never waits for room: timeout bounds it all)
         done.wait(timeout)
     finally:
+        remove()
         link.unsubscribe(sub)
+    if closed:
+        raise closed[0]
     with lock:
         answers = list(got if max_results is None else got[:max_results])
     out = []

@@ -22,6 +22,7 @@ from .._typing import JSONObject
 from .._units import format_rfc3339
 from ..errors import (
     APIError,
+    ConnectionClosedError,
     ConsumerNotFoundError,
     JetStreamError,
     OrderedConsumerResetError,
@@ -86,6 +87,7 @@ class OrderedConsumer(Consumer):
         self._metadata = metadata
         self._max_resets = max_reset_attempts if max_reset_attempts and max_reset_attempts > 0 else None
         self._current: Consumer | None = None
+        self._current_gone = False  # its deletion was sent (_drop_current): not asked again
         self._name = ""
         self._info: Any = None
         self._next_subject = ""
@@ -115,7 +117,7 @@ class OrderedConsumer(Consumer):
         return self._cursor.stream_seq
 
     # -- consumer lifecycle ----------------------------------------------------------
-    def _create(self) -> None:
+    def _create(self, timeout: float | None = None) -> None:
         serial = self._cursor.new_consumer()
         name = f"{self._prefix}_{serial}"
         cfg = ordered_config(name, self._cursor, self._filters, self._deliver_policy, self._opt_start_seq,
@@ -124,7 +126,7 @@ class OrderedConsumer(Consumer):
         subject = f"CONSUMER.CREATE.{self._stream}.{name}"
         body: JSONObject = {"stream_name": self._stream, "config": cfg, "action": "create"}
         try:
-            resp = self._js.api_request(subject, body)
+            resp = self._js.api_request(subject, body, timeout)
         except APIError:
             raise  # refused: nothing was made
         except BaseException:
@@ -136,6 +138,7 @@ class OrderedConsumer(Consumer):
         info = ConsumerInfo.from_json(resp)
         cons = Consumer(self._js, self._stream, info)
         self._current = cons
+        self._current_gone = False
         self._name = cons._name
         self._info = info
         self._next_subject = cons._next_subject
@@ -149,39 +152,67 @@ class OrderedConsumer(Consumer):
         except Exception:
             pass
 
-    def _delete_current(self) -> None:
+    def _drop_current(self) -> None:
+        """Delete the current consumer without waiting (best effort), nothing using it any
+        more; the next use starts from a fresh one."""
         cur = self._current
-        if cur is None:
+        self._need_reset = True
+        if cur is None or self._current_gone:
             return
+        self._current_gone = True
+        self._drop(cur._name)
+
+    def _delete_current(self, deadline: float | None = None) -> None:
+        cur = self._current
+        if cur is None or self._current_gone:
+            return
+        timeout = min(self._js.api.timeout, _DELETE_TIMEOUT)
+        if deadline is not None:
+            timeout = min(timeout, deadline - prims.monotonic())
+            if timeout <= 0:  # no time for it: it goes away when inactive
+                self._drop_current()
+                return
         try:
-            self._js.api_request(f"CONSUMER.DELETE.{self._stream}.{cur._name}",
-                                timeout=min(self._js.api.timeout, _DELETE_TIMEOUT))
+            self._js.api_request(f"CONSUMER.DELETE.{self._stream}.{cur._name}", timeout=timeout)
         except Exception:
             pass  # best effort: it is ephemeral and goes away when inactive
 
-    def _recreate(self, sleep: Callable[[float], Any] | None = None) -> None:
+    def _recreate(self, sleep: Callable[[float], Any] | None = None, deadline: float | None = None) -> None:
         """Delete the current consumer (best effort) and create the next one, retrying with
-        backoff; ``OrderedConsumerResetError`` after ``max_reset_attempts`` failures, and
-        ``StreamNotFoundError`` at once when the stream is gone."""
-        self._delete_current()
+        backoff; ``OrderedConsumerResetError`` after ``max_reset_attempts`` failures,
+        ``StreamNotFoundError`` at once when the stream is gone, ``ConnectionClosedError``
+        at once when the connection closed, and ``TimeoutError`` (naming the last failure)
+        at ``deadline`` (``prims.monotonic()`` time; None: no bound but the attempts')."""
+        self._delete_current(deadline)
         attempts = 0
         delay = RESET_DELAY
+        last: BaseException | None = None
         while True:
+            left = None if deadline is None else deadline - prims.monotonic()
+            if left is not None and left <= 0:
+                why = f": {last}" if last is not None else ""
+                raise TimeoutError(f"the ordered consumer could not be recreated in time{why}") from last
+            if self._js.api.link.is_closed:
+                raise ConnectionClosedError("connection closed")
             try:
-                self._create()
+                self._create(None if left is None else min(left, self._js.api.timeout))
                 return
             except StreamNotFoundError as exc:  # recreating cannot help: say what is gone
                 raise StreamNotFoundError(code=exc.code, err_code=exc.err_code,
                                           description=f"{exc.description} (ordered consumer on stream "
                                                       f"{self._stream!r})") from exc
+            except ConnectionClosedError:
+                raise
             except Exception as exc:
+                last = exc
                 attempts += 1
                 if self._max_resets is not None and attempts >= self._max_resets:
                     raise OrderedConsumerResetError(
                         f"could not recreate the ordered consumer after {attempts} attempts: {exc}") from exc
+            pause = delay if deadline is None else max(0.0, min(delay, deadline - prims.monotonic()))
             if sleep is None:
-                prims.sleep(delay)
-            elif not sleep(delay):
+                prims.sleep(pause)
+            elif not sleep(pause):
                 raise OrderedConsumerResetError("ordered consumer stopped while resetting")
             delay = min(delay * 2, RESET_DELAY_MAX)
 
@@ -200,16 +231,25 @@ class OrderedConsumer(Consumer):
         return True
 
     def _ctx_done(self, ctx: Any) -> None:
+        """A consume()/messages() context ended (stopped, drained, done, failed): its
+        server consumer is deleted now (best effort, not waited for) rather than left to
+        its ``inactive_threshold``; a later use starts from a fresh consumer. (One-off
+        ``next()``/fetch keep theirs: the next call goes on with it, as in nats.go.)"""
         if self._active is ctx:
             self._active = None
-            self._need_reset = True  # a later use starts from a fresh consumer
+            self._need_reset = True
+        elif self._active is not None:
+            return  # another context runs on the current consumer
+        if self._pulling.locked() or (self._batch is not None and not self._batch.done):
+            return  # a fetch or next() under way uses (or makes) the current one
+        self._drop_current()
 
     def _check_idle(self) -> None:
         if self._active is not None and not self._active.is_closed:
             raise JetStreamError("ordered consumer is already consuming: stop it first")
 
     # -- one-off pulls ---------------------------------------------------------------
-    def _prepare(self, fetch: bool) -> None:
+    def _prepare(self, fetch: bool, deadline: float | None = None) -> None:
         """Before a pull: nothing else may be consuming; the next pull starts from a fresh
         consumer, right after the last message the user read, when the last batch is still
         running (it is stopped), ended with messages left unread (they are dropped: the
@@ -222,7 +262,8 @@ class OrderedConsumer(Consumer):
                 self._need_reset = True
             self._batch = None
         if self._current is None or self._need_reset:
-            self._recreate()
+            # (by default within the API timeout: a consumer that cannot be made now says so)
+            self._recreate(deadline=prims.monotonic() + self._js.api.timeout if deadline is None else deadline)
 
     def _enter(self) -> None:
         """One fetch or ``next()`` at a time: another one under way (another thread or
@@ -241,16 +282,16 @@ class OrderedConsumer(Consumer):
             self._pulling.release()
 
     def _fetch_one(self, batch: int, max_bytes: int, max_wait: float | None, heartbeat: float | None,
-                         no_wait: bool, confirm: bool, what: str) -> MessageBatch:
+                         no_wait: bool, confirm: bool, what: str, deadline: float | None = None) -> MessageBatch:
         # a lost consumer is recreated, not reported: the fetch is confirmed (a 503 before
         # the PONG), then pulled again from a new consumer; a lost stream raises
-        self._prepare(fetch=True)
+        self._prepare(True, deadline)
         try:
             mb = Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
                                        self._fetch_accept, confirm=confirm, what=what)
         except ConsumerNotFoundError:  # its consumer is gone, the stream is there
             self._need_reset = True
-            self._prepare(fetch=True)
+            self._prepare(True, deadline)
             mb = Consumer._fetch(self._target(), batch, max_bytes, max_wait, heartbeat, no_wait,
                                        self._fetch_accept, what=what)
         self._batch = mb
@@ -271,7 +312,7 @@ class OrderedConsumer(Consumer):
                         raise last
                     raise TimeoutError(f"no message from ordered consumer within {timeout}s")
                 hb = heartbeat if heartbeat is not None and remaining >= 2 * heartbeat else None
-                mb = self._fetch_one(1, 0, remaining, hb, False, False, "max_wait")
+                mb = self._fetch_one(1, 0, remaining, hb, False, False, "max_wait", deadline)
                 for msg in mb:
                     return msg
                 if mb.error is not None:

@@ -104,7 +104,7 @@ class PushConsumer:
         :class:`PushConsumeContext` (``stop()``, ``drain()``, ``closed()``).
         ``JetStreamError`` while another ``consume()`` of this handle runs."""
         if cb is None or not callable(cb):
-            raise ValueError("consume() needs a callback")
+            raise InvalidOptionError("consume() needs a callback")
         if error_cb is not None and not callable(error_cb):
             raise TypeError("error_cb must be callable")
         if self._ctx is not None and not self._ctx._stopped:

@@ -42,6 +42,22 @@ def waiter_maker(spin: float = 0.0) -> Callable[[], asyncio.Future[Any]]:
 
 
 
+class _Queue(deque[tuple[float, "weakref.ref[asyncio.Future[Any]]"]]):
+    """One timeout value's FIFO of ``(deadline, weakref(future))``, with the length at
+    which it is next compacted."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.limit = _COMPACT_MIN
+
+
+# a timeout's FIFO is compacted (its finished waits dropped) when it reaches this many
+# records, and then again at twice what is still pending (amortised O(1) per wait)
+_COMPACT_MIN = 64
+
+
 class _Deadlines:
     """The timeouts of ``wait_future`` on one loop, with one loop timer for all of them.
 
@@ -49,21 +65,33 @@ class _Deadlines:
     (about 2.5 us on uvloop). Here a wait appends ``(deadline, weakref(future))`` to the
     FIFO of its timeout value (deadlines of one value only grow), and one timer, armed for
     the earliest head, fails the futures still pending when it fires (at most ~1 ms late).
-    The weak reference keeps nothing alive: a future answered and dropped costs nothing
-    more."""
+    The weak reference keeps nothing alive, and the records of waits already over (the
+    future answered, or collected) are dropped early, not kept until their timeout: from
+    the head of the FIFO before each append (a request answered before the next one is
+    made leaves none behind), and, behind a head still pending, by compacting the FIFO
+    when it reaches twice what was pending at the last compaction (at least
+    ``_COMPACT_MIN``). So the records grow with what is pending, not with rate x timeout."""
 
     __slots__ = ("armed_at", "handle", "loop", "queues")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.queues: dict[float, deque[tuple[float, weakref.ref[asyncio.Future[Any]]]]] = {}
+        self.queues: dict[float, _Queue] = {}
         self.handle: asyncio.TimerHandle | None = None
         self.armed_at = _INF
 
     def add(self, timeout: float, fut: asyncio.Future[Any]) -> None:
         q = self.queues.get(timeout)
         if q is None:
-            q = self.queues[timeout] = deque()
+            q = self.queues[timeout] = _Queue()
+        else:
+            while q:  # the waits over already, at the head (each record is dropped once)
+                f = q[0][1]()
+                if f is not None and not f.done():
+                    break
+                q.popleft()
+            if len(q) >= q.limit:
+                _compact(q)
         deadline = self.loop.time() + timeout
         q.append((deadline, _ref(fut)))
         if deadline < self.armed_at:
@@ -81,16 +109,29 @@ class _Deadlines:
         now = self.loop.time() + 0.001  # the loop's timers may fire a little early
         nxt = _INF
         for timeout, q in list(self.queues.items()):
-            while q and q[0][0] <= now:
-                fut = q.popleft()[1]()
+            while q:
+                deadline, ref = q[0]
+                fut = ref()
                 if fut is not None and not fut.done():
+                    if deadline > now:
+                        break
                     fut.set_exception(NatsTimeoutError("timed out"))
+                q.popleft()
             if q:
                 nxt = min(nxt, q[0][0])
             else:
                 del self.queues[timeout]
         if nxt < _INF:
             self._arm(nxt)
+
+
+def _compact(q: _Queue) -> None:
+    """Drop the records of ``q`` whose wait is over (answered, or the future collected),
+    keeping the order; the next compaction comes at twice what is left."""
+    live = [r for r in q if (f := r[1]()) is not None and not f.done()]
+    q.clear()
+    q.extend(live)
+    q.limit = max(_COMPACT_MIN, 2 * len(live))
 
 
 _INF = float("inf")

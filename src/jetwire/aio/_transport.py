@@ -360,10 +360,18 @@ class Writer(WriteHold):
         tr = self.tr
         return tr is not None and tr.write_paused
 
-    async def drain(self) -> None:
+    async def drain(self, timeout: float | None = None) -> None:
+        """Return once the transport takes more bytes, or after ``timeout`` seconds."""
         tr = self.tr
-        if tr is not None:
+        if tr is None:
+            return
+        if timeout is None:
             await tr.drain()
+            return
+        try:
+            await asyncio.wait_for(tr.drain(), timeout)  # (each waiter's own shielded future)
+        except TimeoutError:
+            pass
 
     async def flushed(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for what was written to reach the kernel; False

@@ -11,9 +11,11 @@ iterating user (fetch, ``messages()``) or the one task/thread of ``consume()``.
 """
 from __future__ import annotations
 
+import heapq
 import inspect
 import logging
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,7 @@ from ..errors import (
     ConnectionClosedError,
     ConsumerDeletedError,
     ConsumerNotFoundError,
+    InvalidOptionError,
     MsgIteratorClosedError,
     NoHeartbeatError,
     NoRespondersError,
@@ -316,6 +319,105 @@ class MessageBatch:
         self._link.release_writes()
 
 
+class _BatchDeadlines:
+    """The deadlines of one connection's fetches, with one connection timer for all of
+    them (``link.call_later``): a batch still running at its deadline (``max_wait`` +
+    ``_FETCH_GRACE``) is finished then, iterated or not, as nats.go's fetch does with a
+    timer. Without it a batch nobody iterates ends only when the server answers its pull;
+    a pull the server lost (restarted, a leader change) would keep its inbox subscribed
+    for ever, and subscribed again on every reconnect.
+
+    A fetch pushes ``(deadline, n, weakref(batch))`` on a heap; the timer is armed for the
+    earliest deadline. The weak reference keeps nothing alive (a batch dropped unread
+    still ends: its subscription's handler holds it), and the records of batches already
+    finished go early, not at their deadline: from the top of the heap before each push,
+    when the timer fires, and by compacting the heap when it reaches twice what was
+    running at the last compaction (so records grow with the fetches running, not with
+    rate x max_wait; the blocking flavour's timer heap keeps a cancelled timer until its
+    time, which a timer per fetch would pile up)."""
+
+    __slots__ = ("__weakref__", "_armed_at", "_heap", "_limit", "_link", "_lock", "_n", "_timer")
+
+    def __init__(self, link: _api.Link) -> None:
+        self._link = link
+        self._lock = prims.write_lock()  # blocking flavour: user threads and the timer thread
+        self._heap: list[tuple[float, int, weakref.ref[MessageBatch]]] = []
+        self._n = 0
+        self._limit = _COMPACT_MIN
+        self._timer: _api.Cancellable | None = None
+        self._armed_at = _INF
+
+    def add(self, mb: MessageBatch) -> None:
+        deadline = mb._deadline
+        with self._lock:
+            heap = self._heap
+            while heap and _over(heap[0][2]):
+                heapq.heappop(heap)
+            if len(heap) >= self._limit:
+                live = [e for e in heap if not _over(e[2])]
+                heapq.heapify(live)
+                self._heap = heap = live
+                self._limit = max(_COMPACT_MIN, 2 * len(live))
+            self._n += 1
+            heapq.heappush(heap, (deadline, self._n, weakref.ref(mb)))
+            if deadline < self._armed_at:
+                self._arm(deadline)
+
+    def _arm(self, deadline: float) -> None:
+        """(With the lock held.)"""
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
+        try:
+            self._timer = self._link.call_later(max(deadline - _monotonic(), 0.0), _fire_deadlines,
+                                                weakref.ref(self))
+        except Exception:  # the connection is gone: its batches end with it
+            self._timer = None
+            self._armed_at = _INF
+            return
+        self._armed_at = deadline
+
+    def fire(self) -> None:
+        expired = []
+        with self._lock:
+            self._timer = None
+            self._armed_at = _INF
+            now = _monotonic() + 0.001  # a timer may fire a little early
+            heap = self._heap
+            while heap:
+                deadline, _, ref = heap[0]
+                mb = ref()
+                if mb is not None and not mb._done:
+                    if deadline > now:
+                        break
+                    expired.append(mb)
+                heapq.heappop(heap)
+            if heap:
+                self._arm(heap[0][0])
+        for mb in expired:
+            mb._finish(None)  # (unsubscribes; what came stays to be iterated)
+
+
+# a connection's fetch-deadline heap is compacted (finished batches dropped) when it
+# reaches this many records, and then again at twice what is still running
+_COMPACT_MIN = 64
+
+
+def _over(ref: weakref.ref[MessageBatch]) -> bool:
+    mb = ref()
+    return mb is None or mb._done
+
+
+def _fire_deadlines(ref: weakref.ref[_BatchDeadlines]) -> None:
+    dl = ref()
+    if dl is not None:
+        dl.fire()
+
+
+def _new_deadlines(link: _api.Link) -> Callable[[], _BatchDeadlines]:
+    return lambda: _BatchDeadlines(link)
+
+
 class _Taken:
     """Waits for the PONG of the PING sent after a fetch's pull (``link.ping``): answered
     from the reader (or failed when the connection is lost), it wakes the batch's signal."""
@@ -446,7 +548,7 @@ class Consumer:
         """Pull messages until about ``max_bytes`` (subject + reply + headers + data) arrived
         (priority-group options and errors as :meth:`fetch`)."""
         if max_bytes <= 0:
-            raise ValueError("max_bytes must be positive")
+            raise InvalidOptionError("max_bytes must be positive")
         prio = self._priority(group, min_pending, min_ack_pending, priority)
         return await self._fetch(BATCH_BYTES_ONLY, max_bytes, max_wait, heartbeat, False, None, prio, True)
 
@@ -463,7 +565,7 @@ class Consumer:
                      no_wait: bool, accept: Callable[[Msg], bool] | None,
                      prio: JSONObject | None = None, confirm: bool = False, what: str = "max_wait") -> MessageBatch:
         if batch < 1:
-            raise ValueError("batch must be at least 1")
+            raise InvalidOptionError("batch must be at least 1")
         pin = self.pin_id if prio is not None else None
         api_timeout = self._js.api.timeout
         if no_wait:
@@ -472,7 +574,7 @@ class Consumer:
             timeout = min(api_timeout, NO_WAIT_GIVE_UP)
         else:
             if max_wait is None or not 0 < max_wait < _INF:  # (NaN too)
-                raise ValueError(f"{what} must be a finite number of seconds > 0, not {max_wait!r}")
+                raise InvalidOptionError(f"{what} must be a finite number of seconds > 0, not {max_wait!r}")
             hb = fetch_heartbeat(max_wait, heartbeat)
             body = pull_request(batch, max_wait, False, max_bytes, hb, prio, pin)
             timeout = max_wait + _FETCH_GRACE
@@ -485,15 +587,17 @@ class Consumer:
         sub = _reply_sub(link, mb._on_msg, mb._signal)
         mb._sub = sub
         try:
-            link.publish_raw(self._next_subject, sub.subject, None, body)
+            # the whole batch waits for this pull: it leaves now, from this thread (with any
+            # acks held meanwhile), not after a hand-off to the flusher or the loop's turn,
+            # and never waits for room (a stuck publisher's): the batch has its own deadline
+            link.publish_request(self._next_subject, sub.subject, body)
         except BaseException:
             link.unsubscribe(sub)
             raise
-        # the whole batch waits for this pull: it leaves now, from this thread (with any
-        # acks held meanwhile), not after a hand-off to the flusher or the loop's turn
-        link.send_now()
+        # the batch ends at its deadline even when nobody iterates it (_BatchDeadlines)
+        link.shared("jetstream.fetch_deadlines", _new_deadlines(link)).add(mb)
         try:
-            await link.wait_writable()
+            await link.wait_writable(timeout)
             if confirm:
                 await self._confirm(mb, min(timeout, api_timeout))
         except BaseException:
@@ -899,9 +1003,11 @@ class _Pulling:
         await signal.wait(wait)
         self._check(_monotonic())
 
-    async def _reset(self) -> None:
-        """Ordered consumers: drop the current consumer and pull from a new one. Others
-        (after a 503): find out whether the consumer is gone."""
+    async def _reset(self, timeout: float | None = None) -> None:
+        """Ordered consumers: drop the current consumer and pull from a new one (within
+        ``timeout``, a ``next()``'s time left: past it ``TimeoutError``, and the next call
+        goes on with the reset). Others (after a 503): find out whether the consumer is
+        gone."""
         self._need_reset = False
         if self._ordered is None:
             await self._recheck()
@@ -909,14 +1015,22 @@ class _Pulling:
         sub = self._sub
         if sub is not None:
             self._link.unsubscribe(sub)
+            self._sub = None
         self._q.clear()
         try:
-            await self._ordered._recreate(self._interruptible_sleep)
+            await self._ordered._recreate(self._interruptible_sleep,
+                                          None if timeout is None else _monotonic() + timeout)
+        except TimeoutError:
+            if not self._stopped:
+                self._need_reset = True  # not in time for this next(): the next one goes on
+            raise
         except Exception as exc:
             if not self._stopped:
                 self._terminal = exc
             return
         if self._stopped or self._draining or self._finished:
+            if self._finished:  # ended meanwhile (stop() from elsewhere): what was just made goes too
+                self._ordered._ctx_done(self)
             return
         self._start_sub()
 
@@ -981,7 +1095,7 @@ class ConsumeContext(_Pulling):
     def __init__(self, owner: Any, opts: ConsumeOptions, cb: Callable[[Msg], object],
                  error_cb: Callable[..., object] | None, prio: JSONObject | None = None) -> None:
         if cb is None:
-            raise ValueError("consume() needs a callback")
+            raise InvalidOptionError("consume() needs a callback")
         super().__init__(owner, opts, prio)
         self._cb = cb
         self._error_cb = error_cb
@@ -1125,10 +1239,13 @@ class MessagesContext(_Pulling):
         while True:
             if self._stopped or self._finished:
                 self._finish()
-                raise MsgIteratorClosedError("messages() context is closed")
+                drained = self._draining and not self._stopped
+                raise MsgIteratorClosedError(f"messages() context is {'drained' if drained else 'closed'}")
             while q and not self._conn_closed:
                 msg = self._process(q.popleft())
                 if msg is not None:
+                    if self._draining and not q:
+                        self._finish()  # drained: that was the last one buffered
                     return msg
                 if self._errors or self._terminal is not None or self._need_reset:
                     break
@@ -1140,7 +1257,7 @@ class MessagesContext(_Pulling):
                 err = self._errors.pop(0)
                 raise err
             if self._need_reset and not self._draining:
-                await self._reset()
+                await self._reset(None if deadline is None else max(0.0, deadline - _monotonic()))
                 continue
             if q and not self._conn_closed:
                 continue
@@ -1169,10 +1286,18 @@ class MessagesContext(_Pulling):
         self._finish()
 
     async def drain(self) -> None:
-        """Stop pulling; ``next()`` still returns what is buffered, then the context closes."""
+        """Stop pulling; ``next()`` still returns what is buffered, then the context closes
+        (at once when nothing is buffered)."""
         if not self._stopped and not self._draining:
             self._draining = True
             self._close_sub()
+            # nothing is pulled again: a reconnect is no longer this context's business
+            listener = self._listener
+            if listener is not None:
+                self._listener = None
+                listener()
+            if not self._q:
+                self._finish()  # (its close hook goes; the ordered consumer's consumer too)
             self._signal.set()
 
     @property

@@ -15,6 +15,7 @@ from ..errors import (
     ConsumerExistsError,
     ConsumerIsPushBasedError,
     ConsumerNotFoundError,
+    InvalidOptionError,
     JetStreamError,
     TimeoutError,
 )
@@ -166,7 +167,7 @@ class ConsumerManager(ContextBase):
         validate_stream_name(stream)
         validate_consumer_name(consumer)
         if not isinstance(group, str) or not group:
-            raise ValueError("group is required")
+            raise InvalidOptionError("group is required")
         await self.api_request(f"CONSUMER.UNPIN.{stream}.{consumer}", {"group": group})
 
     async def reset_consumer(self, stream: str, consumer: str, seq: int | None = None) -> ConsumerInfo:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _impl
 from ..errors import (
     ConnectionClosedError,
+    InvalidOptionError,
     JetStreamError,
     MaxPayloadError,
     NoRespondersError,
@@ -126,7 +127,7 @@ class Publisher(ContextBase):
                          publish_async_err_cb: Callable[..., object] | None,
                          publish_async_ack_cb: Callable[..., object] | None) -> None:
         if publish_async_max_pending < 1:
-            raise ValueError("publish_async_max_pending must be at least 1")
+            raise InvalidOptionError("publish_async_max_pending must be at least 1")
         api = self.api
         self._link = api.link
         self._max_pending = publish_async_max_pending

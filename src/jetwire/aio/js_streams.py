@@ -13,7 +13,7 @@ from ..errors import StreamNameInUseError, StreamNotFoundError
 from ..jetstream._json import config_from_kwargs
 from ..jetstream.config_kwargs import StreamConfigFields
 from ..jetstream.ensure_core import DEFAULT_STREAM, check_drift, stream_config, stream_drift, update_config
-from ..jetstream.manage import validate_filter_subjects
+from ..jetstream.manage import validate_stream_subjects
 from ..jetstream.models import StreamConfig, StreamInfo
 from ..jetstream.ops import check_supported
 from ..jetstream.validate import validate_stream_name
@@ -41,7 +41,7 @@ class StreamManager(ContextBase):
         config it raises ``StreamNameInUseError``."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         name = validate_stream_name(cfg.name)
-        validate_filter_subjects(cfg.subjects or ())
+        validate_stream_subjects(cfg.subjects or (), self.api.validate)
         resp = await self.api_request(f"STREAM.CREATE.{name}", cfg.to_json_dict())
         return self._checked_stream(cfg, resp)
 
@@ -50,7 +50,7 @@ class StreamManager(ContextBase):
         """Update a stream's config (``StreamNotFoundError`` when it does not exist)."""
         cfg = config_from_kwargs(StreamConfig, config, **fields)
         name = validate_stream_name(cfg.name)
-        validate_filter_subjects(cfg.subjects or ())
+        validate_stream_subjects(cfg.subjects or (), self.api.validate)
         resp = await self.api_request(f"STREAM.UPDATE.{name}", cfg.to_json_dict())
         return self._checked_stream(cfg, resp)
 

@@ -20,6 +20,7 @@ from .._typing import JSONObject
 from ..errors import (
     ConnectionClosedError,
     ConsumerNotFoundError,
+    InvalidOptionError,
     JetStreamError,
     MsgAlreadyAckedError,
     NatsError,
@@ -67,12 +68,12 @@ async def subscribe(js: JetStream, subject: str, queue: str | None = None, cb: C
     queue = queue or None
     if ordered_consumer:
         if queue or durable or cfg.durable_name:
-            raise ValueError("an ordered consumer cannot be durable or a queue subscriber")
+            raise InvalidOptionError("an ordered consumer cannot be durable or a queue subscriber")
         if manual_ack:
-            raise ValueError("an ordered consumer acknowledges nothing: manual_ack is not allowed")
+            raise InvalidOptionError("an ordered consumer acknowledges nothing: manual_ack is not allowed")
     if queue:
         if idle_heartbeat or flow_control or cfg.idle_heartbeat or cfg.flow_control:
-            raise ValueError("queue subscriptions cannot use idle heartbeats or flow control")
+            raise InvalidOptionError("queue subscriptions cannot use idle heartbeats or flow control")
         if not durable and not cfg.durable_name:
             durable = queue  # as nats.go: the queue group names a durable consumer
     durable = durable or cfg.durable_name

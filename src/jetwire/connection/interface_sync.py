@@ -104,6 +104,11 @@ class Link(Protocol):
         """A subscription's default pending limits (``connect()``'s ``pending_msgs_limit``,
         ``pending_bytes_limit``; 0 or less: none)."""
 
+    @property
+    def drain_timeout(self) -> float:
+        """``connect()``'s ``drain_timeout``: how long a drain (of the connection, or of
+        what a layer holds, e.g. a service's stop) may take by default."""
+
     def new_inbox(self) -> str:
         """A unique subject under the connection's inbox prefix."""
 
@@ -135,8 +140,16 @@ class Link(Protocol):
         subject) at call time; the result (aio: an awaitable) waits for the server's
         confirmation, then marks ``msg`` acknowledged."""
 
+    def publish_request(self, subject: str, reply: str, payload: bytes) -> None:
+        """Queue a PUB whose answer the caller waits for with a timeout of its own (a pull,
+        a discovery or restore request) and send it now, never waiting for room or for
+        another writer (publish back-pressure is for publishers): the blocking flavour
+        writes it from this thread or leaves it to the thread writing."""
+
     def send_now(self) -> None:
-        """Hand what is queued to the socket now rather than at the end of the turn."""
+        """Hand what is queued to the socket now rather than at the end of the turn (the
+        blocking flavour: unless another thread is writing, which takes it along; the
+        caller's own timeout then bounds its wait for an answer, not a write deadline)."""
 
     def hold_writes(self, seconds: float) -> None:
         """Let plain publishes (acks) queue for up to ``seconds`` and leave in one write;
@@ -161,9 +174,9 @@ class Link(Protocol):
         while that is empty, its first publish is sent at once from this thread rather
         than by the flusher thread (blocking flavour; nothing to do in asyncio)."""
 
-    def wait_writable(self) -> None:
-        """Return once the transport takes more bytes (asyncio back-pressure; at once in
-        the blocking flavour, whose writes block)."""
+    def wait_writable(self, timeout: float | None = None) -> None:
+        """Return once the transport takes more bytes, or after ``timeout`` seconds
+        (asyncio back-pressure; at once in the blocking flavour, whose writes block)."""
 
     # -- receiving ---------------------------------------------------------------------
     def subscribe_direct(self, subject: str, handler: Callable[[Msg], None], queue: str | None = None,
@@ -295,7 +308,8 @@ class WriterAPI(Protocol):
     @property
     def congested(self) -> bool: ...
 
-    def drain(self) -> None: ...
+    def drain(self, timeout: float | None = None) -> None:
+        """Return once the transport takes more bytes, or after ``timeout`` seconds."""
 
     def flushed(self, timeout: float) -> bool:
         """Whether what was written reached the kernel within ``timeout`` (closing)."""

@@ -41,6 +41,7 @@ __all__ = [
     "purge_request",
     "ttl_header_value",
     "validate_filter_subjects",
+    "validate_stream_subjects",
 ]
 
 MSG_ID_HDR = "Nats-Msg-Id"
@@ -157,6 +158,18 @@ def validate_filter_subjects(subjects: Iterable[str | None]) -> None:
             _impl.validate_filter(subject)
 
 
+def validate_stream_subjects(subjects: Iterable[str | None], schema: bool = False) -> None:
+    """``validate_filter_subjects`` for a stream's subjects, where ``""`` is not "none"
+    but an empty subject (``BadSubjectError``), as the API contract has it; with
+    ``schema`` (``validate=True``) an empty one is left to the schema check, which
+    names the field (``SchemaValidationError``)."""
+    if isinstance(subjects, (str, bytes)):
+        return
+    for subject in subjects:
+        if isinstance(subject, str) and (subject or not schema):
+            _impl.validate_filter(subject)
+
+
 def consumer_create_subject(stream: str, name: str, cfg: ConsumerConfig | JSONObject) -> str:
     """``CONSUMER.CREATE.<stream>.<name>[.<filter>]`` (server 2.9+): the filter subject
     goes into the API subject when the config (a ``ConsumerConfig`` or its wire dict)
@@ -183,7 +196,10 @@ def purge_request(subject: str | None, sequence: int | None, keep: int | None) -
     if sequence is not None and keep is not None:  # (nats.go: ErrInvalidOption)
         raise InvalidOptionError("purge: give sequence or keep, not both")
     req: JSONObject = {}
-    if subject:
+    if subject is not None:  # ("": a bad subject, never "everything")
+        if not isinstance(subject, str):
+            raise TypeError(f"subject must be a str, not {type(subject).__name__}")
+        _impl.validate_filter(subject)
         req["filter"] = subject
     if sequence is not None:
         _uint(sequence, "sequence")

@@ -158,30 +158,30 @@ def consume_options(max_messages: int | None = None, max_bytes: int | None = Non
     if max_bytes is not None and max_messages == DEFAULT_MAX_MESSAGES:
         max_messages = None  # the signature's default: only max_bytes was asked for
     if max_messages is not None and max_bytes is not None:
-        raise ValueError("only one of max_messages and max_bytes can be specified")
+        raise InvalidOptionError("only one of max_messages and max_bytes can be specified")
     if max_bytes is not None:
         if max_bytes <= 0:
-            raise ValueError("max_bytes must be positive")
+            raise InvalidOptionError("max_bytes must be positive")
         batch = BATCH_BYTES_ONLY
         nbytes = int(max_bytes)
     else:
         if max_messages is not None and max_messages <= 0:
-            raise ValueError("max_messages must be positive")
+            raise InvalidOptionError("max_messages must be positive")
         batch = int(max_messages) if max_messages is not None else DEFAULT_MAX_MESSAGES
         nbytes = 0
     if expires is None:
         expires = DEFAULT_EXPIRES
     expires = float(expires)
     if expires < MIN_EXPIRES:
-        raise ValueError(f"expires must be at least {MIN_EXPIRES:g}s")
+        raise InvalidOptionError(f"expires must be at least {MIN_EXPIRES:g}s")
     if heartbeat is None:
         hb = (ORDERED_DEFAULT_HB if expires >= 10.0 else expires / 2) if ordered else min(expires / 2, MAX_HEARTBEAT)
     else:
         hb = float(heartbeat)
         if hb < MIN_HEARTBEAT or hb > MAX_HEARTBEAT:
-            raise ValueError(f"heartbeat must be within [{MIN_HEARTBEAT:g}s, {MAX_HEARTBEAT:g}s]")
+            raise InvalidOptionError(f"heartbeat must be within [{MIN_HEARTBEAT:g}s, {MAX_HEARTBEAT:g}s]")
     if hb > expires / 2:
-        raise ValueError("heartbeat must be at most 50% of expires")
+        raise InvalidOptionError("heartbeat must be at most 50% of expires")
     if threshold_messages is None or threshold_messages <= 0 or threshold_messages > batch:
         tm = math.ceil(batch / 2)
     else:
@@ -191,7 +191,7 @@ def consume_options(max_messages: int | None = None, max_bytes: int | None = Non
     else:
         tb = int(threshold_bytes)
     if stop_after is not None and stop_after < 0:
-        raise ValueError("stop_after must not be negative")
+        raise InvalidOptionError("stop_after must not be negative")
     return ConsumeOptions(batch, nbytes, expires, hb, tm, tb, int(stop_after or 0))
 
 
@@ -203,9 +203,9 @@ def fetch_heartbeat(max_wait: float, heartbeat: float | None) -> float:
     else:
         hb = float(heartbeat)
         if hb < 0:
-            raise ValueError("heartbeat must not be negative")
+            raise InvalidOptionError("heartbeat must not be negative")
     if hb and max_wait < 2 * hb:
-        raise ValueError("max_wait must be at least twice the heartbeat")
+        raise InvalidOptionError("max_wait must be at least twice the heartbeat")
     return hb
 
 
@@ -221,7 +221,7 @@ def pull_request(batch: int, expires: float = 0.0, no_wait: bool = False, max_by
     plus the priority-group fields of :func:`priority_fields` and the pinned client's
     ``id`` (ADR-42) when given."""
     if batch < 1:
-        raise ValueError("batch must be at least 1")
+        raise InvalidOptionError("batch must be at least 1")
     req: JSONObject = {"batch": int(batch)}
     if expires:
         req["expires"] = _ns(expires)
@@ -694,7 +694,7 @@ def ordered_config(name: str, cursor: OrderedCursor, filter_subjects: str | Sequ
         cfg["opt_start_seq"] = int(opt_start_seq or 1)
     elif policy == "by_start_time":
         if not opt_start_time:
-            raise ValueError("deliver_policy by_start_time needs opt_start_time")
+            raise InvalidOptionError("deliver_policy by_start_time needs opt_start_time")
         cfg["opt_start_time"] = opt_start_time
     elif opt_start_seq:
         cfg["deliver_policy"] = "by_start_sequence"

@@ -11,6 +11,7 @@ from typing import Any
 
 import jetwire as jetwire
 from jetwire._sync import _prims as prims
+from jetwire import micro
 from tests.sync._helpers import uniq, wait_until
 
 from ..proxy import FaultProxy
@@ -133,6 +134,40 @@ def test_publish_bounded_by_flush_timeout_without_pings(proxy):
     finally:
         proxy.heal()
         nc.close()
+
+
+def test_calls_with_a_shorter_timeout_keep_it_while_a_write_is_stuck(proxy):
+    """A publish stuck on a stalled path holds the socket for up to flush_timeout; a call
+    with a shorter timeout of its own (flush, service discovery) ends at it, and a
+    subscribe does not wait for the stuck writer (they waited for it, up to
+    flush_timeout, and the blocking flush then reported the connection lost)."""
+    flush_timeout = 4.0
+    conn = Conn()
+    nc = conn.connect(proxy.url, flush_timeout=flush_timeout)
+    pub = None
+    try:
+        pub = _stall_under_publisher(proxy, nc)
+        took = {}
+        t0 = time.monotonic()
+        try:
+            nc.flush(timeout=1)
+        except jetwire.TimeoutError:
+            took["flush"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        assert micro.ping(nc, timeout=1) == []
+        took["ping"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        sub = nc.subscribe(uniq("later"))
+        took["subscribe"] = time.monotonic() - t0
+        assert set(took) == {"flush", "ping", "subscribe"}, took  # flush with its TimeoutError
+        assert max(took.values()) <= 1.0 + SLACK, took
+        assert not conn.disconnected.is_set()  # within the write deadline: still connected
+        sub.unsubscribe()
+    finally:
+        nc.close()  # (before the path heals: no reconnect through the proxy)
+        proxy.heal()
+        if pub is not None:
+            pub.finish(flush_timeout + SLACK)
 
 
 def test_close_on_a_stalled_path_is_bounded(proxy):
