@@ -555,3 +555,26 @@ def test_uninitialised_parser_does_not_crash(impl):
     except AttributeError:  # the pure twin has no state before __init__
         return
     assert events[0].subject == "a"
+
+
+def test_a_framing_error_discards_what_was_buffered(impl, msg_cls):
+    """After a ProtocolError the parser holds nothing (as after ``reset()``), however the
+    bytes came: in one piece, or after a partial frame was buffered."""
+    for chunks in ([b"PING\r\nBOGUS\r\n"], [b"MSG a 1 2\r\nh", b"i\r\nBOGUS\r\n"]):
+        p = impl.Parser(msg_cls)
+        for chunk in chunks[:-1]:
+            p.feed(chunk)
+        with pytest.raises(ProtocolError):
+            p.feed(chunks[-1])
+        assert p.buffered == 0
+        assert [key(e) if not isinstance(e, tuple) else e for e in p.feed(b"PONG\r\n")] == [(impl.OP_PONG, None)]
+
+
+def test_feed_refuses_what_is_not_a_contiguous_buffer(impl, msg_cls):
+    p = impl.Parser(msg_cls)
+    for bad in ("PING\r\n", None, 5):
+        with pytest.raises(TypeError, match="a bytes-like object is required"):
+            p.feed(bad)
+    with pytest.raises(BufferError):
+        p.feed(memoryview(b"PING\r\nPING\r\n")[::2])
+    assert p.feed(memoryview(b"PING\r\n")) == [(impl.OP_PING, None)]

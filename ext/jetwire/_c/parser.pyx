@@ -182,6 +182,7 @@ cdef class Parser:
                         self._cap = 0
         except ProtocolError as exc:  # the stream cannot be framed: keep what came before
             exc.events = self._partial if self._partial is not None else []
+            self._pos = self._len = 0  # and discard what is buffered (as reset())
             raise
         finally:
             self._busy = False

@@ -98,12 +98,18 @@ class Parser:
     def feed(self, data: Any) -> list[Any]:
         """Parse ``data``: the events (messages and control tuples) it completes.
 
-        A framing error raises ``ProtocolError`` whose ``events`` are those parsed before it."""
+        A framing error raises ``ProtocolError`` whose ``events`` are those parsed before
+        it; what was buffered is discarded (``reset``: the stream cannot be framed)."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"a bytes-like object is required, not '{type(data).__name__}'")
+        if isinstance(data, memoryview) and not data.c_contiguous:
+            raise BufferError("memoryview: underlying buffer is not C-contiguous")
         events: list[Any] = []
         try:
             return self._feed(data, events)
         except ProtocolError as exc:
             exc.events = events
+            self.reset()
             raise
 
     def _take(self, sink: Any, subject: Any, reply: Any, hdr: Any, data: Any) -> bool:
