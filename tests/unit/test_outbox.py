@@ -74,6 +74,19 @@ def test_fast_path_buffer_types(impl):
     assert [c[0] for c in rec.calls] == ["first"]
 
 
+def test_a_strided_view_is_refused_in_the_same_words(impl):
+    """Both implementations, every way in: a view that is not one block of memory."""
+    ob, _ = make(impl)
+    strided = memoryview(b"abcdef")[::2]
+    calls = [lambda: ob.publish("s", strided), lambda: ob.append_pub("s", None, strided),
+             lambda: impl.append_pub(bytearray(), "s", None, strided),
+             lambda: impl.append_hpub(bytearray(), "s", None, b"NATS/1.0\r\n\r\n", strided)]
+    for call in calls:
+        with pytest.raises(BufferError, match="^data must be a C-contiguous buffer$"):
+            call()
+    assert ob.buf == bytearray() and ob.out_msgs == 0
+
+
 def test_keyword_arguments(impl):
     ob, _rec = make(impl)
     ob.publish(subject="k", data=b"1", reply="r", headers=None)

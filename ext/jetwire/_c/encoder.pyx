@@ -111,7 +111,10 @@ cdef inline int _data_view(object data, Py_buffer* view) except -1:
     """``data``'s buffer (release it), or the payload ``TypeError`` (it is no bytes-like object)."""
     if not PyObject_CheckBuffer(data):
         raise payload_type_error(data)
-    PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
+    except BufferError:  # (a strided view): the pure twin's words
+        raise BufferError("data must be a C-contiguous buffer") from None
     return 0
 
 
@@ -435,7 +438,7 @@ cdef class Outbox:
                 return self.slow(subject, data, reply, headers)
             d = PyBytes_AS_STRING(data)
         elif t is bytearray or t is memoryview:
-            PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+            _data_view(data, &view)
             if view.len > self.max_payload:
                 PyBuffer_Release(&view)
                 return self.slow(subject, data, reply, headers)
