@@ -82,3 +82,50 @@ async def test_a_publish_answered_by_a_plain_responder_is_not_an_ack(nats_url):
         assert (ack.stream, ack.seq) == ("S", 7)
     finally:
         await nc.close()
+
+
+async def test_listing_pages_that_leave_out_what_the_server_cannot_reach(nats_url):
+    """A cluster with a node down leaves the streams it cannot reach out of a page
+    (``missing``) but counts them in ``total`` and in its offsets: each stream is listed
+    once (the next page starts at ``offset + limit``, as jsm.go's), not the last ones
+    again and again."""
+    prefix = uniq("FAKE")
+    names = [f"S{i}" for i in range(7)]
+    gone = {"S1", "S4", "S5"}
+    asked: list = []
+    nc = await jetwire.connect(nats_url)
+    try:
+        async def answer(msg):
+            offset = orjson.loads(msg.data).get("offset", 0)
+            asked.append(offset)
+            window = names[offset:offset + 2]  # a page of 2, as a server's of 256
+            page = [{**_stream_info(), "config": {"name": n, "subjects": [f"{n}.>"]}} for n in window if n not in gone]
+            await msg.respond(orjson.dumps({"total": len(names), "offset": offset, "limit": 2, "streams": page,
+                                            "missing": [n for n in window if n in gone]}))
+
+        await nc.subscribe(f"{prefix}.STREAM.LIST", cb=answer)
+        await nc.flush()
+        js = nc.jetstream(api_prefix=prefix, timeout=2)
+        listed = [info.config.name async for info in js.list_streams()]
+        assert listed == ["S0", "S2", "S3", "S6"] and asked == [0, 2, 4, 6]
+    finally:
+        await nc.close()
+
+
+async def test_a_cluster_operation_nobody_answers_is_an_api_error(nats_url):
+    """Every cluster operation raises a typed APIError when it is not acknowledged: one
+    that gets no answer in time (a step-down during an election) too (code 408)."""
+    prefix = uniq("FAKE")
+    nc = await jetwire.connect(nats_url)
+    try:
+        await nc.subscribe(f"{prefix}.>", cb=lambda msg: None)  # takes every request, answers none
+        await nc.flush()
+        js = nc.jetstream(api_prefix=prefix, timeout=0.3)
+        calls = [lambda: js.stream_leader_stepdown("S"), lambda: js.consumer_leader_stepdown("S", "C"),
+                 lambda: js.remove_stream_peer("S", "n2"), lambda: js.meta_leader_stepdown()]
+        for call in calls:
+            with pytest.raises(jetwire.APIError) as ei:
+                await call()
+            assert ei.value.code == 408 and "no answer" in str(ei.value)
+    finally:
+        await nc.close()

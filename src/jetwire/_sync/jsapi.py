@@ -200,13 +200,24 @@ class ContextBase:
 
     def api_pages(self, subject: str, key: str, body: JSONObject | None = None) -> Iterator[Any]:
         """The items under ``key`` of a paged listing (``STREAM.LIST``, ``CONSUMER.NAMES.S``,
-        ...), each page requested with ``body`` plus its ``offset`` as iteration gets there."""
+        ...), each page requested with ``body`` plus its ``offset`` as iteration gets there.
+        The next page starts at the answer's ``offset + limit`` (jsm.go's), not after the
+        items it held: a server leaves the streams or consumers it cannot reach (a node
+        down) out of a page (``missing``) but counts them in ``total`` and its offsets, so
+        counting items asked for the same ones again."""
         offset = 0
         while True:
             resp = self.api_request(subject, {**(body or {}), "offset": offset})
             page = resp.get(key) or []
             for item in page:
                 yield item
-            offset += len(page)
-            if not page or offset >= (resp.get("total") or 0):
+            missing = resp.get("missing") or ()
+            if not page and not missing:
+                return
+            at, limit = resp.get("offset"), resp.get("limit")
+            if type(at) is int and type(limit) is int and limit > 0 and at + limit > offset:
+                offset = at + limit
+            else:  # (an answer without them: what it held, and what it left out)
+                offset += len(page) + len(missing)
+            if offset >= (resp.get("total") or 0):
                 return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .._typing import JSONObject
 from ..errors import APIError, TimeoutError
 from ..events import ADVISORY_SUBJECT, METRIC_SUBJECT
 from ..jetstream.models import AccountInfo
@@ -34,8 +35,8 @@ class Operations(ContextBase):
         10010 on a server that is not clustered; 10005 for a preferred server that is
         not a peer or already leads)."""
         validate_stream_name(name)
-        resp = await self.api_request(f"STREAM.LEADER.STEPDOWN.{name}", stepdown_request(preferred))
-        acknowledged(resp, f"stream {name!r} leader step-down")
+        await self._acked(f"STREAM.LEADER.STEPDOWN.{name}", stepdown_request(preferred),
+                          f"stream {name!r} leader step-down")
 
     async def consumer_leader_stepdown(self, stream: str, consumer: str, preferred: str | None = None) -> None:
         """Ask the leader of consumer ``consumer`` of ``stream`` to step down (jsm.go's
@@ -43,8 +44,8 @@ class Operations(ContextBase):
         (``ConsumerNotFoundError`` for a missing consumer)."""
         validate_stream_name(stream)
         validate_consumer_name(consumer)
-        resp = await self.api_request(f"CONSUMER.LEADER.STEPDOWN.{stream}.{consumer}", stepdown_request(preferred))
-        acknowledged(resp, f"consumer {consumer!r} leader step-down")
+        await self._acked(f"CONSUMER.LEADER.STEPDOWN.{stream}.{consumer}", stepdown_request(preferred),
+                          f"consumer {consumer!r} leader step-down")
 
     async def remove_stream_peer(self, stream: str, peer: str) -> None:
         """Remove server ``peer`` (its name, or its peer id) from the replicas of
@@ -52,8 +53,8 @@ class Operations(ContextBase):
         replica elsewhere when it can. ``APIError`` when it is not a peer of the stream
         (err_code 10040), ``StreamNotFoundError``, 10010 unclustered."""
         validate_stream_name(stream)
-        resp = await self.api_request(f"STREAM.PEER.REMOVE.{stream}", peer_remove_request(peer))
-        acknowledged(resp, f"removal of peer {peer!r} from stream {stream!r}")
+        await self._acked(f"STREAM.PEER.REMOVE.{stream}", peer_remove_request(peer),
+                          f"removal of peer {peer!r} from stream {stream!r}")
 
     async def meta_leader_stepdown(self, preferred: str | None = None) -> None:
         """Ask the JetStream meta leader to step down (jsm.go's ``MetaLeaderStandDown``);
@@ -64,13 +65,19 @@ class Operations(ContextBase):
         body = stepdown_request(preferred)
         if self.api.prefix == DEFAULT_PREFIX and clustered_js(self.api.nc.server_info) is False:
             raise APIError(code=503, err_code=10010, description="JetStream clustering support required")
+        await self._acked("META.LEADER.STEPDOWN", body, "meta leader step-down",
+                          " (the server answers only users of the system account, and only while there is "
+                          "a meta leader)")
+
+    async def _acked(self, subject: str, body: JSONObject | None, what: str, why: str = "") -> None:
+        """A cluster operation's request: returns once acknowledged, else an ``APIError``
+        (no answer in time: code 408, as the contract has every cluster operation raise
+        a typed ``APIError``; a step-down during an election may go unanswered)."""
         try:
-            resp = await self.api_request("META.LEADER.STEPDOWN", body)
+            resp = await self.api_request(subject, body)
         except TimeoutError as exc:
-            raise APIError(code=408, err_code=None,
-                           description="no answer to the meta leader step-down (the server answers only users of "
-                                       "the system account, and only while there is a meta leader)") from exc
-        acknowledged(resp, "meta leader step-down")
+            raise APIError(code=408, err_code=None, description=f"no answer to the {what}{why}") from exc
+        acknowledged(resp, what)
 
     # -- advisories and metrics ------------------------------------------------------
     async def events(self, kinds: Iterable[str] | None = None) -> EventStream:
