@@ -34,7 +34,9 @@ class Operations(ContextBase):
         (else the server picks a current peer). Returns once the server acknowledged
         (the election follows); ``APIError`` otherwise (``StreamNotFoundError``; err_code
         10010 on a server that is not clustered; 10005 for a preferred server that is
-        not a peer or already leads)."""
+        not a peer or already leads; code 408 for no answer in time). A stream of one
+        replica has no other peer to lead: the server acknowledges and nothing changes
+        (as with jsm.go)."""
         validate_stream_name(name)
         self._acked(f"STREAM.LEADER.STEPDOWN.{name}", stepdown_request(preferred),
                           f"stream {name!r} leader step-down")
