@@ -162,3 +162,88 @@ def test_fetch_byte_budget(spark, spark_nats, make_stream, js, mode):
     for bad in ("lots", "0", "2GiB"):
         with pytest.raises(Exception, match="fetchMaxBytes"):
             _read(spark, spark_nats.url, stream, fetchMaxBytes=bad).count()
+
+
+# ------------------------------------------------------------ secrets in Spark's plans
+_SEED = "SUAIBDPBAUTWCWBKIO6XHQNINK5FWJW4OHLXC3HQ2KFE4PEJUA44CNHTC4"
+_PASSWORD = "s3cretPW0rd"
+_REDACTION = "spark.sql.redaction.options.regex"
+
+
+def _explain(df):
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        df.explain(True)
+    return out.getvalue()
+
+
+def test_register_redacts_the_secret_options_in_plans(spark):
+    """Spark prints a streaming read's options in its plans and redacts only the keys
+    matching spark.sql.redaction.options.regex (default ``(?i)url``) or its secret
+    pattern: ``register()`` adds the options of this source that can hold a secret."""
+    import jetwire.spark
+
+    before = spark.conf.get(_REDACTION)
+    try:
+        spark.conf.set(_REDACTION, "(?i)url|mySecretKey")  # a user's own pattern is kept
+        jetwire.spark.register(spark)
+        jetwire.spark.register(spark)  # twice: extended once
+        regex = spark.conf.get(_REDACTION)
+        assert regex.startswith("(?:(?i)url|mySecretKey)|") and regex.count("nkeyseed") == 1
+        url = f"nats://alice:{_PASSWORD}@127.0.0.1:1"
+        for opts in ({"servers": url}, {"nkeySeed": _SEED}, {"creds": "-----BEGIN NATS USER JWT-----x"},
+                     {"user": "alice", "password": _PASSWORD}, {"token": _PASSWORD}):
+            r = spark.readStream.format("jetstream").option("stream", "S")
+            for k, v in opts.items():
+                r = r.option(k, v)
+            plan = _explain(r.load())
+            assert "StreamingRelation" in plan
+            for secret in (_PASSWORD, _SEED, "BEGIN NATS"):
+                assert secret not in plan, (opts, plan)
+        batch = _explain(spark.read.format("jetstream").option("servers", url).option("stream", "S")
+                         .option("nkeySeed", _SEED).load())
+        assert _PASSWORD not in batch and _SEED not in batch
+        spark.conf.unset(_REDACTION)  # Spark's default, (?i)url, is kept too
+        jetwire.spark.register(spark)
+        assert spark.conf.get(_REDACTION).startswith("(?:(?i)url)|")
+    finally:
+        spark.conf.set(_REDACTION, before)
+
+
+# ------------------------------------------------------------ unknown options
+def test_unknown_and_inapplicable_options_are_refused(spark_available):
+    from jetwire.spark._options import OptionError, ReadOptions, WriteOptions
+
+    base = {"servers": "nats://127.0.0.1:1", "stream": "S"}
+    with pytest.raises(OptionError, match=r"unknown option 'endsequnce'.*did you mean 'endSequence'"):
+        ReadOptions({**base, "endSequnce": "10"}, "read")
+    with pytest.raises(OptionError, match=r"unknown option 'endingoffsets'.*batch read.*did you mean 'endSequence'"):
+        ReadOptions({**base, "endingOffsets": "10"}, "read")
+    with pytest.raises(OptionError, match=r"'startingOffsets' is for a streaming read.*startSequence"):
+        ReadOptions({**base, "startingOffsets": "90"}, "read")
+    with pytest.raises(OptionError, match=r"'endSequence' is for a batch read.*has no end"):
+        ReadOptions({**base, "endSequence": "95"}, "readStream")
+    with pytest.raises(OptionError, match=r"unknown option 'msgidcolumns'.*did you mean 'msgIdColumn'"):
+        WriteOptions({"msgIdColumns": "id"}, "write")
+    with pytest.raises(OptionError, match=r"'commitBucket' is for streaming writes"):
+        WriteOptions({"commitBucket": "b"}, "write")
+    with pytest.raises(OptionError, match=r"'startSequence' is for a batch read"):
+        WriteOptions({"startSequence": "1"}, "writeStream")
+    with pytest.raises(OptionError, match=r"no path.*option\('stream'"):
+        ReadOptions({**base, "path": "ORDERS"}, "read")
+    # what Spark itself hands a streaming sink is accepted
+    WriteOptions({"checkpointLocation": "/tmp/c", "queryName": "q", "commitBucket": "b"}, "writeStream")
+    ReadOptions({**base, "startingOffsets": "1", "failOnDataLoss": "false", "readMode": "direct"}, "readStream")
+
+
+def test_batch_read_refuses_unknown_options(spark, spark_nats, make_stream):
+    stream = make_stream()
+    with pytest.raises(Exception, match=r"unknown option 'endsequnce'.*did you mean 'endSequence'"):
+        _read(spark, spark_nats.url, stream, endSequnce=10).count()
+    with pytest.raises(Exception, match=r"'startingOffsets' is for a streaming read"):
+        _read(spark, spark_nats.url, stream, startingOffsets=90).count()
+    with pytest.raises(Exception, match=r"no path"):
+        spark.read.format("jetstream").option("servers", spark_nats.url).load(stream).count()

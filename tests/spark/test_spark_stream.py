@@ -173,3 +173,57 @@ def test_replay_of_a_planned_range_is_deterministic(spark, spark_nats, make_stre
     rows = [r for p in a for rb in reader.read(p) for r in rb.column("seq").to_pylist()]
     assert rows == list(range(5, 45))
     reader.stop()
+
+
+def _recreate(js, stream):
+    js.delete_stream(stream)
+    js.create_stream(name=stream, subjects=[f"{stream.lower()}.>"], allow_direct=True)
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_stream_recreated_below_the_checkpoint(spark, spark_nats, make_stream, fill, js, tmp_path,
+                                               fail_on_data_loss):
+    """A stream deleted and re-created under the same name ends below the query's
+    offset: a data loss (failOnDataLoss=true) or a restart from its first message."""
+    stream = make_stream(allow_direct=True)
+    fill(stream, 20)
+    ckpt = tmp_path / "ckpt"
+    first = Collector()
+    _run_available_now(_stream(spark, spark_nats.url, stream), ckpt, first)
+    assert first.seqs == list(range(1, 21))
+
+    _recreate(js, stream)
+    fill(stream, 5, start=100)  # seqs 1..5 of the new stream
+    after = Collector()
+    df = _stream(spark, spark_nats.url, stream, failOnDataLoss=fail_on_data_loss)
+    if fail_on_data_loss == "true":
+        with pytest.raises(Exception, match=r"(?s)DataLossError.*re-created.*failOnDataLoss"):
+            _run_available_now(df, ckpt, after)
+        assert after.seqs == []
+        return
+    _run_available_now(df, ckpt, after)
+    assert after.seqs == [1, 2, 3, 4, 5]
+    fill(stream, 2, start=105)
+    again = Collector()  # and from there on as usual
+    _run_available_now(_stream(spark, spark_nats.url, stream, failOnDataLoss="false"), ckpt, again)
+    assert again.seqs == [6, 7]
+
+
+def test_starting_offsets_past_the_end_is_no_data_loss(spark, spark_nats, make_stream, fill, tmp_path):
+    """A new query told to start past the stream's end waits for it: nothing was lost."""
+    stream = make_stream(allow_direct=True)
+    fill(stream, 5)
+    sink = Collector()
+    _run_available_now(_stream(spark, spark_nats.url, stream, startingOffsets="50"), tmp_path / "a", sink)
+    assert sink.seqs == []
+
+
+def test_streaming_read_refuses_batch_and_unknown_options(spark, spark_nats, make_stream, fill, tmp_path):
+    stream = make_stream(allow_direct=True)
+    fill(stream, 5)
+    with pytest.raises(Exception, match=r"'endSequence' is for a batch read"):
+        _run_available_now(_stream(spark, spark_nats.url, stream, startSequence=2, endSequence=3),
+                           tmp_path / "a", Collector())
+    with pytest.raises(Exception, match=r"unknown option 'maxmessagespertriger'.*did you mean 'maxMessagesPerTrigger'"):
+        _run_available_now(_stream(spark, spark_nats.url, stream, maxMessagesPerTriger=2), tmp_path / "b",
+                           Collector())

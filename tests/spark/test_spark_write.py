@@ -2,6 +2,8 @@
 idempotent retries."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 
@@ -275,3 +277,68 @@ def test_expected_stream_is_sent_with_every_row(spark_nats, make_stream, js):
         _write_task(spark_nats.url, [_batch([s], [b"3"])], expectedStream=other)
     assert js.stream(stream).info().state.messages == 2
     assert js.stream(other).info().state.messages == 0
+
+
+def test_headers_column_of_another_type_is_refused(spark, spark_nats, make_stream, js):
+    """A 'headers' column must be a map (string keys, string or array<string> values):
+    another type is refused once, by name, before anything is published."""
+    import pyarrow as pa
+
+    from jetwire.spark._options import OptionError
+
+    stream = make_stream()
+    s = f"{stream.lower()}.a"
+    for ddl, value in (("string", "K: v"), ("array<string>", ["K: v"]), ("struct<k:string>", ("v",)),
+                       ("map<string,int>", {"K": 1})):
+        df = spark.createDataFrame([(s, "x", value)], f"subject string, data string, headers {ddl}")
+        with pytest.raises(Exception, match=r"column 'headers' must be map<string, array<string>> or "
+                                            r"map<string, string>, not " + re.escape(ddl)):
+            _write(df, spark_nats.url)
+    with pytest.raises(OptionError, match=r"column 'headers' must be .*, not string"):
+        _write_task(spark_nats.url, [_batch([s], [b"1"], headers=pa.array(["K: v"]))])
+    assert _messages(js, stream) == 0
+
+
+def test_wildcard_subject_in_the_subject_column_is_refused(spark_nats, make_stream, js):
+    """A row's subject is refused when it has a wildcard, as the 'subject' option is,
+    in the bulk path and in the row path (a batch with headers)."""
+    import pyarrow as pa
+
+    from jetwire.spark._options import OptionError
+
+    stream = make_stream()
+    base = stream.lower()
+    htype = pa.map_(pa.string(), pa.list_(pa.string()))
+    for wild in (f"{base}.*", f"{base}.>", f"{base}.*.x"):
+        with pytest.raises(OptionError, match=r"row 1: subject .* must not contain wildcards"):
+            _write_task(spark_nats.url, [_batch([f"{base}.ok", wild], [b"1", b"2"])])
+        with pytest.raises(OptionError, match=r"row 1: subject .* must not contain wildcards"):
+            _write_task(spark_nats.url, [_batch([f"{base}.ok", wild], [b"1", b"2"],
+                                                headers=pa.array([[("H", ["1"])], None], htype))])
+    assert _messages(js, stream) == 0  # refused before any row of the batch was sent
+    res = _write_task(spark_nats.url, [_batch([f"{base}.a*b", f"{base}.x>"], [b"1", b"2"])])
+    assert res.count == 2  # not wildcards: a '*' or '>' inside a token is an ordinary character
+    assert {m.subject for m in (js.stream(stream).get_msg(1), js.stream(stream).get_msg(2))} == \
+        {f"{base}.a*b", f"{base}.x>"}
+
+
+def test_writers_refuse_unknown_options(spark, spark_nats, make_stream, fill, js, tmp_path):
+    stream = make_stream(allow_direct=True)
+    df = spark.createDataFrame([(f"{stream.lower()}.a", "x", "k1")], "subject string, data string, id string")
+    with pytest.raises(Exception, match=r"unknown option 'msgidcolumns'.*did you mean 'msgIdColumn'"):
+        _write(df, spark_nats.url, msgIdColumns="id")
+    with pytest.raises(Exception, match=r"no path"):
+        df.write.format("jetstream").option("servers", spark_nats.url).mode("append").save(stream)
+    src = make_stream(allow_direct=True)
+    fill(src, 3)
+    sdf = (spark.readStream.format("jetstream").option("servers", spark_nats.url).option("stream", src).load()
+           .selectExpr(f"'{stream.lower()}.copy' AS subject", "data"))
+    q = (sdf.writeStream.format("jetstream").option("servers", spark_nats.url).option("msgIdPrefx", "p")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).queryName("copy_typo")
+         .trigger(availableNow=True).start())
+    with pytest.raises(Exception) as failed:
+        q.awaitTermination(90)
+    err = str(failed.value)
+    assert "unknown option 'msgidprefx'" in err and "did you mean 'msgIdPrefix'" in err, err
+    assert "checkpointlocation" not in err.lower() and "queryname" not in err.lower()
+    assert _messages(js, stream) == 0

@@ -7,10 +7,11 @@ connection itself (and any ``ssl.SSLContext``) is only ever built inside a task.
 """
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from .. import _units
 from .._redact import option_repr
@@ -19,6 +20,7 @@ __all__ = [
     "OptionError",
     "ReadOptions",
     "WriteOptions",
+    "check_option_names",
     "connect_kwargs",
     "lower_options",
     "parse_bool",
@@ -34,13 +36,111 @@ DEFAULT_MAX_PER_PARTITION = 50_000
 DEFAULT_MAX_PENDING_ACKS = 512
 DEFAULT_ACK_TIMEOUT = 30.0
 
-# option names (lower-cased) understood for connecting, shared by readers and writers
-_CONNECT_KEYS = ("servers", "user", "password", "token", "creds", "nkeyseed", "tls", "tlsca", "tlscert",
-                 "tlskey", "tlshostname", "tlshandshakefirst", "connecttimeout", "name", "domain", "apiprefix")
-
 
 class OptionError(ValueError):
     """A ``jetstream`` data source option is missing or invalid."""
+
+
+#: where options are given: spark.read, spark.readStream, df.write, df.writeStream
+Kind = Literal["read", "readStream", "write", "writeStream"]
+
+_KIND_TEXT: dict[str, str] = {
+    "read": "a batch read (spark.read)",
+    "readStream": "a streaming read (spark.readStream)",
+    "write": "a batch write (df.write)",
+    "writeStream": "a streaming write (df.writeStream)",
+}
+
+# every option name as documented (docs/guide/spark.md), by where it applies; the
+# connection's are shared by readers and writers
+_CONNECT_NAMES = ("servers", "user", "password", "token", "creds", "nkeySeed", "tls", "tlsCa", "tlsCert", "tlsKey",
+                  "tlsHostname", "tlsHandshakeFirst", "connectTimeout", "name", "domain", "apiPrefix")
+_READ_NAMES = ("stream", "subject", "numPartitions", "maxMessagesPerPartition", "fetchBatch", "fetchMaxBytes",
+               "fetchTimeout", "readMode")
+_BATCH_READ_NAMES = ("startSequence", "endSequence", "startTime")
+_STREAM_READ_NAMES = ("startingOffsets", "startingTimestamp", "maxMessagesPerTrigger", "failOnDataLoss")
+_WRITE_NAMES = ("subject", "maxPendingAcks", "ackTimeout", "msgIdColumn", "msgIdPrefix", "stream", "expectedStream")
+_STREAM_WRITE_NAMES = ("commitBucket",)
+# what Spark itself adds to a streaming sink's options (DataStreamWriter: the checkpoint
+# option and queryName(); checked on Spark 4.3). A path is only ever the caller's own
+# load(path) / save(path) / start(path), refused below: a stream is not a path.
+_SPARK_STREAM_WRITE_NAMES = ("checkpointLocation", "queryName")
+
+_NAMES: dict[str, tuple[str, ...]] = {
+    "read": _CONNECT_NAMES + _READ_NAMES + _BATCH_READ_NAMES,
+    "readStream": _CONNECT_NAMES + _READ_NAMES + _STREAM_READ_NAMES,
+    "write": _CONNECT_NAMES + _WRITE_NAMES,
+    "writeStream": _CONNECT_NAMES + _WRITE_NAMES + _STREAM_WRITE_NAMES + _SPARK_STREAM_WRITE_NAMES,
+}
+_CANONICAL = {n.lower(): n for names in _NAMES.values() for n in names}
+
+# other sources' names for what this one calls otherwise (Kafka's): the did-you-mean
+_ALIASES: dict[str, dict[str, str]] = {
+    "read": {"endingoffsets": "endSequence"},
+    "readStream": {"endingoffsets": "startingOffsets"},
+}
+for _k in _NAMES:
+    _ALIASES.setdefault(_k, {}).update({"kafka.bootstrap.servers": "servers", "subscribe": "stream",
+                                        "topic": "subject"})
+
+# why an option of another kind does not apply here
+_WHY: dict[tuple[str, str], str] = {
+    ("read", "readStream"): "a batch read is bounded by startSequence, endSequence and startTime",
+    ("readStream", "read"): "a streaming read starts at startingOffsets or startingTimestamp and has no end",
+    ("write", "writeStream"): "a batch write has no micro-batch ids to commit; use msgIdColumn to make a "
+                              "re-run idempotent",
+}
+
+
+def _unknown(keys: list[str], allowed: set[str], aliases: Mapping[str, str], where: str,
+             known: Mapping[str, str] | set[str] = _CANONICAL) -> None:
+    """Refuse the first of ``keys`` not in ``known``, naming the nearest of ``allowed``."""
+    unknown = [k for k in keys if k not in known]
+    if not unknown:
+        return
+    key = unknown[0]
+    near = aliases.get(key) or next(iter(difflib.get_close_matches(key, sorted(allowed), n=1)), None)
+    hint = f"; did you mean {_CANONICAL.get(near.lower(), near)!r}?" if near else ""
+    more = f" (also unknown: {', '.join(repr(k) for k in unknown[1:])})" if unknown[1:] else ""
+    raise OptionError(f"unknown option {key!r} for {where}{more}{hint} (the options are listed in "
+                      "docs/guide/spark.md)")
+
+
+def check_option_names(options: Mapping[str, Any], kind: Kind) -> None:
+    """Refuse an option this source does not know (naming the nearest known one) or one
+    that belongs to another kind of read or write (e.g. ``endSequence`` on a streaming
+    read, Kafka's ``startingOffsets`` on a batch read): silently ignoring it would read
+    or write something else than what was asked."""
+    where = _KIND_TEXT[kind]
+    allowed = {n.lower() for n in _NAMES[kind]}
+    keys = sorted(str(k).lower() for k in options)
+    if "path" in keys or "paths" in keys:
+        raise OptionError(f"{where} with format('jetstream') takes no path (load(path), save(path) or "
+                          "start(path)): name the stream with option('stream', ...)"
+                          + ("" if kind.startswith("read") else " and give each row a 'subject' column or "
+                             "set option('subject', ...)"))
+    _unknown(keys, allowed, _ALIASES[kind], where)
+    for key in keys:
+        if key in allowed:
+            continue
+        name = _CANONICAL[key]
+        home = next(k for k in _NAMES if k != kind and key in {n.lower() for n in _NAMES[k]})
+        if name == "commitBucket":
+            raise OptionError(f"option 'commitBucket' is for streaming writes (writeStream): {_WHY[(kind, home)]}")
+        why = _WHY.get((kind, home)) or f"it has no meaning for {where.split(' (')[0]}"
+        raise OptionError(f"option {name!r} is for {_KIND_TEXT[home]}, not {where}: {why}")
+
+
+def _check_names(o: dict[str, str], kind: Kind | None, kinds: tuple[Kind, Kind]) -> None:
+    """``check_option_names`` for ``kind``; without one, only unknown names (those of
+    neither of ``kinds``) are refused."""
+    if kind is None:
+        allowed = {n.lower() for k in kinds for n in _NAMES[k]}
+        _unknown(sorted(o), allowed, {}, "a reader" if kinds[0] == "read" else "a writer", allowed)
+        return
+    if kind not in kinds:
+        raise ValueError(f"kind must be one of {kinds}, not {kind!r}")
+    check_option_names(o, kind)
 
 
 def lower_options(options: Mapping[str, Any] | None) -> dict[str, str]:
@@ -189,10 +289,13 @@ def _stream_name(o: dict[str, str]) -> str:
 
 
 class ReadOptions(_Options):
-    """Parsed reader options (batch and streaming). Plain values only: it is pickled."""
+    """Parsed reader options (batch and streaming). Plain values only: it is pickled.
+    ``kind`` (``read`` or ``readStream``) refuses the options of the other kind; without
+    it any reader option is taken (an unknown name is always refused)."""
 
-    def __init__(self, options: Mapping[str, Any] | None) -> None:
+    def __init__(self, options: Mapping[str, Any] | None, kind: Kind | None = None) -> None:
         o = lower_options(options)
+        _check_names(o, kind, ("read", "readStream"))
         self.raw = o
         self.conn = _connect_options(o)
         self.stream = _stream_name(o)
@@ -244,8 +347,9 @@ class WriteOptions(_Options):
     duplicate window. Its reads and writes wait at most ``ackTimeout``.
     """
 
-    def __init__(self, options: Mapping[str, Any] | None) -> None:
+    def __init__(self, options: Mapping[str, Any] | None, kind: Kind | None = None) -> None:
         o = lower_options(options)
+        _check_names(o, kind, ("write", "writeStream"))
         self.raw = o
         self.conn = _connect_options(o)
         subject = (o.get("subject") or "").strip() or None

@@ -31,7 +31,7 @@ from ..jetstream.models import PubAck
 from ._options import OptionError, WriteOptions
 from ._read import open_js
 
-__all__ = ["WriteResult", "write_partition"]
+__all__ = ["WriteResult", "headers_type_error", "write_partition"]
 
 
 #: one row to publish: (subject or None, data, headers or None, message id or None)
@@ -73,6 +73,37 @@ def _as_bytes(v: Any) -> bytes:
     if isinstance(v, str):
         return v.encode("utf-8")
     raise OptionError(f"column 'data' must be binary or string, not {type(v).__name__}")
+
+
+def headers_type_error(shown: str) -> OptionError:
+    """The error for a ``headers`` column of type ``shown`` (any but the two below)."""
+    return OptionError(f"column 'headers' must be map<string, array<string>> or map<string, string>, not {shown}")
+
+
+def _check_headers_type(t: Any) -> None:
+    """Refuse an Arrow ``headers`` column type that is not a map of string to string or
+    to a list of strings (an all-null column of type null is no headers)."""
+    import pyarrow as pa
+
+    def text(x: Any) -> bool:
+        return bool(pa.types.is_string(x) or pa.types.is_large_string(x))
+
+    if pa.types.is_null(t):
+        return
+    if pa.types.is_map(t) and text(t.key_type):
+        v = t.item_type
+        if text(v) or ((pa.types.is_list(v) or pa.types.is_large_list(v)) and text(v.value_type)):
+            return
+    raise headers_type_error(str(t))
+
+
+def _wildcard_error(row: int, subject: str) -> OptionError:
+    return OptionError(f"row {row}: subject {subject!r} must not contain wildcards (a row is published to one "
+                       "subject, as with the 'subject' option)")
+
+
+def _is_wildcard(subject: str) -> bool:
+    return ("*" in subject or ">" in subject) and any(t in ("*", ">") for t in subject.split("."))
 
 
 def _as_headers(v: Any) -> dict[str, Any] | None:
@@ -150,6 +181,8 @@ def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: i
     arrow = isinstance(first, pa.RecordBatch)
     if arrow:
         cols = _Columns(first.schema.names, opts)
+        if cols.headers is not None:
+            _check_headers_type(first.schema.field(cols.headers).type)
     else:
         names = list(first.__fields__) if hasattr(first, "__fields__") else list(first.asDict().keys())
         cols = _Columns(names, opts)
@@ -169,6 +202,7 @@ def write_partition(opts: WriteOptions, iterator: Iterator[Any], partition_id: i
                     frames = None if opts.expected_stream else \
                         _frames(rb, cols, opts.subject, bulk.reply_prefix, base, id_base, nc.max_payload)
                     if frames is None:  # headers, or a column the frames are not built for
+                        _refuse_wildcards(rb, cols, base)  # before any row of the batch is sent
                         rows.publish(_rows_of_batch(rb, cols), base)
                     else:
                         bulk.send(frames)
@@ -201,6 +235,8 @@ class _RowPublisher:
             subj = subject if subject is not None else fixed_subject
             if not subj:
                 raise OptionError(f"row {i} has no subject (null 'subject' and no 'subject' option)")
+            if subject is not None and _is_wildcard(subj):
+                raise _wildcard_error(i, subj)
             if id_base is not None:
                 mid = id_base + str(i)
             elif mid is not None and not isinstance(mid, str):
@@ -235,7 +271,24 @@ class _RowPublisher:
 # (a direct subscription: each ack is appended to a list by the reader) and are checked
 # in bulk, per window, by Arrow kernels too (errors, duplicates, first/last sequence).
 _BAD_SUBJECT = r"[\x00-\x20\x7f]|^\.|\.\.|\.$|^$"
+_WILDCARD = r"(?:^|\.)[*>](?:\.|$)"  # a token that is '*' or '>'
 _MSG_ID_HDR = b"NATS/1.0\r\nNats-Msg-Id: "
+
+
+def _refuse_wildcards(rb: Any, cols: _Columns, base: int) -> None:
+    """Raise for the first row of ``rb`` whose string subject has a wildcard token."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if cols.subject is None:
+        return
+    subj = rb.column(rb.schema.names.index(cols.subject))
+    if not (pa.types.is_string(subj.type) or pa.types.is_large_string(subj.type)):
+        return
+    wild = pc.match_substring_regex(subj, _WILDCARD)
+    if pc.any(wild).as_py():
+        i = pc.index(wild, True).as_py()
+        raise _wildcard_error(base + i, subj[i].as_py())
 
 
 def _binary(arr: Any) -> Any:
@@ -273,9 +326,13 @@ def _frames(rb: Any, cols: _Columns, fixed_subject: str | None, reply_prefix: st
         if subj.null_count:
             i = pc.index(pc.is_null(subj), True).as_py()
             raise OptionError(f"row {base + i} has no subject (null 'subject' and no 'subject' option)")
-        bad = pc.match_substring_regex(subj, _BAD_SUBJECT)
+        bad = pc.match_substring_regex(subj, f"{_BAD_SUBJECT}|{_WILDCARD}")
         if pc.any(bad).as_py():
-            _impl.validate_subject(subj[pc.index(bad, True).as_py()].as_py())  # raises BadSubjectError
+            i = pc.index(bad, True).as_py()
+            first_bad = subj[i].as_py()
+            _impl.validate_subject(first_bad)  # raises BadSubjectError
+            if _is_wildcard(first_bad):
+                raise _wildcard_error(base + i, first_bad)
             return None
         subj = subj.cast(lb)
     else:

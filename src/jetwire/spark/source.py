@@ -42,7 +42,7 @@ from ._read import (
     stream_state,
     time_to_seq,
 )
-from ._write import WriteResult, write_partition
+from ._write import WriteResult, headers_type_error, write_partition
 
 # -- version-dependent pieces (see docs/guide/spark.md) ------------------------------------
 try:  # 4.0+
@@ -175,24 +175,41 @@ class JetStreamDataSource(DataSource):
         return READ_SCHEMA_DDL
 
     def reader(self, schema: StructType) -> JetStreamReader:
-        return JetStreamReader(ReadOptions(self.options))
+        return JetStreamReader(ReadOptions(self.options, "read"))
 
     def streamReader(self, schema: StructType) -> JetStreamStreamReader:
-        return JetStreamStreamReader(ReadOptions(self.options))
+        return JetStreamStreamReader(ReadOptions(self.options, "readStream"))
 
     def writer(self, schema: StructType, overwrite: bool) -> JetStreamWriter:
         if overwrite:
             raise OptionError("a JetStream stream is append-only: use mode('append') (overwrite is not supported)")
-        opts = WriteOptions(self.options)
-        if opts.commit_bucket is not None:
-            raise OptionError("option 'commitBucket' is for streaming writes (writeStream): a batch write has no "
-                              "micro-batch ids to commit; use msgIdColumn to make a re-run idempotent")
+        opts = WriteOptions(self.options, "write")  # (refuses commitBucket: streaming writes only)
+        _check_input_schema(schema)
         return JetStreamWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> JetStreamStreamWriter:
         if overwrite:
             raise OptionError("a JetStream stream is append-only: use outputMode('append')")
-        return JetStreamStreamWriter(WriteOptions(self.options))
+        opts = WriteOptions(self.options, "writeStream")
+        _check_input_schema(schema)
+        return JetStreamStreamWriter(opts)
+
+
+def _check_input_schema(schema: StructType | None) -> None:
+    """The column types a writer cannot publish, refused once on the driver (before any
+    task): a ``headers`` column that is not a map of string to string or array<string>."""
+    from pyspark.sql.types import ArrayType, MapType, NullType, StringType
+
+    for field in schema.fields if schema is not None else ():
+        if field.name.lower() != "headers":
+            continue
+        t = field.dataType
+        v = t.valueType if isinstance(t, MapType) else None
+        if isinstance(t, NullType) or (
+                isinstance(t, MapType) and isinstance(t.keyType, StringType)
+                and (isinstance(v, StringType) or (isinstance(v, ArrayType) and isinstance(v.elementType, StringType)))):
+            continue
+        raise headers_type_error(t.simpleString())
 
 
 # --------------------------------------------------------------------------- batch read
@@ -240,6 +257,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._mode: str | None = None
         self._target: int | None = None  # Trigger.AvailableNow: never read past this
         self._pos: int | None = None  # Spark < 4.2: where the next batch starts
+        self._initial: int | None = None  # what initialOffset() returned: a start, not a reached offset
         self._conn: Any = None  # (nc, js) kept by the driver-side reader between triggers
 
     def __getstate__(self) -> JSONObject:
@@ -265,12 +283,6 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             self._mode = resolve_mode(self.opts.read_mode, st)
         return st
 
-    def _latest(self) -> int:
-        latest = self._state().next_seq
-        if self._target is not None:
-            latest = min(latest, self._target)
-        return int(latest)
-
     # -- Spark API
     def initialOffset(self) -> JSONObject:
         o = self.opts
@@ -284,7 +296,7 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             seq = st.next_seq
         else:
             seq = int(o.starting_offsets)
-        self._pos = seq
+        self._pos = self._initial = seq
         return {"seq": seq}
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -295,8 +307,18 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return ReadMaxRows(self.opts.max_per_trigger)
         return ReadAllAvailable() if ReadAllAvailable is not None else None
 
+    def _went_back(self, begin: int, last: int | None = None) -> str:
+        """The text of a stream whose sequences went back below ``begin``, an offset the
+        query had reached (now ending at ``last``, when known)."""
+        now = f", but the stream now ends at sequence {last}" if last is not None else ""
+        return (f"stream {self.opts.stream!r} went back: the query has already read up to sequence {begin - 1}"
+                f"{now}; it was deleted and re-created under the same name (or restored from an older state). "
+                "Set failOnDataLoss=false to read it again from its first message, or start the query with a "
+                "new checkpoint")
+
     def latestOffset(self, start: JSONObject | None = None, limit: Any = None) -> JSONObject:
-        latest = self._latest()
+        st = self._state()
+        latest = st.next_seq if self._target is None else min(st.next_seq, self._target)
         if start is None:  # Spark < 4.2 calls latestOffset() without arguments
             begin = self._pos
             cap = self.opts.max_per_trigger
@@ -304,10 +326,17 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             begin = int(start["seq"])
             cap = int(limit.max_rows) if ReadMaxRows is not None and isinstance(limit, ReadMaxRows) else None
         end = latest
+        if begin is not None and st.next_seq < begin and begin != self._initial:
+            # The stream ends below where the query is (a start past the end that the query
+            # was told to wait for excepted): re-created. A purge never lowers next_seq.
+            if self.opts.fail_on_data_loss:
+                raise DataLossError(self._went_back(begin, st.last_seq))
+            # restart at its first message: an end below the start tells partitions() so
+            return {"seq": min(end, st.first_available + cap) if cap else end}
         if begin is not None:
             if cap:
                 end = min(end, begin + cap)
-            end = max(end, begin)  # never go backwards (e.g. the stream was purged)
+            end = max(end, begin)  # never go backwards
         return {"seq": end}
 
     def reportLatestOffset(self) -> JSONObject | None:
@@ -320,10 +349,19 @@ class JetStreamStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         o = self.opts
         lo, hi = int(start["seq"]), int(end["seq"])
         self._pos = hi
-        if hi <= lo:
+        if hi == lo:
             return []
         st = self._state()
-        if lo < st.first_available:
+        if hi < lo:  # planned by latestOffset() after the stream went back below the query's offset
+            if o.fail_on_data_loss:
+                raise DataLossError(self._went_back(lo))
+            log.warning("jetstream source: stream %r went back below sequence %d that the query had reached (it "
+                        "was deleted and re-created, or restored from an older state); failOnDataLoss=false: "
+                        "reading it again from its first message, %d", o.stream, lo, st.first_available)
+            lo = st.first_available
+            if hi <= lo:
+                return []
+        elif lo < st.first_available:
             if o.fail_on_data_loss:
                 raise DataLossError(
                     f"stream {o.stream!r} no longer holds sequences {lo}..{min(hi, st.first_available) - 1} "
