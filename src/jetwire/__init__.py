@@ -4,7 +4,8 @@
 The names load on first use, so importing a submodule (the pytest plugin in
 ``jetwire.testing``, say) does not load the client. Type checkers see every name
 imported below (``if TYPE_CHECKING:``) and the literal ``__all__``; at run time
-``__getattr__`` imports them from ``jetwire._exports`` and the blocking client.
+``__getattr__`` imports them from ``jetwire._exports`` and the blocking client, and a
+handle class (``JetStream``, ``KeyValue``, ...) from its own module of ``jetwire._sync``.
 """
 from __future__ import annotations
 
@@ -24,6 +25,39 @@ if TYPE_CHECKING:  # the names, for type checkers (loaded on first use at run ti
         connect,
         Client,
         Subscription,
+    )
+    from ._sync.jetstream import (
+        JetStream,
+    )
+    from ._sync.stream import (
+        Stream,
+    )
+    from ._sync.consumer import (
+        Consumer,
+        MessageBatch,
+        ConsumeContext,
+        MessagesContext,
+    )
+    from ._sync.ordered import (
+        OrderedConsumer,
+    )
+    from ._sync.push_consumer import (
+        PushConsumer,
+    )
+    from ._sync.batch import (
+        AtomicBatch,
+    )
+    from ._sync.kv import (
+        KeyValue,
+        KeyWatcher,
+    )
+    from ._sync.objects import (
+        ObjectStore,
+        ObjectResult,
+        ObjectWatcher,
+    )
+    from ._sync.events import (
+        EventStream,
     )
     from ._exports import (
         NatsError,
@@ -167,10 +201,44 @@ if TYPE_CHECKING:  # the names, for type checkers (loaded on first use at run ti
     )
     # isort: on
 
+# the handle classes' modules: each is imported on first use (__getattr__)
+_HANDLES = {
+    'JetStream': 'jetstream',
+    'Stream': 'stream',
+    'Consumer': 'consumer',
+    'MessageBatch': 'consumer',
+    'ConsumeContext': 'consumer',
+    'MessagesContext': 'consumer',
+    'OrderedConsumer': 'ordered',
+    'PushConsumer': 'push_consumer',
+    'AtomicBatch': 'batch',
+    'KeyValue': 'kv',
+    'KeyWatcher': 'kv',
+    'ObjectStore': 'objects',
+    'ObjectResult': 'objects',
+    'ObjectWatcher': 'objects',
+    'EventStream': 'events',
+}
+
 __all__ = [
     'connect',
     'Client',
     'Subscription',
+    'JetStream',
+    'Stream',
+    'Consumer',
+    'MessageBatch',
+    'ConsumeContext',
+    'MessagesContext',
+    'OrderedConsumer',
+    'PushConsumer',
+    'AtomicBatch',
+    'KeyValue',
+    'KeyWatcher',
+    'ObjectStore',
+    'ObjectResult',
+    'ObjectWatcher',
+    'EventStream',
     'NatsError',
     'ConnectionClosedError',
     'ConnectionLostError',
@@ -333,6 +401,13 @@ if not TYPE_CHECKING:  # at run time only: type checkers see the names themselve
             import importlib
 
             return importlib.import_module(f"jetwire.{name}")
+        module = _HANDLES.get(name)
+        if module is not None:  # a handle class: its own module only
+            import importlib
+
+            value = getattr(importlib.import_module(f"jetwire._sync.{module}"), name)
+            globals()[name] = value
+            return value
         if name in __all__:
             _load()
             return globals()[name]
@@ -341,4 +416,4 @@ if not TYPE_CHECKING:  # at run time only: type checkers see the names themselve
 
 def __dir__() -> list[str]:
     _load()
-    return sorted(globals())
+    return sorted(set(globals()) | set(__all__))

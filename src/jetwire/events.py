@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any
+from typing import Any, TypeAlias
 
 import orjson
 
@@ -41,6 +41,9 @@ METRIC_SUBJECT = "$JS.EVENT.METRIC.>"
 FORMATS = ("text", "text-extended", "cloudevents", "json")
 UNKNOWN = "io.nats.unknown_message"
 
+#: a decoded JSON document: an object (the usual case), or any other JSON value
+JSONValue: TypeAlias = JSONObject | list[Any] | str | int | float | bool | None
+
 
 @dataclass
 class UnknownEvent:
@@ -51,7 +54,7 @@ class UnknownEvent:
     type: str = UNKNOWN
     id: str = ""
     timestamp: datetime | None = None
-    data: Any = field(default_factory=dict)
+    data: JSONValue = field(default_factory=dict)
 
     def kind(self) -> str:
         return self.type.rsplit(".", 1)[-1] if self.type != UNKNOWN else "Unknown"
@@ -66,7 +69,7 @@ class UnknownEvent:
 AnyEvent = Event | UnknownEvent
 
 
-def _unknown(d: object, typ: str | None = None) -> UnknownEvent:
+def _unknown(d: JSONValue, typ: str | None = None) -> UnknownEvent:
     if not isinstance(d, dict):
         return UnknownEvent(data=d)
     t = d.get("type")

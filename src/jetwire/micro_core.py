@@ -230,7 +230,7 @@ class EndpointStats(Model):
     last_error: str = ""
     processing_time: float = duration(0.0)
     average_processing_time: float = duration(0.0)
-    data: Any = None
+    data: object = None
 
     @classmethod
     def from_dict(cls, d: JSONObject) -> EndpointStats:

@@ -35,7 +35,7 @@ class Msg(_impl.MsgBase):
             raise NatsError("message is not bound to a connection")
         return client
 
-    def respond(self, data: bytes = b"", headers: HeadersInit | None = None) -> Any:
+    def respond(self, data: bytes | bytearray | memoryview = b"", headers: HeadersInit | None = None) -> Any:
         """Publish ``data`` to this message's reply subject."""
         if not self.reply:
             raise NatsError("message has no reply subject")

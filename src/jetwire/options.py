@@ -11,7 +11,7 @@ import socket
 import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import unquote, urlparse
 
 from . import _impl
@@ -20,6 +20,12 @@ from .errors import BadSubjectError, NoServersError
 
 DEFAULT_URL = "nats://127.0.0.1:4222"
 DEFAULT_RECONNECT_BUFFER_SIZE = 8 * 1024 * 1024  # reconnect_buffer_size=0 means this (as nats.go)
+
+#: ``error_cb``: called with an ``Exception``; in the asyncio flavour also with a callback's
+#: own ``asyncio.CancelledError``. ``connect()`` is typed with its flavour's own
+#: ``ErrorCallback`` (``jetwire.aio.client``, and ``jetwire._sync.client`` where it takes an
+#: ``Exception``); this one, of ``Options`` (either flavour's), is the asyncio one.
+ErrorCallback: TypeAlias = Callable[[BaseException], object]
 
 
 @dataclass(repr=False)  # the generated repr would show passwords, tokens and seeds
@@ -143,21 +149,22 @@ class Options:
     """Longest protocol line accepted from the server, in bytes: a bound against a broken
     server, not the server's own ``max_control_line`` (its MSG lines add the sid and the
     reply subject to what was published, its INFO lists the cluster's URLs)."""
-    error_cb: Callable[..., object] | None = None
-    """``(error)``: asynchronous errors (slow consumers, refused subscriptions, ...)."""
-    disconnected_cb: Callable[..., object] | None = None
+    error_cb: ErrorCallback | None = None
+    """``(error)``: asynchronous errors (slow consumers, refused subscriptions, ...): an
+    ``Exception``, in the asyncio flavour also a callback's own ``asyncio.CancelledError``."""
+    disconnected_cb: Callable[[], object] | None = None
     """``()``: the connection was lost."""
-    reconnected_cb: Callable[..., object] | None = None
+    reconnected_cb: Callable[[], object] | None = None
     """``()``: the connection is back."""
-    closed_cb: Callable[..., object] | None = None
+    closed_cb: Callable[[], object] | None = None
     """``()``: the connection is closed for good."""
-    reconnect_error_cb: Callable[..., object] | None = None
+    reconnect_error_cb: Callable[[Exception], object] | None = None
     """``(error)``: a failed reconnect attempt (default: it goes to ``error_cb``)."""
-    connected_cb: Callable[..., object] | None = None
+    connected_cb: Callable[[], object] | None = None
     """``()``: the first connection is made (also a late one, with ``retry_on_failed_connect``)."""
-    discovered_servers_cb: Callable[..., object] | None = None
+    discovered_servers_cb: Callable[[], object] | None = None
     """``()``: the cluster announced new servers."""
-    lame_duck_mode_cb: Callable[..., object] | None = None
+    lame_duck_mode_cb: Callable[[], object] | None = None
     """``()``: the server is entering lame duck mode (about to shut down)."""
 
     def __repr__(self) -> str:

@@ -7,26 +7,43 @@ from __future__ import annotations
 from typing import Any, assert_type
 
 import jetwire
+import jetwire.jetstream.pubmux as pubmux
 from jetwire import (
     AckPolicy,
     APIError,
+    AtomicBatch,
     BadSubjectError,
     Client,
+    ConsumeContext,
+    Consumer,
     ConsumerConfig,
     ConsumerInfo,
+    EventStream,
     Headers,
+    JetStream,
     JetStreamError,
     KeyNotFoundError,
+    KeyValue,
     KeyValueConfig,
     KeyValueEntry,
+    KeyWatcher,
+    MessageBatch,
+    MessagesContext,
     Msg,
     MsgMetadata,
     NatsError,
     NoRespondersError,
     ObjectInfo,
+    ObjectMeta,
+    ObjectResult,
+    ObjectStore,
     ObjectStoreConfig,
+    ObjectWatcher,
+    OrderedConsumer,
     PubAck,
+    PushConsumer,
     StorageType,
+    Stream,
     StreamConfig,
     StreamInfo,
     StreamNotFoundError,
@@ -34,6 +51,7 @@ from jetwire import (
     TimeoutError,
     micro,
 )
+from jetwire.events import ServiceLatencyMetric, UnknownEvent
 
 
 def on_error(exc: BaseException) -> None:
@@ -173,6 +191,167 @@ def service(nc: Client) -> None:
     group = svc.add_group("v1")
     group.add_endpoint("echo", echo)
     svc.stop()
+
+
+def handles(nc: Client) -> None:
+    """The handle classes are importable from the flavour's package (each its own)."""
+    js = nc.jetstream()
+    assert_type(js, JetStream)
+    stream = js.stream("ORDERS")
+    assert_type(stream, Stream)
+    consumer = js.consumer("ORDERS", "worker")
+    assert_type(consumer, Consumer)
+    assert_type(consumer.fetch(1), MessageBatch)
+    assert_type(consumer.messages(), MessagesContext)
+    assert_type(js.ordered_consumer("ORDERS"), OrderedConsumer)
+    assert_type(js.push_consumer("ORDERS", "p"), PushConsumer)
+    kv = js.key_value("settings")
+    assert_type(kv, KeyValue)
+    assert_type(kv.watch_all(), KeyWatcher)
+    store = js.object_store("files")
+    assert_type(store, ObjectStore)
+    assert_type(store.get("a.txt"), ObjectResult)
+    assert_type(store.watch(), ObjectWatcher)
+    assert_type(js.events(), EventStream)
+    assert_type(js.atomic_batch(), AtomicBatch)
+
+    def on_msg(m: Msg) -> None:
+        pass
+
+    assert_type(consumer.consume(on_msg), ConsumeContext)
+
+
+def payloads(nc: Client, m: Msg) -> None:
+    """Any bytes-like payload is accepted where bytes are."""
+    buf = bytearray(b"abc")
+    view = memoryview(buf)
+    nc.publish("a", buf)
+    nc.publish("a", view)
+    nc.request("a", buf)
+    m.respond(view)
+    js = nc.jetstream()
+    js.publish("a", buf)
+    js.publish_async("a", view)
+    kv = js.key_value("settings")
+    kv.put("k", buf)
+    kv.create("k", view)
+    kv.update("k", buf, 1)
+    batch = js.atomic_batch()
+    batch.add("a", buf, ttl=5.0)
+    batch.commit("a", view, ttl=None)
+    batch.add("a", b"", ttl="5s")  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    micro.request(nc, "svc.echo", buf)
+
+    def echo(req: micro.Request) -> None:
+        req.respond(memoryview(req.data))
+
+    svc = micro.add_service(nc, "bytes", "1.0.0")
+    svc.add_endpoint("echo", echo)
+
+
+def on_exception(exc: Exception) -> None:
+    print("error:", exc)
+
+
+def on_closed() -> None:
+    print("closed")
+
+
+def callbacks(nc: Client) -> None:
+    """Connection and service callbacks are typed by what they are called with."""
+    jetwire.connect(
+        closed_cb=on_closed, reconnected_cb=on_disconnect, connected_cb=on_closed, discovered_servers_cb=on_disconnect,
+        lame_duck_mode_cb=on_closed, reconnect_error_cb=on_exception, error_cb=on_error,
+    )
+    jetwire.connect(error_cb=on_exception)  # blocking: only Exceptions reach it
+    jetwire.connect(disconnected_cb=on_error)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    jetwire.connect(error_cb=on_disconnect)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    jetwire.connect(reconnect_error_cb=on_closed)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    micro.add_service(nc, "errs", "1.0.0", error_cb=on_error)
+    micro.add_service(nc, "errs", "1.0.0", error_cb=on_exception)  # blocking: only Exceptions
+    micro.add_service(nc, "errs", "1.0.0", error_cb=on_disconnect)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def async_publish(nc: Client) -> None:
+    js = nc.jetstream()
+    fut = js.publish_async("orders.new", b"{}")
+    assert_type(fut, pubmux.AckFuture)
+    assert_type(fut.msg, Msg)
+    assert_type(fut.result(), PubAck)
+    m = Msg(subject="orders.new", data=b"{}")
+    assert_type(js.publish_msg_async(m), pubmux.AckFuture)
+
+
+def watchers(nc: Client) -> None:
+    js = nc.jetstream()
+    kv = js.key_value("settings")
+    w = kv.watch("color")
+    assert_type(w.next(), KeyValueEntry | None)
+    assert_type(w.next(timeout=1.0), KeyValueEntry | None)
+    for entry in w:
+        assert_type(entry, KeyValueEntry | None)
+        if entry is not None:
+            assert_type(entry.key, str)
+        break
+    w.stop()
+    with kv.watch_all() as w2:
+        assert_type(w2, KeyWatcher)
+        w2.stopp()  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+        for entry2 in w2:
+            if entry2 is None:
+                break
+            print(entry2.kye)  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+    store = js.object_store("files")
+    with store.watch() as ow:
+        assert_type(ow, ObjectWatcher)
+        ow.stopp()  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+        assert_type(ow.next(), ObjectInfo | None)
+        for info in ow:
+            assert_type(info, ObjectInfo | None)
+            break
+
+
+def ordered(nc: Client) -> None:
+    js = nc.jetstream()
+    oc = js.ordered_consumer("ORDERS")
+
+    def on_msg(m: Msg) -> None:
+        pass
+
+    def on_err(exc: Exception) -> None:
+        pass
+
+    assert_type(oc.consume(on_msg, max_messages=10, error_cb=on_err), ConsumeContext)
+    assert_type(oc.messages(max_messages=10, heartbeat=1.0), MessagesContext)
+    ctx = oc.messages()
+    ctx.nxt()  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+    (oc.consume(on_msg)).stopp()  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
+    oc.messages(max_mesages=10)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+    oc.consume(on_msg, max_mesages=10)  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]
+
+
+def model_headers(nc: Client, latency: ServiceLatencyMetric, unknown: UnknownEvent) -> None:
+    js = nc.jetstream()
+    raw = (js.stream("ORDERS")).get_msg(1)
+    assert_type(raw.headers, Headers | None)
+    store = js.object_store("files")
+    info = store.get_info("a.txt")
+    assert_type(info.headers, Headers | None)
+    meta = ObjectMeta(name="a.txt", headers={"X-Kind": "text"})
+    assert_type(meta.headers, Headers | None)
+    ObjectMeta(name="b.txt", headers=Headers({"X-Kind": ["a", "b"]}))
+    ObjectMeta(name="c.txt", headers=42)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    assert_type(latency.header, Headers | None)
+    text: str = unknown.data  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+    print(text)
+    if isinstance(unknown.data, dict):
+        assert_type(unknown.data, dict[str, Any])
+    h = Headers({"X-Id": "1"})
+    assert_type(h.pop("X-Id"), str)
+    assert_type(h.pop("X-Id", None), str | None)
+    svc = micro.add_service(nc, "stats", "1.0.0")
+    data = svc.stats().endpoints[0].data
+    data.keys()  # type: ignore[attr-defined]  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def main() -> None:

@@ -3,7 +3,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-class AckFuture(Future[Any]):
+from jetwire.jetstream.models import PubAck
+
+class AckFuture(Future[PubAck]):
     def __init__(self) -> None: ...
 
 class AckMux:

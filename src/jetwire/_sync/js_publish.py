@@ -172,7 +172,8 @@ class Publisher(ContextBase):
         else:
             self._link.dispatch(self._err_cb, fut.msg, exc)  # type: ignore[arg-type]
 
-    def publish(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None, msg_id: str | None = None,
+    def publish(self, subject: str, data: bytes | bytearray | memoryview = b"", headers: HeadersInit | None = None,
+                      msg_id: str | None = None,
                       expected_stream: str | None = None, expected_last_seq: int | None = None,
                       expected_last_subject_seq: int | None = None, expected_last_msg_id: str | None = None,
                       timeout: float | None = None, retry_attempts: int = 2, retry_wait: float = 0.25,
@@ -324,13 +325,13 @@ class Publisher(ContextBase):
             except Exception:  # timed out (checked above) or resolved concurrently
                 pass
 
-    def publish_async(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None,
-                            msg_id: str | None = None, expected_stream: str | None = None,
-                            expected_last_seq: int | None = None,
+    def publish_async(self, subject: str, data: bytes | bytearray | memoryview = b"",
+                            headers: HeadersInit | None = None, msg_id: str | None = None,
+                            expected_stream: str | None = None, expected_last_seq: int | None = None,
                             expected_last_subject_seq: int | None = None,
                             expected_last_msg_id: str | None = None, timeout: float | None = CONTEXT_TIMEOUT,
                             retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2,
-                            ttl: float | None = None) -> Any:
+                            ttl: float | None = None) -> AckFuture:
         """Publish without waiting for the ack; returns a future resolving to the
         ``PubAck`` (or failing with the typed error, ``NoStreamResponseError`` after the
         no-responders retries, ``ConnectionClosedError`` when the connection closes,
@@ -370,7 +371,7 @@ class Publisher(ContextBase):
             # the common case: no headers, room in the window; the PUB goes through the
             # client's publish (the outbox's compiled fast path; it checks max_payload)
             make = self._make_future
-            fut = make()
+            fut: AckFuture = make()
             # registered (with its ack deadline, its record on the future) and published
             # in one compiled call (removed again if publish raises)
             # aio: what publish returns is done, or (congested) done once the socket drains
@@ -402,7 +403,7 @@ class Publisher(ContextBase):
         link.wait_writable()
         return fut
 
-    def publish_msg_async(self, msg: Msg, **options: Any) -> Any:
+    def publish_msg_async(self, msg: Msg, **options: Any) -> AckFuture:
         """``publish_async(msg.subject, msg.data, msg.headers, **options)``."""
         return self.publish_async(msg.subject, msg.data, msg.headers, **options)
 

@@ -31,10 +31,10 @@ from ..errors import (
 )
 from ..jetstream.manage import validate_filter_subjects
 from ..jetstream.models import ConsumerInfo, DeliverPolicy, ReplayPolicy
-from ..jetstream.pull import RESET_DELAY, RESET_DELAY_MAX, OrderedCursor, ordered_config
+from ..jetstream.pull import DEFAULT_MAX_MESSAGES, RESET_DELAY, RESET_DELAY_MAX, OrderedCursor, ordered_config
 from ..msg import Msg
 from . import _prims as prims
-from .consumer import Consumer, MessageBatch, abandon, parse_fields
+from .consumer import ConsumeContext, Consumer, MessageBatch, MessagesContext, abandon, parse_fields
 
 if TYPE_CHECKING:
     from .jetstream import JetStream
@@ -323,19 +323,38 @@ class OrderedConsumer(Consumer):
             self._pulling.release()
 
     # -- continuous pulls ------------------------------------------------------------
-    def consume(self, cb: Callable[[Msg], object], **kwargs: Any) -> Any:  # type: ignore[override]
+    def consume(self, cb: Callable[[Msg], object], max_messages: int | None = DEFAULT_MAX_MESSAGES,
+                      max_bytes: int | None = None, expires: float = 30.0,
+                      threshold_messages: int | None = None, threshold_bytes: int | None = None,
+                      heartbeat: float | None = None, error_cb: Callable[..., object] | None = None,
+                      stop_after: int | None = None, group: str | None = None,
+                      min_pending: int | None = None, min_ack_pending: int | None = None,
+                      priority: int | None = None) -> ConsumeContext:
         """Like :meth:`Consumer.consume`; consumer deletion and missed heartbeats are reported
         to ``error_cb`` and repaired by recreating the consumer."""
         self._prepare(fetch=False)
-        ctx = Consumer.consume(self, cb, **kwargs)
+        ctx = Consumer.consume(
+            self, cb, max_messages=max_messages, max_bytes=max_bytes, expires=expires,
+            threshold_messages=threshold_messages, threshold_bytes=threshold_bytes, heartbeat=heartbeat,
+            error_cb=error_cb, stop_after=stop_after, group=group, min_pending=min_pending,
+            min_ack_pending=min_ack_pending, priority=priority)
         self._active = ctx
         return ctx
 
-    def messages(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    def messages(self, max_messages: int | None = DEFAULT_MAX_MESSAGES, max_bytes: int | None = None,
+                       expires: float = 30.0, heartbeat: float | None = None,
+                       threshold_messages: int | None = None,
+                       threshold_bytes: int | None = None, err_on_missing_heartbeat: bool = True,
+                       group: str | None = None, min_pending: int | None = None,
+                       min_ack_pending: int | None = None, priority: int | None = None) -> MessagesContext:
         """Like :meth:`Consumer.messages`; gaps, deletion and missed heartbeats are repaired
         quietly by recreating the consumer."""
         self._prepare(fetch=False)
-        ctx = Consumer.messages(self, **kwargs)
+        ctx = Consumer.messages(
+            self, max_messages=max_messages, max_bytes=max_bytes, expires=expires, heartbeat=heartbeat,
+            threshold_messages=threshold_messages, threshold_bytes=threshold_bytes,
+            err_on_missing_heartbeat=err_on_missing_heartbeat, group=group, min_pending=min_pending,
+            min_ack_pending=min_ack_pending, priority=priority)
         self._active = ctx
         return ctx
 

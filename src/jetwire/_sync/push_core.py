@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from .._typing import JSONObject
 from ..errors import (
@@ -62,6 +62,7 @@ MARKER = object()  # end of the initial values, in a push consumer's queue
 END = object()  # the push consumer was stopped (or its subscription ended)
 
 P = TypeVar("P", bound="PushCore")
+Item = TypeVar("Item")  # what a Watcher yields
 
 
 # ---------------------------------------------------------------------------------
@@ -93,7 +94,7 @@ def halt(pc: PushCore) -> None:
     pc._halt()
 
 
-def initial_values(w: Watcher) -> Iterator[Any]:
+def initial_values(w: Watcher[Item]) -> Iterator[Item]:
     """A watcher's initial values, up to its ``None`` marker (the listings of KV and object
     stores); ``ConnectionClosedError`` when it ends before the marker (a partial list
     would pass for the whole). The watcher is stopped after."""
@@ -455,10 +456,10 @@ class PushCore:
 # watchers (KV and object stores)
 
 
-class Watcher(PushCore):
-    """An ordered push consumer on ``stream`` filtered to ``filters`` whose items are
-    decoded by :meth:`_item`: first the initial values, then ``None`` exactly once,
-    then live updates until :meth:`stop`."""
+class Watcher(PushCore, Generic[Item]):
+    """An ordered push consumer on ``stream`` filtered to ``filters`` whose items (of type
+    ``Item``) are decoded by :meth:`_item`: first the initial values, then ``None``
+    exactly once, then live updates until :meth:`stop`."""
 
     def __init__(self, js: JetStream, stream: str, filters: Sequence[str], deliver_policy: str,
                  opt_start_seq: int | None = None, headers_only: bool = False, initial: bool = True,
@@ -469,11 +470,11 @@ class Watcher(PushCore):
                          initial)
         self._marker_sent = False
 
-    def _item(self, msg: Msg) -> Any:
+    def _item(self, msg: Msg) -> Item | None:
         """What a delivery yields; None skips it."""
         raise NotImplementedError
 
-    def next(self, timeout: float | None = None) -> Any:
+    def next(self, timeout: float | None = None) -> Item | None:
         """The next item (or the ``None`` marker); ``TimeoutError`` after ``timeout``
         seconds; ``StopIteration`` (``StopIteration`` blocking) once stopped;
         ``ConnectionClosedError`` once the connection closed (or began draining) under
@@ -495,13 +496,13 @@ class Watcher(PushCore):
 
     updates = next
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Self:
         return self
 
-    def __next__(self) -> Any:
+    def __next__(self) -> Item | None:
         return self.next(None)
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -69,10 +69,11 @@ class AtomicBatch:
         if self._closed:
             raise AtomicBatchError(description="the batch was already committed or discarded", batch_id=self._id)
 
-    def add(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None, *, msg_id: str | None = None,
+    def add(self, subject: str, data: bytes | bytearray | memoryview = b"", headers: HeadersInit | None = None, *,
+            msg_id: str | None = None,
             expected_stream: str | None = None, expected_last_seq: int | None = None,
             expected_last_subject_seq: int | None = None,
-            expected_last_subject_seq_subject: str | None = None, ttl: Any = None) -> Any:
+            expected_last_subject_seq_subject: str | None = None, ttl: float | None = None) -> Any:
         """Add a message to the batch: sent now, stored only by a successful commit.
         The options are :meth:`JetStream.publish`'s (checked here, before anything is
         sent). The result is ``nc.publish``'s: in the asyncio flavour an awaitable,
@@ -85,10 +86,11 @@ class AtomicBatch:
         self._seq += 1
         return r
 
-    async def commit(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None, *, msg_id: str | None = None,
+    async def commit(self, subject: str, data: bytes | bytearray | memoryview = b"", headers: HeadersInit | None = None, *,
+                     msg_id: str | None = None,
                      expected_stream: str | None = None, expected_last_seq: int | None = None,
                      expected_last_subject_seq: int | None = None,
-                     expected_last_subject_seq_subject: str | None = None, ttl: Any = None,
+                     expected_last_subject_seq_subject: str | None = None, ttl: float | None = None,
                      timeout: float | None = None) -> BatchAck:
         """Send the batch's last message and commit: the ``BatchAck`` once the server
         stored the whole batch, ``AtomicBatchError`` when it stored nothing (see the

@@ -23,6 +23,7 @@ from typing import (
     TYPE_CHECKING,
     Any,
     ParamSpec,
+    TypeAlias,
     TypeVar,
     cast,
 )
@@ -94,6 +95,11 @@ log = logging.getLogger("jetwire")
 
 T = TypeVar("T")
 _CB = TypeVar("_CB")
+
+#: connect()'s ``error_cb``: called with an ``Exception``; in the asyncio flavour also with
+#: a callback's own ``asyncio.CancelledError`` (a subscription's or a service handler's)
+ErrorCallback: TypeAlias = Callable[[BaseException], object]  # aio-only
+# sync-only: ErrorCallback: TypeAlias = Callable[[Exception], object]
 
 # after the CONNECT could not be written, how long the reader may take to say why the
 # server refused (a TLS alert, an -ERR) before the write's own error is raised
@@ -962,7 +968,7 @@ class Client:
         self._writer.send_later()
 
     # -- publishing ------------------------------------------------------------------
-    def publish(self, subject: str, data: bytes = b"", reply: str | None = None,
+    def publish(self, subject: str, data: bytes | bytearray | memoryview = b"", reply: str | None = None,
                 headers: HeadersInit | None = None) -> Any:
         """Publish ``data`` to ``subject`` (optionally with a reply subject and headers).
 
@@ -983,7 +989,7 @@ class Client:
 
     _publish_slow = publish
 
-    def _publish_unchecked(self, subject: str, data: bytes = b"", reply: str | None = None,
+    def _publish_unchecked(self, subject: str, data: bytes | bytearray | memoryview = b"", reply: str | None = None,
                            headers: HeadersInit | None = None) -> Any:
         """``publish`` with ``skip_subject_validation``: the outbox's fast path, and what its
         subject checks refuse queued with only the protocol's own checks."""
@@ -996,11 +1002,12 @@ class Client:
         writer.kick()
         return writer.after_publish()
 
-    def _append(self, subject: str, data: bytes, reply: str | None, headers: HeadersInit | None) -> None:
+    def _append(self, subject: str, data: bytes | bytearray | memoryview, reply: str | None,
+                headers: HeadersInit | None) -> None:
         """Check and queue one PUB/HPUB (``headers``: a mapping, or None)."""
         self._append_raw(subject, reply, None if headers is None else _encode_headers(headers), data)
 
-    def _append_raw(self, subject: str, reply: str | None, hdr: bytes | None, data: bytes) -> None:
+    def _append_raw(self, subject: str, reply: str | None, hdr: bytes | None, data: bytes | bytearray | memoryview) -> None:
         """Check and queue one PUB (``hdr`` None) or HPUB (``hdr``: encoded headers)."""
         core = self._core
         if core is None:
@@ -1146,7 +1153,7 @@ class Client:
         else:
             fut.set_result(msg)
 
-    def _start_request(self, subject: str, data: bytes, hdr: bytes | None) -> Any:
+    def _start_request(self, subject: str, data: bytes | bytearray | memoryview, hdr: bytes | None) -> Any:
         """Queue a request and send it now: (token, the future its reply resolves)."""
         prefix = self._resp_prefix or self._resp_mux()
         self._resp_n += 1
@@ -1180,7 +1187,8 @@ class Client:
         finally:
             self._resp_map.pop(token, None)
 
-    async def request(self, subject: str, data: bytes = b"", timeout: float = 1.0, headers: HeadersInit | None = None) -> Msg:
+    async def request(self, subject: str, data: bytes | bytearray | memoryview = b"", timeout: float = 1.0,
+                      headers: HeadersInit | None = None) -> Msg:
         """Send a request and wait for one reply (``NoRespondersError`` at once if nobody listens)."""
         wait_limit(timeout)  # a NaN raises before anything is sent
         token, fut = self._start_request(subject, data, None if headers is None else _encode_headers(headers))
@@ -1623,7 +1631,7 @@ class Link:
         return self._nc.new_inbox()
 
     # -- sending -----------------------------------------------------------------------
-    def publish_raw(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
+    def publish_raw(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes | bytearray | memoryview) -> None:
         nc = self._nc
         if headers is None:
             nc.publish(subject, payload, reply)  # connected: the outbox's compiled fast path
@@ -1691,7 +1699,8 @@ class Link:
         self._nc._drop_sub(cast(Subscription, sub))
 
     # -- request / reply ---------------------------------------------------------------
-    async def request_raw(self, subject: str, payload: bytes, headers: bytes | None, timeout: float) -> Msg:
+    async def request_raw(self, subject: str, payload: bytes | bytearray | memoryview, headers: bytes | None,
+                          timeout: float) -> Msg:
         nc = self._nc
         wait_limit(timeout)  # a NaN raises before anything is sent
         token, fut = nc._start_request(subject, payload, headers)
@@ -1839,14 +1848,14 @@ async def connect(
     busy_poll: float = 200e-6,
     poll_io: bool | None = None,
     max_control_line: int = 1048576,
-    error_cb: Callable[..., object] | None = None,
-    disconnected_cb: Callable[..., object] | None = None,
-    reconnected_cb: Callable[..., object] | None = None,
-    closed_cb: Callable[..., object] | None = None,
-    reconnect_error_cb: Callable[..., object] | None = None,
-    connected_cb: Callable[..., object] | None = None,
-    discovered_servers_cb: Callable[..., object] | None = None,
-    lame_duck_mode_cb: Callable[..., object] | None = None,
+    error_cb: ErrorCallback | None = None,
+    disconnected_cb: Callable[[], object] | None = None,
+    reconnected_cb: Callable[[], object] | None = None,
+    closed_cb: Callable[[], object] | None = None,
+    reconnect_error_cb: Callable[[Exception], object] | None = None,
+    connected_cb: Callable[[], object] | None = None,
+    discovered_servers_cb: Callable[[], object] | None = None,
+    lame_duck_mode_cb: Callable[[], object] | None = None,
 ) -> Client:
     """Connect to NATS and return the connected client.
 
@@ -1945,19 +1954,20 @@ async def connect(
             bytes: a bound against a broken server, not the server's own ``max_control_line`` (its MSG
             lines add the sid and the reply subject to what was published, its INFO lists the cluster's
             URLs).
-        error_cb (Callable[..., object] | None, default None): ``(error)``: asynchronous errors (slow
-            consumers, refused subscriptions, ...).
-        disconnected_cb (Callable[..., object] | None, default None): ``()``: the connection was lost.
-        reconnected_cb (Callable[..., object] | None, default None): ``()``: the connection is back.
-        closed_cb (Callable[..., object] | None, default None): ``()``: the connection is closed for
+        error_cb (ErrorCallback | None, default None): ``(error)``: asynchronous errors (slow consumers,
+            refused subscriptions, ...): an ``Exception``, in the asyncio flavour also a callback's own
+            ``asyncio.CancelledError``.
+        disconnected_cb (Callable[[], object] | None, default None): ``()``: the connection was lost.
+        reconnected_cb (Callable[[], object] | None, default None): ``()``: the connection is back.
+        closed_cb (Callable[[], object] | None, default None): ``()``: the connection is closed for
             good.
-        reconnect_error_cb (Callable[..., object] | None, default None): ``(error)``: a failed reconnect
-            attempt (default: it goes to ``error_cb``).
-        connected_cb (Callable[..., object] | None, default None): ``()``: the first connection is made
+        reconnect_error_cb (Callable[[Exception], object] | None, default None): ``(error)``: a failed
+            reconnect attempt (default: it goes to ``error_cb``).
+        connected_cb (Callable[[], object] | None, default None): ``()``: the first connection is made
             (also a late one, with ``retry_on_failed_connect``).
-        discovered_servers_cb (Callable[..., object] | None, default None): ``()``: the cluster
-            announced new servers.
-        lame_duck_mode_cb (Callable[..., object] | None, default None): ``()``: the server is entering
+        discovered_servers_cb (Callable[[], object] | None, default None): ``()``: the cluster announced
+            new servers.
+        lame_duck_mode_cb (Callable[[], object] | None, default None): ``()``: the server is entering
             lame duck mode (about to shut down).
 
     A keyword that is not an option raises ``TypeError`` naming the nearest one.

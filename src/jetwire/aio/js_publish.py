@@ -173,7 +173,8 @@ class Publisher(ContextBase):
         else:
             self._link.dispatch(self._err_cb, fut.msg, exc)  # type: ignore[arg-type]
 
-    async def publish(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None, msg_id: str | None = None,
+    async def publish(self, subject: str, data: bytes | bytearray | memoryview = b"", headers: HeadersInit | None = None,
+                      msg_id: str | None = None,
                       expected_stream: str | None = None, expected_last_seq: int | None = None,
                       expected_last_subject_seq: int | None = None, expected_last_msg_id: str | None = None,
                       timeout: float | None = None, retry_attempts: int = 2, retry_wait: float = 0.25,
@@ -325,13 +326,14 @@ class Publisher(ContextBase):
             except Exception:  # timed out (checked above) or resolved concurrently
                 pass
 
-    async def publish_async(self, subject: str, data: bytes = b"", headers: HeadersInit | None = None,
-                            msg_id: str | None = None, expected_stream: str | None = None,
-                            expected_last_seq: int | None = None,
+    async def publish_async(self, subject: str, data: bytes | bytearray | memoryview = b"",
+                            headers: HeadersInit | None = None, msg_id: str | None = None,
+                            expected_stream: str | None = None, expected_last_seq: int | None = None,
                             expected_last_subject_seq: int | None = None,
                             expected_last_msg_id: str | None = None, timeout: float | None = CONTEXT_TIMEOUT,
                             retry_attempts: int = 2, retry_wait: float = 0.25, stall_wait: float = 0.2,
-                            ttl: float | None = None) -> Any:
+                            ttl: float | None = None) -> AioAckFuture:  # aio-only
+                            # sync-only: ttl: float | None = None) -> AckFuture:
         """Publish without waiting for the ack; returns a future resolving to the
         ``PubAck`` (or failing with the typed error, ``NoStreamResponseError`` after the
         no-responders retries, ``ConnectionClosedError`` when the connection closes,
@@ -373,7 +375,8 @@ class Publisher(ContextBase):
             make = self._make_future
             if make is None:  # aio-only
                 make = self._make_future = prims.future_maker(self._future_cls)  # aio-only
-            fut = make()
+            fut: AioAckFuture = make()  # aio-only
+            # sync-only: fut: AckFuture = make()
             # registered (with its ack deadline, its record on the future) and published
             # in one compiled call (removed again if publish raises)
             # aio: what publish returns is done, or (congested) done once the socket drains
@@ -410,7 +413,8 @@ class Publisher(ContextBase):
         await link.wait_writable()
         return fut
 
-    async def publish_msg_async(self, msg: Msg, **options: Any) -> Any:
+    async def publish_msg_async(self, msg: Msg, **options: Any) -> AioAckFuture:  # aio-only
+    # sync-only: def publish_msg_async(self, msg: Msg, **options: Any) -> AckFuture:
         """``publish_async(msg.subject, msg.data, msg.headers, **options)``."""
         return await self.publish_async(msg.subject, msg.data, msg.headers, **options)
 

@@ -89,7 +89,7 @@ def _as_value(value: Any) -> bytes:
 # watcher
 
 
-class KeyWatcher(Watcher):
+class KeyWatcher(Watcher[KeyValueEntry]):
     """Iterate (with ``async for``) for the entries of the watched keys: first the
     initial values, then ``None`` exactly once, then live updates until :meth:`stop`.
 
@@ -191,13 +191,13 @@ class KeyValue:
         return raise_if_deleted(entry_from_raw(self._name, key, raw))
 
     # -- writing ---------------------------------------------------------------------
-    async def put(self, key: str, value: bytes) -> int:
+    async def put(self, key: str, value: bytes | bytearray | memoryview) -> int:
         """Store ``value`` under ``key``; returns the new revision."""
         validate_key(key)
         ack = await self._js.publish(self._put_pre + key, _as_value(value))
         return ack.seq
 
-    async def create(self, key: str, value: bytes, ttl: float | None = None) -> int:
+    async def create(self, key: str, value: bytes | bytearray | memoryview, ttl: float | None = None) -> int:
         """Store ``value`` only if ``key`` has no value (never written, deleted or
         purged); ``KeyExistsError`` otherwise. Returns the new revision.
 
@@ -227,7 +227,7 @@ class KeyValue:
         raise KeyExistsError(code=err.code, err_code=err.err_code,
                              description=f"key {key!r} exists ({err.description})") from None
 
-    async def update(self, key: str, value: bytes, last_revision: int) -> int:
+    async def update(self, key: str, value: bytes | bytearray | memoryview, last_revision: int) -> int:
         """Store ``value`` only if the latest revision of ``key`` is ``last_revision``;
         ``WrongLastSequenceError`` otherwise. Returns the new revision."""
         validate_key(key)

@@ -131,7 +131,7 @@ class Request:
     def reply(self) -> str | None:
         return self.msg.reply
 
-    def respond(self, data: bytes = b"", headers: HeadersInit | None = None) -> Any:
+    def respond(self, data: bytes | bytearray | memoryview = b"", headers: HeadersInit | None = None) -> Any:
         """Answer with ``data`` (and ``headers``)."""
         reply = self.msg.reply
         if not reply:
@@ -164,7 +164,7 @@ class Request:
         """Answer with ``obj`` as JSON."""
         return self.respond(orjson.dumps(obj), headers)
 
-    def respond_error(self, code: object, description: str, data: bytes = b"",
+    def respond_error(self, code: object, description: str, data: bytes | bytearray | memoryview = b"",
                       headers: HeadersInit | None = None) -> Any:
         """Answer with a service error (headers ``Nats-Service-Error-Code: code`` and
         ``Nats-Service-Error: description``); it counts as an error of the endpoint. Both
@@ -862,7 +862,8 @@ class _Locks:
 async def add_service(nc: Client, name: str, version: str, description: str | None = None,
                       metadata: dict[str, str] | None = None, queue_group: str | None = DEFAULT_QUEUE_GROUP,
                       stats_handler: Callable[[Endpoint], object] | None = None,
-                      error_cb: Callable[[BaseException], object] | None = None,
+                      error_cb: Callable[[BaseException], object] | None = None,  # aio-only
+                      # sync-only: error_cb: Callable[[Exception], object] | None = None,
                       done_cb: Callable[[Service], object] | None = None,
                       concurrency: int | None = None) -> Service:
     """Start a service on connection ``nc``: it answers ``$SRV.PING|INFO|STATS`` (for all
@@ -875,7 +876,8 @@ async def add_service(nc: Client, name: str, version: str, description: str | No
     also in aio: ``InvalidServiceConfigError`` for a coroutine function) gives each
     endpoint's ``data`` in ``$SRV.STATS`` (None when it raises or returns something that is
     not JSON; the connection's ``error_cb`` hears why). ``error_cb(exc)`` is told of every exception a handler raises (the
-    request was answered with a 500 error). ``done_cb(service)`` is called once the
+    request was answered with a 500 error; in the asyncio flavour also a handler's own
+    ``asyncio.CancelledError``) and of a subscription the server refused. ``done_cb(service)`` is called once the
     service stopped. ``concurrency``: requests of one endpoint handled at once (in the
     asyncio flavour coroutine handlers in progress, default 256; in the blocking flavour
     the size of the endpoint's thread pool, default 4).
@@ -967,7 +969,8 @@ async def stats(nc: Client, name: str | None = None, id: str | None = None,
     return await _discover(nc, "STATS", name, id, timeout, max_results)
 
 
-async def request(nc: Client, subject: str, data: bytes = b"", headers: HeadersInit | None = None, timeout: float = 1.0) -> Msg:
+async def request(nc: Client, subject: str, data: bytes | bytearray | memoryview = b"", headers: HeadersInit | None = None,
+                  timeout: float = 1.0) -> Msg:
     """Send a request to a service endpoint: the reply ``Msg``, or ``ServiceError(code,
     description)`` when the service answered with an error."""
     msg = await nc.request(subject, data, timeout=timeout, headers=headers)

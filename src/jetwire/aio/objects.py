@@ -196,7 +196,7 @@ class ObjectResult:
         self.close()
 
 
-class ObjectWatcher(Watcher):
+class ObjectWatcher(Watcher[ObjectInfo]):
     """Iterate (with ``async for``) for :class:`ObjectInfo` updates: the current
     objects, then ``None`` exactly once, then every change until :meth:`stop`."""
 

@@ -22,7 +22,7 @@ import asyncio  # aio-only
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from .._typing import JSONObject
 from ..errors import (
@@ -64,6 +64,7 @@ END = object()  # the push consumer was stopped (or its subscription ended)
 
 P = TypeVar("P", bound="PushCore")
 T = TypeVar("T")  # aio-only
+Item = TypeVar("Item")  # what a Watcher yields
 
 
 # ---------------------------------------------------------------------------------
@@ -95,7 +96,7 @@ def halt(pc: PushCore) -> None:
     pc._halt()
 
 
-async def initial_values(w: Watcher) -> AsyncIterator[Any]:
+async def initial_values(w: Watcher[Item]) -> AsyncIterator[Item]:
     """A watcher's initial values, up to its ``None`` marker (the listings of KV and object
     stores); ``ConnectionClosedError`` when it ends before the marker (a partial list
     would pass for the whole). The watcher is stopped after."""
@@ -489,10 +490,10 @@ class PushCore:
 # watchers (KV and object stores)
 
 
-class Watcher(PushCore):
-    """An ordered push consumer on ``stream`` filtered to ``filters`` whose items are
-    decoded by :meth:`_item`: first the initial values, then ``None`` exactly once,
-    then live updates until :meth:`stop`."""
+class Watcher(PushCore, Generic[Item]):
+    """An ordered push consumer on ``stream`` filtered to ``filters`` whose items (of type
+    ``Item``) are decoded by :meth:`_item`: first the initial values, then ``None``
+    exactly once, then live updates until :meth:`stop`."""
 
     def __init__(self, js: JetStream, stream: str, filters: Sequence[str], deliver_policy: str,
                  opt_start_seq: int | None = None, headers_only: bool = False, initial: bool = True,
@@ -503,11 +504,11 @@ class Watcher(PushCore):
                          initial)
         self._marker_sent = False
 
-    def _item(self, msg: Msg) -> Any:
+    def _item(self, msg: Msg) -> Item | None:
         """What a delivery yields; None skips it."""
         raise NotImplementedError
 
-    async def next(self, timeout: float | None = None) -> Any:
+    async def next(self, timeout: float | None = None) -> Item | None:
         """The next item (or the ``None`` marker); ``TimeoutError`` after ``timeout``
         seconds; ``StopAsyncIteration`` (``StopIteration`` blocking) once stopped;
         ``ConnectionClosedError`` once the connection closed (or began draining) under
@@ -529,13 +530,13 @@ class Watcher(PushCore):
 
     updates = next
 
-    def __aiter__(self) -> Any:
+    def __aiter__(self) -> Self:
         return self
 
-    async def __anext__(self) -> Any:
+    async def __anext__(self) -> Item | None:
         return await self.next(None)
 
-    async def __aenter__(self) -> Any:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -456,7 +456,8 @@ class ConnectionCore:
         else:
             buf += b"SUB %s %d\r\n" % (s, sid)
 
-    def append_pub_lax(self, subject: str, reply: str | None, hdr: bytes | None, data: bytes) -> None:
+    def append_pub_lax(self, subject: str, reply: str | None, hdr: bytes | None,
+                       data: bytes | bytearray | memoryview) -> None:
         """``skip_subject_validation``: append a PUB/HPUB (``hdr``: encoded headers or
         None) whose subject and reply are checked only by :func:`lax_wire`, counted as
         the outbox counts (the caller holds the writer's lock)."""

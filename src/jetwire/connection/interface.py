@@ -113,7 +113,7 @@ class Link(Protocol):
         """A unique subject under the connection's inbox prefix."""
 
     # -- sending -----------------------------------------------------------------------
-    def publish_raw(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes) -> None:
+    def publish_raw(self, subject: str, reply: str | None, headers: bytes | None, payload: bytes | bytearray | memoryview) -> None:
         """Queue one PUB (``headers`` None) or HPUB (``headers``: an encoded header block).
 
         While reconnecting the message waits in the reconnect buffer. Raises
@@ -189,7 +189,7 @@ class Link(Protocol):
         """Stop ``sub`` at once (UNSUB queued). Never blocks; safe from the reader."""
 
     # -- request / reply ---------------------------------------------------------------
-    async def request_raw(self, subject: str, payload: bytes, headers: bytes | None,
+    async def request_raw(self, subject: str, payload: bytes | bytearray | memoryview, headers: bytes | None,
                           timeout: float) -> Msg:
         """One request over the connection's shared inbox: the reply ``Msg``;
         ``NoRespondersError`` or ``TimeoutError``."""

@@ -16,12 +16,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeAlias
 
 import orjson
 
 from jetwire.errors import InvalidJSONError, api_error
 from jetwire.jetstream._json import JSONObject, Model, config_from_kwargs, duration, jfield  # noqa: F401
+
+if TYPE_CHECKING:
+    from jetwire.protocol.headers import Headers
+
+    _HeadersOrNone: TypeAlias = Headers | None
+else:
+    # what the models' reader and jetwire.schemas resolve the hint to at run time (the
+    # field's kind converts it); Headers is not imported here: it loads the protocol package
+    _HeadersOrNone = Any
 
 __all__ = [
     "APIErrorInfo",
@@ -719,7 +728,7 @@ class RawStreamMsg(Model):
     subject: str = ""
     seq: int = 0
     data: bytes = jfield(b"", kind="b64")
-    headers: Any = jfield(None, kind="hdrs_b64", json="hdrs")
+    headers: _HeadersOrNone = jfield(None, kind="hdrs_b64", json="hdrs")
     time: datetime | None = None
 
     @classmethod

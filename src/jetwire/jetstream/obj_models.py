@@ -12,7 +12,7 @@ import base64
 import copy
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from jetwire.jetstream._json import JSONObject, Model, duration, jfield
 from jetwire.jetstream._status import BucketStatus
@@ -24,6 +24,10 @@ from jetwire.jetstream.models import (
     StreamConfig,
 )
 from jetwire.jetstream.validate import validate_bucket_name
+from jetwire.protocol.headers import Headers
+
+if TYPE_CHECKING:
+    from jetwire.protocol.headers import HeadersInit
 
 __all__ = ["ObjectInfo", "ObjectLink", "ObjectMeta", "ObjectStoreConfig", "ObjectStoreStatus"]
 
@@ -146,9 +150,14 @@ class ObjectMeta(_OptionsLayout, Model):
     _omit_defaults: ClassVar[bool] = True
     name: str = jfield(always=True)
     description: str | None = None
-    headers: Any = jfield(None, kind="headers")
+    headers: Headers | None = jfield(None, kind="headers")
     metadata: dict[str, str] | None = None
     max_chunk_size: int | None = None
+
+    if TYPE_CHECKING:  # the dataclass's __init__, for type checkers: ``headers`` may be a dict (made Headers)
+        def __init__(self, name: str, description: str | None = None, headers: HeadersInit | None = None,
+                     metadata: dict[str, str] | None = None, max_chunk_size: int | None = None, *,
+                     _extra: JSONObject = ...) -> None: ...
 
 
 @dataclass
@@ -165,6 +174,13 @@ class ObjectInfo(ObjectMeta):
     digest: str | None = None
     deleted: bool = False
     link: ObjectLink | None = None
+
+    if TYPE_CHECKING:  # the dataclass's __init__, for type checkers: ``headers`` may be a dict (made Headers)
+        def __init__(self, name: str, description: str | None = None, headers: HeadersInit | None = None,
+                     metadata: dict[str, str] | None = None, max_chunk_size: int | None = None,
+                     bucket: str = "", nuid: str = "", size: int = 0, mtime: datetime | None = None, chunks: int = 0,
+                     digest: str | None = None, deleted: bool = False, link: ObjectLink | None = None, *,
+                     _extra: JSONObject = ...) -> None: ...
 
     @property
     def is_link(self) -> bool:

@@ -100,24 +100,31 @@ def _pub_msg(fut: AckFuture | AioAckFuture) -> Msg:
     return Msg(pub[0], pub[2], None, None if hdr is None else _decode_headers(hdr))
 
 
-_MSG_DOC = "The ``Msg`` that was published (subject, data, headers with the msg id), to retry it."
-
-
 class AckFuture(_impl.AckFuture):
     """The ``concurrent.futures.Future`` that blocking ``publish_async`` returns (the
-    compiled or pure base is cheap to make and resolve), with ``msg``: what was sent."""
+    compiled or pure base is cheap to make and resolve), with ``msg``: what was sent.
+    ``result()`` is the ``PubAck``."""
 
     # the record AckMux keeps on it (see the module docstring)
     _pub: Any = None
-    msg = property(_pub_msg, doc=_MSG_DOC)
+
+    @property
+    def msg(self) -> Msg:
+        """The ``Msg`` that was published (subject, data, headers with the msg id), to retry it."""
+        return _pub_msg(self)
 
 
 class AioAckFuture(asyncio.Future[PubAck]):
-    """The ``asyncio.Future`` that aio ``publish_async`` returns, with ``msg``."""
+    """The ``asyncio.Future`` that aio ``publish_async`` returns, with ``msg``; awaited, it
+    is the ``PubAck``."""
 
     __slots__ = ("_pub",)
     _pub: Any
-    msg = property(_pub_msg, doc=_MSG_DOC)
+
+    @property
+    def msg(self) -> Msg:
+        """The ``Msg`` that was published (subject, data, headers with the msg id), to retry it."""
+        return _pub_msg(self)
 
 
 def acked_future_class(base: type[_F], on_ack: Callable[[_F, PubAck], None]) -> type[_F]:

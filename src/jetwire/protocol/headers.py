@@ -204,6 +204,12 @@ class Headers:
     def __delitem__(self, key: str) -> None:
         del self._d[key]
 
+    @overload
+    def pop(self, key: str) -> str: ...
+
+    @overload
+    def pop(self, key: str, default: _T, /) -> str | _T: ...
+
     def pop(self, key: str, *default: Any) -> Any:
         """Remove ``key`` and return its first value (or ``default``)."""
         values = self._d.pop(key, None)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future as _CFuture
 from concurrent.futures import InvalidStateError
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["AckFuture", "AckMux"]
 
@@ -22,8 +22,15 @@ _INF = float("inf")
 _GRAIN = 0.02
 _lazy_lock = threading.Lock()  # makes a future's condition, and resolves a future that has none
 
+if TYPE_CHECKING:  # a future of the PubAck (the models are not imported at run time)
+    from jetwire.jetstream.models import PubAck
 
-class AckFuture(_CFuture):
+    _FutureBase = _CFuture[PubAck]
+else:
+    _FutureBase = _CFuture
+
+
+class AckFuture(_FutureBase):
     """The ``concurrent.futures.Future`` that blocking ``publish_async`` returns.
 
     A plain ``Future`` builds a ``Condition`` (and an ``RLock``) when it is made and
@@ -62,7 +69,7 @@ class AckFuture(_CFuture):
     def done(self) -> bool:
         return self._state in _DONE
 
-    def result(self, timeout: float | None = None) -> Any:
+    def result(self, timeout: float | None = None) -> PubAck:
         """As ``Future.result``; a resolved future answers without building its condition
         (what reading an ack costs on a hot path)."""
         if self._state == FINISHED:
@@ -72,7 +79,7 @@ class AckFuture(_CFuture):
                     raise exc
                 finally:
                     exc = None  # no reference cycle through the traceback
-            return self._result
+            return self._result  # type: ignore[return-value]  # (finished without an exception: the ack)
         return _CFuture.result(self, timeout)
 
     def cancel(self) -> bool:
