@@ -279,7 +279,7 @@ class PubAckMux(_impl.AckMux):
                 d = _loads(data)
             except Exception:
                 d = None
-            if type(d) is dict and len(d) == 2 and "seq" in d:
+            if type(d) is dict and len(d) == 2 and type(d.get("seq")) is int:
                 stream = d.get("stream")
                 if stream and type(stream) is str:
                     # {"seq":..,"stream":..} or spaced: the usual answer all the same
