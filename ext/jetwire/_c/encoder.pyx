@@ -10,6 +10,12 @@ whitespace (ASCII or Unicode) or control character, no empty token.
 include "common.pxi"
 
 from cpython.buffer cimport PyObject_CheckBuffer
+from cpython.exc cimport PyErr_Clear, PyErr_ExceptionMatches
+
+
+cdef extern from "Python.h":
+    # PyObject_GetBuffer returning its -1 (not raised at once): checked by _data_view
+    int _get_buffer "PyObject_GetBuffer"(object obj, Py_buffer* view, int flags)
 
 from jetwire._c.lock cimport acquire_any, release_any
 
@@ -111,11 +117,18 @@ cdef inline int _data_view(object data, Py_buffer* view) except -1:
     """``data``'s buffer (release it), or the payload ``TypeError`` (it is no bytes-like object)."""
     if not PyObject_CheckBuffer(data):
         raise payload_type_error(data)
-    try:
-        PyObject_GetBuffer(data, view, PyBUF_SIMPLE)
-    except BufferError:  # (a strided view): the pure twin's words
-        raise BufferError("data must be a C-contiguous buffer") from None
+    if _get_buffer(data, view, PyBUF_SIMPLE) < 0:  # (no try block: nothing to save per call)
+        return _buffer_refused()
     return 0
+
+
+cdef int _buffer_refused() except -1:
+    """The error of a buffer that could not be taken: a strided one in the pure twin's
+    words, anything else as it is."""
+    if PyErr_ExceptionMatches(BufferError):
+        PyErr_Clear()
+        raise BufferError("data must be a C-contiguous buffer")
+    return -1  # (the error set stays)
 
 
 cdef inline char* _grow(object buf, Py_ssize_t extra) except NULL:
