@@ -11,7 +11,7 @@ from .._typing import JSONObject
 from ..errors import APIError, InvalidOptionError, NoRespondersError
 from ..jetstream.config_kwargs import ConsumerConfigFields
 from ..jetstream.ensure_core import DEFAULT_CONSUMER
-from ..jetstream.manage import BatchGet, ConsumerPauseResponse, direct_msg, purge_request
+from ..jetstream.manage import BatchGet, ConsumerPauseResponse, direct_msg, purge_request, validate_subject_arg
 from ..jetstream.models import ConsumerConfig, ConsumerInfo, RawStreamMsg, StreamInfo
 from .consumer import Consumer
 from .inbox import Inbox
@@ -22,14 +22,6 @@ if TYPE_CHECKING:
 
 _PAGE_KEYS = ("type", "total", "offset", "limit")
 _validate_filter = _impl.validate_filter  # subjects with wildcards (whole tokens)
-
-
-def _validate_subject_arg(subject: object, name: str) -> None:
-    """A subject argument (wildcards as whole tokens): ``TypeError`` for a non-str,
-    ``BadSubjectError`` for a bad subject ("" included), before anything is sent."""
-    if not isinstance(subject, str):
-        raise TypeError(f"{name} must be a str, not {type(subject).__name__}")
-    _validate_filter(subject)
 
 
 def stream_info_of(resp: JSONObject) -> StreamInfo:
@@ -71,7 +63,7 @@ class Stream:
         subject = f"STREAM.INFO.{self._name}"
         req: JSONObject = {}
         if subjects_filter is not None:
-            _validate_subject_arg(subjects_filter, "subjects_filter")
+            validate_subject_arg(subjects_filter, "subjects_filter")
             req["subjects_filter"] = subjects_filter
         if deleted_details:
             req["deleted_details"] = True
@@ -120,13 +112,13 @@ class Stream:
             raise InvalidOptionError(f"seq must be a non-negative int, not {seq!r}")
         if next_by_subject is None:
             return self._get({"seq": seq}, None, direct)
-        _validate_subject_arg(next_by_subject, "next_by_subject")
+        validate_subject_arg(next_by_subject, "next_by_subject")
         return self._get({"seq": seq, "next_by_subj": next_by_subject}, None, direct)
 
     def get_last_msg_for_subject(self, subject: str, direct: bool = False) -> RawStreamMsg:
         """The last message stored on ``subject`` (``MsgNotFoundError`` when none;
         ``BadSubjectError`` for one that is not a subject, before anything is sent)."""
-        _validate_subject_arg(subject, "subject")
+        validate_subject_arg(subject, "subject")
         return self._get({"last_by_subj": subject}, subject, direct)
 
     def _get(self, req: JSONObject, last_subject: str | None, direct: bool) -> RawStreamMsg:

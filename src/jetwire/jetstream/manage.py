@@ -42,6 +42,7 @@ __all__ = [
     "ttl_header_value",
     "validate_filter_subjects",
     "validate_stream_subjects",
+    "validate_subject_arg",
 ]
 
 MSG_ID_HDR = "Nats-Msg-Id"
@@ -158,6 +159,15 @@ def validate_filter_subjects(subjects: Iterable[str | None]) -> None:
             _impl.validate_filter(subject)
 
 
+def validate_subject_arg(subject: object, name: str = "subject") -> str:
+    """A subject argument (wildcards as whole tokens): ``TypeError`` for a non-str,
+    ``BadSubjectError`` for a bad subject (``""`` included), before anything is sent."""
+    if not isinstance(subject, str):
+        raise TypeError(f"{name} must be a str, not {type(subject).__name__}")
+    _impl.validate_filter(subject)
+    return subject
+
+
 def validate_stream_subjects(subjects: Iterable[str | None], schema: bool = False) -> None:
     """``validate_filter_subjects`` for a stream's subjects, where ``""`` is not "none"
     but an empty subject (``BadSubjectError``), as the API contract has it; with
@@ -197,10 +207,7 @@ def purge_request(subject: str | None, sequence: int | None, keep: int | None) -
         raise InvalidOptionError("purge: give sequence or keep, not both")
     req: JSONObject = {}
     if subject is not None:  # ("": a bad subject, never "everything")
-        if not isinstance(subject, str):
-            raise TypeError(f"subject must be a str, not {type(subject).__name__}")
-        _impl.validate_filter(subject)
-        req["filter"] = subject
+        req["filter"] = validate_subject_arg(subject)
     if sequence is not None:
         _uint(sequence, "sequence")
         req["seq"] = sequence
