@@ -11,17 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from jetwire.jetstream._json import Model, duration, jfield
-from jetwire.jetstream.models import PeerInfo, StreamState
-
-if TYPE_CHECKING:
-    from jetwire.protocol.headers import Headers as _Headers
-else:
-    # what jetwire.schemas and the models' reader resolve the hint to at run time (the
-    # field's kind converts it); Headers is not imported here: it loads the protocol package
-    _Headers = Any
+from jetwire.jetstream.models import HeadersOrNone, PeerInfo, StreamState
 
 __all__ = [
     "EVENT_TYPES",
@@ -617,7 +610,7 @@ class ServiceLatencyMetric(Event):
     REQUIRED: ClassVar[tuple[str, ...]] = ("status", "start", "service", "system", "total")
     requestor: ClientInfo | None = None
     responder: ClientInfo | None = None
-    header: _Headers | None = jfield(None, kind="headers")
+    header: HeadersOrNone = jfield(None, kind="headers")
     status: int = 0
     error: str | None = None
     start: datetime | None = None

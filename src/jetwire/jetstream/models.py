@@ -26,11 +26,12 @@ from jetwire.jetstream._json import JSONObject, Model, config_from_kwargs, durat
 if TYPE_CHECKING:
     from jetwire.protocol.headers import Headers
 
-    _HeadersOrNone: TypeAlias = Headers | None
+    HeadersOrNone: TypeAlias = Headers | None
 else:
-    # what the models' reader and jetwire.schemas resolve the hint to at run time (the
-    # field's kind converts it); Headers is not imported here: it loads the protocol package
-    _HeadersOrNone = Any
+    # the hint of a headers field (any model's): what the models' reader and jetwire.schemas
+    # resolve it to at run time (the field's kind converts it); Headers is not imported
+    # here: it loads the protocol package
+    HeadersOrNone = Any
 
 __all__ = [
     "APIErrorInfo",
@@ -728,7 +729,7 @@ class RawStreamMsg(Model):
     subject: str = ""
     seq: int = 0
     data: bytes = jfield(b"", kind="b64")
-    headers: _HeadersOrNone = jfield(None, kind="hdrs_b64", json="hdrs")
+    headers: HeadersOrNone = jfield(None, kind="hdrs_b64", json="hdrs")
     time: datetime | None = None
 
     @classmethod
